@@ -1,0 +1,11 @@
+"""adcompile: differentiate ordinary Python numerical code, eagerly or compiled.
+
+The eager half is re-exported from `runtime`, so `import adcompile as torch` runs PyTorch
+autograd code unchanged.
+"""
+
+from runtime import *  # noqa: F401,F403
+from runtime import __version__, autograd, dtypes  # noqa: F401
+import runtime as _runtime
+
+globals().update({k: v for k, v in vars(_runtime).items() if not k.startswith("_")})

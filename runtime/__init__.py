@@ -1,0 +1,101 @@
+"""adcompile's eager runtime: a numpy-backed Tensor with PyTorch 2.13's autograd semantics.
+
+This package is the foundation (it depends only on numpy). Its public names mirror the
+`torch` namespace so that `import adcompile as torch` runs PyTorch autograd code unchanged;
+`adcompile/__init__.py` re-exports everything listed in `__all__`.
+"""
+
+from runtime import autograd, dtypes
+from runtime import ops as _ops
+from runtime.creation import (
+    arange,
+    as_tensor,
+    device,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    legacy_constructors,
+    linspace,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randint_like,
+    randn,
+    randn_like,
+    randperm,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from runtime.dtypes import (
+    bool_ as bool,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+)
+from runtime.dtypes import dtype
+from runtime.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from runtime.ops._core import get_default_dtype, set_default_dtype
+from runtime.random import manual_seed, seed, initial_seed, get_rng_state, set_rng_state
+from runtime.tensor import Size, Tensor
+
+half = float16
+float = float32
+double = float64
+short = int16
+int = int32
+long = int64
+
+globals().update(legacy_constructors())
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def numel(t):
+    return t.numel()
+
+
+_FUNCTIONS = [
+    "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", "log", "log1p", "sqrt", "rsqrt",
+    "sin", "cos", "tan", "tanh", "sigmoid", "relu", "clamp", "reciprocal", "sign", "floor",
+    "ceil", "trunc", "round", "square", "maximum", "minimum", "where", "masked_fill", "eq", "ne",
+    "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or", "logical_xor", "isnan",
+    "isinf", "isfinite", "sum", "mean", "prod", "max", "min", "argmax", "argmin", "norm", "var",
+    "std", "dot", "mm", "mv", "bmm", "matmul", "outer", "addmm", "reshape", "flatten", "t",
+    "transpose", "permute", "squeeze", "unsqueeze", "select", "narrow", "cat", "stack",
+    "split", "chunk", "unbind", "clone", "diag", "softmax", "log_softmax", "logsumexp",
+    "cumsum", "all", "any", "remainder", "floor_divide", "rsub",
+]
+globals().update({name: getattr(_ops, name) for name in _FUNCTIONS})
+subtract, multiply, divide, true_divide = sub, mul, div, div
+absolute, negative, clip = abs, neg, clamp
+concat = concatenate = cat
+
+
+from runtime.creation import tensor  # noqa: E402  (rebinds the name the submodule took)
+
+
+def detach(t):
+    return t.detach()
+
+
+__version__ = "0.1.0"

@@ -1,0 +1,323 @@
+"""Recording: how forward operations attach nodes to the graph, for plain ops, views and
+in-place ops.
+
+- `record` attaches a node to a freshly computed output.
+- `make_view` creates a tensor that shares memory and the version counter with its base and
+  remembers the steps that carve it out of the base (to replay them on gradients).
+- `apply_inplace` runs an out-of-place op and writes the result back into the tensor, moving
+  the autograd history as PyTorch does: the tensor's grad_fn becomes the op's node, or, for a
+  view, the base's grad_fn becomes `CopySlices` and the view's a regenerated
+  `AsStridedBackward0`.
+"""
+
+import numpy as np
+
+from runtime import grad_mode
+from runtime.function import (
+    AccumulateGrad,
+    Node,
+    SavedTensor,
+    _sequence,
+    node_class,
+)
+from runtime.rules import numpy_ops
+from runtime.rules.numpy_ops import replay_view
+
+_state = grad_mode._state
+
+# view creation kinds (PyTorch's CreationMeta)
+DEFAULT, NO_GRAD, MULTI_OUTPUT, INFERENCE = 0, 1, 2, 3
+
+
+class TensorMeta:
+    """Rarely used per-tensor autograd state, allocated on first use."""
+
+    __slots__ = ("hooks", "post_acc_hooks", "acc", "retains_grad", "view_steps", "creation",
+                 "view_base_fn", "grad_dtype")
+
+    def __init__(self):
+        self.hooks = None
+        self.post_acc_hooks = None
+        self.acc = None
+        self.retains_grad = False
+        self.view_steps = None
+        self.creation = DEFAULT
+        self.view_base_fn = None
+
+
+def meta_of(t):
+    m = t._meta
+    if m is None:
+        m = t._meta = TensorMeta()
+    return m
+
+
+def edge(t):
+    """The (node, output_nr) through which gradient flows back into `t`."""
+    gf = t.grad_fn
+    if gf is not None:
+        return (gf, t._output_nr)
+    if t._requires_grad:
+        return (t._accumulator(), 0)
+    return (None, 0)
+
+
+def requires_grad(x):
+    try:
+        return x._requires_grad or x._grad_fn is not None
+    except AttributeError:
+        return False
+
+
+def new_node(cls, inputs, out, args):
+    """A node of class `cls` whose edges lead to `inputs` (tensors or Python scalars)."""
+    node = cls.__new__(cls)
+    edges = []
+    fit = None
+    for i, x in enumerate(inputs):
+        if hasattr(x, "_data") and (x._requires_grad or x._grad_fn is not None):
+            edges.append(edge(x))
+            if x._dtype is not out._dtype or x._data.shape != out._data.shape:
+                if fit is None:
+                    fit = [None] * len(inputs)
+                fit[i] = (x._data.shape, x._dtype.np)
+        else:
+            edges.append((None, 0))
+    node.next_functions = tuple(edges)
+    node._args = args
+    node._fit = fit
+    node._seq = next(_sequence)
+    node._hooks = None
+    node._freed = None
+    for a in args:
+        if type(a) is SavedTensor:
+            node._freed = False
+            break
+    return node
+
+
+def record(cls, inputs, out, args=()):
+    """Attach a new node of class `cls` to `out`, the result of the op on `inputs`."""
+    node = new_node(cls, inputs, out, args)
+    out._grad_fn = node
+    return node
+
+
+def any_requires_grad(inputs):
+    if not _state.enabled:
+        return False
+    for x in inputs:
+        if hasattr(x, "_data") and (x._requires_grad or x._grad_fn is not None):
+            return True
+    return False
+
+
+def record_multi(cls, inputs, outs, args=()):
+    """One node for several outputs (split, unbind): output i gets output_nr i."""
+    node = new_node(cls, inputs, outs[0], args)
+    node._fit = None
+    node._n_outputs = len(outs)
+    for i, out in enumerate(outs):
+        out._grad_fn = node
+        out._output_nr = i
+    return node
+
+
+# -- views ------------------------------------------------------------------------------------
+
+def make_view(src, data, step, node_cls=None, args=(), creation=DEFAULT):
+    """A tensor viewing `src`'s memory through `step` (a (kind, arg) pair, see replay_view)."""
+    out = src._new_like(data)
+    out._vc = src._vc
+    base = src._base if src._base is not None else src
+    out._base = base
+    m = meta_of(out)
+    src_steps = src._meta.view_steps if src._base is not None else ()
+    m.view_steps = src_steps + (step,)
+    src_rg = src._requires_grad or src._grad_fn is not None
+    if src._base is not None and src._meta.creation != DEFAULT and creation == DEFAULT:
+        creation = src._meta.creation
+    if not src_rg:
+        m.creation = creation
+        return out
+    if _state.enabled:
+        if node_cls is not None:
+            record(node_cls, (src,), out, args)
+        m.view_base_fn = base._grad_fn
+        m.creation = creation
+    else:
+        m.creation = INFERENCE if _state.inference else NO_GRAD
+        out._requires_grad = True
+    return out
+
+
+def regenerated_view_fn(view):
+    """grad_fn of a view whose base's history changed since the view was made."""
+    base = view._base
+    m = view._meta
+    if not (base._requires_grad or base._grad_fn is not None):
+        return None
+    cls = node_class("AsStridedBackward0", "view_replay")
+    node = new_node(cls, (base,), view, (base._data.shape, m.view_steps))
+    node._fit = None
+    view._grad_fn = node
+    view._output_nr = 0
+    m.view_base_fn = base._grad_fn
+    return node
+
+
+# -- in-place ---------------------------------------------------------------------------------
+
+def check_inplace(t):
+    """Refuse in-place ops that would corrupt autograd history (before touching the data)."""
+    if t._inference and not _state.inference:
+        raise RuntimeError(
+            "an inference tensor cannot be modified in place outside inference_mode; "
+            "clone() it first to get a normal tensor")
+    if not _state.enabled:
+        return
+    base = t._base
+    if base is None:
+        if t._requires_grad and t._grad_fn is None:
+            raise RuntimeError(
+                "a leaf tensor that requires grad cannot be modified in place: autograd "
+                "needs its value. Do the update under torch.no_grad(), or work on a clone")
+        return
+    m = t._meta
+    if base._requires_grad and base._grad_fn is None:
+        raise RuntimeError(
+            "a view of a leaf tensor that requires grad cannot be modified in place: autograd "
+            "needs the leaf's value. Do the update under torch.no_grad(), or work on a clone")
+    if m.creation == NO_GRAD and (base._requires_grad or base._grad_fn is not None):
+        raise RuntimeError(
+            "this view was created under no_grad and is now being modified in place with "
+            "grad mode on, which autograd cannot track unambiguously. Create the view and "
+            "modify it both inside the no_grad block, or both outside it")
+    if m.creation == MULTI_OUTPUT and (t._requires_grad or t.grad_fn is not None):
+        raise RuntimeError(
+            f"output {t._output_nr} of {_multi_view_name(t)} is a view that belongs to a "
+            "function returning several views, and such views cannot be modified in place. "
+            "Use an out-of-place operation instead")
+
+
+def _multi_view_name(t):
+    gf = t._grad_fn
+    name = type(gf).__name__ if gf is not None else "a multi-output view function"
+    return name.replace("Backward0", "").replace("WithSizes", "WithSizes")
+
+
+def apply_inplace(t, result):
+    """Write `result` (the out-of-place value, possibly with a node) into `t`."""
+    node = result._grad_fn
+    old_data = t._data
+    if node is not None:
+        _snapshot_saved_self(node, t, old_data)
+    if old_data.shape != result._data.shape:
+        raise RuntimeError(
+            f"an in-place result of shape {list(result._data.shape)} cannot be written into "
+            f"a tensor of shape {list(old_data.shape)}")
+    np.copyto(old_data, result._data, casting="unsafe")
+    t._vc[0] += 1
+    if node is None:
+        return t
+    _rebind_saved_result(node, t)
+    if t._base is None:
+        _move_history(t, node)
+    else:
+        _move_view_history(t, node)
+    return t
+
+
+def _snapshot_saved_self(node, t, old_data):
+    for a in node._args:
+        if type(a) is SavedTensor and a.tensor is t:
+            a.tensor = None
+            a.data = old_data.copy()
+            a.vc = None
+
+
+def _rebind_saved_result(node, t):
+    for a in node._args:
+        if type(a) is SavedTensor and a.output_of is not None and a.tensor is None:
+            a.data = t._data
+            a.vc = t._vc
+            a.version = t._vc[0]
+
+
+def _move_history(t, node):
+    old = t._grad_fn
+    t._grad_fn = node
+    t._output_nr = 0
+    _move_retain_hook(t, old, node)
+
+
+def _move_retain_hook(t, old, node):
+    m = t._meta
+    if m is None or not m.retains_grad or old is None or old._hooks is None:
+        return
+    ref = old._hooks.retain.pop(t._output_nr, None)
+    if ref is not None:
+        node._hook_table().retain[0] = ref
+
+
+class CopySlices(Node):
+    """History of a base after an in-place op on one of its views.
+
+    The gradient for the base passes through unchanged except in the view's region, where it
+    is replaced by what the in-place op's node sends to its first input; the op's other
+    inputs get their gradients as usual.
+    """
+
+    __slots__ = ("fn", "steps", "base_shape")
+    _rule = None
+
+    def _apply(self, grads, ops):
+        g = grads[0]
+        if ops is not numpy_ops:
+            g = g._data
+        result = np.array(g)
+        region = replay_view(result, self.steps)
+        res = self.fn._apply((np.array(region),), numpy_ops)
+        if res[0] is None:
+            region[...] = 0
+        else:
+            region[...] = res[0]
+        out = (result,) + tuple(res[1:])
+        if ops is not numpy_ops:
+            from runtime.tensor import Tensor
+
+            out = tuple(None if o is None else Tensor._wrap(np.asarray(o)) for o in out)
+        return out
+
+    def _release(self):
+        self.fn._release()
+
+
+def _move_view_history(t, node):
+    base = t._base
+    cs = CopySlices.__new__(CopySlices)
+    cs.fn = node
+    cs.steps = t._meta.view_steps
+    cs.base_shape = base._data.shape
+    cs.next_functions = (edge(base),) + node.next_functions[1:]
+    cs._args = ()
+    cs._fit = None
+    cs._seq = next(_sequence)
+    cs._hooks = None
+    cs._freed = None
+    old = base._grad_fn
+    base._grad_fn = cs
+    base._output_nr = 0
+    _move_retain_hook(base, old, cs)
+    regenerated_view_fn(t)
+
+
+def accumulator_of(t):
+    m = meta_of(t)
+    acc = m.acc() if m.acc is not None else None
+    if acc is None:
+        import weakref
+
+        acc = AccumulateGrad(t)
+        m.acc = weakref.ref(acc)
+    return acc

@@ -1,0 +1,276 @@
+"""Tensor factories: torch.tensor, zeros/ones/empty/full, arange/linspace/eye, random
+factories, *_like variants, and the legacy constructors (Tensor(2, 3), FloatTensor, ...)."""
+
+import numbers
+
+import numpy as np
+
+from runtime import dtypes, grad_mode
+from runtime.ops._core import get_default_dtype, is_tensor, wrap
+
+
+class device:
+    """Only the CPU exists here; kept so `torch.device('cpu')` and `.to(device)` work."""
+
+    def __init__(self, kind="cpu", index=None):
+        kind = str(kind)
+        if kind.split(":")[0] != "cpu":
+            raise RuntimeError(f"device '{kind}' is not available; adcompile runs on the CPU")
+        self.type = "cpu"
+        self.index = index
+
+    def __repr__(self):
+        return "device(type='cpu')"
+
+    def __str__(self):
+        return "cpu"
+
+    def __eq__(self, other):
+        return str(other) == "cpu" or isinstance(other, device)
+
+    def __hash__(self):
+        return hash("cpu")
+
+
+cpu = device("cpu")
+
+
+def _finish(t, requires_grad):
+    if requires_grad:
+        if not t._dtype.is_floating_point:
+            raise RuntimeError(f"only floating point (and complex) tensors can require "
+                               f"gradients; this one is {t._dtype}")
+        t._requires_grad = True
+    return t
+
+
+def _nested_data(data):
+    """Convert tensors nested in lists to plain values."""
+    if is_tensor(data):
+        return data._data
+    if isinstance(data, (list, tuple)):
+        return [_nested_data(d) for d in data]
+    return data
+
+
+def _infer_dtype(array, data):
+    kind = array.dtype.kind
+    if kind == "f":
+        if isinstance(data, np.ndarray) or _holds_numpy(data):
+            return dtypes.from_numpy(array.dtype)
+        return get_default_dtype()
+    if kind in "iu":
+        if isinstance(data, np.ndarray):
+            return dtypes.from_numpy(array.dtype)
+        return dtypes.int64
+    if kind == "b":
+        return dtypes.bool_
+    raise TypeError(f"cannot make a tensor from data of type {type(data).__name__}")
+
+
+def _holds_numpy(data):
+    return isinstance(data, np.generic)
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    if is_tensor(data):
+        array = np.array(data._data, copy=True)
+    else:
+        array = np.array(_nested_data(data))
+    dt = dtype if dtype is not None else _infer_dtype(array, data)
+    return _finish(wrap(array.astype(dt.np, copy=False), dt), requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None):
+    if is_tensor(data) and (dtype is None or dtype is data._dtype):
+        return data
+    if isinstance(data, np.ndarray):
+        return from_numpy(data) if dtype is None else tensor(data, dtype)
+    return tensor(data, dtype)
+
+
+def from_numpy(array):
+    return wrap(array, dtypes.from_numpy(array.dtype))
+
+
+def _shape(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    for s in size:
+        if not isinstance(s, numbers.Integral) or isinstance(s, bool):
+            raise TypeError(f"a size must be a tuple of ints, but got an element of type "
+                            f"{type(s).__name__}")
+        if s < 0:
+            raise RuntimeError(f"sizes must be non-negative, got {s}")
+    return tuple(int(s) for s in size)
+
+
+def _factory(fill):
+    def make(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
+        dt = dtype or get_default_dtype()
+        data = fill(_shape(size), dt.np)
+        return _finish(wrap(data, dt), requires_grad)
+
+    return make
+
+
+zeros = _factory(np.zeros)
+ones = _factory(np.ones)
+empty = _factory(np.zeros)
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    if dtype is None:
+        dtype = dtypes.scalar_dtype(fill_value, get_default_dtype())
+    return _finish(wrap(np.full(_shape((size,)), fill_value, dtype.np), dtype), requires_grad)
+
+
+def _like(fill):
+    def make(t, dtype=None, device=None, requires_grad=False, memory_format=None):
+        dt = dtype or t._dtype
+        return _finish(wrap(fill(t._data.shape, dt.np), dt), requires_grad)
+
+    return make
+
+
+zeros_like = _like(np.zeros)
+ones_like = _like(np.ones)
+empty_like = _like(np.zeros)
+
+
+def full_like(t, fill_value, dtype=None, device=None, requires_grad=False):
+    dt = dtype or t._dtype
+    return _finish(wrap(np.full(t._data.shape, fill_value, dt.np), dt), requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    if end is None:
+        start, end = 0, start
+    vals = [v.item() if is_tensor(v) else v for v in (start, end, step)]
+    if dtype is None:
+        is_float = any(isinstance(v, float) for v in vals)
+        dtype = get_default_dtype() if is_float else dtypes.int64
+    start, end, step = vals
+    n = max(int(np.ceil((end - start) / step)), 0)
+    data = (start + step * np.arange(n, dtype=np.float64)) if dtype.is_floating_point else \
+        np.arange(start, end, step, dtype=np.int64)
+    return _finish(wrap(data.astype(dtype.np), dtype), requires_grad)
+
+
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    dt = dtype or get_default_dtype()
+    data = np.linspace(start, end, steps, dtype=np.float64)
+    if steps > 1:
+        step = (end - start) / (steps - 1)
+        half = steps // 2
+        i = np.arange(steps)
+        data = np.where(i < half, start + step * i, end - step * (steps - 1 - i))
+    return _finish(wrap(data.astype(dt.np), dt), requires_grad)
+
+
+def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    dt = dtype or get_default_dtype()
+    return _finish(wrap(np.eye(n, m if m is not None else n, dtype=dt.np), dt), requires_grad)
+
+
+# -- random factories ------------------------------------------------------------------------
+
+def _random_factory(draw):
+    def make(*size, dtype=None, generator=None, device=None, requires_grad=False):
+        dt = dtype or get_default_dtype()
+        data = draw(_shape(size), dt.np, generator=generator)
+        return _finish(wrap(data, dt), requires_grad)
+
+    return make
+
+
+def _rand(shape, np_dtype, generator=None):
+    from runtime import random
+
+    return random.rand(shape, np_dtype, generator=generator)
+
+
+def _randn(shape, np_dtype, generator=None):
+    from runtime import random
+
+    return random.randn(shape, np_dtype, generator=generator)
+
+
+rand = _random_factory(_rand)
+randn = _random_factory(_randn)
+
+
+def randint(low, high=None, size=None, dtype=None, generator=None, device=None,
+            requires_grad=False):
+    from runtime import random
+
+    if size is None:
+        low, high, size = 0, low, high
+    if high is None:
+        low, high = 0, low
+    dt = dtype or dtypes.int64
+    data = random.randint(low, high, _shape((size,)), dt.np, generator=generator)
+    return _finish(wrap(data, dt), requires_grad)
+
+
+def randperm(n, dtype=None, generator=None, device=None, requires_grad=False):
+    from runtime import random
+
+    dt = dtype or dtypes.int64
+    return _finish(wrap(random.randperm(n, dt.np, generator=generator), dt), requires_grad)
+
+
+def rand_like(t, dtype=None, requires_grad=False):
+    return rand(t._data.shape, dtype=dtype or t._dtype, requires_grad=requires_grad)
+
+
+def randn_like(t, dtype=None, requires_grad=False):
+    return randn(t._data.shape, dtype=dtype or t._dtype, requires_grad=requires_grad)
+
+
+def randint_like(t, low, high=None, dtype=None):
+    return randint(low, high, t._data.shape, dtype=dtype or t._dtype)
+
+
+# -- legacy constructors -----------------------------------------------------------------------
+
+def legacy_data(type_name, dt, args, kwargs):
+    """Data for Tensor(...) / FloatTensor(...): sizes, a sequence, or nothing."""
+    if kwargs:
+        raise TypeError(f"{type_name}() takes sizes or a data sequence, not keyword arguments "
+                        f"({', '.join(kwargs)}); use torch.tensor(data, requires_grad=...) instead")
+    if not args:
+        return np.zeros((0,), dt.np)
+    if len(args) == 1 and not isinstance(args[0], numbers.Integral):
+        data = args[0]
+        if is_tensor(data):
+            return data._data
+        return np.array(_nested_data(data), dtype=dt.np)
+    return np.zeros(_shape(args), dt.np)
+
+
+def _legacy(name, dt):
+    from runtime.tensor import Tensor
+
+    def construct(*args, **kwargs):
+        data = legacy_data(name, dt, args, kwargs)
+        return wrap(data.astype(dt.np, copy=False), dt)
+
+    construct.__name__ = name
+    return construct
+
+
+def legacy_constructors():
+    return {
+        "FloatTensor": _legacy("FloatTensor", dtypes.float32),
+        "DoubleTensor": _legacy("DoubleTensor", dtypes.float64),
+        "HalfTensor": _legacy("HalfTensor", dtypes.float16),
+        "LongTensor": _legacy("LongTensor", dtypes.int64),
+        "IntTensor": _legacy("IntTensor", dtypes.int32),
+        "ByteTensor": _legacy("ByteTensor", dtypes.uint8),
+        "BoolTensor": _legacy("BoolTensor", dtypes.bool_),
+    }
+
+
+def is_grad_enabled():
+    return grad_mode.is_grad_enabled()

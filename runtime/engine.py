@@ -1,0 +1,288 @@
+"""The backward engine: runs graph nodes in dependency order, without recursion.
+
+One call (`run_backward`) is one graph task. It
+
+1. finds the nodes reachable from the roots and, when `inputs` are given, which of them lie on
+   a path to an input (only those run: PyTorch's exec_info);
+2. counts, for each node that will receive gradients, how many incoming edges must deliver
+   before it is ready;
+3. pops ready nodes from a heap ordered like PyTorch's ready queue (newest node first,
+   AccumulateGrad as soon as it is ready), and for each node runs, in order: the tensor hooks of
+   its outputs, retain_grad, capture for `inputs`, node pre-hooks, the derivative rule, node
+   post-hooks; then frees its saved tensors unless `retain_graph`.
+
+Pending gradients live in a per-call dict, never on the nodes, so concurrent or nested graph
+tasks cannot see each other's partial sums. Without `create_graph` gradients flow as numpy
+arrays (fast); with it they flow as Tensors and every rule records its own graph.
+"""
+
+import heapq
+import itertools
+
+import numpy as np
+
+from runtime import grad_mode
+from runtime.function import AccumulateGrad, accumulate
+from runtime.rules import numpy_ops
+
+_state = grad_mode._state
+
+
+def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None):
+    """Backpropagate from `roots`; returns captured gradients for `inputs` (or None).
+
+    `root_grads` are numpy arrays (or Tensors when `create_graph`) matching the roots.
+    With `inputs`, nothing is accumulated into `.grad` by the engine itself and only the
+    nodes on a path to an input run; the caller decides what to do with the captures.
+    """
+    from runtime import tensor_ops
+    from runtime.autograd_meta import edge
+
+    ops = tensor_ops if create_graph else numpy_ops
+    root_edges = [edge(r) for r in roots]
+    targets = None if inputs is None else [edge(t) for t in inputs]
+    task = _GraphTask(root_edges, targets)
+    prev = _state.enabled
+    _state.enabled = create_graph
+    try:
+        task.run(root_edges, root_grads, ops, retain_graph)
+    finally:
+        _state.enabled = prev
+    return task.captured
+
+
+class _GraphTask:
+    __slots__ = ("deps", "needed", "captures", "captured", "buffers", "heap", "order")
+
+    def __init__(self, root_edges, targets):
+        self.buffers = {}
+        self.heap = []
+        self.order = itertools.count()
+        self.captures = None
+        self.captured = None
+        nodes = _reachable([e[0] for e in root_edges])
+        if targets is None:
+            self.needed = None
+        else:
+            self.captures = {}
+            for slot, (node, nr) in enumerate(targets):
+                self.captures.setdefault(node, []).append((nr, slot))
+            self.captured = [None] * len(targets)
+            self.needed = _needed(nodes, self.captures)
+        self.deps = self._count_deps(nodes)
+
+    def _visited(self, node):
+        return self.needed is None or node in self.needed or node in self.captures
+
+    def _count_deps(self, nodes):
+        deps = dict.fromkeys(nodes, 0) if self.needed is None else {}
+        for node in nodes:
+            if self.needed is not None and node not in self.needed:
+                continue
+            for child, _ in node.next_functions:
+                if child is not None and self._visited(child):
+                    deps[child] = deps.get(child, 0) + 1
+        return deps
+
+    # -- execution ---------------------------------------------------------------------------
+    def _deliver(self, node, nr, g, ops):
+        buf = self.buffers.get(node)
+        if buf is None:
+            buf = self.buffers[node] = [None] * node._n_outputs
+        old = buf[nr]
+        buf[nr] = g if old is None else ops.add(old, g)
+
+    def run(self, root_edges, root_grads, ops, retain_graph):
+        for (node, nr), g in zip(root_edges, root_grads):
+            if self._visited(node):
+                self._deliver(node, nr, g, ops)
+        for node in self.buffers:
+            if self.deps.get(node, 0) == 0:
+                self._push(node)
+        heap = self.heap
+        while heap:
+            node = heapq.heappop(heap)[2]
+            outs = self._process(node, ops, retain_graph)
+            if outs is None:
+                continue
+            for (child, nr), g in zip(node.next_functions, outs):
+                if child is None or not self._visited(child):
+                    continue
+                if g is not None:
+                    self._deliver(child, nr, g, ops)
+                left = self.deps[child] - 1
+                self.deps[child] = left
+                if left == 0:
+                    self._push(child)
+
+    def _push(self, node):
+        heapq.heappush(self.heap, (-node._seq, next(self.order), node))
+
+    def _process(self, node, ops, retain_graph):
+        """Run one ready node; returns the gradients for its next edges (None: not run)."""
+        grads = self.buffers.pop(node, None) or [None] * node._n_outputs
+        _run_tensor_hooks(node, grads, ops)
+        if self.captures is not None and node in self.captures:
+            for nr, slot in self.captures[node]:
+                if grads[nr] is not None:
+                    old = self.captured[slot]
+                    self.captured[slot] = grads[nr] if old is None else ops.add(old, grads[nr])
+        if self.needed is not None and node not in self.needed:
+            return None
+        hooks = node._hooks
+        if hooks is not None and hooks.pre:
+            grads = _run_pre_hooks(hooks.pre, grads, ops)
+        if all(g is None for g in grads):
+            outs = (None,) * len(node.next_functions)
+        else:
+            outs = node._apply(grads, ops)
+            if type(node) is AccumulateGrad:
+                _run_post_accumulate_hooks(node.variable)
+        if hooks is not None and hooks.post:
+            outs = _run_post_hooks(hooks.post, outs, grads, ops)
+        if not retain_graph:
+            node._release()
+        return outs
+
+
+def _reachable(roots):
+    """Every node reachable from `roots`, in discovery order (iterative DFS)."""
+    seen = {}
+    stack = [n for n in roots if n is not None]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen[node] = None
+        for child, _ in node.next_functions:
+            if child is not None and child not in seen:
+                stack.append(child)
+    return list(seen)
+
+
+def _needed(nodes, captures):
+    """Nodes that lie on a path to a capture point (the capture node itself excluded)."""
+    needed = set()
+    # Process children before parents: iterate to a fixed point in reverse discovery order,
+    # repeating while anything changes (graphs are DAGs, so this terminates quickly).
+    changed = True
+    while changed:
+        changed = False
+        for node in reversed(nodes):
+            if node in needed:
+                continue
+            for child, _ in node.next_functions:
+                if child is not None and (child in needed or child in captures):
+                    needed.add(node)
+                    changed = True
+                    break
+    return needed
+
+
+# -- hooks ----------------------------------------------------------------------------------------
+
+def _as_tensor(g, ops):
+    from runtime.tensor import Tensor
+
+    if ops is numpy_ops:
+        return Tensor._wrap(np.asarray(g))
+    return g
+
+
+def _from_tensor(t, ops):
+    return t._data if ops is numpy_ops else t
+
+
+def _hook_name(fn):
+    return getattr(fn, "__name__", type(fn).__name__)
+
+
+def _call_tensor_hook(fn, g, ops):
+    t = _as_tensor(g, ops)
+    r = fn(t)
+    if r is None:
+        return _from_tensor(t, ops)
+    if tuple(r.shape) != tuple(t.shape):
+        raise RuntimeError(f"hook '{_hook_name(fn)}' returned a gradient of shape "
+                           f"{list(r.shape)}, but the tensor has shape {list(t.shape)}; a "
+                           f"hook must keep the gradient's size")
+    return _from_tensor(r, ops)
+
+
+def _run_tensor_hooks(node, grads, ops):
+    if type(node) is AccumulateGrad:
+        m = node.variable._meta
+        if m is not None and m.hooks and grads[0] is not None:
+            for fn in list(m.hooks.values()):
+                grads[0] = _call_tensor_hook(fn, grads[0], ops)
+        return
+    hooks = node._hooks
+    if hooks is None:
+        return
+    for nr, table in hooks.tensor_pre.items():
+        if grads[nr] is not None:
+            for fn in list(table.values()):
+                grads[nr] = _call_tensor_hook(fn, grads[nr], ops)
+    for nr, ref in hooks.retain.items():
+        t = ref()
+        if t is not None and grads[nr] is not None:
+            _retain(t, grads[nr], ops)
+
+
+def _retain(t, g, ops):
+    from runtime.tensor import Tensor
+
+    if ops is numpy_ops:
+        if t._grad is None:
+            t._grad = Tensor._wrap(np.array(g, dtype=t._dtype.np))
+        else:
+            np.add(t._grad._data, g, out=t._grad._data, casting="unsafe")
+    else:
+        t._grad = g if t._grad is None else t._grad + g
+
+
+def _run_pre_hooks(table, grads, ops):
+    for fn in list(table.values()):
+        r = fn(tuple(None if g is None else _as_tensor(g, ops) for g in grads))
+        if r is None:
+            continue
+        if not isinstance(r, tuple):
+            raise TypeError(f"a node pre-hook must return a tuple or None, but "
+                            f"'{_hook_name(fn)}' returned '{type(r).__name__}'")
+        _check_arity(fn, r, len(grads))
+        grads = [None if x is None else _from_tensor(x, ops) for x in r]
+    return grads
+
+
+def _run_post_hooks(table, outs, grads, ops):
+    grad_outputs = tuple(None if g is None else _as_tensor(g, ops) for g in grads)
+    for fn in list(table.values()):
+        grad_inputs = tuple(None if g is None else _as_tensor(g, ops) for g in outs)
+        r = fn(grad_inputs, grad_outputs)
+        if r is None:
+            continue
+        if not isinstance(r, tuple):
+            raise TypeError(f"a node hook must return a tuple or None, but "
+                            f"'{_hook_name(fn)}' returned '{type(r).__name__}'")
+        _check_arity(fn, r, len(outs))
+        outs = tuple(None if x is None else _from_tensor(x, ops) for x in r)
+    return outs
+
+
+def _check_arity(fn, r, expected):
+    if len(r) != expected:
+        raise RuntimeError(f"hook '{_hook_name(fn)}' returned {len(r)} values, but the node "
+                           f"has {expected}; return one entry (or None) per gradient")
+
+
+def _run_post_accumulate_hooks(variable):
+    m = variable._meta
+    if m is None or not m.post_acc_hooks:
+        return
+    for fn in list(m.post_acc_hooks.values()):
+        if fn(variable) is not None:
+            raise RuntimeError("a post-accumulate-grad hook must return None; it may modify "
+                               "the tensor or its .grad in place instead")
+
+
+__all__ = ["run_backward", "accumulate"]

@@ -1,0 +1,310 @@
+"""Graph nodes: the `grad_fn` objects of the dynamic graph.
+
+Every differentiable primitive gets a Node subclass named as PyTorch names it (`MulBackward0`);
+its `_rule` is the primitive's entry in `runtime.rules.RULES`. A node keeps:
+
+- `next_functions`: one `(node, output_nr)` edge per differentiable input, `(None, 0)` for
+  constants, in the forward call's argument order;
+- `_args`: what the rule needs, where tensors are wrapped in `SavedTensor` so they can be
+  version-checked and freed after backward;
+- `_fit`: per input, the (shape, numpy dtype) its gradient must be reduced / cast to, or None
+  when the gradient already has the input's shape and dtype (the common case, kept cheap).
+
+Invariants: nodes are created only by `record` (or the in-place / view machinery in
+`runtime.autograd_meta`); a node's sequence number orders execution in the engine (later nodes
+first, AccumulateGrad as soon as it is ready), as PyTorch does.
+"""
+
+import itertools
+import math
+
+import numpy as np
+
+from runtime import grad_mode
+from runtime.hooks import RemovableHandle
+from runtime.rules import RULES
+from runtime.rules import numpy_ops
+
+_sequence = itertools.count()
+
+
+class NodeHooks:
+    """Hooks attached to one node; created only when the first hook is registered."""
+
+    __slots__ = ("pre", "post", "tensor_pre", "retain")
+
+    def __init__(self):
+        self.pre = {}
+        self.post = {}
+        self.tensor_pre = {}  # output_nr -> {handle id: fn}, hooks of the node's outputs
+        self.retain = {}  # output_nr -> weakref-holding retain_grad hook
+
+
+class Node:
+    """Base of every grad_fn. Call it by hand with output cotangents to run its backward."""
+
+    __slots__ = ("next_functions", "_args", "_fit", "_seq", "_hooks", "_freed", "__weakref__")
+    _rule = None
+    _n_outputs = 1
+
+    @classmethod
+    def name(cls):
+        return cls.__name__
+
+    def __repr__(self):
+        return f"<{type(self).__name__} object at {id(self):#x}>"
+
+    @property
+    def metadata(self):
+        return {}
+
+    # -- running the rule -------------------------------------------------------------------
+    def _needs(self):
+        return tuple(edge[0] is not None for edge in self.next_functions)
+
+    def _apply(self, grads, ops):
+        """Gradients for each next edge, given the cotangents of this node's outputs."""
+        g = grads[0] if self._n_outputs == 1 else grads
+        args = self._args
+        if self._freed is not None:
+            args = tuple(a.unpack(ops, self) if type(a) is SavedTensor else a for a in args)
+        out = self._rule(ops, g, self._needs(), *args)
+        assert len(out) == len(self.next_functions), f"{self.name()}: rule arity mismatch"
+        fit = self._fit
+        if fit is not None:
+            out = tuple(_fit(ops, o, f) for o, f in zip(out, fit))
+        return out
+
+    def _release(self):
+        """Drop saved tensors after a non-retaining backward (a later use raises)."""
+        if self._freed is False:
+            self._freed = True
+            for a in self._args:
+                if type(a) is SavedTensor:
+                    a.free()
+
+    def __call__(self, *grads):
+        if len(grads) != self._n_outputs:
+            raise TypeError(f"this node takes {self._n_outputs} gradient arguments, "
+                            f"but {len(grads)} were given")
+        from runtime import tensor_ops
+
+        out = self._apply(grads, tensor_ops)
+        return out[0] if len(out) == 1 else tuple(out)
+
+    # -- hooks ------------------------------------------------------------------------------
+    def _hook_table(self):
+        if self._hooks is None:
+            self._hooks = NodeHooks()
+        return self._hooks
+
+    def register_hook(self, fn):
+        """fn(grad_inputs, grad_outputs) runs after this node; a returned tuple replaces
+        grad_inputs."""
+        hooks = self._hook_table().post
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = fn
+        return handle
+
+    def register_prehook(self, fn):
+        """fn(grad_outputs) runs before this node; a returned tuple replaces grad_outputs."""
+        hooks = self._hook_table().pre
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = fn
+        return handle
+
+    def __getattr__(self, name):
+        if name.startswith("_saved_"):
+            return _saved_attribute(self, name)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+
+def _saved_attribute(node, name):
+    from runtime.tensor import Tensor
+
+    tensors = [a for a in node._args if type(a) is SavedTensor]
+    index = {"_saved_self": 0, "_saved_result": -1, "_saved_other": -1}.get(name)
+    if index is None or not tensors:
+        raise AttributeError(f"'{type(node).__name__}' object has no attribute '{name}'")
+    value = tensors[index].unpack(numpy_ops, node)
+    return Tensor._wrap(np.asarray(value))
+
+
+def _fit(ops, g, fit):
+    """Reduce a broadcast gradient to its input's shape and cast it to the input's dtype."""
+    if g is None or fit is None:
+        return g
+    shape, np_dtype = fit
+    if ops.shape(g) != shape:
+        g = ops.sum_to(g, shape)
+    return ops.cast(g, np_dtype)
+
+
+_node_classes = {}
+
+
+class MultiOutputNode(Node):
+    """A node with several outputs (split, unbind); the count is per instance."""
+
+    __slots__ = ("_n_outputs",)
+
+
+def node_class(name, prim, multi_output=False):
+    """The Node subclass for a primitive, created once and named as PyTorch names it."""
+    cls = _node_classes.get(name)
+    if cls is None:
+        base = MultiOutputNode if multi_output else Node
+        cls = type(name, (base,), {"__slots__": (), "_rule": staticmethod(RULES[prim])})
+        _node_classes[name] = cls
+    return cls
+
+
+# -- saved tensors ----------------------------------------------------------------------------
+
+class SavedTensor:
+    """A value a rule needs at backward time, checked against in-place modification.
+
+    Inputs are held as the tensor itself (so create_graph can differentiate through them);
+    outputs are held as data + version counter, to avoid an output -> node -> output cycle.
+    """
+
+    __slots__ = ("tensor", "data", "vc", "version", "output_of", "freed")
+
+    def __init__(self, tensor, data, vc, output_of):
+        self.tensor = tensor
+        self.data = data
+        self.vc = vc
+        self.version = vc[0] if vc is not None else 0
+        self.output_of = output_of
+        self.freed = False
+
+    def free(self):
+        self.tensor = self.data = None
+        self.freed = True
+
+    def unpack(self, ops, node):
+        if self.freed:
+            raise RuntimeError(
+                "this part of the graph was already backpropagated and its saved tensors "
+                "were freed; pass retain_graph=True to the first backward()/autograd.grad() "
+                "call if you need to run backward through the graph again")
+        if self.vc is not None and self.vc[0] != self.version:
+            raise RuntimeError(self._modified_message())
+        if ops is numpy_ops:
+            return self.data if self.tensor is None else self.tensor._data
+        return self._as_tensor(node)
+
+    def _as_tensor(self, node):
+        from runtime.tensor import Tensor
+
+        if self.tensor is not None:
+            return self.tensor
+        if not isinstance(self.data, np.ndarray):
+            return self.data
+        t = Tensor._wrap(self.data)
+        if self.output_of is not None and grad_mode.is_grad_enabled():
+            t._vc = self.vc
+            t._grad_fn = node
+        return t
+
+    def _modified_message(self):
+        from runtime.tensor import Tensor
+
+        data = self.data if self.tensor is None else self.tensor._data
+        what = f"[torch.{Tensor._type_name(data)} {list(data.shape)}]"
+        producer = self._producer_name()
+        clause = f", output 0 of {producer}," if producer else ""
+        return (f"a tensor saved for the backward pass was changed by an in-place operation "
+                f"after it was saved: {what}{clause} is now at version {self.vc[0]}, but "
+                f"backward needs version {self.version}. Clone it before the in-place "
+                f"operation, or do the operation out of place. (Anomaly detection, "
+                f"torch.autograd.set_detect_anomaly(True), points at the forward op.)")
+
+    def _producer_name(self):
+        if self.output_of is not None:
+            name = self.output_of
+        elif self.tensor is not None and self.tensor.grad_fn is not None:
+            name = type(self.tensor.grad_fn).__name__
+        else:
+            return None
+        return _op_name(name)
+
+
+def _op_name(node_name):
+    """'ExpBackward0' -> 'Exp', 'CopySlices' -> 'CopySlices'."""
+    i = node_name.find("Backward")
+    return node_name[:i] if i > 0 else node_name
+
+
+def save_input(t):
+    """Wrap an input tensor (or Python scalar) for saving on a node."""
+    if t.__class__ is float or t.__class__ is int or t.__class__ is bool:
+        return SavedTensor(None, t, None, None)
+    if t._inference:
+        raise RuntimeError(
+            "a tensor created under inference_mode cannot be saved for backward; clone() it "
+            "outside inference mode, or use no_grad() instead of inference_mode()")
+    return SavedTensor(t, None, t._vc, None)
+
+
+def save_output(t, node_name):
+    return SavedTensor(None, t._data, t._vc, node_name)
+
+
+# -- AccumulateGrad -----------------------------------------------------------------------
+
+class AccumulateGrad(Node):
+    """Sink node of a leaf: adds incoming gradients into `variable.grad`."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        self.variable = variable
+        self.next_functions = ()
+        self._args = ()
+        self._fit = None
+        self._seq = math.inf
+        self._hooks = None
+        self._freed = None
+
+    @classmethod
+    def name(cls):
+        return "torch::autograd::AccumulateGrad"
+
+    def _apply(self, grads, ops):
+        accumulate(self.variable, grads[0], ops)
+        return ()
+
+    def __call__(self, *grads):
+        if len(grads) != 1:
+            raise TypeError(f"this node takes 1 gradient argument, but {len(grads)} were given")
+        from runtime import tensor_ops
+
+        accumulate(self.variable, grads[0], tensor_ops)
+        return ()
+
+
+def accumulate(variable, g, ops):
+    """Add gradient `g` into `variable.grad`: in place normally, out of place when recording."""
+    from runtime.tensor import Tensor
+
+    np_dtype = variable._dtype.np
+    if ops is numpy_ops:
+        existing = variable._grad
+        if existing is None:
+            variable._grad = Tensor._wrap(np.array(g, dtype=np_dtype))
+        elif existing._grad_fn is None and not existing._requires_grad:
+            np.add(existing._data, g, out=existing._data, casting="unsafe")
+        else:
+            variable._grad = existing + Tensor._wrap(np.asarray(g, np_dtype))
+        return
+    g = ops.cast(g, np_dtype)
+    existing = variable._grad
+    if existing is None:
+        if grad_mode.is_grad_enabled() and not g.requires_grad:
+            g = Tensor._wrap(np.array(g._data))
+        variable._grad = g if g.requires_grad else g.detach()
+    elif grad_mode.is_grad_enabled() and (g.requires_grad or existing.requires_grad):
+        variable._grad = existing + g
+    else:
+        np.add(existing._data, g._data, out=existing._data, casting="unsafe")

@@ -1,0 +1,91 @@
+"""Shared machinery of the forward kernels: operand checks, dtype promotion, result wrapping.
+
+Forward kernels compute with numpy on `Tensor._data` and wrap the result; recording happens
+only when grad mode is on and some input requires grad (`autograd_meta.any_requires_grad`).
+"""
+
+import numpy as np
+
+from runtime import dtypes
+from runtime.dtypes import FLOAT, result_type_of, scalar_dtype
+
+_SCALARS = (int, float, bool)
+_default = [dtypes.float32]
+
+
+def get_default_dtype():
+    return _default[0]
+
+
+def set_default_dtype(d):
+    if not d.is_floating_point:
+        raise TypeError(f"the default dtype must be a floating point type, not {d}")
+    _default[0] = d
+
+
+def is_tensor(x):
+    return hasattr(x, "_data") and hasattr(x, "_grad_fn")
+
+
+def check_operand(x, op):
+    if is_tensor(x) or type(x) in _SCALARS:
+        return x
+    if isinstance(x, (np.integer, np.floating, np.bool_)):
+        return x.item()
+    raise TypeError(f"{op}(): expected a Tensor or a Python number as operand, got "
+                    f"{type(x).__name__}")
+
+
+def result_dtype(*operands):
+    """PyTorch's result_type over tensors and Python scalars."""
+    dim = zero = scal = None
+    for x in operands:
+        if type(x) in _SCALARS:
+            d = scalar_dtype(x, _default[0])
+            scal = d if scal is None else dtypes.promote_types(scal, d)
+        elif x._data.ndim:
+            dim = x._dtype if dim is None else dtypes.promote_types(dim, x._dtype)
+        else:
+            zero = x._dtype if zero is None else dtypes.promote_types(zero, x._dtype)
+    return result_type_of(dim, zero, scal)
+
+
+def binary_dtype(a, b):
+    """Fast path of result_dtype for (Tensor, Tensor-or-scalar)."""
+    da = a._dtype
+    if type(b) in _SCALARS:
+        if da.category == FLOAT or (da.category == dtypes.INT and type(b) is not float):
+            return da
+        if type(b) is bool:
+            return da
+        return result_dtype(a, b)
+    if b._dtype is da:
+        return da
+    return result_dtype(a, b)
+
+
+def float_dtype(t):
+    """Dtype of a floating-point function of `t` (ints and bools give the default float)."""
+    return t._dtype if t._dtype.category == FLOAT else _default[0]
+
+
+def data_of(x, np_dtype):
+    """The numpy operand for `x` when computing in `np_dtype`."""
+    if type(x) in _SCALARS:
+        return x
+    d = x._data
+    return d if d.dtype == np_dtype else d.astype(np_dtype)
+
+
+_wrap_tensor = None  # Tensor._wrap, installed by runtime.tensor (which imports this module)
+
+
+def wrap(data, dtype):
+    """A new result tensor (0-dim numpy scalars become 0-dim arrays); dtype None: from data."""
+    if data.__class__ is not np.ndarray:
+        data = np.asarray(data)
+    if dtype is None:
+        dtype = dtypes.from_numpy(data.dtype)
+    elif data.dtype != dtype.np:
+        data = data.astype(dtype.np)
+    return _wrap_tensor(data, dtype)

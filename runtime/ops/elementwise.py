@@ -1,0 +1,350 @@
+"""Forward kernels of elementwise operations, with broadcasting and PyTorch's promotion."""
+
+import numpy as np
+
+from runtime.autograd_meta import _state, any_requires_grad, record, requires_grad
+from runtime.function import node_class, save_input, save_output
+from runtime.ops._core import (
+    _SCALARS,
+    binary_dtype,
+    check_operand,
+    data_of,
+    float_dtype,
+    get_default_dtype,
+    is_tensor,
+    wrap,
+)
+from runtime import dtypes
+
+AddBackward0 = node_class("AddBackward0", "add")
+SubBackward0 = node_class("SubBackward0", "sub")
+RsubBackward1 = node_class("RsubBackward1", "rsub")
+MulBackward0 = node_class("MulBackward0", "mul")
+DivBackward0 = node_class("DivBackward0", "div")
+PowBackward0 = node_class("PowBackward0", "pow")
+PowBackward1 = node_class("PowBackward1", "pow_tensor")
+PowBackward2 = node_class("PowBackward2", "rpow")
+MaximumBackward0 = node_class("MaximumBackward0", "maximum")
+MinimumBackward0 = node_class("MinimumBackward0", "minimum")
+WhereBackward0 = node_class("WhereBackward0", "where")
+MaskedFillBackward0 = node_class("MaskedFillBackward0", "masked_fill")
+ClampBackward1 = node_class("ClampBackward1", "clamp")
+ClampBackward0 = node_class("ClampBackward0", "clamp_tensor")
+
+
+def _compute(np_fn, a, b, dt):
+    return wrap(np_fn(data_of(a, dt.np), data_of(b, dt.np)), dt)
+
+
+def add(a, b, alpha=1):
+    b = check_operand(b, "add")
+    dt = binary_dtype(a, b)
+    if alpha == 1:
+        out = _compute(np.add, a, b, dt)
+    else:
+        out = wrap(np.add(data_of(a, dt.np), np.multiply(data_of(b, dt.np), alpha)), dt)
+    if any_requires_grad((a, b)):
+        record(AddBackward0, (a, b), out, (alpha,))
+    return out
+
+
+def sub(a, b, alpha=1):
+    b = check_operand(b, "sub")
+    if a._dtype is dtypes.bool_ and (type(b) is bool or getattr(b, "_dtype", None) is dtypes.bool_):
+        raise RuntimeError("subtracting bool tensors is not supported; use logical_xor or ~")
+    dt = binary_dtype(a, b)
+    if alpha == 1:
+        out = _compute(np.subtract, a, b, dt)
+    else:
+        out = wrap(np.subtract(data_of(a, dt.np), np.multiply(data_of(b, dt.np), alpha)), dt)
+    if any_requires_grad((a, b)):
+        record(SubBackward0, (a, b), out, (alpha,))
+    return out
+
+
+def rsub(x, c, alpha=1):
+    """c - alpha * x for a Python number c (`2 - x`)."""
+    dt = binary_dtype(x, c)
+    out = wrap(np.subtract(c, np.multiply(data_of(x, dt.np), alpha) if alpha != 1
+                           else data_of(x, dt.np)), dt)
+    if any_requires_grad((x,)):
+        record(RsubBackward1, (x,), out, (alpha,))
+    return out
+
+
+def mul(a, b):
+    b = check_operand(b, "mul")
+    dt = binary_dtype(a, b)
+    out = _compute(np.multiply, a, b, dt)
+    if _state.enabled:
+        ra, rb = requires_grad(a), requires_grad(b)
+        if ra or rb:
+            record(MulBackward0, (a, b), out,
+                   (save_input(a) if rb else None, save_input(b) if ra else None))
+    return out
+
+
+def div(a, b, rounding_mode=None):
+    b = check_operand(b, "div")
+    if rounding_mode is not None:
+        return _rounded_div(a, b, rounding_mode)
+    dt = binary_dtype(a, b)
+    if dt.category != dtypes.FLOAT:
+        dt = get_default_dtype()
+    out = _compute(np.true_divide, a, b, dt)
+    if _state.enabled:
+        ra, rb = requires_grad(a), requires_grad(b)
+        if ra or rb:
+            record(DivBackward0, (a, b), out,
+                   (save_input(a) if rb else None, save_input(b) if (ra or rb) else None))
+    return out
+
+
+def _rounded_div(a, b, mode):
+    dt = binary_dtype(a, b)
+    q = np.true_divide(data_of(a, dt.np), data_of(b, dt.np))
+    if dt.category != dtypes.FLOAT:
+        fn = np.floor_divide if mode == "floor" else None
+        data = fn(data_of(a, dt.np), data_of(b, dt.np)) if fn else np.trunc(q)
+    else:
+        data = np.floor(q) if mode == "floor" else np.trunc(q)
+    return wrap(data, dt)
+
+
+def rdiv(x, c):
+    """c / x for a Python number c: recorded as reciprocal(x) * c, as PyTorch does."""
+    return mul(reciprocal(x), c)
+
+
+def floor_divide(a, b):
+    return _rounded_div(a, check_operand(b, "floor_divide"), "floor")
+
+
+def remainder(a, b):
+    b = check_operand(b, "remainder")
+    dt = binary_dtype(a, b)
+    return _compute(np.mod, a, b, dt)
+
+
+def pow(a, b):
+    if not is_tensor(a):
+        return rpow(b, a)
+    b = check_operand(b, "pow")
+    if type(b) in _SCALARS:
+        return _pow_scalar(a, b)
+    dt = binary_dtype(a, b)
+    out = _compute(np.power, a, b, dt)
+    if any_requires_grad((a, b)):
+        record(PowBackward1, (a, b), out,
+               (save_input(a), save_input(b), save_output(out, "PowBackward1")))
+    return out
+
+
+def _pow_scalar(a, e):
+    dt = binary_dtype(a, e)
+    if dt.category != dtypes.FLOAT and e < 0 and type(e) is int:
+        raise RuntimeError("integer tensors cannot be raised to negative integer powers")
+    out = wrap(np.power(data_of(a, dt.np), e), dt)
+    if any_requires_grad((a,)):
+        record(PowBackward0, (a,), out, (save_input(a), e))
+    return out
+
+
+def rpow(x, base):
+    """base ** x for a Python number base (`2 ** x`)."""
+    dt = binary_dtype(x, base)
+    out = wrap(np.power(base, data_of(x, dt.np)), dt)
+    if any_requires_grad((x,)):
+        record(PowBackward2, (x,), out, (base, save_output(out, "PowBackward2")))
+    return out
+
+
+def _minmax(a, b, is_max):
+    b = check_operand(b, "maximum")
+    dt = binary_dtype(a, b)
+    out = _compute(np.maximum if is_max else np.minimum, a, b, dt)
+    if any_requires_grad((a, b)):
+        cls = MaximumBackward0 if is_max else MinimumBackward0
+        record(cls, (a, b), out, (save_input(a), save_input(b), is_max))
+    return out
+
+
+def maximum(a, b):
+    return _minmax(a, b, True)
+
+
+def minimum(a, b):
+    return _minmax(a, b, False)
+
+
+def where(cond, a, b):
+    from runtime.ops._core import result_dtype
+
+    dt = result_dtype(a, b)
+    c = cond._data if is_tensor(cond) else np.asarray(cond)
+    out = wrap(np.where(c, data_of(a, dt.np), data_of(b, dt.np)), dt)
+    if any_requires_grad((a, b)):
+        record(WhereBackward0, (a, b), out, (c,))
+    return out
+
+
+def masked_fill(x, mask, value):
+    v = value._data if is_tensor(value) else value
+    out = wrap(np.where(mask._data, v, x._data), x._dtype)
+    if any_requires_grad((x,)):
+        record(MaskedFillBackward0, (x,), out, (mask._data,))
+    return out
+
+
+def clamp(x, min=None, max=None):
+    if min is None and max is None:
+        raise RuntimeError("clamp needs at least one of 'min' or 'max'")
+    if is_tensor(min) or is_tensor(max):
+        return _clamp_tensor(x, min, max)
+    d = x._data
+    r = d
+    if min is not None:
+        r = np.maximum(r, min)
+    if max is not None:
+        r = np.minimum(r, max)
+    out = wrap(r, x._dtype)
+    if any_requires_grad((x,)):
+        record(ClampBackward1, (x,), out, (save_input(x), min, max))
+    return out
+
+
+def _clamp_tensor(x, lo, hi):
+    r = x._data
+    lo_d = lo._data if is_tensor(lo) else lo
+    hi_d = hi._data if is_tensor(hi) else hi
+    if lo is not None:
+        r = np.maximum(r, lo_d)
+    if hi is not None:
+        r = np.minimum(r, hi_d)
+    out = wrap(r, x._dtype)
+    if any_requires_grad((x,)):
+        record(ClampBackward0, (x, lo, hi), out, (save_input(x), lo_d, hi_d))
+    return out
+
+
+# -- unary ------------------------------------------------------------------------------------
+
+def _unary(np_fn, cls, x, saves, keep_dtype=False):
+    dt = x._dtype if keep_dtype else float_dtype(x)
+    out = wrap(np_fn(data_of(x, dt.np)), dt)
+    if _state.enabled and (x._requires_grad or x._grad_fn is not None):
+        if saves == "input":
+            args = (save_input(x),)
+        elif saves == "result":
+            args = (save_output(out, cls.__name__),)
+        else:
+            args = ()
+        record(cls, (x,), out, args)
+    return out
+
+
+def _define_unary(name, np_fn, node_name, prim, saves, keep_dtype=False):
+    cls = node_class(node_name, prim)
+
+    def op(x):
+        return _unary(np_fn, cls, x, saves, keep_dtype)
+
+    op.__name__ = name
+    op.__doc__ = f"Elementwise {name}; its backward node is {node_name}."
+    return op
+
+
+def _sigmoid(d):
+    return 1.0 / (1.0 + np.exp(-d))
+
+
+def _relu(d):
+    return np.maximum(d, 0)
+
+
+def _rsqrt(d):
+    return 1.0 / np.sqrt(d)
+
+
+def _reciprocal(d):
+    return 1.0 / d
+
+
+neg = _define_unary("neg", np.negative, "NegBackward0", "neg", None, keep_dtype=True)
+abs = _define_unary("abs", np.abs, "AbsBackward0", "abs", "input", keep_dtype=True)
+exp = _define_unary("exp", np.exp, "ExpBackward0", "exp", "result")
+log = _define_unary("log", np.log, "LogBackward0", "log", "input")
+log1p = _define_unary("log1p", np.log1p, "Log1PBackward0", "log1p", "input")
+sqrt = _define_unary("sqrt", np.sqrt, "SqrtBackward0", "sqrt", "result")
+rsqrt = _define_unary("rsqrt", _rsqrt, "RsqrtBackward0", "rsqrt", "result")
+sin = _define_unary("sin", np.sin, "SinBackward0", "sin", "input")
+cos = _define_unary("cos", np.cos, "CosBackward0", "cos", "input")
+tan = _define_unary("tan", np.tan, "TanBackward0", "tan", "result")
+tanh = _define_unary("tanh", np.tanh, "TanhBackward0", "tanh", "result")
+sigmoid = _define_unary("sigmoid", _sigmoid, "SigmoidBackward0", "sigmoid", "result")
+relu = _define_unary("relu", _relu, "ReluBackward0", "relu", "result", keep_dtype=True)
+reciprocal = _define_unary("reciprocal", _reciprocal, "ReciprocalBackward0", "reciprocal",
+                           "result")
+sign = _define_unary("sign", np.sign, "SignBackward0", "sign", None, keep_dtype=True)
+floor = _define_unary("floor", np.floor, "FloorBackward0", "floor", None, keep_dtype=True)
+ceil = _define_unary("ceil", np.ceil, "CeilBackward0", "ceil", None, keep_dtype=True)
+trunc = _define_unary("trunc", np.trunc, "TruncBackward0", "trunc", None, keep_dtype=True)
+_round0 = _define_unary("round", np.round, "RoundBackward0", "round", None, keep_dtype=True)
+
+
+def round(x, decimals=0):
+    if decimals == 0:
+        return _round0(x)
+    return _unary(lambda d: np.round(d, decimals), node_class("RoundBackward1", "round"),
+                  x, None, keep_dtype=True)
+
+
+def square(x):
+    return _pow_scalar(x, 2)
+
+
+# -- comparisons and logic (never differentiable) ----------------------------------------------
+
+def _compare(np_fn, name):
+    def op(a, b):
+        b = check_operand(b, name)
+        dt = binary_dtype(a, b)
+        return wrap(np_fn(data_of(a, dt.np), data_of(b, dt.np)), dtypes.bool_)
+
+    op.__name__ = name
+    return op
+
+
+eq = _compare(np.equal, "eq")
+ne = _compare(np.not_equal, "ne")
+lt = _compare(np.less, "lt")
+le = _compare(np.less_equal, "le")
+gt = _compare(np.greater, "gt")
+ge = _compare(np.greater_equal, "ge")
+logical_and = _compare(np.logical_and, "logical_and")
+logical_or = _compare(np.logical_or, "logical_or")
+logical_xor = _compare(np.logical_xor, "logical_xor")
+
+
+def logical_not(x):
+    return wrap(np.logical_not(x._data), dtypes.bool_)
+
+
+def isnan(x):
+    return wrap(np.isnan(x._data), dtypes.bool_)
+
+
+def isinf(x):
+    return wrap(np.isinf(x._data), dtypes.bool_)
+
+
+def isfinite(x):
+    return wrap(np.isfinite(x._data), dtypes.bool_)
+
+
+def bitwise(np_fn, a, b):
+    b = check_operand(b, np_fn.__name__)
+    dt = binary_dtype(a, b)
+    if dt.category == dtypes.FLOAT:
+        raise TypeError("bitwise operations need integer or bool tensors")
+    return _compute(np_fn, a, b, dt)

@@ -1,0 +1,82 @@
+"""Out-of-place forms of the in-place-only operations (zero_, fill_, copy_, setitem).
+
+`Tensor._inplace` computes one of these and `autograd_meta.apply_inplace` writes it back,
+so each is recorded under the node name PyTorch gives the in-place op.
+"""
+
+import numpy as np
+
+from runtime.autograd_meta import any_requires_grad, record
+from runtime.function import node_class
+from runtime.ops._core import is_tensor, wrap
+
+ZeroBackward0 = node_class("ZeroBackward0", "zero")
+FillBackward2 = node_class("FillBackward2", "fill")
+FillBackward3 = node_class("FillBackward3", "fill_tensor")
+CopyBackwards = node_class("CopyBackwards", "copy")
+IndexPutBackward0 = node_class("IndexPutBackward0", "index_put")
+
+
+def zero_like_op(x):
+    out = wrap(np.zeros_like(x._data), x._dtype)
+    if any_requires_grad((x,)):
+        record(ZeroBackward0, (x,), out, ())
+    return out
+
+
+def fill_like_op(x, value):
+    if is_tensor(value):
+        if value._data.ndim:
+            raise RuntimeError(f"fill_() takes a 0-dim tensor as value, got "
+                               f"{value._data.ndim}-D")
+        out = wrap(np.full_like(x._data, value._data), x._dtype)
+        if any_requires_grad((x, value)):
+            record(FillBackward3, (x, value), out, ())
+        return out
+    out = wrap(np.full_like(x._data, value), x._dtype)
+    if any_requires_grad((x,)):
+        record(FillBackward2, (x,), out, ())
+    return out
+
+
+def copy_like_op(x, src):
+    if not is_tensor(src):
+        raise TypeError(f"copy_() expects a Tensor as source, got {type(src).__name__}")
+    try:
+        data = np.broadcast_to(src._data, x._data.shape).astype(x._dtype.np)
+    except ValueError:
+        raise RuntimeError(f"copy_(): a source of shape {list(src._data.shape)} cannot be "
+                           f"broadcast to the destination's shape {list(x._data.shape)}") from None
+    out = wrap(data, x._dtype)
+    if any_requires_grad((x, src)):
+        record(CopyBackwards, (x, src), out, ())
+    return out
+
+
+def index_put(x, key, value):
+    data = np.array(x._data)
+    v = value._data if is_tensor(value) else value
+    data[key] = v
+    out = wrap(data, x._dtype)
+    if any_requires_grad((x, value)):
+        vshape = value._data.shape if is_tensor(value) else ()
+        record(IndexPutBackward0, (x, value), out, (key, vshape))
+    return out
+
+
+def setitem(x, key, value):
+    """x[key] = value: a copy_ into the view for basic keys, index_put_ for advanced ones."""
+    from runtime.ops import shape as S
+    from runtime.ops._core import check_operand
+
+    value = check_operand(value, "setitem")
+    keys = key if isinstance(key, tuple) else (key,)
+    if any(S._is_advanced(k) for k in keys):
+        plain = tuple(S._plain_key(k) for k in keys)
+        x._inplace(index_put, plain if isinstance(key, tuple) else plain[0], value)
+        return
+    target = S.getitem(x, key)
+    if is_tensor(value):
+        target._inplace(copy_like_op, value)
+    else:
+        target._inplace(fill_like_op, value)

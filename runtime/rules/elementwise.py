@@ -1,0 +1,192 @@
+"""Derivative rules of elementwise primitives: each states its partial derivatives."""
+
+from runtime.rules import rule
+
+
+@rule("add")
+def add(ops, g, needs, alpha):
+    return (g if needs[0] else None, _scale(ops, g, alpha) if needs[1] else None)
+
+
+@rule("sub")
+def sub(ops, g, needs, alpha):
+    return (g if needs[0] else None, ops.neg(_scale(ops, g, alpha)) if needs[1] else None)
+
+
+@rule("rsub")
+def rsub(ops, g, needs, alpha):
+    return (ops.neg(_scale(ops, g, alpha)),)
+
+
+def _scale(ops, g, alpha):
+    return g if alpha == 1 else ops.mul(g, alpha)
+
+
+@rule("mul")
+def mul(ops, g, needs, a, b):
+    return (ops.mul(g, b) if needs[0] else None, ops.mul(g, a) if needs[1] else None)
+
+
+@rule("div")
+def div(ops, g, needs, a, b):
+    ga = ops.div(g, b) if needs[0] else None
+    gb = ops.neg(ops.div(ops.mul(g, a), ops.mul(b, b))) if needs[1] else None
+    return ga, gb
+
+
+@rule("pow")
+def pow_scalar(ops, g, needs, x, exponent):
+    if exponent == 0:
+        return (ops.zeros_like(g),)
+    return (ops.mul(g, ops.mul(ops.pow(x, exponent - 1), exponent)),)
+
+
+@rule("pow_tensor")
+def pow_tensor(ops, g, needs, x, e, result):
+    gx = ge = None
+    if needs[0]:
+        partial = ops.mul(e, ops.pow(x, ops.sub(e, 1)))
+        gx = ops.mul(g, ops.where(ops.eq(e, 0), 0.0, partial))
+    if needs[1]:
+        partial = ops.mul(result, ops.log(x))
+        safe = ops.where(ops.logical_and(ops.eq(x, 0), ops.ge(e, 0)), 0.0, partial)
+        ge = ops.mul(g, safe)
+    return gx, ge
+
+
+@rule("rpow")
+def rpow(ops, g, needs, base, result):
+    if base == 0:
+        return (ops.mul(g, ops.where(ops.ge(result, 0), 0.0, ops.mul(result, float("-inf")))),)
+    return (ops.mul(g, ops.mul(result, ops.log_scalar(base))),)
+
+
+@rule("neg")
+def neg(ops, g, needs):
+    return (ops.neg(g),)
+
+
+@rule("abs")
+def abs_(ops, g, needs, x):
+    return (ops.mul(g, ops.sign(x)),)
+
+
+@rule("exp")
+def exp(ops, g, needs, result):
+    return (ops.mul(g, result),)
+
+
+@rule("log")
+def log(ops, g, needs, x):
+    return (ops.div(g, x),)
+
+
+@rule("log1p")
+def log1p(ops, g, needs, x):
+    return (ops.div(g, ops.add(x, 1)),)
+
+
+@rule("sqrt")
+def sqrt(ops, g, needs, result):
+    return (ops.div(g, ops.mul(result, 2)),)
+
+
+@rule("rsqrt")
+def rsqrt(ops, g, needs, result):
+    return (ops.mul(g, ops.mul(ops.pow(result, 3), -0.5)),)
+
+
+@rule("sin")
+def sin(ops, g, needs, x):
+    return (ops.mul(g, ops.cos(x)),)
+
+
+@rule("cos")
+def cos(ops, g, needs, x):
+    return (ops.mul(g, ops.neg(ops.sin(x))),)
+
+
+@rule("tan")
+def tan(ops, g, needs, result):
+    return (ops.mul(g, ops.add(ops.mul(result, result), 1)),)
+
+
+@rule("tanh")
+def tanh(ops, g, needs, result):
+    return (ops.mul(g, ops.rsub(ops.mul(result, result), 1)),)
+
+
+@rule("sigmoid")
+def sigmoid(ops, g, needs, result):
+    return (ops.mul(g, ops.mul(result, ops.rsub(result, 1))),)
+
+
+@rule("relu")
+def relu(ops, g, needs, result):
+    return (ops.where(ops.gt(result, 0), g, 0.0),)
+
+
+@rule("clamp")
+def clamp(ops, g, needs, x, lo, hi):
+    return (ops.where(_inside(ops, x, lo, hi), g, 0.0),)
+
+
+@rule("clamp_tensor")
+def clamp_tensor(ops, g, needs, x, lo, hi):
+    return (ops.where(_inside(ops, x, lo, hi), g, 0.0), None, None)
+
+
+def _inside(ops, x, lo, hi):
+    """Where x lies within [lo, hi]; either bound may be None (unbounded)."""
+    above = None if lo is None else ops.ge(x, lo)
+    below = None if hi is None else ops.le(x, hi)
+    if above is None or below is None:
+        return below if above is None else above
+    return ops.logical_and(above, below)
+
+
+@rule("reciprocal")
+def reciprocal(ops, g, needs, result):
+    return (ops.mul(g, ops.neg(ops.mul(result, result))),)
+
+
+@rule("sign", "floor", "ceil", "round", "trunc", "zero", "fill")
+def zero_derivative(ops, g, needs):
+    return (ops.zeros_like(g),)
+
+
+@rule("fill_tensor")
+def fill_tensor(ops, g, needs):
+    return (ops.zeros_like(g) if needs[0] else None, ops.sum(g) if needs[1] else None)
+
+
+@rule("maximum", "minimum")
+def maximum(ops, g, needs, a, b, is_max):
+    a_wins = ops.gt(a, b) if is_max else ops.lt(a, b)
+    tie = ops.eq(a, b)
+    half = ops.mul(g, 0.5)
+    ga = ops.where(a_wins, g, ops.where(tie, half, 0.0)) if needs[0] else None
+    gb = ops.where(a_wins, 0.0, ops.where(tie, half, g)) if needs[1] else None
+    return ga, gb
+
+
+@rule("where")
+def where(ops, g, needs, cond):
+    ga = ops.where(cond, g, 0.0) if needs[0] else None
+    gb = ops.where(cond, 0.0, g) if needs[1] else None
+    return ga, gb
+
+
+@rule("masked_fill")
+def masked_fill(ops, g, needs, mask):
+    return (ops.where(mask, 0.0, g),)
+
+
+@rule("clone", "to_copy", "alias")
+def identity(ops, g, needs):
+    return (g,)
+
+
+@rule("copy")
+def copy(ops, g, needs):
+    return (ops.zeros_like(g) if needs[0] else None, g if needs[1] else None)

@@ -1,0 +1,219 @@
+"""The numpy `ops` namespace: running a rule with it is the eager (non-recording) backward.
+
+Every function takes and returns numpy arrays (or numpy scalars for 0-dim results); Python
+numbers are accepted wherever a rule passes a constant.
+"""
+
+import math
+
+import numpy as np
+
+add = np.add
+sub = np.subtract
+mul = np.multiply
+div = np.true_divide
+neg = np.negative
+pow = np.power
+sin = np.sin
+cos = np.cos
+sign = np.sign
+abs = np.abs
+eq = np.equal
+gt = np.greater
+ge = np.greater_equal
+lt = np.less
+le = np.less_equal
+logical_and = np.logical_and
+log = np.log
+matmul = np.matmul
+outer = np.outer
+log_scalar = math.log
+
+
+def rsub(x, c):
+    return np.subtract(c, x)
+
+
+def where(cond, a, b):
+    return np.where(cond, a, b)
+
+
+def zeros_like(x):
+    return np.zeros(np.shape(x), x.dtype)
+
+
+def zeros(shape, like):
+    return np.zeros(shape, like.dtype)
+
+
+def cast_like(x, like):
+    return np.asarray(x, like.dtype)
+
+
+def cast(x, np_dtype):
+    return x.astype(np_dtype) if x.dtype != np_dtype else x
+
+
+def sum(x):
+    return np.sum(x)
+
+
+def mean(x, dims, keepdim):
+    return np.mean(x, axis=dims, keepdims=keepdim)
+
+
+def shape(x):
+    return np.shape(x)
+
+
+def ndim(x):
+    return np.ndim(x)
+
+
+def reshape(x, shape):
+    return np.reshape(x, shape)
+
+
+def expand(x, shape):
+    return np.broadcast_to(x, shape)
+
+
+def unsqueeze(x, dim):
+    return np.expand_dims(x, dim)
+
+
+def swapaxes(x, d0, d1):
+    return np.swapaxes(x, d0, d1)
+
+
+def permute(x, perm):
+    return np.transpose(x, perm)
+
+
+def mT(x):
+    return np.swapaxes(x, -1, -2)
+
+
+def sum_to(g, shape):
+    """Sum `g` over the axes that broadcasting added or stretched to reach `shape`."""
+    gshape = np.shape(g)
+    if gshape == shape:
+        return g
+    lead = len(gshape) - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        i + lead for i, n in enumerate(shape) if n == 1 and gshape[i + lead] != 1
+    )
+    return np.reshape(np.sum(g, axis=axes, keepdims=True), shape)
+
+
+def getitem(x, key):
+    return x[key]
+
+
+def embed(g, shape, key):
+    out = np.zeros(shape, g.dtype)
+    out[key] = g
+    return out
+
+
+def embed_add(g, shape, key):
+    out = np.zeros(shape, g.dtype)
+    np.add.at(out, key, g)
+    return out
+
+
+def fill_at(g, key, value):
+    out = np.array(g)
+    out[key] = value
+    return out
+
+
+def narrow(x, dim, start, length):
+    index = [slice(None)] * np.ndim(x)
+    index[dim] = slice(start, start + length)
+    return x[tuple(index)]
+
+
+def select(x, dim, i):
+    return np.take(x, i, axis=dim)
+
+
+def cat(parts, dim):
+    return np.concatenate(parts, axis=dim)
+
+
+def stack(parts, dim):
+    return np.stack(parts, axis=dim)
+
+
+def scatter_dim(g, dim, indices, shape):
+    out = np.zeros(shape, g.dtype)
+    np.put_along_axis(out, indices, g, axis=dim)
+    return out
+
+
+def gather_dim(g, dim, indices):
+    return np.take_along_axis(g, indices, axis=dim)
+
+
+def diag_embed(g, shape):
+    out = np.zeros(shape, g.dtype)
+    np.fill_diagonal(out, g)
+    return out
+
+
+def diagonal(g):
+    return np.diagonal(g).copy()
+
+
+def prod_others(x, result, dims):
+    """For each element, the product of the other elements of its reduced slice."""
+    if np.all(x != 0):
+        return result / x
+    axes = tuple(range(np.ndim(x))) if dims is None else dims
+    moved = np.moveaxis(x, axes, tuple(range(-len(axes), 0)))
+    flat = moved.reshape(moved.shape[: moved.ndim - len(axes)] + (-1,))
+    ones = np.ones(flat.shape[:-1] + (1,), x.dtype)
+    left = np.cumprod(np.concatenate([ones, flat[..., :-1]], -1), -1)
+    right = np.cumprod(np.concatenate([ones, flat[..., :0:-1]], -1), -1)[..., ::-1]
+    others = (left * right).reshape(moved.shape)
+    return np.moveaxis(others, tuple(range(-len(axes), 0)), axes)
+
+
+_VIEW_STEPS = {
+    "getitem": lambda a, key: a[key],
+    "reshape": lambda a, shape: a.reshape(shape),
+    "permute": lambda a, perm: a.transpose(perm),
+    "expand": lambda a, shape: np.broadcast_to(a, shape),
+    "diagonal": lambda a, _: np.diagonal(a),
+    "unbind": lambda a, dim_i: a[(slice(None),) * dim_i[0] + (dim_i[1],)],
+}
+
+
+def replay_view(array, steps):
+    """Apply a view's recorded steps (kind, arg) to an array shaped like its base."""
+    for kind, arg in steps:
+        array = _VIEW_STEPS[kind](array, arg)
+    return array
+
+
+def embed_view(g, base_shape, steps):
+    out = np.zeros(base_shape, g.dtype)
+    region = replay_view(out, steps)
+    region += g
+    return out
+
+
+exp = np.exp
+
+
+def sum_dim(x, dim, keepdim):
+    return np.sum(x, axis=dim, keepdims=keepdim)
+
+
+def flip(x, dim):
+    return np.flip(x, dim)
+
+
+def cumsum(x, dim):
+    return np.cumsum(x, axis=dim)

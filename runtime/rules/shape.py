@@ -1,0 +1,118 @@
+"""Derivative rules of shape and indexing primitives (views, joins, splits, scatters).
+
+Views are linear maps that move elements, so each rule is the transpose: it moves the cotangent
+back (reshape, permute) or embeds it into zeros of the input's shape (select, slice, index).
+"""
+
+from runtime.rules import rule
+
+
+@rule("view", "unsafe_view", "squeeze", "unsqueeze", "flatten")
+def reshape_back(ops, g, needs, shape):
+    return (ops.reshape(g, shape),)
+
+
+@rule("t")
+def t(ops, g, needs):
+    return (ops.mT(g) if ops.ndim(g) == 2 else g,)
+
+
+@rule("transpose")
+def transpose(ops, g, needs, d0, d1):
+    return (ops.swapaxes(g, d0, d1),)
+
+
+@rule("permute")
+def permute(ops, g, needs, perm):
+    inverse = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inverse[p] = i
+    return (ops.permute(g, tuple(inverse)),)
+
+
+@rule("expand")
+def expand(ops, g, needs, shape):
+    return (ops.sum_to(g, shape),)
+
+
+@rule("select", "slice")
+def select(ops, g, needs, shape, key):
+    return (ops.embed(g, shape, key),)
+
+
+@rule("index")
+def index(ops, g, needs, shape, key):
+    return (ops.embed_add(g, shape, key),)
+
+
+@rule("index_put")
+def index_put(ops, g, needs, key, value_shape):
+    gself = ops.fill_at(g, key, 0.0) if needs[0] else None
+    gvalue = ops.sum_to(ops.getitem(g, key), value_shape) if needs[1] else None
+    return gself, gvalue
+
+
+@rule("cat")
+def cat(ops, g, needs, dim, sizes):
+    grads, start = [], 0
+    for size, need in zip(sizes, needs):
+        grads.append(ops.narrow(g, dim, start, size) if need else None)
+        start += size
+    return tuple(grads)
+
+
+@rule("stack")
+def stack(ops, g, needs, dim):
+    return tuple(ops.select(g, dim, i) if need else None for i, need in enumerate(needs))
+
+
+@rule("split")
+def split(ops, gs, needs, shape, dim, sizes):
+    like = next(g for g in gs if g is not None)
+    parts = []
+    for g, size in zip(gs, sizes):
+        part_shape = shape[:dim] + (size,) + shape[dim + 1 :]
+        parts.append(ops.zeros(part_shape, like) if g is None else g)
+    return (ops.cat(parts, dim),)
+
+
+@rule("unbind")
+def unbind(ops, gs, needs, shape, dim):
+    like = next(g for g in gs if g is not None)
+    part_shape = shape[:dim] + shape[dim + 1 :]
+    return (ops.stack([ops.zeros(part_shape, like) if g is None else g for g in gs], dim),)
+
+
+@rule("diagonal")
+def diagonal(ops, g, needs, shape):
+    return (ops.diag_embed(g, shape),)
+
+
+@rule("diag_embed")
+def diag_embed(ops, g, needs, shape):
+    return (ops.diagonal(g),)
+
+
+@rule("scatter_dim")
+def scatter_dim(ops, g, needs, dim, indices, shape):
+    return (ops.gather_dim(g, dim, indices),)
+
+
+@rule("gather_dim")
+def gather_dim(ops, g, needs, dim, indices, shape):
+    return (ops.scatter_dim(g, dim, indices, shape),)
+
+
+@rule("embed")
+def embed(ops, g, needs, key):
+    return (ops.getitem(g, key),)
+
+
+@rule("embed_add")
+def embed_add(ops, g, needs, key):
+    return (ops.getitem(g, key),)
+
+
+@rule("view_replay")
+def view_replay(ops, g, needs, base_shape, steps):
+    return (ops.embed_view(g, base_shape, steps),)

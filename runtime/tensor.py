@@ -1,0 +1,755 @@
+"""The eager Tensor: a numpy array plus PyTorch's autograd metadata.
+
+Slots kept on every tensor (the hot path touches only these):
+  _data          numpy array (0-dim arrays for scalars), always of `_dtype.np`
+  _dtype         runtime.dtypes.dtype
+  _grad_fn       producing Node, None for leaves
+  _output_nr     which output of `_grad_fn` this is
+  _requires_grad the user-settable flag of a leaf
+  _vc            version counter, a one-element list shared with views (and detach())
+  _base          the tensor whose memory this view shares, None if not a view
+  _grad          accumulated gradient (a Tensor) or None
+  _meta          TensorMeta for hooks, retain_grad, view steps; None until needed
+  _inference     created under inference_mode
+
+Arithmetic and methods delegate to the kernels in `runtime.ops`; this module holds the
+autograd-facing API (flags, grad, hooks, backward, in-place plumbing) and Python protocols.
+"""
+
+import warnings
+import weakref
+
+import numpy as np
+
+from runtime import dtypes, grad_mode
+from runtime import ops as F
+from runtime.autograd_meta import (
+    DEFAULT,
+    accumulator_of,
+    apply_inplace,
+    check_inplace,
+    meta_of,
+    regenerated_view_fn,
+)
+from runtime.hooks import RemovableHandle
+from runtime.ops import _core
+from runtime.ops._core import get_default_dtype, is_tensor
+
+_state = grad_mode._state
+_new = object.__new__
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple that prints as `torch.Size([2, 3])`."""
+
+    def __repr__(self):
+        return f"torch.Size({list(self)})"
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+class Tensor:
+    __slots__ = ("_data", "_dtype", "_grad_fn", "_output_nr", "_requires_grad", "_vc", "_base",
+                 "_grad", "_meta", "_inference", "__dict__", "__weakref__")
+
+    # -- construction ------------------------------------------------------------------------
+    def __init__(self, *args, **kwargs):
+        from runtime.creation import legacy_data
+
+        data = legacy_data(type(self).__name__, get_default_dtype(), args, kwargs)
+        self._init_from(data, dtypes.from_numpy(data.dtype))
+
+    def _init_from(self, data, dtype):
+        self._data = data
+        self._dtype = dtype
+        self._grad_fn = None
+        self._output_nr = 0
+        self._requires_grad = False
+        self._vc = [0]
+        self._base = None
+        self._grad = None
+        self._meta = None
+        self._inference = _state.inference
+
+    @staticmethod
+    def _wrap(data, dtype=None):
+        t = _new(Tensor)
+        t._data = data
+        t._dtype = dtype if dtype is not None else dtypes.from_numpy(data.dtype)
+        t._grad_fn = None
+        t._output_nr = 0
+        t._requires_grad = False
+        t._vc = [0]
+        t._base = None
+        t._grad = None
+        t._meta = None
+        t._inference = _state.inference
+        return t
+
+    def _new_like(self, data):
+        return Tensor._wrap(data, self._dtype)
+
+    @staticmethod
+    def _type_name(data):
+        return dtypes.from_numpy(data.dtype).tensor_type
+
+    # -- basic properties --------------------------------------------------------------------
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def shape(self):
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[F.shape._dim(dim, self._data.ndim)]
+
+    def dim(self):
+        return self._data.ndim
+
+    ndimension = dim
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    def numel(self):
+        return self._data.size
+
+    nelement = numel
+
+    def element_size(self):
+        return self._dtype.itemsize
+
+    @property
+    def device(self):
+        from runtime.creation import cpu
+
+        return cpu
+
+    @property
+    def is_cuda(self):
+        return False
+
+    def is_floating_point(self):
+        return self._dtype.is_floating_point
+
+    def is_complex(self):
+        return False
+
+    def is_contiguous(self):
+        return self._data.flags.c_contiguous
+
+    def stride(self, dim=None):
+        strides = tuple(s // self._data.itemsize for s in self._data.strides)
+        return strides if dim is None else strides[dim]
+
+    def data_ptr(self):
+        return self._data.__array_interface__["data"][0]
+
+    def storage_offset(self):
+        if self._base is None:
+            return 0
+        return (self.data_ptr() - self._base.data_ptr()) // self._data.itemsize
+
+    @property
+    def _version(self):
+        return self._vc[0]
+
+    def is_inference(self):
+        return self._inference
+
+    # -- autograd flags ----------------------------------------------------------------------
+    @property
+    def requires_grad(self):
+        return self._requires_grad or self._grad_fn is not None
+
+    @requires_grad.setter
+    def requires_grad(self, flag):
+        if self.grad_fn is not None:
+            hint = "" if flag else (" To use a computed tensor where no gradient should flow, "
+                                    "take var.detach() instead.")
+            raise RuntimeError("requires_grad can only be changed on leaf tensors; this tensor "
+                               "was computed by an operation." + hint)
+        if flag and not self._dtype.is_floating_point:
+            raise RuntimeError(f"only floating point (and complex) tensors can require "
+                               f"gradients; this one is {self._dtype}")
+        self._set_leaf_requires_grad(bool(flag))
+
+    def _set_leaf_requires_grad(self, flag):
+        if flag and self._inference and not _state.inference:
+            raise RuntimeError("an inference tensor cannot be made to require grad outside "
+                               "inference_mode; clone() it first")
+        self._requires_grad = flag
+
+    def requires_grad_(self, requires_grad=True):
+        if self.grad_fn is not None:
+            if requires_grad:
+                return self
+            raise RuntimeError("requires_grad can only be changed on leaf tensors; this tensor "
+                               "was computed by an operation. To use a computed tensor where "
+                               "no gradient should flow, take var.detach() instead.")
+        if requires_grad and not self._dtype.is_floating_point:
+            raise RuntimeError(f"only floating point tensors can require gradients; this one "
+                               f"is {self._dtype}")
+        self._set_leaf_requires_grad(bool(requires_grad))
+        return self
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def grad_fn(self):
+        gf = self._grad_fn
+        if self._base is not None:
+            m = self._meta
+            if m.view_base_fn is not self._base._grad_fn and m.creation == DEFAULT:
+                if gf is not None or self._base._grad_fn is not None:
+                    return regenerated_view_fn(self)
+        return gf
+
+    @property
+    def output_nr(self):
+        return self._output_nr
+
+    @property
+    def grad(self):
+        if self._grad is None and self._grad_fn is not None and not self.retains_grad:
+            warnings.warn(
+                "reading .grad of a non-leaf tensor: it is not filled in by backward(), so "
+                "this is None. Call .retain_grad() on the tensor before backward() if you "
+                "want its gradient, or read .grad of the leaf tensor you meant.",
+                UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is None:
+            self._grad = None
+            return
+        if not is_tensor(value):
+            raise TypeError(f"a tensor's .grad must be a Tensor or None, not "
+                            f"{type(value).__name__}")
+        if value is self:
+            raise RuntimeError("a tensor cannot be its own gradient")
+        if value._data.shape != self._data.shape:
+            raise RuntimeError(f"cannot assign a gradient of shape {list(value._data.shape)} "
+                               f"to a tensor of shape {list(self._data.shape)}; they must match")
+        if value._dtype is not self._dtype:
+            raise RuntimeError(f"cannot assign a gradient of dtype {value._dtype} to a tensor "
+                               f"of dtype {self._dtype}; convert it first")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self):
+        self._grad = None
+
+    @property
+    def retains_grad(self):
+        m = self._meta
+        return m is not None and m.retains_grad and self.grad_fn is not None
+
+    def retain_grad(self):
+        if not self.requires_grad:
+            raise RuntimeError("retain_grad() needs a tensor that requires grad")
+        gf = self.grad_fn
+        if gf is None or self.retains_grad:
+            return
+        meta_of(self).retains_grad = True
+        gf._hook_table().retain[self._output_nr] = weakref.ref(self)
+
+    def _accumulator(self):
+        return accumulator_of(self)
+
+    # -- hooks -------------------------------------------------------------------------------
+    def register_hook(self, hook):
+        if not self.requires_grad:
+            raise RuntimeError("register_hook() needs a tensor that requires grad")
+        gf = self.grad_fn
+        if gf is None:
+            m = meta_of(self)
+            if m.hooks is None:
+                m.hooks = {}
+            table = m.hooks
+        else:
+            table = gf._hook_table().tensor_pre.setdefault(self._output_nr, {})
+        handle = RemovableHandle(table)
+        table[handle.id] = hook
+        return handle
+
+    def register_post_accumulate_grad_hook(self, hook):
+        if not self.requires_grad:
+            raise RuntimeError("register_post_accumulate_grad_hook() needs a tensor that "
+                               "requires grad")
+        if self.grad_fn is not None:
+            raise RuntimeError("post-accumulate-grad hooks can only be registered on leaf "
+                               "tensors")
+        m = meta_of(self)
+        if m.post_acc_hooks is None:
+            m.post_acc_hooks = {}
+        handle = RemovableHandle(m.post_acc_hooks)
+        m.post_acc_hooks[handle.id] = hook
+        return handle
+
+    # -- backward ----------------------------------------------------------------------------
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        from runtime import autograd
+
+        autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    # -- detach / data -----------------------------------------------------------------------
+    def detach(self):
+        out = Tensor._wrap(self._data, self._dtype)
+        out._vc = self._vc
+        return out
+
+    def detach_(self):
+        if self._base is not None:
+            raise RuntimeError("detach_() cannot be used on a view; use detach() to get a new "
+                               "tensor instead")
+        self._grad_fn = None
+        self._output_nr = 0
+        self._requires_grad = False
+        return self
+
+    @property
+    def data(self):
+        out = Tensor._wrap(self._data, self._dtype)
+        return out
+
+    @data.setter
+    def data(self, value):
+        if not is_tensor(value):
+            raise TypeError(f"data must be set to a Tensor, not {type(value).__name__}")
+        if self.requires_grad and not value._dtype.is_floating_point:
+            raise RuntimeError("a tensor that requires grad can only hold floating point data")
+        self._data = value._data
+        self._dtype = value._dtype
+
+    # -- conversions -------------------------------------------------------------------------
+    def numpy(self, force=False):
+        if self.requires_grad and _state.enabled and not force:
+            raise RuntimeError("numpy() is not available on a tensor that requires grad; call "
+                               "tensor.detach().numpy() instead")
+        return self._data
+
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"item() needs a tensor with one element, this one has "
+                               f"{self._data.size}")
+        return self._data.reshape(()).item()
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def __float__(self):
+        if self.requires_grad:
+            warnings.warn("converting a tensor that requires grad to a Python float drops its "
+                          "autograd history; call tensor.detach() first to make that explicit",
+                          UserWarning, stacklevel=2)
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self._dtype.category == dtypes.FLOAT:
+            raise TypeError("only integer tensors of a single element can be used as an index")
+        return int(self.item())
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"the truth value of a tensor with {self._data.size} elements is "
+                               f"ambiguous; use .any() or .all()")
+        return bool(self._data.reshape(()))
+
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-dim tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-dim tensor")
+        return iter(F.unbind(self, 0))
+
+    def __array__(self, dtype=None, copy=None):
+        return self._data if dtype is None else self._data.astype(dtype)
+
+    def __hash__(self):
+        return id(self)
+
+    def __format__(self, spec):
+        if self._data.ndim == 0:
+            return format(self.item(), spec)
+        return object.__format__(self, spec)
+
+    def __repr__(self, *, tensor_contents=None):
+        from runtime.printing import format_tensor
+
+        suffixes = []
+        if self._dtype not in (get_default_dtype(), dtypes.int64, dtypes.bool_):
+            suffixes.append(f"dtype={self._dtype!r}")
+        gf = self.grad_fn
+        if gf is not None:
+            suffixes.append(f"grad_fn=<{type(gf).__name__}>")
+        elif self._requires_grad:
+            suffixes.append("requires_grad=True")
+        return format_tensor(self._data, suffixes)
+
+    __str__ = __repr__
+
+    def __reduce_ex__(self, proto):
+        return (_rebuild, (self._data.copy(), self._requires_grad))
+
+    def __deepcopy__(self, memo):
+        if not self.is_leaf:
+            raise RuntimeError("only leaf tensors can be deep-copied")
+        out = type(self).__new__(type(self))
+        Tensor._init_from(out, self._data.copy(), self._dtype)
+        out._requires_grad = self._requires_grad
+        if self._grad is not None:
+            out._grad = self._grad.clone()
+        memo[id(self)] = out
+        return out
+
+    # -- dtype conversion --------------------------------------------------------------------
+    def to(self, *args, **kwargs):
+        dt = kwargs.get("dtype")
+        copy = kwargs.get("copy", False)
+        for a in args:
+            if isinstance(a, dtypes.dtype):
+                dt = a
+            elif is_tensor(a):
+                dt = a._dtype
+        return self if dt is None else F.to_dtype(self, dt, copy)
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return "torch." + self._dtype.tensor_type
+        return F.to_dtype(self, dtype)
+
+    def float(self):
+        return F.to_dtype(self, dtypes.float32)
+
+    def double(self):
+        return F.to_dtype(self, dtypes.float64)
+
+    def half(self):
+        return F.to_dtype(self, dtypes.float16)
+
+    def long(self):
+        return F.to_dtype(self, dtypes.int64)
+
+    def int(self):
+        return F.to_dtype(self, dtypes.int32)
+
+    def short(self):
+        return F.to_dtype(self, dtypes.int16)
+
+    def char(self):
+        return F.to_dtype(self, dtypes.int8)
+
+    def byte(self):
+        return F.to_dtype(self, dtypes.uint8)
+
+    def bool(self):
+        return F.to_dtype(self, dtypes.bool_)
+
+    def cpu(self):
+        return self
+
+    def cuda(self, *args, **kwargs):
+        raise AssertionError("adcompile runs on the CPU only; there is no CUDA device")
+
+    def contiguous(self):
+        return F.contiguous(self)
+
+    def clone(self, memory_format=None):
+        return F.clone(self)
+
+    def type_as(self, other):
+        return F.to_dtype(self, other._dtype)
+
+    def new_tensor(self, data, dtype=None, requires_grad=False):
+        from runtime.creation import tensor
+
+        return tensor(data, dtype=dtype or self._dtype, requires_grad=requires_grad)
+
+    def new_zeros(self, *size, dtype=None):
+        from runtime.creation import zeros
+
+        return zeros(*size, dtype=dtype or self._dtype)
+
+    def new_ones(self, *size, dtype=None):
+        from runtime.creation import ones
+
+        return ones(*size, dtype=dtype or self._dtype)
+
+    def new_full(self, size, fill_value, dtype=None):
+        from runtime.creation import full
+
+        return full(size, fill_value, dtype=dtype or self._dtype)
+
+    def new_empty(self, *size, dtype=None):
+        from runtime.creation import empty
+
+        return empty(*size, dtype=dtype or self._dtype)
+
+    # -- operators ---------------------------------------------------------------------------
+    def __add__(self, other):
+        return F.add(self, other)
+
+    def __radd__(self, other):
+        return F.add(self, other)
+
+    def __sub__(self, other):
+        return F.sub(self, other)
+
+    def __rsub__(self, other):
+        return F.rsub(self, F.check_operand(other, "sub"))
+
+    def __mul__(self, other):
+        return F.mul(self, other)
+
+    def __rmul__(self, other):
+        return F.mul(self, other)
+
+    def __truediv__(self, other):
+        return F.div(self, other)
+
+    def __rtruediv__(self, other):
+        return F.rdiv(self, F.check_operand(other, "div"))
+
+    def __floordiv__(self, other):
+        return F.floor_divide(self, other)
+
+    def __rfloordiv__(self, other):
+        return F.floor_divide(F.full_like_scalar(self, other), self)
+
+    def __mod__(self, other):
+        return F.remainder(self, other)
+
+    def __pow__(self, other):
+        return F.pow(self, other)
+
+    def __rpow__(self, other):
+        return F.rpow(self, F.check_operand(other, "pow"))
+
+    def __matmul__(self, other):
+        return F.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return F.matmul(other, self)
+
+    def __neg__(self):
+        return F.neg(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return F.abs(self)
+
+    def __invert__(self):
+        if self._dtype is dtypes.bool_:
+            return F.logical_not(self)
+        return F.wrap(np.invert(self._data), self._dtype)
+
+    def __and__(self, other):
+        return F.bitwise(np.bitwise_and, self, other)
+
+    def __or__(self, other):
+        return F.bitwise(np.bitwise_or, self, other)
+
+    def __xor__(self, other):
+        return F.bitwise(np.bitwise_xor, self, other)
+
+    __rand__ = __and__
+    __ror__ = __or__
+    __rxor__ = __xor__
+
+    def __eq__(self, other):
+        return F.eq(self, other)
+
+    def __ne__(self, other):
+        return F.ne(self, other)
+
+    def __lt__(self, other):
+        return F.lt(self, other)
+
+    def __le__(self, other):
+        return F.le(self, other)
+
+    def __gt__(self, other):
+        return F.gt(self, other)
+
+    def __ge__(self, other):
+        return F.ge(self, other)
+
+    # -- in-place operators ------------------------------------------------------------------
+    def _inplace(self, result_fn, *args):
+        check_inplace(self)
+        result = result_fn(self, *args)
+        if result._dtype is not self._dtype and result._dtype.category > self._dtype.category:
+            raise RuntimeError(f"the result of an in-place operation has dtype "
+                               f"{result._dtype}, which cannot be stored in a tensor of dtype "
+                               f"{self._dtype}")
+        return apply_inplace(self, result)
+
+    def __iadd__(self, other):
+        return self._inplace(F.add, other)
+
+    def __isub__(self, other):
+        return self._inplace(F.sub, other)
+
+    def __imul__(self, other):
+        return self._inplace(F.mul, other)
+
+    def __itruediv__(self, other):
+        return self._inplace(F.div, other)
+
+    def __ipow__(self, other):
+        return self._inplace(F.pow, other)
+
+    def add_(self, other, alpha=1):
+        return self._inplace(F.add, other, alpha)
+
+    def sub_(self, other, alpha=1):
+        return self._inplace(F.sub, other, alpha)
+
+    def mul_(self, other):
+        return self._inplace(F.mul, other)
+
+    def div_(self, other, rounding_mode=None):
+        return self._inplace(F.div, other, rounding_mode)
+
+    def pow_(self, other):
+        return self._inplace(F.pow, other)
+
+    def clamp_(self, min=None, max=None):
+        return self._inplace(F.clamp, min, max)
+
+    clip_ = clamp_
+
+    def exp_(self):
+        return self._inplace(F.exp)
+
+    def log_(self):
+        return self._inplace(F.log)
+
+    def neg_(self):
+        return self._inplace(F.neg)
+
+    def relu_(self):
+        return self._inplace(F.relu)
+
+    def sin_(self):
+        return self._inplace(F.sin)
+
+    def cos_(self):
+        return self._inplace(F.cos)
+
+    def sqrt_(self):
+        return self._inplace(F.sqrt)
+
+    def tanh_(self):
+        return self._inplace(F.tanh)
+
+    def sigmoid_(self):
+        return self._inplace(F.sigmoid)
+
+    def abs_(self):
+        return self._inplace(F.abs)
+
+    def floor_(self):
+        return self._inplace(F.floor)
+
+    def round_(self):
+        return self._inplace(F.round)
+
+    def zero_(self):
+        return self._inplace(F.zero_like_op)
+
+    def fill_(self, value):
+        return self._inplace(F.fill_like_op, value)
+
+    def copy_(self, src, non_blocking=False):
+        return self._inplace(F.copy_like_op, src)
+
+    def masked_fill_(self, mask, value):
+        return self._inplace(F.masked_fill, mask, value)
+
+    def uniform_(self, a=0.0, b=1.0, generator=None):
+        from runtime import random
+
+        return self._fill_random(random.uniform_, a, b, generator)
+
+    def normal_(self, mean=0.0, std=1.0, generator=None):
+        from runtime import random
+
+        return self._fill_random(random.normal_, mean, std, generator)
+
+    def _fill_random(self, fn, a, b, generator):
+        check_inplace(self)
+        fn(self._data, a, b, generator=generator)
+        self._vc[0] += 1
+        return self
+
+    # -- indexing ----------------------------------------------------------------------------
+    def __getitem__(self, key):
+        return F.getitem(self, key)
+
+    def __setitem__(self, key, value):
+        F.setitem(self, key, value)
+
+
+def _rebuild(data, requires_grad):
+    t = Tensor._wrap(data)
+    t._requires_grad = requires_grad
+    return t
+
+
+def _install_methods():
+    """Methods that are plain calls into runtime.ops (one line each, so a table)."""
+    names = [
+        "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", "log", "log1p", "sqrt", "rsqrt",
+        "sin", "cos", "tan", "tanh", "sigmoid", "relu", "clamp", "reciprocal", "sign", "floor",
+        "ceil", "trunc", "round", "square", "maximum", "minimum", "masked_fill", "eq", "ne", "lt",
+        "le", "gt", "ge", "logical_not", "logical_and", "logical_or", "isnan", "isinf",
+        "isfinite", "sum", "mean", "prod", "max", "min", "argmax", "argmin", "norm", "var", "std",
+        "dot", "mm", "mv", "bmm", "matmul", "outer", "view", "reshape", "flatten", "t",
+        "transpose", "permute", "squeeze", "unsqueeze", "expand", "expand_as", "select",
+        "narrow", "split", "chunk", "unbind", "diag", "amax", "amin", "all", "any", "cumsum",
+        "softmax", "log_softmax", "remainder", "floor_divide", "addmm", "view_as", "reshape_as",
+        "repeat", "flip", "masked_select", "gather", "index_select", "where", "log2", "log10",
+        "expm1", "sinh", "cosh", "asin", "acos", "atan", "erf", "fmod", "sort", "topk",
+        "argsort", "nonzero", "float_power", "lerp", "clip", "sub", "logsumexp", "cumprod",
+    ]
+    for name in names:
+        fn = getattr(F, name, None)
+        if fn is not None and not hasattr(Tensor, name):
+            setattr(Tensor, name, fn)
+    Tensor.T = property(lambda self: F.permute(self, tuple(reversed(range(self._data.ndim)))))
+    Tensor.mT = property(lambda self: F.transpose(self, -2, -1))
+    Tensor.subtract = Tensor.sub
+    Tensor.multiply = Tensor.mul
+    Tensor.divide = Tensor.div
+    Tensor.true_divide = Tensor.div
+    Tensor.absolute = Tensor.abs
+    Tensor.negative = Tensor.neg
+    Tensor.greater = Tensor.gt
+    Tensor.less = Tensor.lt
+    Tensor.clip = Tensor.clamp
+
+
+_install_methods()
+_core._wrap_tensor = Tensor._wrap

@@ -1,0 +1,192 @@
+"""The Tensor `ops` namespace: running a rule with it records a differentiable graph.
+
+This is what makes `create_graph=True` (double backward, Hessian-vector products) work: each
+function here is a recorded eager operation, so gradients of gradients come from the same
+rules. Python numbers pass through where rules use constants.
+"""
+
+import math
+
+import numpy as np
+
+from runtime import ops as F
+from runtime.autograd_meta import any_requires_grad, record
+from runtime.function import node_class
+from runtime.ops._core import is_tensor, wrap
+
+add = F.add
+sub = F.sub
+mul = F.mul
+neg = F.neg
+sin = F.sin
+cos = F.cos
+exp = F.exp
+log = F.log
+sign = F.sign
+abs = F.abs
+eq = F.eq
+gt = F.gt
+ge = F.ge
+lt = F.lt
+le = F.le
+logical_and = F.logical_and
+matmul = F.matmul
+outer = F.outer
+log_scalar = math.log
+reshape = F.reshape
+unsqueeze = F.unsqueeze
+permute = F.permute
+select = F.select
+narrow = F.narrow
+cat = F.cat
+stack = F.stack
+diagonal = F.diag
+
+
+def div(a, b):
+    return F.div(a, b) if is_tensor(a) else F.mul(F.reciprocal(b), a)
+
+
+def pow(x, e):
+    return F.pow(x, e)
+
+
+def rsub(x, c):
+    return F.rsub(x, c)
+
+
+def where(cond, a, b):
+    return F.where(cond, a, b)
+
+
+def zeros_like(x):
+    return wrap(np.zeros(x._data.shape, x._dtype.np), x._dtype)
+
+
+def zeros(shape, like):
+    return wrap(np.zeros(shape, like._dtype.np), like._dtype)
+
+
+def cast_like(x, like):
+    return F.to_dtype(x, like._dtype)
+
+
+def cast(x, np_dtype):
+    from runtime import dtypes
+
+    return F.to_dtype(x, dtypes.from_numpy(np_dtype))
+
+
+def sum(x):
+    return F.sum(x)
+
+
+def sum_dim(x, dim, keepdim):
+    return F.sum(x, dim, keepdim)
+
+
+def mean(x, dims, keepdim):
+    return F.mean(x, dims, keepdim)
+
+
+def shape(x):
+    return x._data.shape
+
+
+def ndim(x):
+    return x._data.ndim
+
+
+def expand(x, shape):
+    return F.expand(x, shape)
+
+
+def swapaxes(x, d0, d1):
+    return F.transpose(x, d0, d1)
+
+
+def mT(x):
+    return F.transpose(x, -2, -1)
+
+
+def sum_to(g, shape):
+    gshape = g._data.shape
+    if gshape == shape:
+        return g
+    lead = len(gshape) - len(shape)
+    dims = tuple(range(lead)) + tuple(
+        i + lead for i, n in enumerate(shape) if n == 1 and gshape[i + lead] != 1)
+    return F.reshape(F.sum(g, dims, True), shape)
+
+
+def getitem(x, key):
+    return F.getitem(x, _tensor_key(key))
+
+
+def _tensor_key(key):
+    if isinstance(key, tuple):
+        return tuple(_tensor_key(k) for k in key)
+    if isinstance(key, np.ndarray):
+        return wrap(key, None)
+    return key
+
+
+def flip(x, dim):
+    """Reverse `x` along `dim`, recorded as an index so it stays differentiable."""
+    index = wrap(np.arange(x._data.shape[dim] - 1, -1, -1), None)
+    return F.getitem(x, (slice(None),) * dim + (index,))
+
+
+def cumsum(x, dim):
+    return F.cumsum(x, dim)
+
+
+# -- scatters: recorded primitives whose rules are the matching gathers ------------------------
+
+def _scatter(name, prim, x, data, args):
+    out = wrap(data, x._dtype)
+    if any_requires_grad((x,)):
+        record(node_class(name, prim), (x,), out, args)
+    return out
+
+
+def embed(g, shape, key):
+    data = np.zeros(shape, g._dtype.np)
+    data[key] = g._data
+    return _scatter("SelectBackwardBackward0", "embed", g, data, (key,))
+
+
+def embed_add(g, shape, key):
+    data = np.zeros(shape, g._dtype.np)
+    np.add.at(data, key, g._data)
+    return _scatter("IndexBackwardBackward0", "embed_add", g, data, (key,))
+
+
+def embed_view(g, base_shape, steps):
+    from runtime.rules.numpy_ops import embed_view as embed_np
+
+    data = embed_np(g._data, base_shape, steps)
+    return wrap(data, g._dtype)
+
+
+def fill_at(g, key, value):
+    return F.index_put(g, key, value)
+
+
+def scatter_dim(g, dim, indices, shape):
+    data = np.zeros(shape, g._dtype.np)
+    np.put_along_axis(data, indices, g._data, axis=dim)
+    return _scatter("ScatterBackward0", "scatter_dim", g, data, (dim, indices, shape))
+
+
+def gather_dim(g, dim, indices):
+    data = np.take_along_axis(g._data, indices, axis=dim)
+    return _scatter("GatherBackward0", "gather_dim", g, data, (dim, indices, g._data.shape))
+
+
+def diag_embed(g, shape):
+    return F.diag(g)
+
+
+def prod_others(x, result, dims):
+    return F.div(result, x)
