@@ -24,6 +24,7 @@ from runtime.rules import numpy_ops
 from runtime.rules.numpy_ops import replay_view
 
 _state = grad_mode._state
+_new = object.__new__
 
 # view creation kinds (PyTorch's CreationMeta)
 DEFAULT, NO_GRAD, MULTI_OUTPUT, INFERENCE = 0, 1, 2, 3
@@ -69,20 +70,35 @@ def requires_grad(x):
         return False
 
 
+_NO_EDGE = (None, 0)
+_SCALAR_TYPES = (float, int, bool)
+
+
 def new_node(cls, inputs, out, args):
     """A node of class `cls` whose edges lead to `inputs` (tensors or Python scalars)."""
-    node = cls.__new__(cls)
+    if len(inputs) == 1:
+        return _new_unary_node(cls, inputs[0], out, args)
+    node = _new(cls)
     edges = []
     fit = None
+    out_dtype = out._dtype
+    out_shape = out._data.shape
     for i, x in enumerate(inputs):
-        if hasattr(x, "_data") and (x._requires_grad or x._grad_fn is not None):
-            edges.append(edge(x))
-            if x._dtype is not out._dtype or x._data.shape != out._data.shape:
-                if fit is None:
-                    fit = [None] * len(inputs)
-                fit[i] = (x._data.shape, x._dtype.np)
+        if x is None or x.__class__ in _SCALAR_TYPES or not hasattr(x, "_grad_fn"):
+            edges.append(_NO_EDGE)
+            continue
+        gf = x._grad_fn if x._base is None else x.grad_fn
+        if gf is not None:
+            edges.append((gf, x._output_nr))
+        elif x._requires_grad:
+            edges.append((x._accumulator(), 0))
         else:
-            edges.append((None, 0))
+            edges.append(_NO_EDGE)
+            continue
+        if x._dtype is not out_dtype or x._data.shape != out_shape:
+            if fit is None:
+                fit = [None] * len(inputs)
+            fit[i] = (x._data.shape, x._dtype.np)
     node.next_functions = tuple(edges)
     node._args = args
     node._fit = fit
@@ -90,7 +106,30 @@ def new_node(cls, inputs, out, args):
     node._hooks = None
     node._freed = None
     for a in args:
-        if type(a) is SavedTensor:
+        if a.__class__ is SavedTensor:
+            node._freed = False
+            break
+    return node
+
+
+def _new_unary_node(cls, x, out, args):
+    """new_node for one tensor input that requires grad (the hot path of unary ops)."""
+    node = _new(cls)
+    gf = x._grad_fn if x._base is None else x.grad_fn
+    if gf is not None:
+        node.next_functions = ((gf, x._output_nr),)
+    else:
+        node.next_functions = ((x._accumulator(), 0),)
+    if x._dtype is out._dtype and x._data.shape == out._data.shape:
+        node._fit = None
+    else:
+        node._fit = [(x._data.shape, x._dtype.np)]
+    node._args = args
+    node._seq = next(_sequence)
+    node._hooks = None
+    node._freed = None
+    for a in args:
+        if a.__class__ is SavedTensor:
             node._freed = False
             break
     return node

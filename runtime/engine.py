@@ -17,7 +17,6 @@ arrays (fast); with it they flow as Tensors and every rule records its own graph
 """
 
 import heapq
-import itertools
 
 import numpy as np
 
@@ -52,18 +51,19 @@ def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None):
 
 
 class _GraphTask:
-    __slots__ = ("deps", "needed", "captures", "captured", "buffers", "heap", "order")
+    __slots__ = ("deps", "needed", "captures", "captured", "buffers", "heap")
 
     def __init__(self, root_edges, targets):
         self.buffers = {}
         self.heap = []
-        self.order = itertools.count()
         self.captures = None
         self.captured = None
-        nodes = _reachable([e[0] for e in root_edges])
         if targets is None:
             self.needed = None
-        else:
+            self.deps = _discover([e[0] for e in root_edges])
+            return
+        nodes = _reachable([e[0] for e in root_edges])
+        if True:
             self.captures = {}
             for slot, (node, nr) in enumerate(targets):
                 self.captures.setdefault(node, []).append((nr, slot))
@@ -75,7 +75,7 @@ class _GraphTask:
         return self.needed is None or node in self.needed or node in self.captures
 
     def _count_deps(self, nodes):
-        deps = dict.fromkeys(nodes, 0) if self.needed is None else {}
+        deps = {}
         for node in nodes:
             if self.needed is not None and node not in self.needed:
                 continue
@@ -99,24 +99,56 @@ class _GraphTask:
         for node in self.buffers:
             if self.deps.get(node, 0) == 0:
                 self._push(node)
-        heap = self.heap
-        while heap:
-            node = heapq.heappop(heap)[2]
-            outs = self._process(node, ops, retain_graph)
-            if outs is None:
-                continue
+        heap, deps, buffers = self.heap, self.deps, self.buffers
+        plain = self.captures is None
+        add = ops.add
+        pop, push = heapq.heappop, heapq.heappush
+        node = pop(heap)[1] if heap else None
+        while node is not None:
+            if plain and node._hooks is None and node.__class__ is not AccumulateGrad:
+                grads = buffers.pop(node, None)
+                if grads is None:
+                    outs = (None,) * len(node.next_functions)
+                else:
+                    outs = node._apply(grads, ops)
+                if not retain_graph and node._freed is False:
+                    node._freed = True
+                    node._args = None
+            else:
+                outs = self._process(node, ops, retain_graph)
+                if outs is None:
+                    node = pop(heap)[1] if heap else None
+                    continue
+            single = None
             for (child, nr), g in zip(node.next_functions, outs):
-                if child is None or not self._visited(child):
+                if child is None or (not plain and not self._visited(child)):
                     continue
                 if g is not None:
-                    self._deliver(child, nr, g, ops)
-                left = self.deps[child] - 1
-                self.deps[child] = left
+                    buf = buffers.get(child)
+                    if buf is None:
+                        buf = buffers[child] = [None] * child._n_outputs
+                    old = buf[nr]
+                    buf[nr] = g if old is None else add(old, g)
+                left = deps[child] - 1
+                deps[child] = left
                 if left == 0:
-                    self._push(child)
+                    if single is None:
+                        single = child
+                    else:
+                        push(heap, (-child._seq, child))
+            # A chain hands its only newly ready node straight on, skipping the heap, unless
+            # a queued node must run first (PyTorch's order: newest node first).
+            if single is not None:
+                if heap and heap[0][0] < -single._seq:
+                    push(heap, (-single._seq, single))
+                    node = pop(heap)[1]
+                else:
+                    node = single
+            else:
+                node = pop(heap)[1] if heap else None
 
     def _push(self, node):
-        heapq.heappush(self.heap, (-node._seq, next(self.order), node))
+        heapq.heappush(self.heap, (-node._seq, node))
 
     def _process(self, node, ops, retain_graph):
         """Run one ready node; returns the gradients for its next edges (None: not run)."""
@@ -158,6 +190,27 @@ def _reachable(roots):
             if child is not None and child not in seen:
                 stack.append(child)
     return list(seen)
+
+
+def _discover(roots):
+    """Incoming-edge counts of every node reachable from `roots`, in one iterative pass."""
+    deps = {}
+    stack = []
+    for root in roots:
+        if root is not None and root not in deps:
+            deps[root] = 0
+            stack.append(root)
+    get = deps.get
+    while stack:
+        for child, _ in stack.pop().next_functions:
+            if child is not None:
+                d = get(child)
+                if d is None:
+                    deps[child] = 1
+                    stack.append(child)
+                else:
+                    deps[child] = d + 1
+    return deps
 
 
 def _needed(nodes, captures):

@@ -16,7 +16,6 @@ first, AccumulateGrad as soon as it is ready), as PyTorch does.
 """
 
 import itertools
-import math
 
 import numpy as np
 
@@ -26,6 +25,8 @@ from runtime.rules import RULES
 from runtime.rules import numpy_ops
 
 _sequence = itertools.count()
+_NEEDS_ONE = (True,)
+_ACCUMULATE_FIRST = 1 << 62  # AccumulateGrad runs as soon as it is ready
 
 
 class NodeHooks:
@@ -60,16 +61,28 @@ class Node:
 
     # -- running the rule -------------------------------------------------------------------
     def _needs(self):
-        return tuple(edge[0] is not None for edge in self.next_functions)
+        nf = self.next_functions
+        if len(nf) == 1:
+            return _NEEDS_ONE
+        return tuple(edge[0] is not None for edge in nf)
 
     def _apply(self, grads, ops):
         """Gradients for each next edge, given the cotangents of this node's outputs."""
-        g = grads[0] if self._n_outputs == 1 else grads
         args = self._args
         if self._freed is not None:
-            args = tuple(a.unpack(ops, self) if type(a) is SavedTensor else a for a in args)
-        out = self._rule(ops, g, self._needs(), *args)
-        assert len(out) == len(self.next_functions), f"{self.name()}: rule arity mismatch"
+            if self._freed:
+                raise_freed()
+            args = [a.unpack(ops, self) if a.__class__ is SavedTensor else a for a in args]
+        nf = self.next_functions
+        n = len(nf)
+        if n == 1:
+            needs = _NEEDS_ONE
+        elif n == 2:
+            needs = (nf[0][0] is not None, nf[1][0] is not None)
+        else:
+            needs = tuple(e[0] is not None for e in nf)
+        out = self._rule(ops, grads[0] if self._n_outputs == 1 else grads, needs, *args)
+        assert len(out) == len(nf), f"{self.name()}: rule arity mismatch"
         fit = self._fit
         if fit is not None:
             out = tuple(_fit(ops, o, f) for o, f in zip(out, fit))
@@ -79,9 +92,7 @@ class Node:
         """Drop saved tensors after a non-retaining backward (a later use raises)."""
         if self._freed is False:
             self._freed = True
-            for a in self._args:
-                if type(a) is SavedTensor:
-                    a.free()
+            self._args = None
 
     def __call__(self, *grads):
         if len(grads) != self._n_outputs:
@@ -122,6 +133,8 @@ class Node:
 def _saved_attribute(node, name):
     from runtime.tensor import Tensor
 
+    if node._freed:
+        raise_freed()
     tensors = [a for a in node._args if type(a) is SavedTensor]
     index = {"_saved_self": 0, "_saved_result": -1, "_saved_other": -1}.get(name)
     if index is None or not tensors:
@@ -183,11 +196,12 @@ class SavedTensor:
         self.freed = True
 
     def unpack(self, ops, node):
+        vc = self.vc
+        if vc is not None and vc[0] == self.version and ops is numpy_ops:
+            t = self.tensor
+            return self.data if t is None else t._data
         if self.freed:
-            raise RuntimeError(
-                "this part of the graph was already backpropagated and its saved tensors "
-                "were freed; pass retain_graph=True to the first backward()/autograd.grad() "
-                "call if you need to run backward through the graph again")
+            raise_freed()
         if self.vc is not None and self.vc[0] != self.version:
             raise RuntimeError(self._modified_message())
         if ops is numpy_ops:
@@ -230,6 +244,13 @@ class SavedTensor:
         return _op_name(name)
 
 
+def raise_freed():
+    raise RuntimeError(
+        "this part of the graph was already backpropagated and its saved tensors were freed; "
+        "pass retain_graph=True to the first backward()/autograd.grad() call if you need to "
+        "run backward through the graph again")
+
+
 def _op_name(node_name):
     """'ExpBackward0' -> 'Exp', 'CopySlices' -> 'CopySlices'."""
     i = node_name.find("Backward")
@@ -263,7 +284,7 @@ class AccumulateGrad(Node):
         self.next_functions = ()
         self._args = ()
         self._fit = None
-        self._seq = math.inf
+        self._seq = _ACCUMULATE_FIRST + next(_sequence)
         self._hooks = None
         self._freed = None
 

@@ -33,6 +33,7 @@ from runtime.autograd_meta import (
 )
 from runtime.hooks import RemovableHandle
 from runtime.ops import _core
+from runtime.ops import elementwise as _elementwise
 from runtime.ops._core import get_default_dtype, is_tensor
 
 _state = grad_mode._state
@@ -753,3 +754,4 @@ def _install_methods():
 
 _install_methods()
 _core._wrap_tensor = Tensor._wrap
+_elementwise._wrap_tensor = Tensor._wrap

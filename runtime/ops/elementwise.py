@@ -32,32 +32,62 @@ ClampBackward1 = node_class("ClampBackward1", "clamp")
 ClampBackward0 = node_class("ClampBackward0", "clamp_tensor")
 
 
+_ndarray = np.ndarray
+_asarray = np.asarray
+_FLOAT = dtypes.FLOAT
+
+
 def _compute(np_fn, a, b, dt):
     return wrap(np_fn(data_of(a, dt.np), data_of(b, dt.np)), dt)
 
 
-def add(a, b, alpha=1):
-    b = check_operand(b, "add")
+def _operands(a, b, name):
+    """(a_data, b_data, result dtype) for a binary op, with fast paths for the common cases:
+    a float scalar on a float tensor, and two tensors of one dtype."""
+    da = a._dtype
+    cb = b.__class__
+    if cb is float or cb is int:
+        if da.category == _FLOAT:
+            return a._data, b, da
+    elif hasattr(b, "_grad_fn") and b._dtype is da:
+        return a._data, b._data, da
+    b = check_operand(b, name)
     dt = binary_dtype(a, b)
-    if alpha == 1:
-        out = _compute(np.add, a, b, dt)
-    else:
-        out = wrap(np.add(data_of(a, dt.np), np.multiply(data_of(b, dt.np), alpha)), dt)
-    if any_requires_grad((a, b)):
+    return data_of(a, dt.np), data_of(b, dt.np), dt
+
+
+_wrap_tensor = None  # Tensor._wrap, installed by runtime.tensor
+
+
+def _result(data, dt):
+    if data.__class__ is not _ndarray:
+        data = _asarray(data)
+    return _wrap_tensor(data, dt)
+
+
+def _grad_on(a, b):
+    """Whether a binary op on a, b must be recorded (grad mode on, some input requiring grad)."""
+    if not _state.enabled:
+        return False
+    if a._requires_grad or a._grad_fn is not None:
+        return True
+    return hasattr(b, "_grad_fn") and (b._requires_grad or b._grad_fn is not None)
+
+
+def add(a, b, alpha=1):
+    ad, bd, dt = _operands(a, b, "add")
+    out = _result(ad + bd if alpha == 1 else ad + bd * alpha, dt)
+    if _grad_on(a, b):
         record(AddBackward0, (a, b), out, (alpha,))
     return out
 
 
 def sub(a, b, alpha=1):
-    b = check_operand(b, "sub")
-    if a._dtype is dtypes.bool_ and (type(b) is bool or getattr(b, "_dtype", None) is dtypes.bool_):
+    ad, bd, dt = _operands(a, b, "sub")
+    if dt is dtypes.bool_:
         raise RuntimeError("subtracting bool tensors is not supported; use logical_xor or ~")
-    dt = binary_dtype(a, b)
-    if alpha == 1:
-        out = _compute(np.subtract, a, b, dt)
-    else:
-        out = wrap(np.subtract(data_of(a, dt.np), np.multiply(data_of(b, dt.np), alpha)), dt)
-    if any_requires_grad((a, b)):
+    out = _result(ad - bd if alpha == 1 else ad - bd * alpha, dt)
+    if _grad_on(a, b):
         record(SubBackward0, (a, b), out, (alpha,))
     return out
 
@@ -73,11 +103,11 @@ def rsub(x, c, alpha=1):
 
 
 def mul(a, b):
-    b = check_operand(b, "mul")
-    dt = binary_dtype(a, b)
-    out = _compute(np.multiply, a, b, dt)
+    ad, bd, dt = _operands(a, b, "mul")
+    out = _result(ad * bd, dt)
     if _state.enabled:
-        ra, rb = requires_grad(a), requires_grad(b)
+        ra = a._requires_grad or a._grad_fn is not None
+        rb = hasattr(b, "_grad_fn") and (b._requires_grad or b._grad_fn is not None)
         if ra or rb:
             record(MulBackward0, (a, b), out,
                    (save_input(a) if rb else None, save_input(b) if ra else None))
@@ -85,18 +115,16 @@ def mul(a, b):
 
 
 def div(a, b, rounding_mode=None):
-    b = check_operand(b, "div")
     if rounding_mode is not None:
-        return _rounded_div(a, b, rounding_mode)
-    dt = binary_dtype(a, b)
-    if dt.category != dtypes.FLOAT:
+        return _rounded_div(a, check_operand(b, "div"), rounding_mode)
+    ad, bd, dt = _operands(a, b, "div")
+    if dt.category != _FLOAT:
         dt = get_default_dtype()
-    out = _compute(np.true_divide, a, b, dt)
-    if _state.enabled:
+        ad, bd = data_of(a, dt.np), data_of(b, dt.np)
+    out = _result(np.true_divide(ad, bd), dt)
+    if _grad_on(a, b):
         ra, rb = requires_grad(a), requires_grad(b)
-        if ra or rb:
-            record(DivBackward0, (a, b), out,
-                   (save_input(a) if rb else None, save_input(b) if (ra or rb) else None))
+        record(DivBackward0, (a, b), out, (save_input(a) if rb else None, save_input(b)))
     return out
 
 
@@ -230,8 +258,12 @@ def _clamp_tensor(x, lo, hi):
 # -- unary ------------------------------------------------------------------------------------
 
 def _unary(np_fn, cls, x, saves, keep_dtype=False):
-    dt = x._dtype if keep_dtype else float_dtype(x)
-    out = wrap(np_fn(data_of(x, dt.np)), dt)
+    dt = x._dtype
+    if dt.category == _FLOAT or keep_dtype:
+        out = _result(np_fn(x._data), dt)
+    else:
+        dt = float_dtype(x)
+        out = wrap(np_fn(data_of(x, dt.np)), dt)
     if _state.enabled and (x._requires_grad or x._grad_fn is not None):
         if saves == "input":
             args = (save_input(x),)
