@@ -41,7 +41,10 @@ def _root_grads(roots, grads, create_graph):
             raise RuntimeError(f"shape mismatch: the gradient for output {i} has shape "
                                f"torch.Size({list(g._data.shape)}) but the output has shape "
                                f"torch.Size({list(r._data.shape)})")
-        out.append(g if create_graph else g._data)
+        if create_graph:
+            out.append(g)
+        else:
+            out.append(g._data[()] if g._data.ndim == 0 else g._data)
     return out
 
 

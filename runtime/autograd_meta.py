@@ -78,6 +78,12 @@ def new_node(cls, inputs, out, args):
     """A node of class `cls` whose edges lead to `inputs` (tensors or Python scalars)."""
     if len(inputs) == 1:
         return _new_unary_node(cls, inputs[0], out, args)
+    if len(inputs) == 2 and inputs[1].__class__ in _SCALAR_TYPES:
+        node = _new_unary_node(cls, inputs[0], out, args)
+        node.next_functions += (_NO_EDGE,)
+        if node._fit is not None:
+            node._fit.append(None)
+        return node
     node = _new(cls)
     edges = []
     fit = None
@@ -310,13 +316,12 @@ class CopySlices(Node):
     __slots__ = ("fn", "steps", "base_shape")
     _rule = None
 
-    def _apply(self, grads, ops):
-        g = grads[0]
+    def _apply(self, g, ops):
         if ops is not numpy_ops:
             g = g._data
         result = np.array(g)
         region = replay_view(result, self.steps)
-        res = self.fn._apply((np.array(region),), numpy_ops)
+        res = self.fn._apply(np.array(region), numpy_ops)
         if res[0] is None:
             region[...] = 0
         else:

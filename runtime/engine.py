@@ -86,9 +86,16 @@ class _GraphTask:
 
     # -- execution ---------------------------------------------------------------------------
     def _deliver(self, node, nr, g, ops):
-        buf = self.buffers.get(node)
+        """Add `g` to the pending cotangent of output `nr` of `node`. Single-output nodes
+        keep the cotangent itself, multi-output nodes a list with one slot per output."""
+        buffers = self.buffers
+        if node._n_outputs == 1:
+            old = buffers.get(node)
+            buffers[node] = g if old is None else ops.add(old, g)
+            return
+        buf = buffers.get(node)
         if buf is None:
-            buf = self.buffers[node] = [None] * node._n_outputs
+            buf = buffers[node] = [None] * node._n_outputs
         old = buf[nr]
         buf[nr] = g if old is None else ops.add(old, g)
 
@@ -106,11 +113,11 @@ class _GraphTask:
         node = pop(heap)[1] if heap else None
         while node is not None:
             if plain and node._hooks is None and node.__class__ is not AccumulateGrad:
-                grads = buffers.pop(node, None)
-                if grads is None:
+                g = buffers.pop(node, None)
+                if g is None:
                     outs = (None,) * len(node.next_functions)
                 else:
-                    outs = node._apply(grads, ops)
+                    outs = node._apply(g, ops)
                 if not retain_graph and node._freed is False:
                     node._freed = True
                     node._args = None
@@ -124,11 +131,11 @@ class _GraphTask:
                 if child is None or (not plain and not self._visited(child)):
                     continue
                 if g is not None:
-                    buf = buffers.get(child)
-                    if buf is None:
-                        buf = buffers[child] = [None] * child._n_outputs
-                    old = buf[nr]
-                    buf[nr] = g if old is None else add(old, g)
+                    if child._n_outputs == 1:
+                        old = buffers.get(child)
+                        buffers[child] = g if old is None else add(old, g)
+                    else:
+                        self._deliver(child, nr, g, ops)
                 left = deps[child] - 1
                 deps[child] = left
                 if left == 0:
@@ -152,7 +159,11 @@ class _GraphTask:
 
     def _process(self, node, ops, retain_graph):
         """Run one ready node; returns the gradients for its next edges (None: not run)."""
-        grads = self.buffers.pop(node, None) or [None] * node._n_outputs
+        pending = self.buffers.pop(node, None)
+        if node._n_outputs == 1:
+            grads = [pending]
+        else:
+            grads = pending or [None] * node._n_outputs
         _run_tensor_hooks(node, grads, ops)
         if self.captures is not None and node in self.captures:
             for nr, slot in self.captures[node]:
@@ -167,7 +178,7 @@ class _GraphTask:
         if all(g is None for g in grads):
             outs = (None,) * len(node.next_functions)
         else:
-            outs = node._apply(grads, ops)
+            outs = node._apply(grads[0] if node._n_outputs == 1 else grads, ops)
             if type(node) is AccumulateGrad:
                 _run_post_accumulate_hooks(node.variable)
         if hooks is not None and hooks.post:

@@ -66,8 +66,9 @@ class Node:
             return _NEEDS_ONE
         return tuple(edge[0] is not None for edge in nf)
 
-    def _apply(self, grads, ops):
-        """Gradients for each next edge, given the cotangents of this node's outputs."""
+    def _apply(self, g, ops):
+        """Gradients for each next edge, given the output cotangent `g` (a list of them,
+        some None, for multi-output nodes)."""
         args = self._args
         if self._freed is not None:
             if self._freed:
@@ -81,7 +82,7 @@ class Node:
             needs = (nf[0][0] is not None, nf[1][0] is not None)
         else:
             needs = tuple(e[0] is not None for e in nf)
-        out = self._rule(ops, grads[0] if self._n_outputs == 1 else grads, needs, *args)
+        out = self._rule(ops, g, needs, *args)
         assert len(out) == len(nf), f"{self.name()}: rule arity mismatch"
         fit = self._fit
         if fit is not None:
@@ -100,7 +101,7 @@ class Node:
                             f"but {len(grads)} were given")
         from runtime import tensor_ops
 
-        out = self._apply(grads, tensor_ops)
+        out = self._apply(grads[0] if self._n_outputs == 1 else list(grads), tensor_ops)
         return out[0] if len(out) == 1 else tuple(out)
 
     # -- hooks ------------------------------------------------------------------------------
@@ -197,9 +198,16 @@ class SavedTensor:
 
     def unpack(self, ops, node):
         vc = self.vc
-        if vc is not None and vc[0] == self.version and ops is numpy_ops:
+        if ops is numpy_ops and (vc is None or vc[0] == self.version) and not self.freed:
             t = self.tensor
-            return self.data if t is None else t._data
+            if t is None:
+                d = self.data
+                if d.__class__ is not np.ndarray:
+                    return d
+            else:
+                d = t._data
+            # 0-dim values travel as numpy scalars: their arithmetic is ~10x cheaper
+            return d[()] if d.ndim == 0 else d
         if self.freed:
             raise_freed()
         if self.vc is not None and self.vc[0] != self.version:
@@ -292,8 +300,8 @@ class AccumulateGrad(Node):
     def name(cls):
         return "torch::autograd::AccumulateGrad"
 
-    def _apply(self, grads, ops):
-        accumulate(self.variable, grads[0], ops)
+    def _apply(self, g, ops):
+        accumulate(self.variable, g, ops)
         return ()
 
     def __call__(self, *grads):

@@ -5,14 +5,10 @@ numbers are accepted wherever a rule passes a constant.
 """
 
 import math
+import sys
 
 import numpy as np
 
-add = np.add
-sub = np.subtract
-mul = np.multiply
-div = np.true_divide
-neg = np.negative
 pow = np.power
 sin = np.sin
 cos = np.cos
@@ -30,8 +26,67 @@ outer = np.outer
 log_scalar = math.log
 
 
+# Temporary elision, as numpy does for `a * b + c` written with operators: a large array
+# that nothing but this call refers to (refcount 2: our parameter and getrefcount's) is a
+# temporary produced inside a rule, so the result may overwrite it instead of allocating.
+_refcount = sys.getrefcount
+_ndarray = np.ndarray
+_SCALARS = (float, int)
+_ELIDE_MIN = 1 << 14
+
+
+def _reusable(a, other):
+    return (a.__class__ is _ndarray and a.size >= _ELIDE_MIN and a.base is None
+            and a.flags.writeable and (other.__class__ in _SCALARS
+                                       or (other.dtype == a.dtype
+                                           and (other.shape == a.shape or other.ndim == 0))))
+
+
+# Python operators rather than ufunc calls: on numpy scalars (what 0-dim values are during
+# backward) they are an order of magnitude faster, and on arrays they cost the same.
+
+def add(a, b):
+    if a.__class__ is _ndarray and _refcount(a) == 2 and _reusable(a, b):
+        return np.add(a, b, out=a)
+    if b.__class__ is _ndarray and _refcount(b) == 2 and _reusable(b, a):
+        return np.add(a, b, out=b)
+    return a + b
+
+
+def sub(a, b):
+    if a.__class__ is _ndarray and _refcount(a) == 2 and _reusable(a, b):
+        return np.subtract(a, b, out=a)
+    if b.__class__ is _ndarray and _refcount(b) == 2 and _reusable(b, a):
+        return np.subtract(a, b, out=b)
+    return a - b
+
+
+def mul(a, b):
+    if a.__class__ is _ndarray and _refcount(a) == 2 and _reusable(a, b):
+        return np.multiply(a, b, out=a)
+    if b.__class__ is _ndarray and _refcount(b) == 2 and _reusable(b, a):
+        return np.multiply(a, b, out=b)
+    return a * b
+
+
+def div(a, b):
+    if a.__class__ is _ndarray and _refcount(a) == 2 and _reusable(a, b):
+        return np.true_divide(a, b, out=a)
+    if b.__class__ is _ndarray and _refcount(b) == 2 and _reusable(b, a):
+        return np.true_divide(a, b, out=b)
+    return a / b
+
+
+def neg(x):
+    if x.__class__ is _ndarray and _refcount(x) == 2 and _reusable(x, 0.0):
+        return np.negative(x, out=x)
+    return -x
+
+
 def rsub(x, c):
-    return np.subtract(c, x)
+    if x.__class__ is _ndarray and _refcount(x) == 2 and _reusable(x, c):
+        return np.subtract(c, x, out=x)
+    return c - x
 
 
 def where(cond, a, b):
