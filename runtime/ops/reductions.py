@@ -1,5 +1,6 @@
 """Forward kernels of reductions (sum, mean, prod, max/min, norm, var/std)."""
 
+import builtins
 import collections
 
 import numpy as np
@@ -36,7 +37,7 @@ def normalize_dims(dim, ndim):
         return None
     out = []
     for d in dims:
-        n = max(ndim, 1)
+        n = builtins.max(ndim, 1)
         if not -n <= d < n:
             raise IndexError(f"dimension {d} is out of range for a tensor with {ndim} "
                              f"dimensions (valid: {-n} to {n - 1})")
@@ -81,7 +82,7 @@ def mean(x, dim=None, keepdim=False, dtype=None):
     data = np.mean(x._data, axis=_axes(dims, x._data.ndim), keepdims=keepdim, dtype=dt.np)
     out = wrap(data, dt)
     if any_requires_grad((x,)):
-        count = x._data.size // max(out._data.size, 1) if x._data.size else 0
+        count = x._data.size // builtins.max(out._data.size, 1) if x._data.size else 0
         cls = MeanBackward0 if dim is None else MeanBackward1
         record(cls, (x,), out, (x._data.shape, _rule_dims(dims, x), keepdim, count))
     return out
