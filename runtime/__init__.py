@@ -5,7 +5,7 @@ This package is the foundation (it depends only on numpy). Its public names mirr
 `adcompile/__init__.py` re-exports everything listed in `__all__`.
 """
 
-from runtime import autograd, dtypes
+from runtime import autograd, dtypes, nn, optim
 from runtime import ops as _ops
 from runtime.creation import (
     arange,
@@ -83,7 +83,7 @@ _FUNCTIONS = [
     "std", "dot", "mm", "mv", "bmm", "matmul", "outer", "addmm", "reshape", "flatten", "t",
     "transpose", "permute", "squeeze", "unsqueeze", "select", "narrow", "cat", "stack",
     "split", "chunk", "unbind", "clone", "diag", "softmax", "log_softmax", "logsumexp",
-    "cumsum", "all", "any", "remainder", "floor_divide", "rsub",
+    "cumsum", "all", "any", "remainder", "floor_divide", "rsub", "addcmul", "addcdiv", "lerp",
 ]
 globals().update({name: getattr(_ops, name) for name in _FUNCTIONS})
 subtract, multiply, divide, true_divide = sub, mul, div, div

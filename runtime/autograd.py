@@ -130,6 +130,8 @@ def _finish_grad(i, t, g, create_graph, allow_unused, materialize):
         else wrap(np.asarray(g), t._dtype)
 
 
+from runtime.custom_function import Function, FunctionCtx  # noqa: E402,F401
+
 set_grad_enabled = grad_mode.set_grad_enabled
 no_grad = grad_mode.no_grad
 enable_grad = grad_mode.enable_grad

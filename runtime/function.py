@@ -269,6 +269,8 @@ def save_input(t):
     """Wrap an input tensor (or Python scalar) for saving on a node."""
     if t.__class__ is float or t.__class__ is int or t.__class__ is bool:
         return SavedTensor(None, t, None, None)
+    if not hasattr(t, "_inference"):  # a constant (numpy array) inside a derivative rule
+        return SavedTensor(None, np.asarray(t), None, None)
     if t._inference:
         raise RuntimeError(
             "a tensor created under inference_mode cannot be saved for backward; clone() it "

@@ -686,6 +686,15 @@ class Tensor:
     def copy_(self, src, non_blocking=False):
         return self._inplace(F.copy_like_op, src)
 
+    def addcmul_(self, tensor1, tensor2, value=1):
+        return self._inplace(F.addcmul, tensor1, tensor2, value)
+
+    def addcdiv_(self, tensor1, tensor2, value=1):
+        return self._inplace(F.addcdiv, tensor1, tensor2, value)
+
+    def lerp_(self, end, weight):
+        return self._inplace(F.lerp, end, weight)
+
     def masked_fill_(self, mask, value):
         return self._inplace(F.masked_fill, mask, value)
 
@@ -734,6 +743,7 @@ def _install_methods():
         "repeat", "flip", "masked_select", "gather", "index_select", "where", "log2", "log10",
         "expm1", "sinh", "cosh", "asin", "acos", "atan", "erf", "fmod", "sort", "topk",
         "argsort", "nonzero", "float_power", "lerp", "clip", "sub", "logsumexp", "cumprod",
+        "addcmul", "addcdiv",
     ]
     for name in names:
         fn = getattr(F, name, None)

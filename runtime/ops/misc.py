@@ -87,3 +87,26 @@ def any(x, dim=None, keepdim=False):
 
 def full_like_scalar(x, value):
     return wrap(np.full(x._data.shape, value), x._dtype)
+
+
+def addcmul(x, t1, t2, value=1):
+    """x + value * t1 * t2 (in PyTorch's order of operations)."""
+    from runtime.ops.elementwise import add, mul
+
+    return add(x, mul(mul(t1, value), t2))
+
+
+def addcdiv(x, t1, t2, value=1):
+    """x + value * t1 / t2 (in PyTorch's order of operations)."""
+    from runtime.ops.elementwise import add, div, mul
+
+    return add(x, div(mul(t1, value), t2))
+
+
+def lerp(x, end, weight):
+    """x + weight * (end - x), computed from the nearer end as PyTorch does."""
+    from runtime.ops.elementwise import add, mul, rsub, sub
+
+    if isinstance(weight, (int, float)) and weight >= 0.5:
+        return sub(end, mul(sub(end, x), 1 - weight))
+    return add(x, mul(sub(end, x), weight))

@@ -190,3 +190,21 @@ def identity(ops, g, needs):
 @rule("copy")
 def copy(ops, g, needs):
     return (ops.zeros_like(g) if needs[0] else None, g if needs[1] else None)
+
+
+@rule("mse_loss")
+def mse_loss(ops, g, needs, x, target, reduction, count):
+    diff = ops.mul(ops.sub(x, target), 2.0 / count if reduction == "mean" else 2.0)
+    gx = ops.mul(g, diff) if needs[0] else None
+    gt = ops.neg(ops.mul(g, diff)) if needs[1] else None
+    return gx, gt
+
+
+@rule("binary_cross_entropy")
+def binary_cross_entropy(ops, g, needs, x, target, reduction, count):
+    eps = 1e-12
+    denom = ops.mul(ops.rsub(x, 1.0), x)
+    partial = ops.div(ops.sub(x, target), ops.where(ops.lt(denom, eps), eps, denom))
+    if reduction == "mean":
+        partial = ops.div(partial, count)
+    return (ops.mul(g, partial), None)

@@ -116,3 +116,13 @@ def embed_add(ops, g, needs, key):
 @rule("view_replay")
 def view_replay(ops, g, needs, base_shape, steps):
     return (ops.embed_view(g, base_shape, steps),)
+
+
+@rule("nll_loss")
+def nll_loss(ops, g, needs, shape, target, coeff):
+    """The cotangent goes to each row's target class, scaled by -weight (/ total for mean).
+
+    `target` holds the class indices with a trailing axis of size 1; `coeff` the per-row
+    factors, both fixed by the forward pass."""
+    picked = ops.mul(g, coeff)
+    return (ops.scatter_dim(ops.reshape(picked, ops.shape(target)), 1, target, shape),)

@@ -1,0 +1,151 @@
+"""torch.nn.functional: activations, linear layers and losses built on the eager kernels.
+
+Losses with their own PyTorch node (MseLossBackward0, NllLossBackward0,
+BinaryCrossEntropyBackward0) record it; the others are compositions, so their graphs match
+PyTorch's (l1_loss is mean(abs(sub)), cross_entropy is nll_loss over log_softmax).
+"""
+
+import numpy as np
+
+from runtime import dtypes
+from runtime import ops as F
+from runtime.autograd_meta import any_requires_grad, record
+from runtime.function import node_class, save_input
+from runtime.ops._core import float_dtype, wrap
+
+MseLossBackward0 = node_class("MseLossBackward0", "mse_loss")
+NllLossBackward0 = node_class("NllLossBackward0", "nll_loss")
+BinaryCrossEntropyBackward0 = node_class("BinaryCrossEntropyBackward0", "binary_cross_entropy")
+
+relu = F.relu
+tanh = F.tanh
+sigmoid = F.sigmoid
+softmax = F.softmax
+log_softmax = F.log_softmax
+
+
+def linear(input, weight, bias=None):
+    """input @ weight.T + bias, recorded as PyTorch records it (addmm on 2-D input)."""
+    wt = F.t(weight)
+    if input._data.ndim == 2:
+        return F.mm(input, wt) if bias is None else F.addmm(bias, input, wt)
+    lead = input._data.shape[:-1]
+    flat = F.reshape(input, (-1, input._data.shape[-1]))
+    out = F.mm(flat, wt) if bias is None else F.addmm(bias, flat, wt)
+    return F.view(out, lead + (weight._data.shape[0],))
+
+
+def _reduce(loss, reduction):
+    if reduction == "mean":
+        return F.mean(loss)
+    if reduction == "sum":
+        return F.sum(loss)
+    if reduction == "none":
+        return loss
+    raise ValueError(f"reduction must be 'mean', 'sum' or 'none', not {reduction!r}")
+
+
+def _check_reduction(reduction):
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"reduction must be 'mean', 'sum' or 'none', not {reduction!r}")
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    return _reduce(F.abs(F.sub(input, target)), reduction)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    _check_reduction(reduction)
+    diff = input._data - target._data
+    sq = diff * diff
+    dt = F.result_dtype(input, target)
+    data = sq.mean() if reduction == "mean" else sq.sum() if reduction == "sum" else sq
+    out = wrap(np.asarray(data, dt.np), dt)
+    if any_requires_grad((input, target)):
+        count = np.broadcast_shapes(input._data.shape, target._data.shape)
+        count = int(np.prod(count)) if count else 1
+        record(MseLossBackward0, (input, target), out,
+               (save_input(input), save_input(target), reduction, count))
+    return out
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    _check_reduction(reduction)
+    x = input._data
+    squeeze = x.ndim == 1
+    x2 = x.reshape(1, -1) if squeeze else x
+    t = target._data.reshape(-1).astype(np.int64)
+    if x2.ndim != 2:
+        raise RuntimeError(f"nll_loss expects input of shape (N, C) or (C,), got "
+                           f"{list(x.shape)}")
+    valid = t != ignore_index
+    safe_t = np.where(valid, t, 0)
+    if np.any((safe_t < 0) | (safe_t >= x2.shape[1])):
+        raise IndexError(f"nll_loss: a target class is out of range for {x2.shape[1]} classes")
+    w = np.ones(x2.shape[1], x.dtype) if weight is None else weight._data
+    row_w = np.where(valid, w[safe_t], 0).astype(x.dtype)
+    picked = -x2[np.arange(len(safe_t)), safe_t] * row_w
+    total = row_w.sum()
+    if reduction == "mean":
+        data = picked.sum() / total
+    elif reduction == "sum":
+        data = picked.sum()
+    else:
+        data = picked.reshape(()) if squeeze else picked
+    out = wrap(np.asarray(data, x.dtype), input._dtype)
+    if any_requires_grad((input,)):
+        coeff = -row_w / total if reduction == "mean" else -row_w
+        coeff = coeff.reshape(()) if squeeze and reduction == "none" else coeff
+        record(NllLossBackward0, (input,), out, (x2.shape, safe_t.reshape(-1, 1), coeff))
+    return out
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
+                  reduce=None, reduction="mean", label_smoothing=0.0):
+    if target._dtype.is_floating_point:
+        logp = F.log_softmax(input, 1 if input._data.ndim > 1 else 0)
+        return _reduce(F.neg(F.sum(F.mul(logp, target), 1 if input._data.ndim > 1 else 0)),
+                       reduction)
+    if label_smoothing:
+        raise NotImplementedError("cross_entropy: label_smoothing is not supported yet")
+    logp = F.log_softmax(input, 1 if input._data.ndim > 1 else 0)
+    return nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean"):
+    _check_reduction(reduction)
+    x, t = input._data, target._data
+    if np.any((x < 0) | (x > 1)):
+        raise RuntimeError("binary_cross_entropy needs inputs between 0 and 1 (probabilities); "
+                           "apply sigmoid first, or use binary_cross_entropy_with_logits")
+    with np.errstate(divide="ignore"):
+        loss = -(t * np.maximum(np.log(x), -100) + (1 - t) * np.maximum(np.log1p(-x), -100))
+    data = loss.mean() if reduction == "mean" else loss.sum() if reduction == "sum" else loss
+    dt = float_dtype(input)
+    out = wrap(np.asarray(data, dt.np), dt)
+    if any_requires_grad((input, target)):
+        record(BinaryCrossEntropyBackward0, (input, target), out,
+               (save_input(input), save_input(target), reduction, max(x.size, 1)))
+    return out
+
+
+def binary_cross_entropy_with_logits(input, target, reduction="mean"):
+    # log(1 + exp(-|x|)) + max(x, 0) - x * t, composed so autograd follows it
+    loss = F.sub(F.add(F.log1p(F.exp(F.neg(F.abs(input)))), F.relu(input)), F.mul(input, target))
+    return _reduce(loss, reduction)
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    if not training or p == 0:
+        return input
+    from runtime import random
+
+    keep = (random.rand(input._data.shape, np.float32) >= p).astype(input._data.dtype)
+    return F.mul(input, wrap(keep / (1 - p), input._dtype))
+
+
+def one_hot(tensor, num_classes=-1):
+    n = int(tensor._data.max()) + 1 if num_classes < 0 else num_classes
+    return wrap(np.eye(n, dtype=np.int64)[tensor._data], dtypes.int64)
