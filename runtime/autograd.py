@@ -131,6 +131,7 @@ def _finish_grad(i, t, g, create_graph, allow_unused, materialize):
 
 
 from runtime.custom_function import Function, FunctionCtx  # noqa: E402,F401
+from runtime.gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402,F401
 
 set_grad_enabled = grad_mode.set_grad_enabled
 no_grad = grad_mode.no_grad

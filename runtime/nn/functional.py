@@ -27,11 +27,13 @@ log_softmax = F.log_softmax
 def linear(input, weight, bias=None):
     """input @ weight.T + bias, recorded as PyTorch records it (addmm on 2-D input)."""
     wt = F.t(weight)
+    if bias is None:
+        return F.matmul(input, wt)
     if input._data.ndim == 2:
-        return F.mm(input, wt) if bias is None else F.addmm(bias, input, wt)
+        return F.addmm(bias, input, wt)
     lead = input._data.shape[:-1]
     flat = F.reshape(input, (-1, input._data.shape[-1]))
-    out = F.mm(flat, wt) if bias is None else F.addmm(bias, flat, wt)
+    out = F.addmm(bias, flat, wt)
     return F.view(out, lead + (weight._data.shape[0],))
 
 

@@ -39,7 +39,16 @@ _FLOAT = dtypes.FLOAT
 
 
 def _compute(np_fn, a, b, dt):
-    return wrap(np_fn(data_of(a, dt.np), data_of(b, dt.np)), dt)
+    try:
+        return wrap(np_fn(data_of(a, dt.np), data_of(b, dt.np)), dt)
+    except ValueError:
+        raise _shape_error(a, b) from None
+
+
+def _shape_error(a, b):
+    shapes = [list(x._data.shape) for x in (a, b) if hasattr(x, "_data")]
+    return RuntimeError(f"shapes {' and '.join(map(str, shapes))} cannot be broadcast "
+                        f"together: each dimension must be equal, or 1 in one of them")
 
 
 def _operands(a, b, name):
@@ -79,7 +88,10 @@ def _grad_on(a, b):
 
 def add(a, b, alpha=1):
     ad, bd, dt = _operands(a, b, "add")
-    out = _result(ad + bd if alpha == 1 else ad + bd * alpha, dt)
+    try:
+        out = _result(ad + bd if alpha == 1 else ad + bd * alpha, dt)
+    except ValueError:
+        raise _shape_error(a, b) from None
     if _grad_on(a, b):
         record(AddBackward0, (a, b), out, (alpha,))
     return out
@@ -89,7 +101,10 @@ def sub(a, b, alpha=1):
     ad, bd, dt = _operands(a, b, "sub")
     if dt is dtypes.bool_:
         raise RuntimeError("subtracting bool tensors is not supported; use logical_xor or ~")
-    out = _result(ad - bd if alpha == 1 else ad - bd * alpha, dt)
+    try:
+        out = _result(ad - bd if alpha == 1 else ad - bd * alpha, dt)
+    except ValueError:
+        raise _shape_error(a, b) from None
     if _grad_on(a, b):
         record(SubBackward0, (a, b), out, (alpha,))
     return out
@@ -107,7 +122,10 @@ def rsub(x, c, alpha=1):
 
 def mul(a, b):
     ad, bd, dt = _operands(a, b, "mul")
-    out = _result(ad * bd, dt)
+    try:
+        out = _result(ad * bd, dt)
+    except ValueError:
+        raise _shape_error(a, b) from None
     if _state.enabled:
         ra = a._requires_grad or a._grad_fn is not None
         rb = hasattr(b, "_grad_fn") and (b._requires_grad or b._grad_fn is not None)
@@ -124,7 +142,10 @@ def div(a, b, rounding_mode=None):
     if dt.category != _FLOAT:
         dt = get_default_dtype()
         ad, bd = data_of(a, dt.np), data_of(b, dt.np)
-    out = _result(np.true_divide(ad, bd), dt)
+    try:
+        out = _result(np.true_divide(ad, bd), dt)
+    except ValueError:
+        raise _shape_error(a, b) from None
     if _grad_on(a, b):
         ra, rb = requires_grad(a), requires_grad(b)
         record(DivBackward0, (a, b), out, (save_input(a) if rb else None, save_input(b)))

@@ -70,7 +70,7 @@ def matmul(a, b):
     if na == 2 and nb == 1:
         return mv(a, b)
     if na == 1 and nb == 2:
-        return S.squeeze(mm(S.unsqueeze(a, 0), b), 0)
+        return S.squeeze_dim_node(mm(S.unsqueeze(a, 0), b), 0, S.SqueezeBackward4)
     if na == 2 and nb == 2:
         return mm(a, b)
     return _batched(a, b)
@@ -86,6 +86,11 @@ def _batched(a, b):
     if a._data.ndim == 1:
         a = S.unsqueeze(a, 0)
         return S.squeeze(_batched(a, b), -2)
+    if b._data.ndim == 2:
+        # fold the batch dimensions of `a` into rows: one mm, as PyTorch does
+        lead = a._data.shape[:-1]
+        flat = S.reshape(a, (-1, a._data.shape[-1]))
+        return S.unsafe_view(mm(flat, b), lead + (b._data.shape[-1],))
     batch = np.broadcast_shapes(a._data.shape[:-2], b._data.shape[:-2])
     n, k = a._data.shape[-2:]
     m = b._data.shape[-1]

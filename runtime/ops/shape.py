@@ -161,6 +161,13 @@ def squeeze(x, dim=None):
     return make_view(x, x._data.reshape(new), ("reshape", new), cls, (shape,))
 
 
+def squeeze_dim_node(x, dim, cls):
+    """squeeze(dim) recorded under a specific node class (matmul's SqueezeBackward4)."""
+    shape = x._data.shape
+    new = shape[:dim] + shape[dim + 1:]
+    return make_view(x, x._data.reshape(new), ("reshape", new), cls, (shape,))
+
+
 def unsqueeze(x, dim):
     nd = x._data.ndim
     if not -nd - 1 <= dim <= nd:
