@@ -33,6 +33,7 @@ from runtime.autograd_meta import (
 )
 from runtime.hooks import RemovableHandle
 from runtime.ops import _core
+from runtime.ops import direct_inplace as _direct_inplace
 from runtime.ops import elementwise as _elementwise
 from runtime.ops._core import get_default_dtype, is_tensor
 
@@ -599,6 +600,11 @@ class Tensor:
     # -- in-place operators ------------------------------------------------------------------
     def _inplace(self, result_fn, *args):
         check_inplace(self)
+        if not _recording(self, args):
+            direct = _DIRECT.get(result_fn)
+            if direct is not None and self._data.flags.writeable and direct(self._data, *args):
+                self._vc[0] += 1
+                return self
         result = result_fn(self, *args)
         if result._dtype is not self._dtype and result._dtype.category > self._dtype.category:
             raise RuntimeError(f"the result of an in-place operation has dtype "
@@ -722,6 +728,16 @@ class Tensor:
         F.setitem(self, key, value)
 
 
+def _recording(t, args):
+    """Whether an in-place op on `t` with `args` must be recorded in the graph."""
+    if not _state.enabled:
+        return False
+    if t._requires_grad or t._grad_fn is not None or t._base is not None:
+        return True
+    return any(getattr(a, "_requires_grad", False) or getattr(a, "_grad_fn", None) is not None
+               for a in args)
+
+
 def _rebuild(data, requires_grad):
     t = Tensor._wrap(data)
     t._requires_grad = requires_grad
@@ -764,4 +780,5 @@ def _install_methods():
 
 _install_methods()
 _core._wrap_tensor = Tensor._wrap
+_DIRECT = _direct_inplace.build(F)
 _elementwise._wrap_tensor = Tensor._wrap

@@ -31,8 +31,17 @@ def _product(cls, np_fn, a, b):
     out = wrap(data, a._dtype)
     if any_requires_grad((a, b)):
         ra, rb = a.requires_grad, b.requires_grad
-        record(cls, (a, b), out, (save_input(a) if rb else None, save_input(b) if ra else None))
+        args = (save_input(a) if rb else None, save_input(b) if ra else None)
+        if cls is MmBackward0:
+            args += (_colmajor(a), _colmajor(b))
+        record(cls, (a, b), out, args)
     return out
+
+
+def _colmajor(t):
+    """Whether a matrix is stored column by column (a transposed view, like weight.t())."""
+    flags = t._data.flags
+    return flags.f_contiguous and not flags.c_contiguous
 
 
 def dot(a, b):
@@ -116,5 +125,6 @@ def addmm(bias, m1, m2, beta=1, alpha=1):
     if any_requires_grad((bias, m1, m2)):
         r1, r2 = m1.requires_grad, m2.requires_grad
         record(AddmmBackward0, (bias, m1, m2), out,
-               (save_input(m1) if r2 else None, save_input(m2) if r1 else None, beta, alpha))
+               (save_input(m1) if r2 else None, save_input(m2) if r1 else None, beta, alpha,
+                _colmajor(m1), _colmajor(m2)))
     return out

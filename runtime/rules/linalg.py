@@ -9,10 +9,18 @@ def dot(ops, g, needs, a, b):
 
 
 @rule("mm", "bmm")
-def mm(ops, g, needs, a, b):
-    ga = ops.matmul(g, ops.mT(b)) if needs[0] else None
-    gb = ops.matmul(ops.mT(a), g) if needs[1] else None
+def mm(ops, g, needs, a, b, a_colmajor=False, b_colmajor=False):
+    ga = _product(ops, g, ops.mT(b), a_colmajor) if needs[0] else None
+    gb = _product(ops, ops.mT(a), g, b_colmajor) if needs[1] else None
     return ga, gb
+
+
+def _product(ops, x, y, colmajor):
+    """x @ y; computed as (y.T @ x.T).T when the input it is the gradient of is column-major
+    (e.g. weight.t()), so the gradient gets the same memory layout as that input."""
+    if colmajor:
+        return ops.mT(ops.matmul(ops.mT(y), ops.mT(x)))
+    return ops.matmul(x, y)
 
 
 @rule("mv")
@@ -23,10 +31,10 @@ def mv(ops, g, needs, m, v):
 
 
 @rule("addmm")
-def addmm(ops, g, needs, m1, m2, beta, alpha):
+def addmm(ops, g, needs, m1, m2, beta, alpha, m1_colmajor=False, m2_colmajor=False):
     gbias = _scale(ops, g, beta) if needs[0] else None
-    g1 = _scale(ops, ops.matmul(g, ops.mT(m2)), alpha) if needs[1] else None
-    g2 = _scale(ops, ops.matmul(ops.mT(m1), g), alpha) if needs[2] else None
+    g1 = _scale(ops, _product(ops, g, ops.mT(m2), m1_colmajor), alpha) if needs[1] else None
+    g2 = _scale(ops, _product(ops, ops.mT(m1), g, m2_colmajor), alpha) if needs[2] else None
     return gbias, g1, g2
 
 

@@ -89,8 +89,31 @@ def rsub(x, c):
     return c - x
 
 
+_BITS = {2: np.int16, 4: np.int32, 8: np.int64}
+
+
 def where(cond, a, b):
+    # Rules mostly ask for "a where cond, else +0.0". numpy's where branches per element,
+    # which a random mask makes slow; masking the bits of `a` is exact (nan and -0.0 kept
+    # where cond holds, +0.0 elsewhere) and several times faster.
+    if b.__class__ is float and b == 0.0 and math.copysign(1.0, b) > 0:
+        if _maskable(cond, a):
+            return _keep_or_zero(cond, a)
+    elif a.__class__ is float and a == 0.0 and math.copysign(1.0, a) > 0:
+        if _maskable(cond, b):
+            return _keep_or_zero(np.logical_not(cond), b)
     return np.where(cond, a, b)
+
+
+def _maskable(cond, x):
+    return (x.__class__ is _ndarray and x.dtype.kind == "f" and cond.__class__ is _ndarray
+            and cond.dtype == np.bool_ and cond.shape == x.shape and x.size >= 64)
+
+
+def _keep_or_zero(cond, x):
+    bits = _BITS[x.itemsize]
+    keep = -cond.astype(bits)  # all ones where cond holds, zeros elsewhere
+    return np.bitwise_and(x.view(bits), keep, out=keep).view(x.dtype)
 
 
 def zeros_like(x):
