@@ -56,6 +56,7 @@ from runtime.ops._core import get_default_dtype, set_default_dtype
 from runtime.random import manual_seed, seed, initial_seed, get_rng_state, set_rng_state
 from runtime.tensor import Size, Tensor
 from runtime.viz import make_dot
+from runtime.printing import get_printoptions, set_printoptions
 
 half = float16
 float = float32

@@ -397,15 +397,9 @@ class Tensor:
     def __repr__(self, *, tensor_contents=None):
         from runtime.printing import format_tensor
 
-        suffixes = []
-        if self._dtype not in (get_default_dtype(), dtypes.int64, dtypes.bool_):
-            suffixes.append(f"dtype={self._dtype!r}")
         gf = self.grad_fn
-        if gf is not None:
-            suffixes.append(f"grad_fn=<{type(gf).__name__}>")
-        elif self._requires_grad:
-            suffixes.append("requires_grad=True")
-        return format_tensor(self._data, suffixes)
+        return format_tensor(self._data, self._dtype, get_default_dtype(),
+                             None if gf is None else type(gf).__name__, self._requires_grad)
 
     __str__ = __repr__
 
