@@ -35,6 +35,12 @@ class device:
 cpu = device("cpu")
 
 
+def check_device(device):
+    if device is not None and str(device).split(":")[0] != "cpu":
+        raise AssertionError(f"device {device!r} is not available: adcompile runs on the CPU "
+                             f"only (there is no CUDA)")
+
+
 def _finish(t, requires_grad):
     if requires_grad:
         if not t._dtype.is_floating_point:
@@ -73,6 +79,7 @@ def _holds_numpy(data):
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    check_device(device)
     if is_tensor(data):
         array = np.array(data._data, copy=True)
     else:
@@ -82,6 +89,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
 
 
 def as_tensor(data, dtype=None, device=None):
+    check_device(device)
     if is_tensor(data) and (dtype is None or dtype is data._dtype):
         return data
     if isinstance(data, np.ndarray):
@@ -107,6 +115,7 @@ def _shape(size):
 
 def _factory(fill):
     def make(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
+        check_device(device)
         dt = dtype or get_default_dtype()
         data = fill(_shape(size), dt.np)
         return _finish(wrap(data, dt), requires_grad)
@@ -120,6 +129,7 @@ empty = _factory(np.zeros)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    check_device(device)
     if dtype is None:
         dtype = dtypes.scalar_dtype(fill_value, get_default_dtype())
     return _finish(wrap(np.full(_shape((size,)), fill_value, dtype.np), dtype), requires_grad)
@@ -127,6 +137,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
 
 def _like(fill):
     def make(t, dtype=None, device=None, requires_grad=False, memory_format=None):
+        check_device(device)
         dt = dtype or t._dtype
         return _finish(wrap(fill(t._data.shape, dt.np), dt), requires_grad)
 
@@ -139,11 +150,13 @@ empty_like = _like(np.zeros)
 
 
 def full_like(t, fill_value, dtype=None, device=None, requires_grad=False):
+    check_device(device)
     dt = dtype or t._dtype
     return _finish(wrap(np.full(t._data.shape, fill_value, dt.np), dt), requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    check_device(device)
     if end is None:
         start, end = 0, start
     vals = [v.item() if is_tensor(v) else v for v in (start, end, step)]
@@ -158,6 +171,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    check_device(device)
     dt = dtype or get_default_dtype()
     data = np.linspace(start, end, steps, dtype=np.float64)
     if steps > 1:
@@ -169,6 +183,7 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    check_device(device)
     dt = dtype or get_default_dtype()
     return _finish(wrap(np.eye(n, m if m is not None else n, dtype=dt.np), dt), requires_grad)
 
@@ -177,6 +192,7 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
 
 def _random_factory(draw):
     def make(*size, dtype=None, generator=None, device=None, requires_grad=False):
+        check_device(device)
         dt = dtype or get_default_dtype()
         data = draw(_shape(size), dt.np, generator=generator)
         return _finish(wrap(data, dt), requires_grad)
@@ -202,6 +218,7 @@ randn = _random_factory(_randn)
 
 def randint(low, high=None, size=None, dtype=None, generator=None, device=None,
             requires_grad=False):
+    check_device(device)
     from runtime import random
 
     if size is None:
@@ -214,6 +231,7 @@ def randint(low, high=None, size=None, dtype=None, generator=None, device=None,
 
 
 def randperm(n, dtype=None, generator=None, device=None, requires_grad=False):
+    check_device(device)
     from runtime import random
 
     dt = dtype or dtypes.int64

@@ -17,6 +17,7 @@ arrays (fast); with it they flow as Tensors and every rule records its own graph
 """
 
 import heapq
+import threading
 
 import numpy as np
 
@@ -38,6 +39,7 @@ def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None):
     from runtime.autograd_meta import edge
 
     ops = tensor_ops if create_graph else numpy_ops
+    _depth.value = depth() + 1
     root_edges = [edge(r) for r in roots]
     targets = None if inputs is None else [edge(t) for t in inputs]
     task = _GraphTask(root_edges, targets)
@@ -47,7 +49,16 @@ def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None):
         task.run(root_edges, root_grads, ops, retain_graph)
     finally:
         _state.enabled = prev
+        _depth.value -= 1
     return task.captured
+
+
+_depth = threading.local()
+
+
+def depth():
+    """How many graph tasks are running on this thread (nested backward calls count)."""
+    return getattr(_depth, "value", 0)
 
 
 class _GraphTask:

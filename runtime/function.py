@@ -315,6 +315,12 @@ class AccumulateGrad(Node):
         return ()
 
 
+def _in_backward():
+    from runtime import engine
+
+    return engine.depth() > 0
+
+
 def accumulate(variable, g, ops):
     """Add gradient `g` into `variable.grad`: in place normally, out of place when recording."""
     from runtime.tensor import Tensor
@@ -332,9 +338,12 @@ def accumulate(variable, g, ops):
     g = ops.cast(g, np_dtype)
     existing = variable._grad
     if existing is None:
-        if grad_mode.is_grad_enabled() and not g.requires_grad:
-            g = Tensor._wrap(np.array(g._data))
-        variable._grad = g if g.requires_grad else g.detach()
+        if g.requires_grad and grad_mode.is_grad_enabled() and not _in_backward():
+            # called by hand with grad mode on: the new .grad is a recorded copy of g
+            fresh = Tensor._wrap(np.zeros_like(g._data))
+            variable._grad = fresh.copy_(g)
+        else:
+            variable._grad = g if g.requires_grad else Tensor._wrap(np.array(g._data))
     elif grad_mode.is_grad_enabled() and (g.requires_grad or existing.requires_grad):
         variable._grad = existing + g
     else:

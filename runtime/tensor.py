@@ -774,5 +774,7 @@ def _install_methods():
 
 _install_methods()
 _core._wrap_tensor = Tensor._wrap
+# `import adcompile as torch` code prints type(t) and expects PyTorch's spelling
+Tensor.__module__ = "torch"
 _DIRECT = _direct_inplace.build(F)
 _elementwise._wrap_tensor = Tensor._wrap

@@ -13,6 +13,8 @@ from runtime.tensor import Tensor
 
 
 class Parameter(Tensor):
+    __module__ = "torch.nn.parameter"
+
     """A leaf tensor that a Module registers as one of its parameters."""
 
     def __init__(self, data=None, requires_grad=True):
@@ -407,7 +409,23 @@ class ModuleList(Module):
 class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__()
+        if size_average is not None or reduce is not None:
+            reduction = _legacy_reduction(size_average, reduce)
         self.reduction = reduction
+
+
+def _legacy_reduction(size_average, reduce):
+    """The old size_average/reduce flags as a reduction string (they are tested for truth,
+    so passing tensors here, a common mistake, fails as it does in PyTorch)."""
+    import warnings
+
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    warnings.warn("size_average and reduce are deprecated; pass reduction='mean'|'sum'|'none'",
+                  UserWarning, stacklevel=3)
+    if size_average and reduce:
+        return "mean"
+    return "sum" if reduce else "none"
 
 
 class L1Loss(_Loss):

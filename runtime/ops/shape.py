@@ -285,7 +285,7 @@ def select(x, dim, index):
     size = x._data.shape[d]
     if not -size <= index < size:
         raise IndexError(f"index {index} is out of bounds for dimension {d} with size {size}")
-    key = (slice(None),) * d + (index % size,)
+    key = (slice(None),) * d + (index % size, Ellipsis)  # Ellipsis: a 0-d view, not a scalar
     return make_view(x, x._data[key], ("getitem", key), SelectBackward0, (x._data.shape, key))
 
 
@@ -382,7 +382,7 @@ def unbind(x, dim=0):
     n = x._data.shape[d]
     outs = []
     for i in range(n):
-        key = (slice(None),) * d + (i,)
+        key = (slice(None),) * d + (i, Ellipsis)
         outs.append(make_view(x, x._data[key], ("getitem", key), creation=MULTI_OUTPUT))
     if any_requires_grad((x,)) and n:
         cls = node_class("UnbindBackward0", "unbind", multi_output=True)
