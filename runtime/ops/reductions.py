@@ -129,7 +129,7 @@ def _extreme(x, dim, keepdim, is_max):
     pick = np.argmax if is_max else np.argmin
     idx = pick(src, axis=axis, keepdims=True)
     vals = np.take_along_axis(src, idx, axis)
-    out_shape = src.shape if keepdim else src.shape[:axis] + src.shape[axis + 1:]
+    out_shape = idx.shape if keepdim else src.shape[:axis] + src.shape[axis + 1:]
     if d.ndim == 0:
         out_shape = ()
     values = wrap(vals.reshape(out_shape), x._dtype)
