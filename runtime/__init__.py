@@ -5,6 +5,8 @@ This package is the foundation (it depends only on numpy). Its public names mirr
 `adcompile/__init__.py` re-exports everything listed in `__all__`.
 """
 
+import builtins as _builtins
+
 from runtime import autograd, dtypes, nn, optim
 from runtime import ops as _ops
 from runtime.creation import (
@@ -87,7 +89,33 @@ _FUNCTIONS = [
     "split", "chunk", "unbind", "clone", "diag", "softmax", "log_softmax", "logsumexp",
     "cumsum", "all", "any", "remainder", "floor_divide", "rsub", "addcmul", "addcdiv", "lerp",
 ]
-globals().update({name: getattr(_ops, name) for name in _FUNCTIONS})
+
+
+def _with_out(fn):
+    """torch.fn(..., out=t): compute, then copy into `t`; refused while recording."""
+
+    def call(*args, out=None, **kwargs):
+        if out is None:
+            return fn(*args, **kwargs)
+        if is_grad_enabled() and (out.requires_grad or _builtins.any(
+                isinstance(a, Tensor) and a.requires_grad for a in args)):
+            raise RuntimeError(f"{fn.__name__}(): out= cannot be used when an argument "
+                               f"requires grad, since the result could not be differentiated; "
+                               f"drop out= or compute under torch.no_grad()")
+        result = fn(*args, **kwargs)
+        with no_grad():
+            if tuple(out.shape) != tuple(result.shape):
+                out.data = result.detach().clone()
+            else:
+                out.copy_(result)
+        return out
+
+    call.__name__ = fn.__name__
+    call.__doc__ = fn.__doc__
+    return call
+
+
+globals().update({name: _with_out(getattr(_ops, name)) for name in _FUNCTIONS})
 subtract, multiply, divide, true_divide = sub, mul, div, div
 absolute, negative, clip = abs, neg, clamp
 concat = concatenate = cat

@@ -7,7 +7,6 @@ import numpy as np
 
 from runtime import grad_mode
 from runtime.engine import run_backward
-from runtime.function import accumulate
 from runtime.ops._core import is_tensor, wrap
 from runtime.rules import numpy_ops
 
@@ -77,14 +76,11 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     grads = _root_grads(roots, _as_list(grad_tensors), create_graph)
     if retain_graph is None:
         retain_graph = create_graph
-    captured = run_backward(roots, grads, retain_graph, create_graph, inputs)
     if inputs is not None:
-        from runtime import tensor_ops
-
-        ops = tensor_ops if create_graph else numpy_ops
-        for t, g in zip(inputs, captured):
-            if g is not None:
-                accumulate(t, g, ops)
+        for t in inputs:
+            if t.grad_fn is not None:
+                t.retain_grad()  # a non-leaf input gets its .grad the retain_grad way
+    run_backward(roots, grads, retain_graph, create_graph, inputs, accumulate=True)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,

@@ -17,7 +17,6 @@ arrays (fast); with it they flow as Tensors and every rule records its own graph
 """
 
 import heapq
-import threading
 
 import numpy as np
 
@@ -28,43 +27,37 @@ from runtime.rules import numpy_ops
 _state = grad_mode._state
 
 
-def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None):
+def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None,
+                 accumulate=False):
     """Backpropagate from `roots`; returns captured gradients for `inputs` (or None).
 
     `root_grads` are numpy arrays (or Tensors when `create_graph`) matching the roots.
-    With `inputs`, nothing is accumulated into `.grad` by the engine itself and only the
-    nodes on a path to an input run; the caller decides what to do with the captures.
+    With `inputs`, only the nodes on a path to an input run. With `accumulate=False`
+    (autograd.grad) the gradients are captured at the inputs and returned, nothing touches
+    `.grad`; with `accumulate=True` (backward(inputs=...)) the inputs' own nodes run too
+    (AccumulateGrad for leaves, the grad_fn for others, whose .grad the caller retains).
     """
     from runtime import tensor_ops
     from runtime.autograd_meta import edge
 
     ops = tensor_ops if create_graph else numpy_ops
-    _depth.value = depth() + 1
     root_edges = [edge(r) for r in roots]
     targets = None if inputs is None else [edge(t) for t in inputs]
-    task = _GraphTask(root_edges, targets)
+    task = _GraphTask(root_edges, targets, accumulate)
     prev = _state.enabled
     _state.enabled = create_graph
     try:
         task.run(root_edges, root_grads, ops, retain_graph)
     finally:
         _state.enabled = prev
-        _depth.value -= 1
     return task.captured
 
-
-_depth = threading.local()
-
-
-def depth():
-    """How many graph tasks are running on this thread (nested backward calls count)."""
-    return getattr(_depth, "value", 0)
 
 
 class _GraphTask:
     __slots__ = ("deps", "needed", "captures", "captured", "buffers", "heap")
 
-    def __init__(self, root_edges, targets):
+    def __init__(self, root_edges, targets, accumulate):
         self.buffers = {}
         self.heap = []
         self.captures = None
@@ -74,12 +67,16 @@ class _GraphTask:
             self.deps = _discover([e[0] for e in root_edges])
             return
         nodes = _reachable([e[0] for e in root_edges])
-        if True:
+        target_nodes = {node for node, _ in targets}
+        if accumulate:
+            self.captures = {}
+            self.needed = _needed(nodes, target_nodes) | (target_nodes & set(nodes))
+        else:
             self.captures = {}
             for slot, (node, nr) in enumerate(targets):
                 self.captures.setdefault(node, []).append((nr, slot))
             self.captured = [None] * len(targets)
-            self.needed = _needed(nodes, self.captures)
+            self.needed = _needed(nodes, target_nodes)
         self.deps = self._count_deps(nodes)
 
     def _visited(self, node):
@@ -235,8 +232,8 @@ def _discover(roots):
     return deps
 
 
-def _needed(nodes, captures):
-    """Nodes that lie on a path to a capture point (the capture node itself excluded)."""
+def _needed(nodes, targets):
+    """Nodes that lie on a path to a target node (the target itself excluded)."""
     needed = set()
     # Process children before parents: iterate to a fixed point in reverse discovery order,
     # repeating while anything changes (graphs are DAGs, so this terminates quickly).
@@ -247,7 +244,7 @@ def _needed(nodes, captures):
             if node in needed:
                 continue
             for child, _ in node.next_functions:
-                if child is not None and (child in needed or child in captures):
+                if child is not None and (child in needed or child in targets):
                     needed.add(node)
                     changed = True
                     break
@@ -295,9 +292,11 @@ def _run_tensor_hooks(node, grads, ops):
     if hooks is None:
         return
     for nr, table in hooks.tensor_pre.items():
-        if grads[nr] is not None:
-            for fn in list(table.values()):
-                grads[nr] = _call_tensor_hook(fn, grads[nr], ops)
+        for fn in list(table.values()):
+            # an output that got no gradient still shows its hooks None, as PyTorch does
+            grads[nr] = fn(None) if grads[nr] is None else _call_tensor_hook(fn, grads[nr], ops)
+            if grads[nr] is not None and ops is numpy_ops and hasattr(grads[nr], "_data"):
+                grads[nr] = grads[nr]._data
     for nr, ref in hooks.retain.items():
         t = ref()
         if t is not None and grads[nr] is not None:
@@ -355,9 +354,14 @@ def _run_post_accumulate_hooks(variable):
     if m is None or not m.post_acc_hooks:
         return
     for fn in list(m.post_acc_hooks.values()):
-        if fn(variable) is not None:
-            raise RuntimeError("a post-accumulate-grad hook must return None; it may modify "
-                               "the tensor or its .grad in place instead")
+        result = fn(variable)
+        if result is None:
+            continue
+        if not hasattr(result, "_data"):
+            raise TypeError(f"a post-accumulate-grad hook must return None, but "
+                            f"'{_hook_name(fn)}' returned '{type(result).__name__}'")
+        raise RuntimeError("a post-accumulate-grad hook must return None; it may modify "
+                           "the tensor or its .grad in place instead")
 
 
 __all__ = ["run_backward", "accumulate"]

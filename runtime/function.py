@@ -315,12 +315,6 @@ class AccumulateGrad(Node):
         return ()
 
 
-def _in_backward():
-    from runtime import engine
-
-    return engine.depth() > 0
-
-
 def accumulate(variable, g, ops):
     """Add gradient `g` into `variable.grad`: in place normally, out of place when recording."""
     from runtime.tensor import Tensor
@@ -330,16 +324,15 @@ def accumulate(variable, g, ops):
         existing = variable._grad
         if existing is None:
             variable._grad = Tensor._wrap(np.array(g, dtype=np_dtype))
-        elif existing._grad_fn is None and not existing._requires_grad:
+        else:  # in place, as PyTorch does when not recording (history, if any, is kept)
             np.add(existing._data, g, out=existing._data, casting="unsafe")
-        else:
-            variable._grad = existing + Tensor._wrap(np.asarray(g, np_dtype))
+            existing._vc[0] += 1
         return
     g = ops.cast(g, np_dtype)
     existing = variable._grad
     if existing is None:
-        if g.requires_grad and grad_mode.is_grad_enabled() and not _in_backward():
-            # called by hand with grad mode on: the new .grad is a recorded copy of g
+        if g.requires_grad and grad_mode.is_grad_enabled():
+            # recording (create_graph, or a node called by hand): .grad is a recorded copy
             fresh = Tensor._wrap(np.zeros_like(g._data))
             variable._grad = fresh.copy_(g)
         else:
