@@ -9,3 +9,6 @@ from runtime import __version__, autograd, dtypes  # noqa: F401
 import runtime as _runtime
 
 globals().update({k: v for k, v in vars(_runtime).items() if not k.startswith("_")})
+
+from adcompile.api import CompiledFunction, adcompile  # noqa: E402,F401
+from adcompile.errors import CompileError, InternalError  # noqa: E402,F401

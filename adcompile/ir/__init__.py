@@ -1,0 +1,1 @@
+"""The typed SSA IR: types, nodes, primitives, printer, verifier, reference interpreter."""

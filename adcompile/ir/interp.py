@@ -1,0 +1,172 @@
+"""The reference interpreter: runs IR directly, with Python/numpy values.
+
+Values are represented as the Python function itself would hold them: weak scalars as Python
+int/float/bool, strong scalars as numpy scalars, arrays as numpy arrays. Every backend is
+checked against this interpreter.
+"""
+
+import math
+import operator
+
+import numpy as np
+
+from adcompile.errors import InternalError
+from adcompile.ir import types as T
+
+_STRONG = {"f64": np.float64, "f32": np.float32, "i64": np.int64, "bool": np.bool_}
+_WEAK = {"f64": float, "i64": int, "bool": bool}
+
+
+def convert(value, type):
+    """`value` as the runtime representation of `type`."""
+    if isinstance(type, T.Scalar):
+        if type.weak:
+            return _WEAK[type.dtype](value)
+        return _STRONG[type.dtype](value)
+    return value
+
+
+def run(fn, args):
+    """Execute IR function `fn` on `args`; returns its result."""
+    env = dict(zip(fn.params, args))
+    outcome = _block(fn.body, env)
+    return outcome[1] if outcome else None
+
+
+def _block(block, env):
+    """Run a block; returns (terminator prim, values) from its terminator."""
+    for op in block.ops:
+        prim = op.prim
+        if prim in _TERMINATORS:
+            values = [env[v] for v in op.operands]
+            if prim == "return":
+                return prim, (values[0] if values else None)
+            return prim, values
+        handler = _CONTROL.get(prim)
+        if handler is not None:
+            results = handler(op, env)
+        else:
+            results = _IMPL[prim](op, [env[v] for v in op.operands])
+        for r, value in zip(op.results, results):
+            env[r] = value
+    raise InternalError("block without terminator")
+
+
+def _run_if(op, env):
+    region = op.regions[0] if env[op.operands[0]] else op.regions[1]
+    return _block(region, env)[1]
+
+
+def _run_for(op, env):
+    start, stop, step = (env[v] for v in op.operands[:3])
+    carried = [env[v] for v in op.operands[3:]]
+    body = op.regions[0]
+    for i in range(start, stop, step):
+        for p, value in zip(body.params, [i] + carried):
+            env[p] = value
+        carried = _block(body, env)[1]
+    return carried
+
+
+def _run_while(op, env):
+    head, body = op.regions
+    carried = [env[v] for v in op.operands]
+    while True:
+        for p, value in zip(head.params, carried):
+            env[p] = value
+        _, values = _block(head, env)
+        if not values[0]:
+            return values[1:]
+        for p, value in zip(body.params, values[1:]):
+            env[p] = value
+        carried = _block(body, env)[1]
+
+
+_CONTROL = {"if": _run_if, "for": _run_for, "while": _run_while}
+_TERMINATORS = {"yield", "condition", "return"}
+
+
+def _typed(fn):
+    """A scalar implementation whose result is converted to the op's result type."""
+
+    def impl(op, args):
+        return [convert(fn(*args), op.results[0].type)]
+
+    return impl
+
+
+def _pow(op, args):
+    a, b = args
+    t = op.results[0].type
+    if t.is_float and isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer)):
+        a = float(a)
+    return [convert(a**b, t)]
+
+
+def _math(op, args):
+    lib = math if op.attrs.get("lib") == "math" else np
+    name = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "atan2": "arctan2",
+            "abs": "abs"}.get(op.prim, op.prim) if lib is np else op.prim
+    if lib is np and name in ("erf", "erfc"):
+        fn = np.vectorize(getattr(math, name))
+    elif lib is math and op.prim == "abs":
+        fn = math.fabs
+    else:
+        fn = getattr(lib, name)
+    return [convert(fn(*args), op.results[0].type)]
+
+
+def _load(op, args):
+    array, *index = args
+    result = array[tuple(index)]
+    return [result]
+
+
+def _store(op, args):
+    array, *index, value = args
+    array[tuple(index)] = value
+    return []
+
+
+def _alloc(op, args):
+    ndim = op.attrs["ndim"]
+    shape = tuple(int(d) for d in args[:ndim])
+    dtype = T.NUMPY[op.attrs["dtype"]]
+    fill = op.attrs["fill"]
+    if fill == "value":
+        return [np.full(shape, args[ndim], dtype)]
+    if fill is None:
+        return [np.empty(shape, dtype)]
+    return [np.full(shape, fill, dtype)]
+
+
+def _assert(op, args):
+    if not args[0]:
+        message = op.attrs.get("message") or f"assert {op.attrs.get('source', '')} failed"
+        raise AssertionError(message)
+    return []
+
+
+_IMPL = {
+    "const": lambda op, args: [convert(op.attrs["value"], op.attrs["type"])],
+    "cast": lambda op, args: [convert(args[0], op.attrs["to"])],
+    "add": _typed(operator.add), "sub": _typed(operator.sub), "mul": _typed(operator.mul),
+    "div": _typed(operator.truediv), "floordiv": _typed(operator.floordiv),
+    "mod": _typed(operator.mod), "pow": _pow,
+    "neg": _typed(operator.neg), "abs": _typed(abs),
+    "eq": _typed(operator.eq), "ne": _typed(operator.ne), "lt": _typed(operator.lt),
+    "le": _typed(operator.le), "gt": _typed(operator.gt), "ge": _typed(operator.ge),
+    "not": _typed(operator.not_), "truth": _typed(bool),
+    "min": _typed(min), "max": _typed(max),
+    "shape": lambda op, args: [int(args[0].shape[op.attrs["axis"]])],
+    "size": lambda op, args: [int(args[0].size)],
+    "load": _load, "store": _store, "alloc": _alloc, "assert": _assert,
+    "tuple": lambda op, args: [tuple(args)],
+    "tuple_get": lambda op, args: [args[0][op.attrs["index"]]],
+}
+for _name in ("sin", "cos", "tan", "exp", "log", "log1p", "expm1", "sqrt", "tanh", "sinh",
+              "cosh", "asin", "acos", "atan", "log2", "log10", "erf", "erfc", "floor", "ceil",
+              "trunc", "atan2", "hypot", "copysign", "fmod", "maximum", "minimum"):
+    _IMPL[_name] = _math
+_ABS = _IMPL["abs"]
+_IMPL["abs"] = lambda op, args: _math(op, args) if op.attrs.get("lib") else _ABS(op, args)

@@ -1,0 +1,97 @@
+"""The IR: typed SSA values, operations, blocks with arguments, functions.
+
+Control flow is structured: an `if`, `for` or `while` operation owns regions (blocks) and its
+results are the values its regions `yield`, so every merge point is explicit and block
+arguments replace phi nodes. A `for` keeps its range (start, stop, step) and hence its trip
+count; loop-carried variables are the block arguments of the loop body. Values defined outside
+a region are visible inside it (dominance follows nesting).
+
+Invariants (checked by `verifier.verify`): every value is defined once; every use is dominated
+by its definition; every block ends with exactly one terminator (`yield`, `condition` or
+`return`); operand and result counts match the primitive's signature.
+"""
+
+import itertools
+
+_ids = itertools.count()
+
+
+class Value:
+    """An SSA value; `name` is a hint from the user's variable, used by printers/emitters."""
+
+    __slots__ = ("type", "name", "id", "owner")
+
+    def __init__(self, type, name=None, owner=None):
+        self.type = type
+        self.name = name
+        self.id = next(_ids)
+        self.owner = owner
+
+    def __repr__(self):
+        return f"Value({self.name or ''}#{self.id}: {self.type})"
+
+
+class Op:
+    """One operation: `results = prim(operands) {attrs} [regions]`."""
+
+    __slots__ = ("prim", "operands", "results", "attrs", "regions", "loc")
+
+    def __init__(self, prim, operands, result_types=(), attrs=None, regions=(), loc=None,
+                 names=()):
+        self.prim = prim
+        self.operands = list(operands)
+        self.attrs = dict(attrs or {})
+        self.regions = list(regions)
+        self.loc = loc
+        names = list(names) + [None] * (len(result_types) - len(names))
+        self.results = [Value(t, n, self) for t, n in zip(result_types, names)]
+
+    @property
+    def result(self):
+        return self.results[0]
+
+    def __repr__(self):
+        return f"Op({self.prim})"
+
+
+class Block:
+    """A list of operations with block arguments; the last operation is a terminator."""
+
+    __slots__ = ("params", "ops")
+
+    def __init__(self, params=()):
+        self.params = list(params)
+        self.ops = []
+
+    @property
+    def terminator(self):
+        return self.ops[-1] if self.ops else None
+
+
+class Function:
+    """A compiled function for one argument signature."""
+
+    def __init__(self, name, params, body, filename=None, first_line=None):
+        self.name = name
+        self.params = params
+        self.body = body
+        self.filename = filename
+        self.first_line = first_line
+
+    @property
+    def result_type(self):
+        ret = self.body.terminator
+        return ret.attrs.get("type")
+
+
+def walk(block):
+    """Every operation in `block` and its nested regions, in program order."""
+    stack = [iter(block.ops)]
+    while stack:
+        op = next(stack[-1], None)
+        if op is None:
+            stack.pop()
+            continue
+        yield op
+        for region in reversed(op.regions):
+            stack.append(iter(region.ops))

@@ -1,0 +1,1 @@
+"""IR -> IR passes, run as a visible pipeline (see pipeline.py)."""

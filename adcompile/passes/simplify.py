@@ -1,0 +1,69 @@
+"""Constant folding: pure scalar ops whose operands are all constants become constants.
+
+Folding evaluates the op with the reference interpreter's semantics, so a folded value is
+exactly what the op would have computed at run time (errors, e.g. 1/0, are left to run time).
+"""
+
+from adcompile.ir import interp
+from adcompile.ir.nodes import walk
+
+_FOLDABLE = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "neg", "abs", "eq", "ne",
+             "lt", "le", "gt", "ge", "not", "truth", "cast", "min", "max"}
+
+
+def constant_fold(fn):
+    _fold_values(fn)
+    _fold_branches(fn)
+    return fn
+
+
+def _fold_values(fn):
+    for op in walk(fn.body):
+        if op.prim not in _FOLDABLE:
+            continue
+        if not all(v.owner is not None and v.owner.prim == "const" for v in op.operands):
+            continue
+        args = [interp.convert(v.owner.attrs["value"], v.type) for v in op.operands]
+        try:
+            value = interp._IMPL[op.prim](op, args)[0]
+        except (ArithmeticError, ValueError, OverflowError):
+            continue
+        result = op.result
+        op.prim = "const"
+        op.operands = []
+        op.attrs = {"value": _plain(value), "type": result.type}
+
+
+def _fold_branches(fn):
+    """An `if` on a constant condition is replaced by the ops of the branch it takes."""
+    replace = {}
+    _splice(fn.body, replace)
+    if replace:
+        for op in walk(fn.body):
+            op.operands = [_resolve(replace, v) for v in op.operands]
+
+
+def _splice(block, replace):
+    ops = []
+    for op in block.ops:
+        for region in op.regions:
+            _splice(region, replace)
+        cond = _resolve(replace, op.operands[0]) if op.prim == "if" else None
+        if cond is not None and cond.owner is not None and cond.owner.prim == "const":
+            taken = op.regions[0] if cond.owner.attrs["value"] else op.regions[1]
+            ops.extend(taken.ops[:-1])
+            for r, v in zip(op.results, taken.terminator.operands):
+                replace[r] = v
+            continue
+        ops.append(op)
+    block.ops = ops
+
+
+def _resolve(replace, value):
+    while value in replace:
+        value = replace[value]
+    return value
+
+
+def _plain(value):
+    return value.item() if hasattr(value, "item") else value
