@@ -753,7 +753,11 @@ class Lowerer:
         cond = self.condition(self.expr(node.test), node.test)
 
         def branch(expr):
-            return lambda: self.env.__setitem__("__ifexp", self.as_value(self.expr(expr), expr))
+            def lower():
+                value = self.as_value(self.expr(expr), expr)  # may replace self.env
+                self.env["__ifexp"] = value
+
+            return lower
 
         self.lower_if(cond, branch(node.body), branch(node.orelse), node)
         return self.env.pop("__ifexp")
