@@ -7,7 +7,8 @@ stages for a signature.
 
 import functools
 
-from adcompile.frontend import lower_function
+from adcompile.frontend import check, lower_function
+from adcompile.frontend.source import Source
 from adcompile.ir import interp
 from adcompile.ir import types as T
 from adcompile.ir.printer import print_function
@@ -51,6 +52,7 @@ class CompiledFunction:
         self.verify = verify
         self._cache = {}
         functools.update_wrapper(self, fn)
+        check.check_function(Source(fn))  # refuse what is outside the subset right away
 
     def signature(self, args):
         names = self.fn.__code__.co_varnames[: self.fn.__code__.co_argcount]

@@ -563,7 +563,13 @@ class Lowerer:
             self.env[n] = p
 
     def _yield(self, live, types, env):
-        values = [self._materialize(env.get(n), types[n], n) for n in live]
+        values = []
+        for n in live:
+            value = env.get(n)
+            if isinstance(value, Value) and T.unify(value.type, types[n]) is None:
+                values.append(value)  # a type clash: _widened reports it at the loop
+            else:
+                values.append(self._materialize(value, types[n], n))
         self.b.emit("yield", values)
 
     def _widened(self, names, types, env, node):
