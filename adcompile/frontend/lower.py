@@ -126,7 +126,7 @@ class Lowerer:
 
     def lower_body(self, fn):
         """Lower the function body; returns the merged return value (or None)."""
-        self.env[RET] = self.b.const(False, T.BOOL, name=RET)
+        self.env[RET] = self.b.const(False, T.BOOL, name=self.display(RET))
         self.env[RETVAL] = Undefined(None)
         self.statements(fn.body)
         retval = self.env.get(RETVAL)
@@ -360,7 +360,7 @@ class Lowerer:
     def _materialize(self, value, type, name):
         """A value of `type` for a merge: casts, or a placeholder where it is undefined."""
         if isinstance(value, Undefined) or value is None:
-            return self._placeholder(type, name)
+            return self._placeholder(type, self.display(name))
         return self.b.cast(value, type)
 
     def _placeholder(self, type, name):
@@ -444,7 +444,7 @@ class Lowerer:
         """A range loop with break/return: a while loop over an explicit counter."""
         counter = "__index_%s_%d" % (node.target.id, id(node))
         self.env[counter] = start
-        self.env[BRK] = self.b.const(False, T.BOOL)
+        self.env[BRK] = self.b.const(False, T.BOOL, name=self.display(BRK))
 
         def cond():
             i = self.env[counter]
@@ -463,7 +463,7 @@ class Lowerer:
             self.env.pop(CNT, None)
             self.env[counter] = self.b.value("add", (i, step))
 
-        carried = self.carried_names(node.body) | {counter, BRK, RET, RETVAL}
+        carried = self.carried_names(node.body) | {counter, BRK}
         results = self.build_loop(node, carried, "while", [], body, cond)
         self.finish_loop(carried, results, node)
         self.env.pop(counter, None)
@@ -471,8 +471,9 @@ class Lowerer:
 
     def exit_flag_without_continue(self):
         value = self.env[BRK]
-        if isinstance(self.env.get(RET), Value):
-            value = self.logical(value, self.env[RET], is_and=False)
+        ret = self.env.get(RET)
+        if isinstance(ret, Value) and not _is_const(ret, False):
+            value = self.logical(value, ret, is_and=False)
         return value
 
     def _while(self, node):
@@ -496,7 +497,7 @@ class Lowerer:
 
         carried = self.carried_names(node.body)
         if exits:
-            carried |= {BRK, RET, RETVAL}
+            carried.add(BRK)
         results = self.build_loop(node, carried, "while", [], body, cond)
         self.finish_loop(carried, results, node)
         self.env.pop(BRK, None)

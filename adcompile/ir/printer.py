@@ -57,7 +57,9 @@ def _op_line(op, names):
     text = f"{op.prim}"
     if operands:
         text += " " + operands
-    if attrs:
+    if op.prim == "const":
+        text += " " + attrs
+    elif attrs:
         text += " {" + attrs + "}"
     if op.results:
         results = ", ".join(names.define(r) for r in op.results)
