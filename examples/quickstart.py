@@ -1,14 +1,16 @@
-"""adcompile quickstart: PyTorch-style eager autograd on numpy.
+"""adcompile quickstart: PyTorch-style eager autograd on numpy, and a compiled function.
 
 Run: python examples/quickstart.py
 
-The compiled half (@adcompile, derivative source, native code) joins this quickstart as it
-lands; for now it shows the eager runtime with `import adcompile as torch`.
+Derivatives of compiled functions and native code join this quickstart as they land.
 """
 
 import timeit
 
+import numpy as np
+
 import adcompile as torch
+from adcompile import adcompile
 
 
 def eager_autograd():
@@ -44,6 +46,23 @@ def eager_speed():
           f"side-by-side with PyTorch)")
 
 
+@adcompile
+def dot(x, y):
+    s = 0.0
+    for i in range(len(x)):
+        s += x[i] * y[i]
+    return s
+
+
+def compiled():
+    print("== a compiled function: its IR and the Python source generated from it ==")
+    x = np.linspace(0.0, 1.0, 5)
+    print("dot(x, x) =", dot(x, x), "(Python:", dot.fn(x, x), ")")
+    print(dot.ir(x, x))
+    print(dot.source(x, x))
+
+
 if __name__ == "__main__":
     eager_autograd()
     eager_speed()
+    compiled()

@@ -56,7 +56,7 @@ def lower_call(lw, fn, node):
         if not isinstance(array.type, T.Array) or array.type.ndim == 0:
             raise lw.error(node, f"len() needs an array with at least one dimension, not "
                                  f"{array.type}")
-        return lw.b.value("shape", (array,), {"axis": 0}, node)
+        return lw.b.value("shape", (array,), {"axis": 0}, node, name=f"len_{array.name or 'a'}")
     if _hashable(fn) and fn in ALLOC:
         return _alloc(lw, ALLOC[fn], node)
     if fn is np.full:

@@ -779,7 +779,8 @@ class Lowerer:
         value = self.as_value(base, node)
         if isinstance(value.type, T.Array):
             if node.attr == "shape":
-                return Static(tuple(self.b.value("shape", (value,), {"axis": i}, node)
+                return Static(tuple(self.b.value("shape", (value,), {"axis": i}, node,
+                                                 name=f"{value.name or 'a'}_dim{i}")
                                     for i in range(value.type.ndim)))
             if node.attr == "size":
                 return self.b.value("size", (value,), node=node)
@@ -798,7 +799,8 @@ class Lowerer:
         array, indices = self.subscript_parts(node)
         if isinstance(array.type, T.Tuple):
             return self.tuple_item(array, indices, node)
-        return self.b.value("load", [array] + indices, node=node)
+        return self.b.value("load", [array] + indices, node=node,
+                            name=_element_name(array, indices))
 
     def tuple_item(self, value, indices, node):
         if len(indices) != 1 or not (indices[0].owner and indices[0].owner.prim == "const"):
@@ -826,6 +828,17 @@ class Lowerer:
         from adcompile.frontend import calls
 
         return calls.lower_call(self, func.obj, node)
+
+
+def _element_name(array, indices):
+    """A readable name for a loaded element: x[i, j] -> x_i_j."""
+    parts = [array.name or "a"]
+    for v in indices:
+        if v.owner is not None and v.owner.prim == "const":
+            parts.append(str(v.owner.attrs["value"]).replace("-", "m"))
+        else:
+            parts.append(v.name or "k")
+    return "_".join(parts)
 
 
 def _same_const(a, b):
