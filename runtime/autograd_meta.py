@@ -106,8 +106,13 @@ def new_node(cls, inputs, out, args):
                 fit = [None] * len(inputs)
             fit[i] = (x._data.shape, x._dtype.np)
     node.next_functions = tuple(edges)
-    node._args = args
     node._fit = fit
+    return _init_node(node, args)
+
+
+def _init_node(node, args):
+    """The fields every new node starts with; `_freed` False marks saved tensors to free."""
+    node._args = args
     node._seq = next(_sequence)
     node._hooks = None
     node._freed = None
@@ -130,6 +135,7 @@ def _new_unary_node(cls, x, out, args):
         node._fit = None
     else:
         node._fit = [(x._data.shape, x._dtype.np)]
+    # _init_node, inlined: this is the hot path of every unary op
     node._args = args
     node._seq = next(_sequence)
     node._hooks = None

@@ -21,7 +21,7 @@ import heapq
 import numpy as np
 
 from runtime import grad_mode
-from runtime.function import AccumulateGrad, accumulate
+from runtime.function import _NEEDS_ONE, AccumulateGrad, SavedTensor
 from runtime.rules import numpy_ops
 
 _state = grad_mode._state
@@ -124,6 +124,8 @@ class _GraphTask:
                 g = buffers.pop(node, None)
                 if g is None:
                     outs = (None,) * len(node.next_functions)
+                elif node._rule is not None and node._fit is None and node._freed is not True:
+                    outs = _run_rule(node, g, ops)  # Node._apply without the call overhead
                 else:
                     outs = node._apply(g, ops)
                 if not retain_graph and node._freed is False:
@@ -194,6 +196,24 @@ class _GraphTask:
         if not retain_graph:
             node._release()
         return outs
+
+
+def _run_rule(node, g, ops):
+    """The common case of Node._apply (a rule, no dtype/shape fitting), kept flat because
+    it runs once per node of every backward pass."""
+    args = node._args
+    if node._freed is False:
+        args = [a.unpack(ops, node) if a.__class__ is SavedTensor else a for a in args]
+    nf = node.next_functions
+    if len(nf) == 1:
+        needs = _NEEDS_ONE
+    elif len(nf) == 2:
+        needs = (nf[0][0] is not None, nf[1][0] is not None)
+    else:
+        needs = tuple(e[0] is not None for e in nf)
+    out = node._rule(ops, g, needs, *args)
+    assert len(out) == len(nf), f"{node.name()}: rule arity mismatch"
+    return out
 
 
 def _reachable(roots):
@@ -318,13 +338,8 @@ def _retain(t, g, ops):
 def _run_pre_hooks(table, grads, ops):
     for fn in list(table.values()):
         r = fn(tuple(None if g is None else _as_tensor(g, ops) for g in grads))
-        if r is None:
-            continue
-        if not isinstance(r, tuple):
-            raise TypeError(f"a node pre-hook must return a tuple or None, but "
-                            f"'{_hook_name(fn)}' returned '{type(r).__name__}'")
-        _check_arity(fn, r, len(grads))
-        grads = [None if x is None else _from_tensor(x, ops) for x in r]
+        if r is not None:
+            grads = list(_replacement(fn, r, len(grads), ops))
     return grads
 
 
@@ -333,14 +348,18 @@ def _run_post_hooks(table, outs, grads, ops):
     for fn in list(table.values()):
         grad_inputs = tuple(None if g is None else _as_tensor(g, ops) for g in outs)
         r = fn(grad_inputs, grad_outputs)
-        if r is None:
-            continue
-        if not isinstance(r, tuple):
-            raise TypeError(f"a node hook must return a tuple or None, but "
-                            f"'{_hook_name(fn)}' returned '{type(r).__name__}'")
-        _check_arity(fn, r, len(outs))
-        outs = tuple(None if x is None else _from_tensor(x, ops) for x in r)
+        if r is not None:
+            outs = _replacement(fn, r, len(outs), ops)
     return outs
+
+
+def _replacement(fn, r, expected, ops):
+    """A node hook's returned gradients, checked (a tuple of the node's arity) and converted."""
+    if not isinstance(r, tuple):
+        raise TypeError(f"a node hook must return a tuple or None, but "
+                        f"'{_hook_name(fn)}' returned '{type(r).__name__}'")
+    _check_arity(fn, r, expected)
+    return tuple(None if x is None else _from_tensor(x, ops) for x in r)
 
 
 def _check_arity(fn, r, expected):

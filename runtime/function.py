@@ -25,6 +25,7 @@ from runtime.rules import RULES
 from runtime.rules import numpy_ops
 
 _sequence = itertools.count()
+_new = object.__new__
 _NEEDS_ONE = (True,)
 _ACCUMULATE_FIRST = 1 << 62  # AccumulateGrad runs as soon as it is ready
 
@@ -275,7 +276,14 @@ def save_input(t):
         raise RuntimeError(
             "a tensor created under inference_mode cannot be saved for backward; clone() it "
             "outside inference mode, or use no_grad() instead of inference_mode()")
-    return SavedTensor(t, None, t._vc, None)
+    saved = _new(SavedTensor)  # SavedTensor(t, None, t._vc, None) without the __init__ call
+    saved.tensor = t
+    saved.data = None
+    vc = saved.vc = t._vc
+    saved.version = vc[0]
+    saved.output_of = None
+    saved.freed = False
+    return saved
 
 
 def save_output(t, node_name):

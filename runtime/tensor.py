@@ -695,6 +695,10 @@ class Tensor:
     def lerp_(self, end, weight):
         return self._inplace(F.lerp, end, weight)
 
+    def where(self, condition, other):
+        """self where condition holds, other elsewhere (torch.where(condition, self, other))."""
+        return F.where(condition, self, other)
+
     def masked_fill_(self, mask, value):
         return self._inplace(F.masked_fill, mask, value)
 
@@ -750,7 +754,7 @@ def _install_methods():
         "transpose", "permute", "squeeze", "unsqueeze", "expand", "expand_as", "select",
         "narrow", "split", "chunk", "unbind", "diag", "amax", "amin", "all", "any", "cumsum",
         "softmax", "log_softmax", "remainder", "floor_divide", "addmm", "view_as", "reshape_as",
-        "repeat", "flip", "masked_select", "gather", "index_select", "where", "log2", "log10",
+        "repeat", "flip", "masked_select", "gather", "index_select", "log2", "log10",
         "expm1", "sinh", "cosh", "asin", "acos", "atan", "erf", "fmod", "sort", "topk",
         "argsort", "nonzero", "float_power", "lerp", "clip", "sub", "logsumexp", "cumprod",
         "addcmul", "addcdiv",

@@ -11,7 +11,7 @@ import numpy as np
 
 from runtime import ops as F
 from runtime.autograd_meta import any_requires_grad, record
-from runtime.function import node_class
+from runtime.function import node_class, save_input
 from runtime.ops._core import is_tensor, wrap
 
 add = F.add
@@ -113,10 +113,9 @@ def sum_to(g, shape):
     gshape = g._data.shape
     if gshape == shape:
         return g
-    lead = len(gshape) - len(shape)
-    dims = tuple(range(lead)) + tuple(
-        i + lead for i, n in enumerate(shape) if n == 1 and gshape[i + lead] != 1)
-    return F.reshape(F.sum(g, dims, True), shape)
+    from runtime.rules.numpy_ops import broadcast_axes
+
+    return F.reshape(F.sum(g, broadcast_axes(gshape, shape), True), shape)
 
 
 def getitem(x, key):
@@ -188,5 +187,32 @@ def diag_embed(g, shape):
     return F.diag(g)
 
 
+def threshold_backward(g, result):
+    """g where result > 0, else 0; recorded with both inputs, as PyTorch records it."""
+    data = np.where(result._data > 0, g._data, 0.0).astype(g._dtype.np)
+    out = wrap(data, g._dtype)
+    if any_requires_grad((g, result)):
+        record(node_class("ThresholdBackwardBackward0", "threshold_backward"), (g, result),
+               out, (save_input(result),))
+    return out
+
+
 def prod_others(x, result, dims):
-    return F.div(result, x)
+    """Product of the other elements of each reduced slice, from recorded ops so it can be
+    differentiated again. Without zeros that is result / x; with zeros each element's product
+    is taken explicitly (x with that element replaced by 1), which stays exact."""
+    if not np.any(x._data == 0):
+        return F.div(result, x)
+    nd = x._data.ndim
+    axes = tuple(range(nd)) if dims is None else tuple(dims)
+    if len(axes) != 1 and nd:
+        flat = F.reshape(x, (-1,))
+        return F.reshape(prod_others(flat, F.prod(flat, 0, True), (0,)), x._data.shape)
+    if nd == 0:
+        return F.div(result, x) if x._data != 0 else wrap(np.ones((), x._dtype.np), x._dtype)
+    last = F.transpose(x, axes[0], -1)
+    n = last._data.shape[-1]
+    rows = F.expand(F.unsqueeze(last, -2), last._data.shape[:-1] + (n, n))
+    eye = wrap(np.eye(n, dtype=bool), None)
+    others = F.prod(F.where(eye, 1.0, rows), -1)
+    return F.transpose(others, axes[0], -1)

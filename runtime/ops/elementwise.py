@@ -1,5 +1,7 @@
 """Forward kernels of elementwise operations, with broadcasting and PyTorch's promotion."""
 
+import operator
+
 import numpy as np
 
 from runtime.autograd_meta import _state, any_requires_grad, record, requires_grad
@@ -87,26 +89,24 @@ def _grad_on(a, b):
 
 
 def add(a, b, alpha=1):
-    ad, bd, dt = _operands(a, b, "add")
-    try:
-        out = _result(ad + bd if alpha == 1 else ad + bd * alpha, dt)
-    except ValueError:
-        raise _shape_error(a, b) from None
-    if _grad_on(a, b):
-        record(AddBackward0, (a, b), out, (alpha,))
-    return out
+    return _additive(operator.add, AddBackward0, a, b, alpha, "add")
 
 
 def sub(a, b, alpha=1):
-    ad, bd, dt = _operands(a, b, "sub")
-    if dt is dtypes.bool_:
+    return _additive(operator.sub, SubBackward0, a, b, alpha, "sub")
+
+
+def _additive(np_fn, cls, a, b, alpha, name):
+    """a + alpha * b or a - alpha * b (Python operators: fast on numpy scalars)."""
+    ad, bd, dt = _operands(a, b, name)
+    if dt is dtypes.bool_ and np_fn is operator.sub:
         raise RuntimeError("subtracting bool tensors is not supported; use logical_xor or ~")
     try:
-        out = _result(ad - bd if alpha == 1 else ad - bd * alpha, dt)
+        out = _result(np_fn(ad, bd if alpha == 1 else bd * alpha), dt)
     except ValueError:
         raise _shape_error(a, b) from None
     if _grad_on(a, b):
-        record(SubBackward0, (a, b), out, (alpha,))
+        record(cls, (a, b), out, (alpha,))
     return out
 
 

@@ -92,9 +92,11 @@ def _batched(a, b):
         lead = a._data.shape[:-1]
         flat = S.reshape(a, (-1, a._data.shape[-1]))
         return S.unsafe_view(mv(flat, b), lead)
-    if a._data.ndim == 1:
-        a = S.unsqueeze(a, 0)
-        return S.squeeze(_batched(a, b), -2)
+    if a._data.ndim == 1:  # vector @ batch: (b.mT @ a), as PyTorch computes it
+        return matmul(S.transpose(b, -1, -2), a)
+    if a._data.ndim == 2:  # matrix @ batch: (b.mT @ a.mT).mT, made contiguous
+        return S.contiguous(S.transpose(matmul(S.transpose(b, -1, -2), S.transpose(a, -1, -2)),
+                                        -1, -2))
     if b._data.ndim == 2:
         # fold the batch dimensions of `a` into rows: one mm, as PyTorch does
         lead = a._data.shape[:-1]

@@ -35,6 +35,18 @@ class Optimizer:
             group.setdefault(key, value)
         self.param_groups.append(group)
 
+    @no_grad()
+    def step(self, closure=None):
+        loss = _run_closure(closure)
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p._grad is not None:
+                    self._update(p, group)
+        return loss
+
+    def _update(self, p, group):
+        raise NotImplementedError
+
     def zero_grad(self, set_to_none=True):
         for group in self.param_groups:
             for p in group["params"]:
@@ -85,15 +97,6 @@ class SGD(Optimizer):
                                       weight_decay=weight_decay, nesterov=nesterov,
                                       maximize=maximize))
 
-    @no_grad()
-    def step(self, closure=None):
-        loss = _run_closure(closure)
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p._grad is not None:
-                    self._update(p, group)
-        return loss
-
     def _update(self, p, g):
         grad = p._grad if not g["maximize"] else F.neg(p._grad)
         if g["weight_decay"]:
@@ -117,15 +120,6 @@ class Adam(Optimizer):
             raise ValueError("Adam needs lr >= 0, eps >= 0 and betas in [0, 1)")
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       amsgrad=amsgrad, maximize=maximize))
-
-    @no_grad()
-    def step(self, closure=None):
-        loss = _run_closure(closure)
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p._grad is not None:
-                    self._update(p, group)
-        return loss
 
     def _state(self, p, amsgrad):
         state = self.state.get(p)

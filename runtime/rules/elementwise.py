@@ -123,7 +123,14 @@ def sigmoid(ops, g, needs, result):
 
 @rule("relu")
 def relu(ops, g, needs, result):
-    return (ops.where(ops.gt(result, 0), g, 0.0),)
+    return (ops.threshold_backward(g, result),)
+
+
+@rule("threshold_backward")
+def threshold_backward(ops, g, needs, result):
+    """relu's backward is itself differentiable: linear in the cotangent, flat in result."""
+    return (ops.threshold_backward(g, result) if needs[0] else None,
+            ops.zeros_like(result) if needs[1] else None)
 
 
 @rule("clamp")

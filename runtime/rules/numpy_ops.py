@@ -172,16 +172,19 @@ def mT(x):
     return np.swapaxes(x, -1, -2)
 
 
+def broadcast_axes(gshape, shape):
+    """The axes of `gshape` that broadcasting added or stretched, starting from `shape`."""
+    lead = len(gshape) - len(shape)
+    return tuple(range(lead)) + tuple(
+        i + lead for i, n in enumerate(shape) if n == 1 and gshape[i + lead] != 1)
+
+
 def sum_to(g, shape):
     """Sum `g` over the axes that broadcasting added or stretched to reach `shape`."""
     gshape = np.shape(g)
     if gshape == shape:
         return g
-    lead = len(gshape) - len(shape)
-    axes = tuple(range(lead)) + tuple(
-        i + lead for i, n in enumerate(shape) if n == 1 and gshape[i + lead] != 1
-    )
-    return np.reshape(np.sum(g, axis=axes, keepdims=True), shape)
+    return np.reshape(np.sum(g, axis=broadcast_axes(gshape, shape), keepdims=True), shape)
 
 
 def getitem(x, key):
@@ -295,3 +298,7 @@ def flip(x, dim):
 
 def cumsum(x, dim):
     return np.cumsum(x, axis=dim)
+
+
+def threshold_backward(g, result):
+    return where(np.greater(result, 0), g, 0.0)

@@ -1,5 +1,7 @@
-# Seed 000: backward, autograd.grad, grad_fn / next_functions, hooks.
 import torch
+
+# Seed 000: backward(), torch.autograd.grad, grad_fn / next_functions (calling nodes by
+# hand), hooks on tensors and on graph nodes.
 
 print("---", "scalar backward")
 x = torch.tensor(2.0, requires_grad=True)
@@ -8,7 +10,7 @@ z = x**2+y
 z.backward()
 print(z, x.grad, y.grad)
 
-print("---", "tensor backward")
+print("---", "tensor backward (non-scalar, raises)")
 try:
     x = torch.ones(2,requires_grad=True)
     z = x + 2
@@ -16,23 +18,26 @@ try:
 except Exception as e:
     print(type(e).__name__)
 
+print("---", "tensor backward with grad_tensors")
 x = torch.ones(2,requires_grad=True)
 z = x + 2
 z.backward(torch.ones_like(z))
-print(x.grad)
+print(x.grad)  # the tutorial states the result in prose only
 
-print("---", "autograd")
+print("---", "autograd.grad")
+import torch
 x = torch.tensor(2.0, requires_grad=True)
 y = torch.tensor(3.0, requires_grad=True)
 z = x**2+y
 z.backward()
 print(z, x.grad, y.grad)
 
+
 x = torch.tensor(2.0, requires_grad=True)
 z = x**2
 print(torch.autograd.grad(outputs=z, inputs=x), x.grad)
 
-print("---", "grad_fn and next_functions")
+print("---", "grad_fn and next_functions: backward")
 torch.manual_seed(6)
 x = torch.randn(4, 4, requires_grad=True)
 y = torch.randn(4, 4, requires_grad=True)
@@ -42,6 +47,7 @@ l.backward()
 print(x.grad)
 print(y.grad)
 
+print("---", "grad_fn and next_functions: calling the nodes by hand")
 torch.manual_seed(6)
 x = torch.randn(4, 4, requires_grad=True)
 y = torch.randn(4, 4, requires_grad=True)
@@ -74,7 +80,8 @@ F.backward(retain_graph=True)
 print(A.grad, B.grad, E.grad)
 print(C.grad, D.grad)
 
-print("---", "register hook")
+print("---", "register_hook on a Parameter")
+import torch
 
 def print_grad(grad):
     print(grad)
@@ -89,6 +96,8 @@ print('before backward')
 loss.mean().backward()
 print('after backward')
 print(w.grad)
+
+print("---", "hooks on a tensor and on an operator")
 
 
 def parameter_hook(grad):
