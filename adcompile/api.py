@@ -101,3 +101,35 @@ def adcompile(fn=None, *, backend="python", verify=False):
     if fn is None:
         return lambda f: CompiledFunction(f, backend, verify)
     return CompiledFunction(fn, backend, verify)
+
+
+def _as_compiled(f):
+    return f if isinstance(f, CompiledFunction) else CompiledFunction(f)
+
+
+def jvp(f, primals, tangents):
+    """Forward mode: (f(*primals), J·tangents). A tangent of None marks an argument that is
+    not differentiated; the derivative program is built once per signature and cached."""
+    primals, tangents = tuple(primals), tuple(tangents)
+    spec = _jvp_spec(_as_compiled(f), primals, tangents)
+    return spec.callable(*primals, *[t for t in tangents if t is not None])
+
+
+def jvp_source(f, primals, tangents):
+    """The Python source of the JVP program for these argument types."""
+    return _jvp_spec(_as_compiled(f), tuple(primals), tuple(tangents)).source
+
+
+def _jvp_spec(cf, primals, tangents):
+    from adcompile.ad.forward import jvp_function
+
+    if len(primals) != len(tangents):
+        raise TypeError(f"jvp() got {len(primals)} primals but {len(tangents)} tangents")
+    active = tuple(t is not None for t in tangents)
+    key = ("jvp", cf.signature(primals), active)
+    spec = cf._cache.get(key)
+    if spec is None:
+        ir = jvp_function(cf.specialize(*primals).ir, active)
+        ir = pipeline.run(ir, verify=cf.verify)
+        spec = cf._cache[key] = Specialization(ir, cf.backend)
+    return spec

@@ -162,6 +162,9 @@ _IMPL = {
     "size": lambda op, args: [int(args[0].size)],
     "load": _load, "store": _store, "alloc": _alloc, "assert": _assert,
     "tuple": lambda op, args: [tuple(args)],
+    "select": lambda op, args: [convert(args[1] if args[0] else args[2], op.results[0].type)],
+    "sign": lambda op, args: [convert(np.sign(args[0]), op.results[0].type)],
+    "and": lambda op, args: [bool(args[0] and args[1])],
     "tuple_get": lambda op, args: [args[0][op.attrs["index"]]],
 }
 for _name in ("sin", "cos", "tan", "exp", "log", "log1p", "expm1", "sqrt", "tanh", "sinh",

@@ -226,3 +226,19 @@ for _name in ("if", "for", "while"):
     prim(_name, None, pure=False)(lambda ts, attrs: attrs["result_types"])
 for _name in ("yield", "condition", "return"):
     prim(_name, None, pure=False, terminator=True)(lambda ts, attrs: [])
+
+
+@prim("select", 3)
+def _select(ts, attrs):
+    """cond ? a : b with both sides already computed (derivative code; no short circuit)."""
+    return [T.unify(ts[1], ts[2])]
+
+
+@prim("sign", 1)
+def _sign(ts, attrs):
+    return [_numeric(ts[0], "sign")]
+
+
+@prim("and", 2)
+def _and(ts, attrs):
+    return [T.BOOL]

@@ -215,3 +215,77 @@ def binary_cross_entropy(ops, g, needs, x, target, reduction, count):
     if reduction == "mean":
         partial = ops.div(partial, count)
     return (ops.mul(g, partial), None)
+
+
+# -- scalar math used by compiled code ----------------------------------------------------------
+
+@rule("expm1")
+def expm1(ops, g, needs, result):
+    return (ops.mul(g, ops.add(result, 1)),)
+
+
+@rule("sinh")
+def sinh(ops, g, needs, x):
+    return (ops.mul(g, ops.mul(ops.add(ops.exp(x), ops.exp(ops.neg(x))), 0.5)),)
+
+
+@rule("cosh")
+def cosh(ops, g, needs, x):
+    return (ops.mul(g, ops.mul(ops.sub(ops.exp(x), ops.exp(ops.neg(x))), 0.5)),)
+
+
+@rule("asin")
+def asin(ops, g, needs, x):
+    return (ops.div(g, ops.pow(ops.rsub(ops.mul(x, x), 1), 0.5)),)
+
+
+@rule("acos")
+def acos(ops, g, needs, x):
+    return (ops.neg(ops.div(g, ops.pow(ops.rsub(ops.mul(x, x), 1), 0.5))),)
+
+
+@rule("atan")
+def atan(ops, g, needs, x):
+    return (ops.div(g, ops.add(ops.mul(x, x), 1)),)
+
+
+@rule("log2", "log10")
+def log_base(ops, g, needs, x, base):
+    return (ops.div(g, ops.mul(x, ops.log_scalar(base))),)
+
+
+@rule("erf")
+def erf(ops, g, needs, x):
+    return (ops.mul(g, ops.mul(ops.exp(ops.neg(ops.mul(x, x))), 1.1283791670955126)),)
+
+
+@rule("erfc")
+def erfc(ops, g, needs, x):
+    return (ops.mul(g, ops.mul(ops.exp(ops.neg(ops.mul(x, x))), -1.1283791670955126)),)
+
+
+@rule("atan2")
+def atan2(ops, g, needs, y, x):
+    denom = ops.add(ops.mul(x, x), ops.mul(y, y))
+    gy = ops.div(ops.mul(g, x), denom) if needs[0] else None
+    gx = ops.neg(ops.div(ops.mul(g, y), denom)) if needs[1] else None
+    return gy, gx
+
+
+@rule("hypot")
+def hypot(ops, g, needs, a, b, result):
+    ga = ops.mul(g, ops.div(a, result)) if needs[0] else None
+    gb = ops.mul(g, ops.div(b, result)) if needs[1] else None
+    return ga, gb
+
+
+@rule("remainder")
+def remainder(ops, g, needs, a, b, quotient_floor):
+    """a % b = a - floor(a / b) * b, with floor(a / b) piecewise constant."""
+    return (g if needs[0] else None,
+            ops.neg(ops.mul(g, quotient_floor)) if needs[1] else None)
+
+
+@rule("floor_divide")
+def floor_divide(ops, g, needs):
+    return (ops.zeros_like(g) if needs[0] else None, ops.zeros_like(g) if needs[1] else None)

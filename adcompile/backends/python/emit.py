@@ -145,6 +145,12 @@ class _Emitter:
             return self.alloc(op, args)
         if prim == "tuple":
             return ast.Tuple(args, ast.Load())
+        if prim == "select":
+            return self.cast_to(op, ast.IfExp(args[0], args[1], args[2]), op.operands[1:])
+        if prim == "sign":
+            return self.cast_to(op, _call("np.sign", args))
+        if prim == "and":
+            return ast.BoolOp(ast.And(), args)
         if prim == "tuple_get":
             return _subscript(args[0], ast.Constant(op.attrs["index"]))
         return self.math(op, args)
@@ -160,9 +166,9 @@ class _Emitter:
             return _call("np.int64", [node])
         return node
 
-    def cast_to(self, op, node):
+    def cast_to(self, op, node, operands=None):
         t = op.result.type
-        if all(v.type == t for v in op.operands):
+        if all(v.type == t for v in (op.operands if operands is None else operands)):
             return node
         return _call(_CASTS[(t.dtype, t.weak)], [node])
 

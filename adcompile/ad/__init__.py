@@ -1,0 +1,1 @@
+"""Static differentiation: IR -> IR transforms (forward.py: JVP)."""

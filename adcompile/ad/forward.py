@@ -1,0 +1,364 @@
+"""Forward mode (JVP) as an IR -> IR transform.
+
+The new function takes the primal arguments followed by one tangent per differentiated
+argument and returns `(result, result_dot)`. Tangent operations are interleaved with the primal
+ones and control flow is kept: an `if` also yields the tangents of its results, a loop also
+carries the tangents of its carried values. Only float values that depend on a differentiated
+argument get a tangent (the others are a symbolic zero, `None`); which loop-carried values are
+active is found by re-transforming the loop body until it is stable.
+
+Each primitive's tangent comes from its rule in runtime/rules, run with the IR ops namespace:
+for the scalar primitives of compiled code a vjp rule applied to the tangent of one operand is
+that operand's contribution to the output tangent (multiplication commutes), so the tangent is
+the sum of the rule's entries over the active operands.
+"""
+
+from adcompile.ad.adjoints import ADJOINTS, ZERO_DERIVATIVE
+from adcompile.ad.ir_ops import IROps
+from adcompile.errors import CompileError
+from adcompile.ir import types as T
+from adcompile.ir.builder import IRBuilder
+from adcompile.ir.nodes import Block, Function, Value
+from runtime.rules import RULES
+
+
+def jvp_function(fn, active):
+    """The JVP of IR function `fn`; `active[i]` says whether parameter i is differentiated."""
+    t = _Transform(fn, active)
+    return t.run()
+
+
+def _differentiable(type):
+    return isinstance(type, (T.Scalar, T.Array)) and type.dtype in ("f32", "f64") or \
+        isinstance(type, T.Tuple)
+
+
+class _Transform:
+    def __init__(self, fn, active):
+        self.fn = fn
+        self.active = active
+        self.val = {}
+        self.tan = {}
+        self.b = IRBuilder()
+        self.ops = IROps(self.b)
+
+    def run(self):
+        fn = self.fn
+        params = [Value(p.type, p.name) for p in fn.params]
+        tangents = []
+        for old, new, on in zip(fn.params, params, self.active):
+            self.val[old] = new
+            if on:
+                if not _differentiable(old.type):
+                    raise TypeError(f"cannot differentiate with respect to '{old.name}', a "
+                                    f"{old.type}: only float scalars and arrays have tangents")
+                t = Value(old.type, f"{old.name}_dot")
+                tangents.append(t)
+                self.tan[old] = t
+        body = Block()
+        self.b.block = body
+        self._zero_tangents_for_written_arrays(fn)
+        self.block(fn.body)
+        ret = fn.body.terminator
+        result = self.val[ret.operands[0]] if ret.operands else None
+        if result is None:
+            raise TypeError("the function returns nothing, so it has no derivative")
+        result_dot = self.tangent_or_zero(ret.operands[0])
+        pair = self.b.value("tuple", (result, result_dot))
+        self.b.emit("return", [pair], {"type": pair.type})
+        return Function(f"{fn.name}_jvp", params + tangents, body, fn.filename, fn.first_line)
+
+    def _zero_tangents_for_written_arrays(self, fn):
+        """Arrays the function writes into need a tangent even when not differentiated."""
+        from adcompile.ir.nodes import walk
+
+        for op in walk(fn.body):
+            if op.prim != "store":
+                continue
+            root = op.operands[0]
+            while root.owner is not None and root.owner.prim == "load":
+                root = root.owner.operands[0]
+            if root in self.tan:
+                raise CompileError(
+                    f"{op.loc}: the function writes into '{root.name}', an argument being "
+                    f"differentiated; differentiate a version that writes into a new array "
+                    f"(np.empty_like({root.name}) filled from {root.name})")
+            if root.owner is not None:
+                continue
+            if root.type.dtype in ("f32", "f64"):
+                self.tan[root] = self.zeros_like(self.val[root], "_dot")
+
+    # -- blocks and ops ---------------------------------------------------------------------
+    def block(self, block):
+        """Transform every op of `block` but its terminator (the caller builds that)."""
+        for op in block.ops[:-1]:
+            handler = getattr(self, "op_" + op.prim, None)
+            if handler is not None:
+                handler(op)
+            else:
+                self.scalar(op)
+
+    def clone(self, op):
+        new = self.b.emit(op.prim, [self.val[v] for v in op.operands], op.attrs,
+                          names=[r.name for r in op.results], loc=op.loc,
+                          result_types=[r.type for r in op.results])
+        for old, r in zip(op.results, new.results):
+            self.val[old] = r
+        return new
+
+    def scalar(self, op):
+        self.clone(op)
+        if not op.results:
+            return
+        result = op.results[0]
+        if not _differentiable(result.type) or op.prim in ZERO_DERIVATIVE:
+            return
+        entry = ADJOINTS.get(op.prim)
+        if entry is None:
+            return
+        rule_name, positions, args_fn = entry
+        active = [i for i in positions if self.tan.get(op.operands[i]) is not None]
+        if not active:
+            return
+        xs = [self.val[v] for v in op.operands]
+        r = self.val[result]
+        if op.prim == "mod":
+            args = (xs[0], xs[1], self.b.value("floor", (self.b.value("div", xs),),
+                                                   {"lib": "numpy"}))
+            diff_operands = list(op.operands)
+        else:
+            args = args_fn(op, xs, r)
+            diff_operands = [op.operands[i] for i in positions]
+        total = None
+        for k, operand in enumerate(diff_operands):
+            t = self.tan.get(operand)
+            if t is None:
+                continue
+            needs = tuple(j == k for j in range(len(diff_operands)))
+            part = RULES[rule_name](self.ops, t, needs, *args)[k]
+            total = part if total is None else self.ops.add(total, part)
+        self.tan[result] = self.b.cast(total, result.type) if total.type != result.type \
+            else total
+        if total.name is None:
+            total.name = f"{result.name}_dot" if result.name else None
+
+    def op_const(self, op):
+        self.clone(op)
+
+    def op_cast(self, op):
+        self.clone(op)
+        t = self.tan.get(op.operands[0])
+        to = op.attrs["to"]
+        if t is not None and to.is_float:
+            self.tan[op.results[0]] = self.b.cast(t, to)
+
+    def op_load(self, op):
+        self.clone(op)
+        t = self.tan.get(op.operands[0])
+        if t is not None:
+            index = [self.val[v] for v in op.operands[1:]]
+            self.tan[op.results[0]] = self.b.value("load", [t] + index,
+                                                   name=_dot(op.results[0]))
+
+    def op_store(self, op):
+        self.clone(op)
+        array, *index, value = op.operands
+        t_array = self.tan.get(array)
+        t_value = self.tan.get(value)
+        if t_array is None:
+            if t_value is not None:
+                raise CompileError("a value that depends on a differentiated argument is "
+                                   "stored into an array without a derivative; allocate it "
+                                   "with np.zeros/np.empty in the function instead")
+            return
+        if t_value is None:
+            t_value = self.b.const(0.0, T.Scalar(t_array.type.dtype))
+        self.b.emit("store", [t_array] + [self.val[v] for v in index] + [t_value])
+
+    def op_alloc(self, op):
+        self.clone(op)
+        result = op.results[0]
+        if result.type.dtype not in ("f32", "f64"):
+            return
+        ndim = op.attrs["ndim"]
+        dims = [self.val[v] for v in op.operands[:ndim]]
+        fill = op.attrs["fill"]
+        t_fill = self.tan.get(op.operands[ndim]) if fill == "value" else None
+        if t_fill is not None:
+            self.tan[result] = self.b.value("alloc", dims + [t_fill],
+                                            dict(op.attrs), name=_dot(result))
+        else:
+            attrs = dict(op.attrs, fill=0)
+            self.tan[result] = self.b.value("alloc", dims, attrs, name=_dot(result))
+
+    def op_tuple(self, op):
+        self.clone(op)
+        if any(self.tan.get(v) is not None for v in op.operands):
+            items = [self.tangent_or_zero(v) for v in op.operands]
+            self.tan[op.results[0]] = self.b.value("tuple", items)
+
+    def op_tuple_get(self, op):
+        self.clone(op)
+        t = self.tan.get(op.operands[0])
+        if t is not None:
+            self.tan[op.results[0]] = self.b.value("tuple_get", (t,), op.attrs)
+
+    def op_assert(self, op):
+        self.clone(op)
+
+    # -- zeros ------------------------------------------------------------------------------
+    def tangent_or_zero(self, old):
+        t = self.tan.get(old)
+        if t is not None:
+            return t
+        return self.zero_of(old.type, self.val[old])
+
+    def zero_of(self, type, primal):
+        if isinstance(type, T.Scalar):
+            return self.b.const(0.0, type if type.is_float else T.FLOAT)
+        if isinstance(type, T.Array):
+            return self.zeros_like(primal, "_dot")
+        if isinstance(type, T.Tuple):
+            items = [self.zero_of(t, self.b.value("tuple_get", (primal,), {"index": i}))
+                     for i, t in enumerate(type.items)]
+            return self.b.value("tuple", items)
+        raise CompileError(f"a {type} has no derivative")
+
+    def zeros_like(self, array, suffix):
+        dims = [self.b.value("shape", (array,), {"axis": i}) for i in range(array.type.ndim)]
+        dtype = array.type.dtype if array.type.dtype in ("f32", "f64") else "f64"
+        return self.b.value("alloc", dims, {"dtype": dtype, "ndim": array.type.ndim, "fill": 0},
+                            name=f"{array.name or 'a'}{suffix}")
+
+    # -- control flow -----------------------------------------------------------------------
+    def op_if(self, op):
+        cond = self.val[op.operands[0]]
+        blocks, yields = [], []
+        outer = self.b.block
+        for region in op.regions:
+            block = Block()
+            self.b.block = block
+            self.block(region)
+            blocks.append(block)
+            yields.append(region.terminator.operands)
+        active = [any(self.tan.get(y[k]) is not None for y in yields)
+                  for k in range(len(op.results))]
+        for block, region_yields in zip(blocks, yields):
+            self.b.block = block
+            values = [self.val[v] for v in region_yields]
+            values += [self.tangent_or_zero(v) for v, on in zip(region_yields, active) if on]
+            self.b.emit("yield", values)
+        self.b.block = outer
+        types = [r.type for r in op.results] + [r.type for r, on in zip(op.results, active)
+                                                if on]
+        names = [r.name for r in op.results] + [_dot(r) for r, on in zip(op.results, active)
+                                                if on]
+        new = self.b.emit("if", [cond], {"result_types": types}, names=names, loc=op.loc,
+                          result_types=types)
+        new.regions = blocks
+        self._bind_results(op.results, active, new.results)
+
+    def _bind_results(self, results, active, new_results):
+        n = len(results)
+        for old, r in zip(results, new_results[:n]):
+            self.val[old] = r
+        extra = iter(new_results[n:])
+        for old, on in zip(results, active):
+            if on:
+                self.tan[old] = next(extra)
+
+    def op_for(self, op):
+        start, stop, step = (self.val[v] for v in op.operands[:3])
+        inits = op.operands[3:]
+        body = op.regions[0]
+        active = [self.tan.get(v) is not None for v in inits]
+        while True:
+            outer = self.b.block
+            block, yields, params_dot = self._loop_body(body, body.params[1:], active,
+                                                        index_param=body.params[0])
+            self.b.block = outer
+            grown = [a or self.tan.get(y) is not None for a, y in zip(active, yields)]
+            if grown == active:
+                break
+            active = grown
+        self._finish_loop_block(block, yields, active)
+        self.b.block = outer
+        operands = [start, stop, step] + [self.val[v] for v in inits] + \
+            [self.tangent_or_zero(v) for v, on in zip(inits, active) if on]
+        self._emit_loop(op, "for", operands, [block], active)
+
+    def _loop_body(self, body, params, active, index_param=None, head=None):
+        block = Block()
+        if index_param is not None:
+            new_index = Value(index_param.type, index_param.name)
+            block.params.append(new_index)
+            self.val[index_param] = new_index
+        self._bind_params(block, params, active)
+        self.b.block = block
+        self.block(body)
+        return block, body.terminator.operands, None
+
+    def _bind_params(self, block, params, active):
+        for p in params:
+            new = Value(p.type, p.name)
+            block.params.append(new)
+            self.val[p] = new
+        for p, on in zip(params, active):
+            if on:
+                t = Value(p.type, _dot(p))
+                block.params.append(t)
+                self.tan[p] = t
+            else:
+                self.tan.pop(p, None)
+
+    def _finish_loop_block(self, block, yields, active, prefix=()):
+        self.b.block = block
+        values = list(prefix) + [self.val[v] for v in yields]
+        values += [self.tangent_or_zero(v) for v, on in zip(yields, active) if on]
+        self.b.emit("yield", values)
+
+    def _emit_loop(self, op, kind, operands, regions, active):
+        types = [r.type for r in op.results] + [r.type for r, on in zip(op.results, active)
+                                                if on]
+        names = [r.name for r in op.results] + [_dot(r) for r, on in zip(op.results, active)
+                                                if on]
+        new = self.b.emit(kind, operands, {"result_types": types}, names=names, loc=op.loc,
+                          result_types=types)
+        new.regions = regions
+        self._bind_results(op.results, active, new.results)
+
+    def op_while(self, op):
+        head, body = op.regions
+        inits = op.operands
+        active = [self.tan.get(v) is not None for v in inits]
+        while True:
+            outer = self.b.block
+            head_block = Block()
+            self._bind_params(head_block, head.params, active)
+            self.b.block = head_block
+            self.block(head)
+            cond_op = head.terminator
+            passed = cond_op.operands[1:]
+            body_block = Block()
+            self._bind_params(body_block, body.params, active)
+            self.b.block = body_block
+            self.block(body)
+            yields = body.terminator.operands
+            self.b.block = outer
+            grown = [a or self.tan.get(y) is not None for a, y in zip(active, yields)]
+            if grown == active:
+                break
+            active = grown
+        self.b.block = head_block
+        values = [self.val[cond_op.operands[0]]] + [self.val[v] for v in passed]
+        values += [self.tangent_or_zero(v) for v, on in zip(passed, active) if on]
+        self.b.emit("condition", values)
+        self._finish_loop_block(body_block, yields, active)
+        self.b.block = outer
+        operands = [self.val[v] for v in inits] + \
+            [self.tangent_or_zero(v) for v, on in zip(inits, active) if on]
+        self._emit_loop(op, "while", operands, [head_block, body_block], active)
+
+
+def _dot(value):
+    return f"{value.name}_dot" if value.name else None
