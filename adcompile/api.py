@@ -133,3 +133,89 @@ def _jvp_spec(cf, primals, tangents):
         ir = pipeline.run(ir, verify=cf.verify)
         spec = cf._cache[key] = Specialization(ir, cf.backend)
     return spec
+
+
+def _vjp_spec(cf, primals, active):
+    from adcompile.ad.reverse import vjp_function
+
+    key = ("vjp", cf.signature(primals), active)
+    spec = cf._cache.get(key)
+    if spec is None:
+        ir = vjp_function(cf.specialize(*primals).ir, active)
+        ir = pipeline.run(ir, verify=cf.verify)
+        spec = cf._cache[key] = Specialization(ir, cf.backend)
+    return spec
+
+
+def vjp(f, *primals):
+    """Reverse mode: (f(*primals), pullback), where pullback(cotangent) returns one cotangent
+    per argument (None for arguments that cannot have one: ints, bools)."""
+    cf = _as_compiled(f)
+    active = tuple(_differentiable_value(p) for p in primals)
+    spec = _vjp_spec(cf, primals, active)
+    out = cf(*primals)
+
+    def pullback(cotangent):
+        _, grads = spec.callable(*primals, cotangent)
+        it = iter(grads)
+        return tuple(next(it) if on else None for on in active)
+
+    return out, pullback
+
+
+def _differentiable_value(v):
+    import numpy as np
+
+    if isinstance(v, np.ndarray):
+        return v.dtype.kind == "f"
+    return isinstance(v, float) or isinstance(v, np.floating)
+
+
+class _Transformed:
+    """grad / value_and_grad of a function: a callable with .ir() and .source()."""
+
+    def __init__(self, f, argnums, with_value):
+        self.cf = _as_compiled(f)
+        self.argnums = argnums
+        self.with_value = with_value
+
+    def _active(self, args):
+        nums = self.argnums if isinstance(self.argnums, tuple) else (self.argnums,)
+        for i in nums:
+            if not _differentiable_value(args[i]):
+                raise TypeError(f"grad(): argument {i} ('{self._param(i)}') is a "
+                                f"{type(args[i]).__name__}; only float scalars and float "
+                                f"arrays can be differentiated")
+        return tuple(i in nums for i in range(len(args)))
+
+    def _param(self, i):
+        return self.cf.fn.__code__.co_varnames[i]
+
+    def spec(self, *args):
+        return _vjp_spec(self.cf, args, self._active(args))
+
+    def __call__(self, *args):
+        spec = self.spec(*args)
+        result_type = spec.ir.params[-1].type
+        if not (isinstance(result_type, T.Scalar) and result_type.is_float):
+            raise TypeError(f"grad() needs a function returning a float scalar, but "
+                            f"{self.cf.fn.__name__} returns a {result_type}; use vjp() or "
+                            f"jacobian() for other results")
+        value, grads = spec.callable(*args, 1.0)
+        grads = grads if isinstance(self.argnums, tuple) else grads[0]
+        return (value, grads) if self.with_value else grads
+
+    def ir(self, *args):
+        return print_function(self.spec(*args).ir)
+
+    def source(self, *args):
+        return self.spec(*args).source
+
+
+def grad(f, argnums=0):
+    """The gradient of a scalar-valued f with respect to argument(s) `argnums`."""
+    return _Transformed(f, argnums, with_value=False)
+
+
+def value_and_grad(f, argnums=0):
+    return _Transformed(f, argnums, with_value=True)

@@ -12,6 +12,7 @@ import numpy as np
 
 from adcompile.errors import InternalError
 from adcompile.ir import types as T
+from adcompile.ir.tape import Tape
 
 _STRONG = {"f64": np.float64, "f32": np.float32, "i64": np.int64, "bool": np.bool_}
 _WEAK = {"f64": float, "i64": int, "bool": bool}
@@ -140,6 +141,12 @@ def _alloc(op, args):
     return [np.full(shape, fill, dtype)]
 
 
+def _add_at(op, args):
+    array, *index, value = args
+    array[tuple(index)] += value
+    return []
+
+
 def _assert(op, args):
     if not args[0]:
         message = op.attrs.get("message") or f"assert {op.attrs.get('source', '')} failed"
@@ -162,6 +169,10 @@ _IMPL = {
     "size": lambda op, args: [int(args[0].size)],
     "load": _load, "store": _store, "alloc": _alloc, "assert": _assert,
     "tuple": lambda op, args: [tuple(args)],
+    "tape_new": lambda op, args: [Tape(op.attrs["item"])],
+    "tape_push": lambda op, args: args[0].push(args[1]) or [],
+    "tape_pop": lambda op, args: [convert(args[0].pop(), op.results[0].type)],
+    "add_at": _add_at,
     "select": lambda op, args: [convert(args[1] if args[0] else args[2], op.results[0].type)],
     "sign": lambda op, args: [convert(np.sign(args[0]), op.results[0].type)],
     "and": lambda op, args: [bool(args[0] and args[1])],

@@ -242,3 +242,24 @@ def _sign(ts, attrs):
 @prim("and", 2)
 def _and(ts, attrs):
     return [T.BOOL]
+
+
+@prim("tape_new", 0, pure=False)
+def _tape_new(ts, attrs):
+    return [T.Tape(attrs["item_type"])]
+
+
+@prim("tape_push", 2, pure=False)
+def _tape_push(ts, attrs):
+    return []
+
+
+@prim("tape_pop", 1, pure=False)
+def _tape_pop(ts, attrs):
+    return [ts[0].item]
+
+
+@prim("add_at", None, pure=False)
+def _add_at(ts, attrs):
+    """a[idx] += v on a shadow array (the adjoint of a load)."""
+    return []

@@ -70,7 +70,7 @@ def _op_line(op, names):
     return text
 
 
-_HIDDEN = {"type", "result_types", "loc", "names"}
+_HIDDEN = {"type", "result_types", "loc", "names", "item_type"}
 
 
 def _attrs(op):

@@ -138,3 +138,14 @@ def _dtype_name(np_dtype):
 def _numpy_scalar(np_dtype):
     name = _dtype_name(np_dtype)
     return None if name is None else Scalar(name)
+
+
+@dataclass(frozen=True)
+class Tape:
+    """A growable stack of values of one type: the reverse pass pops, in reverse order, what
+    the forward pass pushed inside loops and branches."""
+
+    item: object
+
+    def __str__(self):
+        return f"tape<{self.item}>"

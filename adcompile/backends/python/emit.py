@@ -43,7 +43,9 @@ def load(fn, source=None):
     source = source or emit_source(fn)
     filename = f"<adcompile:{fn.name}:{next(_counter)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace = {"np": np, "math": math, "_erf": _erf}
+    from adcompile.ir.tape import Tape
+
+    namespace = {"np": np, "math": math, "_erf": _erf, "_Tape": Tape}
     exec(compile(source, filename, "exec"), namespace)
     return namespace[fn.name]
 
@@ -57,7 +59,7 @@ class _Emitter:
     def __init__(self, fn):
         self.fn = fn
         self.names = {}
-        self.taken = set(keyword.kwlist) | {"np", "math", "_erf"}
+        self.taken = set(keyword.kwlist) | {"np", "math", "_erf", "_Tape"}
         self.last_loc = None
 
     # -- names ------------------------------------------------------------------------------
@@ -145,6 +147,12 @@ class _Emitter:
             return self.alloc(op, args)
         if prim == "tuple":
             return ast.Tuple(args, ast.Load())
+        if prim == "tape_new":
+            return _call("_Tape", [ast.Constant(op.attrs["item"])])
+        if prim == "tape_pop":
+            t = op.result.type
+            node = ast.Call(_attr(args[0], "pop"), [], [])
+            return _call(_CASTS[(t.dtype, t.weak)], [node]) if isinstance(t, T.Scalar) else node
         if prim == "select":
             return self.cast_to(op, ast.IfExp(args[0], args[1], args[2]), op.operands[1:])
         if prim == "sign":
@@ -205,6 +213,16 @@ class _Emitter:
         idx = index[0] if len(index) == 1 else ast.Tuple(index, ast.Load())
         target = ast.Subscript(array, idx, ast.Store())
         return [ast.Assign([target], value)]
+
+    def op_tape_push(self, op):
+        tape, value = [self.expr(v) for v in op.operands]
+        return [ast.Expr(ast.Call(_attr(tape, "push"), [value], []))]
+
+    def op_add_at(self, op):
+        array, *index, value = [self.expr(v) for v in op.operands]
+        idx = index[0] if len(index) == 1 else ast.Tuple(index, ast.Load())
+        target = ast.Subscript(array, idx if index else ast.Constant(Ellipsis), ast.Store())
+        return [ast.AugAssign(target, ast.Add(), value)]
 
     def op_assert(self, op):
         message = op.attrs.get("message") or f"assert {op.attrs.get('source', '')} failed"

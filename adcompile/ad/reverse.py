@@ -1,0 +1,583 @@
+"""Reverse mode (VJP) as an IR -> IR transform.
+
+The new function takes the primal arguments and the output cotangent and returns
+`(result, (grad_0, grad_1, ...))` for the differentiated arguments. Its body is the primal
+program (the augmented forward pass) followed by the adjoint program, which walks the primal
+ops backwards:
+
+- top-level values are visible to the adjoint code directly; a value defined inside a loop or
+  branch that the adjoint code needs is pushed on its own tape when computed and popped when
+  the adjoint of its region runs (tapes are typed, growable buffers: O(N) words for N pushes);
+- an `if` is reversed by an `if` on the same condition; a `for` by a loop over the same range,
+  whose body pops the iteration's values; a `while` counts its iterations and is reversed by a
+  counted loop;
+- the adjoints of scalars defined outside a region and used inside it are carried through the
+  reversed region (yielded out of ifs, carried by loops); arrays have shadow arrays updated in
+  place (`v = a[i]` -> `a_bar[i] += v_bar`; `a[i] = v` -> `v_bar += a_bar[i]; a_bar[i] = 0`).
+
+The derivative of each primitive comes from runtime/rules through the IR ops namespace.
+"""
+
+from adcompile.ad.adjoints import ADJOINTS, ZERO_DERIVATIVE
+from adcompile.ad.ir_ops import IROps
+from adcompile.errors import CompileError
+from adcompile.ir import types as T
+from adcompile.ir.builder import IRBuilder
+from adcompile.ir.nodes import Block, Function, Op, Value, walk
+from runtime.rules import RULES
+
+_TERMINATORS = ("yield", "condition", "return")
+
+
+def vjp_function(fn, active):
+    return _Reverse(fn, active).run()
+
+
+def _float(type):
+    return isinstance(type, (T.Scalar, T.Array)) and type.dtype in ("f32", "f64")
+
+
+class _Reverse:
+    def __init__(self, fn, active):
+        self.fn = fn
+        self.active_params = active
+        self.b = IRBuilder()
+        self.ops = IROps(self.b)
+        self.val = {}        # primal value -> its clone in the forward pass
+        self.shadow = {}     # primal array value -> shadow array (forward value)
+        self.tapes = {}      # primal value -> tape (for values defined inside regions)
+        self.tape_ops = []
+        self.depth = 0
+        self.active = set()
+        self.counts = {}     # primal while op -> its iteration count value (primal-side)
+
+    # -- driver -----------------------------------------------------------------------------
+    def run(self):
+        fn = self.fn
+        params = [Value(p.type, p.name) for p in fn.params]
+        for old, new, on in zip(fn.params, params, self.active_params):
+            self.val[old] = new
+            if on:
+                if not _float(old.type):
+                    raise TypeError(f"cannot differentiate with respect to '{old.name}', a "
+                                    f"{old.type}: only float scalars and arrays have gradients")
+                self.active.add(old)
+        self._activity()
+        ret = fn.body.terminator
+        if not ret.operands:
+            raise TypeError("the function returns nothing, so it has no gradient")
+        out = ret.operands[0]
+        cot = Value(out.type, f"{fn.name}_bar" if False else "out_bar")
+        body = Block()
+        self.b.block = body
+        self._shadows_for_params()
+        self.forward(fn.body)
+        adj = {}
+        self.seed(out, cot, adj)
+        scope = _Scope(None, self.val)
+        self.reverse(fn.body, adj, scope)
+        grads = []
+        for old, on in zip(fn.params, self.active_params):
+            if on:
+                grads.append(self.shadow[old] if isinstance(old.type, T.Array)
+                             else self.value_or_zero(adj.get(old), old.type))
+        result = self.val[out]
+        pair = self.b.value("tuple", (result, self.b.value("tuple", grads)))
+        self.b.emit("return", [pair], {"type": pair.type})
+        body.ops[0:0] = self.tape_ops
+        _prune_tapes(body)
+        return Function(f"{fn.name}_vjp", params + [cot], body, fn.filename, fn.first_line)
+
+    def seed(self, out, cot, adj):
+        if isinstance(out.type, T.Array):
+            if out in self.shadow:
+                self.b.emit("add_at", [self.shadow[out], cot])
+            return
+        if isinstance(out.type, T.Tuple):
+            adj[out] = cot
+            return
+        adj[out] = cot
+
+    # -- activity ---------------------------------------------------------------------------
+    def _activity(self):
+        """Values that depend on a differentiated argument (a fixed point over loops)."""
+        changed = True
+        while changed:
+            changed = False
+            for op in walk(self.fn.body):
+                changed |= self._propagate(op)
+
+    def _propagate(self, op):
+        changed = False
+        if op.prim == "store":
+            array, value = op.operands[0], op.operands[-1]
+            root = _root(array)
+            if value in self.active and root not in self.active:
+                self.active.add(root)
+                changed = True
+            return changed
+        sources = [v for v in op.operands if v in self.active]
+        if op.prim == "load" and _root(op.operands[0]) in self.active:
+            sources.append(op.operands[0])
+        if op.prim in ("for", "while", "if"):
+            changed |= self._propagate_region(op)
+        if not sources:
+            return changed
+        if op.prim in ZERO_DERIVATIVE or op.prim in ("eq", "ne", "lt", "le", "gt", "ge",
+                                                      "not", "truth", "shape", "size"):
+            return changed
+        for r in op.results:
+            if (_float(r.type) or isinstance(r.type, T.Tuple)) and r not in self.active:
+                self.active.add(r)
+                changed = True
+        return changed
+
+    def _propagate_region(self, op):
+        changed = False
+        regions = op.regions
+        if op.prim == "for":
+            pairs = [(op.operands[3 + k], regions[0].params[1 + k],
+                      regions[0].terminator.operands[k], op.results[k])
+                     for k in range(len(op.results))]
+        elif op.prim == "while":
+            head, body = regions
+            passed = head.terminator.operands[1:]
+            pairs = [(op.operands[k], head.params[k], body.terminator.operands[k],
+                      op.results[k]) for k in range(len(op.results))]
+            pairs += [(passed[k], body.params[k], passed[k], op.results[k])
+                      for k in range(len(op.results))]
+        else:
+            pairs = [(y[k], op.results[k], None, None) for region in regions
+                     for y in [region.terminator.operands] for k in range(len(op.results))]
+        for src, param, yielded, result in pairs:
+            on = src in self.active or (yielded is not None and yielded in self.active)
+            for v in (param, result):
+                if on and v is not None and _float(v.type) and v not in self.active:
+                    self.active.add(v)
+                    changed = True
+        return changed
+
+    # -- forward pass -----------------------------------------------------------------------
+    def _shadows_for_params(self):
+        written = {_root(op.operands[0]) for op in walk(self.fn.body) if op.prim == "store"}
+        for p, on in zip(self.fn.params, self.active_params):
+            if on and p in written:
+                raise CompileError(f"the function writes into '{p.name}', an argument being "
+                                   f"differentiated; differentiate a version that writes into "
+                                   f"a new array (np.empty_like({p.name}))")
+            if isinstance(p.type, T.Array) and _float(p.type) and (on or p in self.active):
+                self.shadow[p] = self.zeros_like(self.val[p], f"{p.name}_bar")
+
+    def zeros_like(self, array, name):
+        dims = [self.b.value("shape", (array,), {"axis": i}) for i in range(array.type.ndim)]
+        return self.b.value("alloc", dims, {"dtype": array.type.dtype, "ndim": array.type.ndim,
+                                            "fill": 0}, name=name)
+
+    def forward(self, block):
+        for op in block.ops[:-1]:
+            self.forward_op(op)
+
+    def forward_op(self, op):
+        if op.prim in ("if", "for", "while"):
+            return self.forward_region_op(op)
+        new = self.b.emit(op.prim, [self.val[v] for v in op.operands], op.attrs,
+                          names=[r.name for r in op.results], loc=op.loc,
+                          result_types=[r.type for r in op.results])
+        for old, r in zip(op.results, new.results):
+            self.val[old] = r
+        self.forward_shadow(op)
+        for old in op.results:
+            self.remember(old)
+
+    def forward_shadow(self, op):
+        """Shadow arrays follow their primal: allocations and views of shadowed arrays."""
+        if op.prim == "alloc" and op.results[0] in self.active:
+            r = op.results[0]
+            dims = [self.val[v] for v in op.operands[:op.attrs["ndim"]]]
+            self.shadow[r] = self.b.value("alloc", dims, dict(op.attrs, fill=0),
+                                          name=f"{r.name or 'a'}_bar")
+        elif op.prim == "load" and isinstance(op.results[0].type, T.Array) and \
+                op.operands[0] in self.shadow:
+            r = op.results[0]
+            index = [self.val[v] for v in op.operands[1:]]
+            self.shadow[r] = self.b.value("load", [self.shadow[op.operands[0]]] + index,
+                                          name=f"{r.name or 'a'}_bar")
+
+    def remember(self, old):
+        """Push a value computed inside a region so its region's adjoint can pop it
+        (constants are re-created instead)."""
+        if self.depth == 0 or isinstance(old.type, (T.Tuple, T.Tape, T.NoneType)):
+            return
+        if old.owner is not None and old.owner.prim == "const":
+            return
+        tape = self.tape_for(old)
+        self.b.emit("tape_push", [tape, self.val[old]])
+        if old in self.shadow:
+            shadow_tape = self.tape_for(("shadow", old), old.type)
+            self.b.emit("tape_push", [shadow_tape, self.shadow[old]])
+
+    def tape_for(self, key, type=None):
+        tape = self.tapes.get(key)
+        if tape is None:
+            type = type or key.type
+            item = type.dtype if isinstance(type, T.Scalar) else "object"
+            op = Op("tape_new", [], [T.Tape(type)], {"item": item, "item_type": type},
+                    names=[f"{getattr(key, 'name', None) or 'v'}_tape"])
+            self.tape_ops.append(op)
+            tape = self.tapes[key] = op.result
+        return tape
+
+    def forward_region_op(self, op):
+        regions = []
+        outer = self.b.block
+        self.depth += 1
+        for region in op.regions:
+            block = Block([Value(p.type, p.name) for p in region.params])
+            for old, new in zip(region.params, block.params):
+                self.val[old] = new
+            self.b.block = block
+            for old in region.params:
+                self.remember(old)
+            self.forward(region)
+            term = region.terminator
+            self.b.emit(term.prim, [self.val[v] for v in term.operands])
+            regions.append(block)
+        self.depth -= 1
+        self.b.block = outer
+        operands = [self.val[v] for v in op.operands]
+        new = self.b.emit(op.prim, operands, op.attrs, names=[r.name for r in op.results],
+                          loc=op.loc, result_types=[r.type for r in op.results])
+        new.regions = regions
+        for old, r in zip(op.results, new.results):
+            self.val[old] = r
+        if op.prim == "while":
+            self.count_while(op, new, outer)
+        for old in op.results:
+            self.remember(old)
+
+    def count_while(self, op, new, outer):
+        """A while loop's iteration count, needed to run its adjoint: add a carried counter."""
+        head, body = new.regions
+        counter_head = Value(T.INT, "iterations")
+        counter_body = Value(T.INT, "iterations")
+        head.params.append(counter_head)
+        body.params.append(counter_body)
+        cond = head.ops[-1]
+        cond.operands.append(counter_head)
+        self.b.block = body
+        term = body.ops.pop()
+        one = self.b.const(1, T.INT)
+        nxt = self.b.value("add", (counter_body, one))
+        term.operands.append(nxt)
+        body.ops.append(term)
+        self.b.block = outer
+        zero = Op("const", [], [T.INT], {"value": 0, "type": T.INT})
+        outer.ops.insert(outer.ops.index(new), zero)
+        new.operands.append(zero.result)
+        count = Value(T.INT, "iterations")
+        count.owner = new
+        new.results.append(count)
+        new.attrs = dict(new.attrs, result_types=[r.type for r in new.results])
+        self.counts[op] = count
+        if self.depth > 0:
+            key = ("count", op)
+            self.b.emit("tape_push", [self.tape_for(key, T.INT), count])
+
+    # -- reverse pass -----------------------------------------------------------------------
+    def value_or_zero(self, v, type):
+        if v is not None:
+            return v
+        if isinstance(type, T.Scalar):
+            return self.b.const(0.0, type if type.is_float else T.FLOAT)
+        raise CompileError(f"no adjoint for a {type}")
+
+    def accumulate(self, adj, old, contribution):
+        if contribution is None or old not in self.active or not _float(old.type):
+            return
+        if isinstance(old.type, T.Array):
+            return
+        contribution = self.b.cast(contribution, old.type) if contribution.type != old.type \
+            else contribution
+        prev = adj.get(old)
+        adj[old] = contribution if prev is None else self.ops.add(prev, contribution)
+        if adj[old].type != old.type:
+            adj[old] = self.b.cast(adj[old], old.type)
+
+    def reverse(self, block, adj, scope):
+        for op in reversed(block.ops[:-1]):
+            self.reverse_op(op, adj, scope)
+
+    def reverse_op(self, op, adj, scope):
+        handler = getattr(self, "rev_" + op.prim, None)
+        if handler is not None:
+            return handler(op, adj, scope)
+        if not op.results or op.results[0] not in self.active:
+            return
+        g = adj.get(op.results[0])
+        if g is None:
+            return
+        if op.prim == "cast":
+            if op.attrs["to"].is_float:
+                self.accumulate(adj, op.operands[0], g)
+            return
+        if op.prim in ZERO_DERIVATIVE:
+            return
+        entry = ADJOINTS.get(op.prim)
+        if entry is None:
+            return
+        rule_name, positions, args_fn = entry
+        xs = [scope.get(v) for v in op.operands]
+        if op.prim == "mod":
+            args = (xs[0], xs[1], self.b.value("floor", (self.b.value("div", xs),),
+                                                   {"lib": "numpy"}))
+            diff = list(op.operands)
+        else:
+            args = args_fn(op, xs, scope.get(op.results[0]))
+            diff = [op.operands[i] for i in positions]
+        needs = tuple(v in self.active and _float(v.type) for v in diff)
+        if not any(needs):
+            return
+        grads = RULES[rule_name](self.ops, g, needs, *args)
+        for v, grad in zip(diff, grads):
+            if grad is not None:
+                self.accumulate(adj, v, grad)
+
+    def rev_load(self, op, adj, scope):
+        array = op.operands[0]
+        r = op.results[0]
+        if array not in self.shadow or isinstance(r.type, T.Array):
+            return
+        g = adj.get(r)
+        if g is None:
+            return
+        shadow = scope.shadow(array, self)
+        index = [scope.get(v) for v in op.operands[1:]]
+        self.b.emit("add_at", [shadow] + index + [g])
+
+    def rev_store(self, op, adj, scope):
+        array, *index, value = op.operands
+        if array not in self.shadow:
+            return
+        shadow = scope.shadow(array, self)
+        idx = [scope.get(v) for v in index]
+        if value in self.active:
+            self.accumulate(adj, value, self.b.value("load", [shadow] + idx))
+        zero = self.b.const(0.0, T.Scalar(shadow.type.dtype))
+        self.b.emit("store", [shadow] + idx + [zero])
+
+    def rev_tuple(self, op, adj, scope):
+        g = adj.get(op.results[0])
+        if g is None:
+            return
+        for k, v in enumerate(op.operands):
+            if v in self.active and isinstance(v.type, T.Scalar):
+                self.accumulate(adj, v, self.b.value("tuple_get", (g,), {"index": k}))
+
+    def rev_tuple_get(self, op, adj, scope):
+        if op.results[0] in self.active and adj.get(op.results[0]) is not None:
+            raise CompileError("differentiating through a tuple element is not supported yet")
+
+    def rev_if(self, op, adj, scope):
+        carried = self.carried_adjoints(op, adj)
+        cond = scope.get(op.operands[0])
+        outer = self.b.block
+        blocks = []
+        for region in op.regions:
+            block = Block()
+            self.b.block = block
+            inner = _Scope(scope, {})
+            self.pop_region(region, inner)
+            local = {v: adj.get(v) for v in carried}
+            for r, y in zip(op.results, region.terminator.operands):
+                if adj.get(r) is not None:
+                    self.accumulate(local, y, adj[r])
+            self.reverse(region, local, inner)
+            self.b.emit("yield", [self.value_or_zero(local.get(v), v.type) for v in carried])
+            blocks.append(block)
+        self.b.block = outer
+        self.finish_region(op, "if", [cond], blocks, carried, adj)
+
+    def carried_adjoints(self, op, adj):
+        """Active scalars defined outside `op` whose adjoints the reversed regions update."""
+        inside = set()
+        for region in op.regions:
+            inside.update(region.params)
+            for inner in walk(region):
+                inside.update(inner.results)
+        used = []
+        for region in op.regions:
+            for inner in walk(region):
+                for v in inner.operands:
+                    if v not in inside and v in self.active and isinstance(v.type, T.Scalar) \
+                            and v not in used:
+                        used.append(v)
+        return used
+
+    def finish_region(self, op, prim, operands, blocks, carried, adj, extra=()):
+        types = [v.type for v in carried]
+        new = self.b.emit(prim, operands, {"result_types": types},
+                          names=[f"{v.name}_bar" if v.name else None for v in carried],
+                          result_types=types)
+        new.regions = blocks
+        for v, r in zip(carried, new.results):
+            adj[v] = r
+
+    def pop_region(self, region, scope):
+        """Pop the values the region's adjoint needs (pushed by the forward pass)."""
+        for o in region.ops:
+            if o.prim == "const":
+                scope.values[o.results[0]] = self.b.const(o.attrs["value"], o.attrs["type"])
+            count_tape = self.tapes.get(("count", o))
+            if count_tape is not None:
+                scope.values[("count", o)] = self.b.value("tape_pop", (count_tape,),
+                                                          name="iterations")
+        defined = list(region.params) + [r for o in region.ops for r in o.results]
+        for v in defined:
+            tape = self.tapes.get(v)
+            if tape is not None:
+                scope.values[v] = self.b.value("tape_pop", (tape,), name=v.name)
+            shadow_tape = self.tapes.get(("shadow", v))
+            if shadow_tape is not None:
+                scope.shadows[v] = self.b.value("tape_pop", (shadow_tape,),
+                                                name=f"{v.name or 'a'}_bar")
+
+    def rev_for(self, op, adj, scope):
+        body = op.regions[0]
+        results = [r for r in op.results]
+        loop_carried = [(k, r) for k, r in enumerate(results) if r in self.active]
+        outer_used = self.carried_adjoints(op, adj)
+        state = [r for _, r in loop_carried] + outer_used
+        block = Block([Value(self._adj_type(v), f"{v.name}_bar" if v.name else None)
+                       for v in state])
+        block.params.insert(0, Value(T.INT, "_"))
+        outer = self.b.block
+        self.b.block = block
+        inner = _Scope(scope, {})
+        self.pop_region(body, inner)
+        local = {}
+        for v, p in zip(outer_used, block.params[1 + len(loop_carried):]):
+            local[v] = p
+        for (k, r), p in zip(loop_carried, block.params[1:]):
+            self.accumulate(local, body.terminator.operands[k], p)
+        self.reverse(body, local, inner)
+        yields = [self.value_or_zero(local.get(body.params[1 + k]), r.type)
+                  for k, r in loop_carried]
+        yields += [self.value_or_zero(local.get(v), v.type) for v in outer_used]
+        self.b.emit("yield", yields)
+        self.b.block = outer
+        bounds = [scope.get(v) for v in op.operands[:3]]
+        inits = [self.value_or_zero(adj.get(r), r.type) for _, r in loop_carried]
+        inits += [self.value_or_zero(adj.get(v), v.type) for v in outer_used]
+        types = [v.type for v in block.params[1:]]
+        new = self.b.emit("for", bounds + inits, {"result_types": types},
+                          names=[p.name for p in block.params[1:]], result_types=types)
+        new.regions = [block]
+        for (k, r), value in zip(loop_carried, new.results):
+            self.accumulate(adj, op.operands[3 + k], value)
+        for v, value in zip(outer_used, new.results[len(loop_carried):]):
+            adj[v] = value
+
+    def rev_while(self, op, adj, scope):
+        head, body = op.regions
+        count = scope.get_count(op, self)
+        loop_carried = [(k, r) for k, r in enumerate(op.results) if r in self.active]
+        outer_used = self.carried_adjoints(op, adj)
+        state = [r for _, r in loop_carried] + outer_used
+        block = Block([Value(T.INT, "_")] + [Value(self._adj_type(v), f"{v.name}_bar"
+                                                   if v.name else None) for v in state])
+        outer = self.b.block
+        self.b.block = block
+        inner = _Scope(scope, {})
+        self.pop_region(body, inner)
+        local = {}
+        for v, p in zip(outer_used, block.params[1 + len(loop_carried):]):
+            local[v] = p
+        for (k, r), p in zip(loop_carried, block.params[1:]):
+            self.accumulate(local, body.terminator.operands[k], p)
+        self.reverse(body, local, inner)
+        yields = [self.value_or_zero(local.get(body.params[k]), r.type) for k, r in loop_carried]
+        yields += [self.value_or_zero(local.get(v), v.type) for v in outer_used]
+        self.b.emit("yield", yields)
+        self.b.block = outer
+        zero, one = self.b.const(0, T.INT), self.b.const(1, T.INT)
+        inits = [self.value_or_zero(adj.get(r), r.type) for _, r in loop_carried]
+        inits += [self.value_or_zero(adj.get(v), v.type) for v in outer_used]
+        types = [v.type for v in block.params[1:]]
+        new = self.b.emit("for", [zero, count, one] + inits, {"result_types": types},
+                          names=[p.name for p in block.params[1:]], result_types=types)
+        new.regions = [block]
+        for (k, r), value in zip(loop_carried, new.results):
+            self.accumulate(adj, op.operands[k], value)
+        for v, value in zip(outer_used, new.results[len(loop_carried):]):
+            adj[v] = value
+
+    def _adj_type(self, v):
+        return v.type
+
+
+class _Scope:
+    """Where the adjoint code finds primal values: popped in this region, or outer ones."""
+
+    def __init__(self, parent, values):
+        self.parent = parent
+        self.values = values
+        self.shadows = {}
+
+    def get(self, v):
+        scope = self
+        while scope is not None:
+            if v in scope.values:
+                return scope.values[v]
+            scope = scope.parent
+        raise CompileError("internal: a value needed by the adjoint is not available")
+
+    def shadow(self, array, reverse):
+        scope = self
+        while scope is not None:
+            if array in scope.shadows:
+                return scope.shadows[array]
+            scope = scope.parent
+        return reverse.shadow[array]
+
+    def get_count(self, op, reverse):
+        key = ("count", op)
+        scope = self
+        while scope is not None:
+            if key in scope.values:
+                return scope.values[key]
+            scope = scope.parent
+        return reverse.counts[op]
+
+
+def _root(array):
+    while array.owner is not None and array.owner.prim == "load":
+        array = array.owner.operands[0]
+    return array
+
+
+def _prune_tapes(body):
+    """Drop tapes whose popped values the adjoint never uses (with their pushes and pops)."""
+    used = {v for op in walk(body) for v in op.operands if op.prim != "tape_push"}
+    dead = set()
+    for op in walk(body):
+        if op.prim == "tape_pop" and op.results[0] in used:
+            continue
+        if op.prim == "tape_pop":
+            dead.add(op.operands[0])
+    live = {op.operands[0] for op in walk(body) if op.prim == "tape_pop" and
+            op.results[0] in used}
+    dead -= live
+    _remove(body, dead)
+
+
+def _remove(block, dead):
+    kept = []
+    for op in block.ops:
+        for region in op.regions:
+            _remove(region, dead)
+        if op.prim == "tape_new" and op.results[0] in dead:
+            continue
+        if op.prim in ("tape_push", "tape_pop") and op.operands[0] in dead:
+            continue
+        kept.append(op)
+    block.ops = kept
