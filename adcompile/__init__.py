@@ -11,5 +11,5 @@ import runtime as _runtime
 globals().update({k: v for k, v in vars(_runtime).items() if not k.startswith("_")})
 
 from adcompile.api import (  # noqa: E402,F401
-    CompiledFunction, adcompile, grad, jvp, value_and_grad, vjp)
+    CompiledFunction, adcompile, grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp)
 from adcompile.errors import CompileError, InternalError  # noqa: E402,F401

@@ -104,7 +104,7 @@ def adcompile(fn=None, *, backend="python", verify=False):
 
 
 def _as_compiled(f):
-    return f if isinstance(f, CompiledFunction) else CompiledFunction(f)
+    return f if isinstance(f, (CompiledFunction, _Transformed)) else CompiledFunction(f)
 
 
 def jvp(f, primals, tangents):
@@ -172,12 +172,20 @@ def _differentiable_value(v):
 
 
 class _Transformed:
-    """grad / value_and_grad of a function: a callable with .ir() and .source()."""
+    """grad / value_and_grad of a function: callable, with .ir() and .source(), and itself
+    differentiable (jvp of a grad gives Hessian-vector products)."""
 
     def __init__(self, f, argnums, with_value):
         self.cf = _as_compiled(f)
         self.argnums = argnums
         self.with_value = with_value
+        self.fn = self.cf.fn
+        self.backend = self.cf.backend
+        self.verify = self.cf.verify
+        self._cache = self.cf._cache
+
+    def signature(self, args):
+        return self.cf.signature(args)
 
     def _active(self, args):
         nums = self.argnums if isinstance(self.argnums, tuple) else (self.argnums,)
@@ -191,25 +199,40 @@ class _Transformed:
     def _param(self, i):
         return self.cf.fn.__code__.co_varnames[i]
 
-    def spec(self, *args):
-        return _vjp_spec(self.cf, args, self._active(args))
+    def specialize(self, *args):
+        """The compiled program: grads only for grad, (value, grads) for value_and_grad."""
+        from adcompile.ad.reverse import vjp_function
+
+        active = self._active(args)
+        if self.with_value:
+            return _vjp_spec(self.cf, args, active)
+        key = ("grad", self.cf.signature(args), active)
+        spec = self._cache.get(key)
+        if spec is None:
+            ir = vjp_function(self.cf.specialize(*args).ir, active, grad_only=True)
+            ir = pipeline.run(ir, verify=self.verify)
+            spec = self._cache[key] = Specialization(ir, self.backend)
+        return spec
 
     def __call__(self, *args):
-        spec = self.spec(*args)
+        spec = self.specialize(*args)
+        if not self.with_value:
+            grads = spec.callable(*args)
+            if isinstance(self.argnums, tuple) and not isinstance(grads, tuple):
+                grads = (grads,)
+            return grads
         result_type = spec.ir.params[-1].type
         if not (isinstance(result_type, T.Scalar) and result_type.is_float):
-            raise TypeError(f"grad() needs a function returning a float scalar, but "
-                            f"{self.cf.fn.__name__} returns a {result_type}; use vjp() or "
-                            f"jacobian() for other results")
+            raise TypeError(f"value_and_grad() needs a function returning a float scalar, "
+                            f"but {self.cf.fn.__name__} returns a {result_type}")
         value, grads = spec.callable(*args, 1.0)
-        grads = grads if isinstance(self.argnums, tuple) else grads[0]
-        return (value, grads) if self.with_value else grads
+        return value, (grads if isinstance(self.argnums, tuple) else grads[0])
 
     def ir(self, *args):
-        return print_function(self.spec(*args).ir)
+        return print_function(self.specialize(*args).ir)
 
     def source(self, *args):
-        return self.spec(*args).source
+        return self.specialize(*args).source
 
 
 def grad(f, argnums=0):
@@ -219,3 +242,63 @@ def grad(f, argnums=0):
 
 def value_and_grad(f, argnums=0):
     return _Transformed(f, argnums, with_value=True)
+
+
+def hvp(f, primals, tangents):
+    """Hessian-vector product of scalar f (forward over reverse): H(primals) · tangents."""
+    primals, tangents = tuple(primals), tuple(tangents)
+    nums = tuple(i for i, t in enumerate(tangents) if t is not None)
+    _, product = jvp(grad(f, argnums=nums), primals, tangents)
+    return product  # one value for one differentiated argument, else a tuple
+
+
+def _basis(value):
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        for k in range(value.size):
+            e = np.zeros(value.size)
+            e[k] = 1.0
+            yield e.reshape(value.shape)
+    else:
+        yield 1.0
+
+
+def _stack(columns, value_shape, arg):
+    import numpy as np
+
+    cols = [np.asarray(c, dtype=float) for c in columns]
+    out_shape = cols[0].shape
+    arg_shape = np.shape(arg)
+    stacked = np.stack(cols, axis=-1) if cols else np.zeros(out_shape + (0,))
+    result = stacked.reshape(out_shape + arg_shape)
+    return result if result.shape else float(result)
+
+
+def jacobian(f, argnums=0):
+    """The Jacobian of f with respect to argument `argnums`, one forward-mode column per
+    element of that argument; shape = result shape + argument shape."""
+
+    def jac(*args):
+        tangents = [None] * len(args)
+        columns = []
+        for e in _basis(args[argnums]):
+            tangents[argnums] = e
+            columns.append(jvp(f, args, tuple(tangents))[1])
+        return _stack(columns, None, args[argnums])
+
+    return jac
+
+
+def hessian(f, argnums=0):
+    """The Hessian of scalar f with respect to argument `argnums` (forward over reverse)."""
+
+    def hess(*args):
+        tangents = [None] * len(args)
+        columns = []
+        for e in _basis(args[argnums]):
+            tangents[argnums] = e
+            columns.append(hvp(f, args, tuple(tangents)))
+        return _stack(columns, None, args[argnums])
+
+    return hess

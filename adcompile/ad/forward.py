@@ -206,6 +206,39 @@ class _Transform:
     def op_assert(self, op):
         self.clone(op)
 
+    # -- reverse-mode programs (forward over reverse: Hessian-vector products) ---------------
+    def op_tape_new(self, op):
+        self.clone(op)
+        item = op.results[0].type.item
+        if _differentiable(item):
+            tape = self.b.emit("tape_new", [], op.attrs, names=[_dot(op.results[0])],
+                               result_types=[op.results[0].type]).result
+            self.tan[op.results[0]] = tape
+
+    def op_tape_push(self, op):
+        self.clone(op)
+        tape, value = op.operands
+        t_tape = self.tan.get(tape)
+        if t_tape is not None:
+            self.b.emit("tape_push", [t_tape, self.tangent_or_zero(value)])
+
+    def op_tape_pop(self, op):
+        self.clone(op)
+        t_tape = self.tan.get(op.operands[0])
+        if t_tape is not None:
+            self.tan[op.results[0]] = self.b.value("tape_pop", (t_tape,),
+                                                   name=_dot(op.results[0]))
+
+    def op_add_at(self, op):
+        self.clone(op)
+        array, *index, value = op.operands
+        t_array, t_value = self.tan.get(array), self.tan.get(value)
+        if t_value is None:
+            return
+        if t_array is None:
+            raise CompileError("internal: an accumulated array has no tangent")
+        self.b.emit("add_at", [t_array] + [self.val[v] for v in index] + [t_value])
+
     # -- zeros ------------------------------------------------------------------------------
     def tangent_or_zero(self, old):
         t = self.tan.get(old)

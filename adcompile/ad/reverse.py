@@ -29,8 +29,11 @@ from runtime.rules import RULES
 _TERMINATORS = ("yield", "condition", "return")
 
 
-def vjp_function(fn, active):
-    return _Reverse(fn, active).run()
+def vjp_function(fn, active, grad_only=False):
+    """The VJP of `fn`: (args..., out_bar) -> (result, grads). With `grad_only` the cotangent
+    is 1 and the function returns just the gradient(s): the `grad` of a scalar function, as
+    an ordinary IR function that other transforms can differentiate again."""
+    return _Reverse(fn, active, grad_only).run()
 
 
 def _float(type):
@@ -38,7 +41,8 @@ def _float(type):
 
 
 class _Reverse:
-    def __init__(self, fn, active):
+    def __init__(self, fn, active, grad_only=False):
+        self.grad_only = grad_only
         self.fn = fn
         self.active_params = active
         self.b = IRBuilder()
@@ -54,6 +58,10 @@ class _Reverse:
     # -- driver -----------------------------------------------------------------------------
     def run(self):
         fn = self.fn
+        if any(op.prim.startswith("tape_") for op in walk(fn.body)):
+            raise CompileError("reverse mode over a reverse-mode program that keeps a tape "
+                               "(one with loops) is not supported yet; for second derivatives "
+                               "use hessian() or hvp(), which run forward over reverse")
         params = [Value(p.type, p.name) for p in fn.params]
         for old, new, on in zip(fn.params, params, self.active_params):
             self.val[old] = new
@@ -67,9 +75,16 @@ class _Reverse:
         if not ret.operands:
             raise TypeError("the function returns nothing, so it has no gradient")
         out = ret.operands[0]
-        cot = Value(out.type, f"{fn.name}_bar" if False else "out_bar")
         body = Block()
         self.b.block = body
+        if self.grad_only:
+            if not (isinstance(out.type, T.Scalar) and out.type.is_float):
+                raise TypeError(f"grad() needs a function returning a float scalar, but "
+                                f"{fn.name} returns a {out.type}; use vjp() or jacobian() "
+                                f"for other results")
+            cot = self.b.const(1.0, out.type, name="out_bar")
+        else:
+            cot = Value(out.type, "out_bar")
         self._shadows_for_params()
         self.forward(fn.body)
         adj = {}
@@ -82,11 +97,16 @@ class _Reverse:
                 grads.append(self.shadow[old] if isinstance(old.type, T.Array)
                              else self.value_or_zero(adj.get(old), old.type))
         result = self.val[out]
-        pair = self.b.value("tuple", (result, self.b.value("tuple", grads)))
+        if self.grad_only:
+            pair = grads[0] if len(grads) == 1 else self.b.value("tuple", grads)
+            name, extra = f"{fn.name}_grad", []
+        else:
+            pair = self.b.value("tuple", (result, self.b.value("tuple", grads)))
+            name, extra = f"{fn.name}_vjp", [cot]
         self.b.emit("return", [pair], {"type": pair.type})
         body.ops[0:0] = self.tape_ops
         _prune_tapes(body)
-        return Function(f"{fn.name}_vjp", params + [cot], body, fn.filename, fn.first_line)
+        return Function(name, params + extra, body, fn.filename, fn.first_line)
 
     def seed(self, out, cot, adj):
         if isinstance(out.type, T.Array):
@@ -308,6 +328,15 @@ class _Reverse:
             self.reverse_op(op, adj, scope)
 
     def reverse_op(self, op, adj, scope):
+        saved_loc = self.b.loc
+        if op.loc and op.prim not in ("if", "for", "while"):
+            self.b.loc = f"grad of: {op.loc}"
+        try:
+            self._reverse_op(op, adj, scope)
+        finally:
+            self.b.loc = saved_loc
+
+    def _reverse_op(self, op, adj, scope):
         handler = getattr(self, "rev_" + op.prim, None)
         if handler is not None:
             return handler(op, adj, scope)

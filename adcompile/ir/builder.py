@@ -9,6 +9,7 @@ from adcompile.ir.prims import PRIMS
 class IRBuilder:
     def __init__(self, block=None):
         self.block = block
+        self.loc = None  # the location given to ops emitted without one (e.g. "grad of: ...")
 
     def emit(self, prim, operands=(), attrs=None, names=(), loc=None, result_types=None):
         attrs = dict(attrs or {})
@@ -17,7 +18,7 @@ class IRBuilder:
                 result_types = PRIMS[prim].type_rule([v.type for v in operands], attrs)
             except TypeError as e:
                 raise InternalError(f"{prim}: {e}") from None
-        op = Op(prim, operands, result_types, attrs, loc=loc, names=names)
+        op = Op(prim, operands, result_types, attrs, loc=loc or self.loc, names=names)
         self.block.ops.append(op)
         return op
 

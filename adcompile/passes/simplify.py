@@ -13,8 +13,34 @@ _FOLDABLE = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "neg", "abs",
 
 def constant_fold(fn):
     _fold_values(fn)
+    _fold_identities(fn)
     _fold_branches(fn)
     return fn
+
+
+def _fold_identities(fn):
+    """x * 1 (in x's own type) is x, exactly: derivative code produces many of them.
+    (x + 0 is not folded: it turns -0.0 into 0.0.)"""
+    replace = {}
+    for op in walk(fn.body):
+        if op.prim != "mul" or len(op.results) != 1:
+            continue
+        neutral = 1
+        a, b = op.operands
+        for const, other in ((a, b), (b, a)):
+            if _is_const_number(const, neutral) and other.type == op.result.type:
+                replace[op.result] = other
+                break
+    if replace:
+        for op in walk(fn.body):
+            op.operands = [_resolve(replace, v) for v in op.operands]
+
+
+def _is_const_number(v, number):
+    if v.owner is None or v.owner.prim != "const":
+        return False
+    value = v.owner.attrs["value"]
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and value == number
 
 
 def _fold_values(fn):

@@ -49,3 +49,41 @@ def test_printer_is_deterministic():
     first = adcompile(c.matmul).ir(M, M.T)
     second = adcompile(c.matmul).ir(M, M.T)
     assert first == second
+
+
+DERIVATIVES = {
+    "grad_poly": lambda: ac_grad_source(c.poly, (2.0,)),
+    "grad_piecewise": lambda: ac_grad_source(c.piecewise, (0.5,)),
+    "grad_dot": lambda: ac_grad_source(c.dot, (V, V)),
+    "grad_series_exp": lambda: ac_grad_source(c.series_exp, (0.5,)),
+    "grad_recurrence_sum": lambda: ac_grad_source(recurrence_sum, (V,)),
+    "jvp_dot": lambda: __import__("adcompile").api.jvp_source(c.dot, (V, V), (V, None)),
+}
+
+
+def recurrence_sum(x):
+    y = np.empty_like(x)
+    y[0] = x[0]
+    for i in range(1, x.size):
+        y[i] = 0.9 * y[i - 1] + 0.1 * x[i]
+    s = 0.0
+    for v in y:
+        s += v * v
+    return s
+
+
+def ac_grad_source(fn, args):
+    import adcompile
+
+    return adcompile.grad(fn).source(*args)
+
+
+@pytest.mark.parametrize("name", sorted(DERIVATIVES))
+def test_derivative_source_matches_golden(name):
+    text = DERIVATIVES[name]()
+    text = text.replace(str(pathlib.Path(c.__file__)), "corpus.py")
+    text = text.replace(str(pathlib.Path(__file__)), "test_golden.py")
+    path = GOLDEN / f"{name}.py.txt"
+    if os.environ.get("ADCOMPILE_UPDATE_GOLDEN") or not path.exists():
+        path.write_text(text)
+    assert text == path.read_text()

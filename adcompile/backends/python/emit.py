@@ -50,6 +50,16 @@ def load(fn, source=None):
     return namespace[fn.name]
 
 
+def _comment(loc):
+    """`file:line`, or `grad of: <the primal line>` for adjoint code."""
+    if not loc.startswith("grad of: "):
+        return loc
+    where = loc[len("grad of: "):]
+    filename, _, line = where.rpartition(":")
+    text = linecache.getline(filename, int(line)).strip() if line.isdigit() else ""
+    return f"grad of: {text}" if text else loc
+
+
 def _erf(x, name="erf"):
     fn = getattr(math, name)
     return type(x)(fn(x)) if isinstance(x, np.floating) else fn(x)
@@ -106,7 +116,7 @@ class _Emitter:
         for op in block.ops:
             if op.loc and op.loc != self.last_loc and op.prim not in ("const", "yield"):
                 self.last_loc = op.loc
-                out.append(ast.Expr(ast.Constant(f"{_COMMENT} {op.loc}")))
+                out.append(ast.Expr(ast.Constant(f"{_COMMENT} {_comment(op.loc)}")))
             out.extend(self.op(op))
         return out
 

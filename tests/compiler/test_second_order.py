@@ -1,0 +1,63 @@
+"""Second order: hessian and hvp (forward over reverse) match finite differences of grad,
+loops and branches included; jacobian matches finite differences; grad composes with grad on
+straight-line code."""
+
+import numpy as np
+import pytest
+
+import adcompile as ac
+from tests.compiler import corpus as c
+
+FUNCS = [(c.poly, (1.3,)), (c.rational, (1.0, 2.0)), (c.math_funcs, (0.8,)),
+         (c.piecewise, (0.4,)), (c.piecewise, (3.0,)), (c.newton_sqrt, (3.0,)),
+         (c.series_exp, (0.7,)), (c.dot, (c.V, c.W)), (c.matrix_sum, (c.M,)),
+         (c.norm2, (c.V,)), (c.calls_with_control, (c.V,)), (c.early_return, (2.5,)),
+         (c.more_math, (0.3,)), (c.augmented, (1.7,))]
+
+
+def _numeric_hessian(fn, args, k):
+    g = ac.grad(fn, argnums=k)
+    x = np.asarray(args[k], dtype=float)
+    cols = []
+    for j in range(x.size):
+        step = np.zeros(x.size)
+        step[j] = 1e-5
+        up, down = list(args), list(args)
+        up[k] = (x.ravel() + step).reshape(x.shape) if x.ndim else float(x + 1e-5)
+        down[k] = (x.ravel() - step).reshape(x.shape) if x.ndim else float(x - 1e-5)
+        cols.append((np.asarray(g(*up)) - np.asarray(g(*down))).ravel() / 2e-5)
+    return np.stack(cols, axis=-1)
+
+
+@pytest.mark.parametrize("fn,args", FUNCS, ids=[f"{f.__name__}-{a[0] if not hasattr(a[0], 'shape') else 'array'}" for f, a in FUNCS])
+def test_hessian_matches_finite_differences_of_grad(fn, args):
+    hess = np.asarray(ac.hessian(fn)(*args))
+    numeric = _numeric_hessian(fn, args, 0)
+    np.testing.assert_allclose(hess.reshape(numeric.shape), numeric, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("fn,args", FUNCS[:8], ids=[f.__name__ for f, _ in FUNCS[:8]])
+def test_hvp_is_hessian_times_vector(fn, args):
+    x = args[0]
+    v = np.random.default_rng(0).standard_normal(np.shape(x)) if np.ndim(x) else 0.7
+    tangents = (v,) + (None,) * (len(args) - 1)
+    product = np.asarray(ac.hvp(fn, args, tangents))
+    hess = np.asarray(ac.hessian(fn)(*args)).reshape(np.size(x), np.size(x))
+    np.testing.assert_allclose(product.ravel(), hess @ np.ravel(v), rtol=1e-9, atol=1e-9)
+
+
+def test_jacobian_matches_finite_differences():
+    x = np.array([0.5, 1.5, -2.0])
+    jac = ac.jacobian(c.stencil)(x)
+    numeric = np.stack([(c.stencil(x + e * 1e-6) - c.stencil(x - e * 1e-6)) / 2e-6
+                        for e in np.eye(3)], axis=-1)
+    np.testing.assert_allclose(jac, numeric, rtol=1e-6, atol=1e-8)
+
+
+def test_grad_of_grad_on_straight_line_code():
+    assert ac.grad(ac.grad(c.poly))(2.0) == pytest.approx(18 * 2 - 4)
+
+
+def test_reverse_over_reverse_with_loops_is_refused():
+    with pytest.raises(ac.CompileError, match="hessian\\(\\) or hvp\\(\\)"):
+        ac.grad(ac.grad(c.newton_sqrt))(2.0)
