@@ -41,7 +41,7 @@ def _run(*args):
     env = dict(os.environ, PYTHONIOENCODING="utf-8")
     done = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, encoding="utf-8", timeout=120)
-    return re.sub(r"0x[0-9a-fA-F]+", "0x?", done.stdout), done.stderr, done.returncode
+    return re.sub(r"0x[0-9a-f]+", "0x?", done.stdout), done.stderr, done.returncode
 
 
 @pytest.mark.parametrize("script", [pytest.param(p, id=p.stem) for p in SEEDS])

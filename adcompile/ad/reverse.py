@@ -501,10 +501,11 @@ class _Reverse:
         new = self.b.emit("for", bounds + inits, {"result_types": types},
                           names=[p.name for p in block.params[1:]], result_types=types)
         new.regions = [block]
-        for (k, r), value in zip(loop_carried, new.results):
-            self.accumulate(adj, op.operands[3 + k], value)
+        # outer accumulators first: an init operand may itself be one of them (v = x; loop)
         for v, value in zip(outer_used, new.results[len(loop_carried):]):
             adj[v] = value
+        for (k, r), value in zip(loop_carried, new.results):
+            self.accumulate(adj, op.operands[3 + k], value)
 
     def rev_while(self, op, adj, scope):
         head, body = op.regions
@@ -535,10 +536,10 @@ class _Reverse:
         new = self.b.emit("for", [zero, count, one] + inits, {"result_types": types},
                           names=[p.name for p in block.params[1:]], result_types=types)
         new.regions = [block]
-        for (k, r), value in zip(loop_carried, new.results):
-            self.accumulate(adj, op.operands[k], value)
         for v, value in zip(outer_used, new.results[len(loop_carried):]):
             adj[v] = value
+        for (k, r), value in zip(loop_carried, new.results):
+            self.accumulate(adj, op.operands[k], value)
 
     def _adj_type(self, v):
         return v.type

@@ -287,6 +287,22 @@ def series_exp(x):
     return total
 
 
+def horner(x):
+    v = x
+    for _ in range(4):
+        v = v * x + 0.5
+    return v
+
+
+def while_uses_outer(x, y):
+    v = y
+    k = 0
+    while k < 3:
+        v = v * x + y
+        k += 1
+    return v
+
+
 def assert_positive(x):
     assert x > 0, "x must be positive"
     return math.sqrt(x)
@@ -553,6 +569,8 @@ CASES = [
     (newton_sqrt, [(2.0,), (10.0,)]),
     (series_exp, [(1.0,), (-2.0,)]),
     (assert_positive, [(4.0,)]),
+    (horner, [(0.7,), (1.3,)]),
+    (while_uses_outer, [(0.7, 1.2)]),
     (array_sum, [(V,), (V[::2],), (np.zeros(0),)]),
     (array_iter, [(V,)]),
     (dot, [(V, W)]),

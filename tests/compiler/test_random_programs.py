@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adcompile import adcompile
+from adcompile import adcompile, jvp, vjp
 
 _counter = itertools.count()
 VARS = ["a", "b", "c"]
@@ -93,3 +93,31 @@ def test_random_program_agrees_with_cpython(tmp_path, body, args):
     for backend in ("interp", "python"):
         got = adcompile(fn, backend=backend, verify=True)(*args)
         assert _close(got, expected), (backend, source, args, got, expected)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(body=blocks(), args=st.tuples(st.floats(-3, 3), st.floats(-3, 3), st.integers(-3, 3)),
+       directions=st.tuples(st.floats(-1, 1), st.floats(-1, 1)), cot=st.floats(-1, 1))
+def test_random_program_derivatives_are_consistent(tmp_path, body, args, directions, cot):
+    """<J t, c> = <t, J^T c> for random programs, and both backends give the same numbers."""
+    source = "def program(a, b, c):\n" + "\n".join(body) + "\n    return a + b + c\n"
+    fn = _load(source, tmp_path)
+    try:
+        value = fn(*args)
+    except (ZeroDivisionError, OverflowError, ValueError):
+        return
+    if not isinstance(value, float) or not math.isfinite(value) or abs(value) > 1e6:
+        return
+    tangents = directions + (None,)
+    results = []
+    for backend in ("interp", "python"):
+        compiled = adcompile(fn, backend=backend, verify=True)
+        _, value_dot = jvp(compiled, args, tangents)
+        _, pullback = vjp(compiled, *args)
+        grads = pullback(cot)
+        results.append((value_dot, grads))
+        lhs = value_dot * cot
+        rhs = sum(g * t for g, t in zip(grads[:2], directions))
+        assert _close(lhs, rhs) or abs(lhs - rhs) <= 1e-9 * (1 + abs(lhs)), (source, args)
+    assert _close(results[0][0], results[1][0])

@@ -22,7 +22,7 @@ print("---", "tensor backward with grad_tensors")
 x = torch.ones(2,requires_grad=True)
 z = x + 2
 z.backward(torch.ones_like(z))
-print(x.grad)  # the tutorial states the result in prose only
+print(x.grad)  # [added] the tutorial states the result in prose only
 
 print("---", "autograd.grad")
 import torch

@@ -20,7 +20,8 @@ print("---", "setting requires_grad")
 x = torch.rand(3, requires_grad=True)
 # both following method just change the flag in-place.
 x.requires_grad = True
-print(x.requires_grad_(True) is x)  # also return the tensor itself.
+x.requires_grad_(True) # also return the tensor itself.
+print(x.requires_grad_(True) is x)  # [added] shows what the comment states
 
 print("---", "nn.Parameter and module parameters")
 
