@@ -222,6 +222,12 @@ class _Transform:
         if t_tape is not None:
             self.b.emit("tape_push", [t_tape, self.tangent_or_zero(value)])
 
+    def op_tape_reserve(self, op):
+        self.clone(op)
+        t_tape = self.tan.get(op.operands[0])
+        if t_tape is not None:
+            self.b.emit("tape_reserve", [t_tape] + [self.val[v] for v in op.operands[1:]])
+
     def op_tape_pop(self, op):
         self.clone(op)
         t_tape = self.tan.get(op.operands[0])

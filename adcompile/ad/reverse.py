@@ -54,6 +54,8 @@ class _Reverse:
         self.depth = 0
         self.active = set()
         self.counts = {}     # primal while op -> its iteration count value (primal-side)
+        self.top_loop = None  # the top-level for loop being copied (its tapes get reserved)
+        self.top_loop_tapes = []
 
     # -- driver -----------------------------------------------------------------------------
     def run(self):
@@ -245,11 +247,16 @@ class _Reverse:
                     names=[f"{getattr(key, 'name', None) or 'v'}_tape"])
             self.tape_ops.append(op)
             tape = self.tapes[key] = op.result
+            if self.depth == 1 and self.top_loop is not None:
+                self.top_loop_tapes.append(tape)
         return tape
 
     def forward_region_op(self, op):
         regions = []
         outer = self.b.block
+        if self.depth == 0:
+            self.top_loop = op if op.prim == "for" else None
+            self.top_loop_tapes = []
         self.depth += 1
         for region in op.regions:
             block = Block([Value(p.type, p.name) for p in region.params])
@@ -272,8 +279,17 @@ class _Reverse:
             self.val[old] = r
         if op.prim == "while":
             self.count_while(op, new, outer)
+        if self.depth == 0 and self.top_loop is op:
+            self.reserve_tapes(new, outer)
         for old in op.results:
             self.remember(old)
+
+    def reserve_tapes(self, loop, outer):
+        """A top-level counted loop pushes once per iteration: size its tapes up front."""
+        at = outer.ops.index(loop)
+        for tape in reversed(self.top_loop_tapes):
+            outer.ops.insert(at, Op("tape_reserve", [tape] + loop.operands[:3]))
+        self.top_loop = None
 
     def count_while(self, op, new, outer):
         """A while loop's iteration count, needed to run its adjoint: add a carried counter."""
@@ -587,7 +603,8 @@ def _root(array):
 
 def _prune_tapes(body):
     """Drop tapes whose popped values the adjoint never uses (with their pushes and pops)."""
-    used = {v for op in walk(body) for v in op.operands if op.prim != "tape_push"}
+    used = {v for op in walk(body) for v in op.operands
+            if op.prim not in ("tape_push", "tape_reserve")}
     dead = set()
     for op in walk(body):
         if op.prim == "tape_pop" and op.results[0] in used:
@@ -607,7 +624,7 @@ def _remove(block, dead):
             _remove(region, dead)
         if op.prim == "tape_new" and op.results[0] in dead:
             continue
-        if op.prim in ("tape_push", "tape_pop") and op.operands[0] in dead:
+        if op.prim in ("tape_push", "tape_pop", "tape_reserve") and op.operands[0] in dead:
             continue
         kept.append(op)
     block.ops = kept

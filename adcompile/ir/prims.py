@@ -263,3 +263,9 @@ def _tape_pop(ts, attrs):
 def _add_at(ts, attrs):
     """a[idx] += v on a shadow array (the adjoint of a load)."""
     return []
+
+
+@prim("tape_reserve", 4, pure=False)
+def _tape_reserve(ts, attrs):
+    """Make room for len(range(start, stop, step)) pushes (a counted loop's trip count)."""
+    return []

@@ -16,6 +16,14 @@ class Tape:
         self.top = 0
         self.convert = None
 
+    def reserve(self, start, stop, step):
+        """Room for one push per iteration of range(start, stop, step), allocated once."""
+        needed = self.top + len(range(start, stop, step))
+        if needed > len(self.buffer):
+            grown = np.empty(needed, self.buffer.dtype)
+            grown[: self.top] = self.buffer[: self.top]
+            self.buffer = grown
+
     def push(self, value):
         if self.top == len(self.buffer):
             grown = np.empty(2 * len(self.buffer), self.buffer.dtype)

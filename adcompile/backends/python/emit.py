@@ -228,6 +228,10 @@ class _Emitter:
         tape, value = [self.expr(v) for v in op.operands]
         return [ast.Expr(ast.Call(_attr(tape, "push"), [value], []))]
 
+    def op_tape_reserve(self, op):
+        tape, *bounds = [self.expr(v) for v in op.operands]
+        return [ast.Expr(ast.Call(_attr(tape, "reserve"), bounds, []))]
+
     def op_add_at(self, op):
         array, *index, value = [self.expr(v) for v in op.operands]
         idx = index[0] if len(index) == 1 else ast.Tuple(index, ast.Load())
