@@ -24,9 +24,13 @@ from adcompile.errors import CompileError
 from adcompile.ir import types as T
 from adcompile.ir.builder import IRBuilder
 from adcompile.ir.nodes import Block, Function, Op, Value, walk
+from adcompile.passes.dce import dead_code
 from runtime.rules import RULES
 
 _TERMINATORS = ("yield", "condition", "return")
+# pure and cheap: the adjoint recomputes these from popped values instead of taping them
+_RECOMPUTE = {"add", "sub", "mul", "neg", "floordiv", "mod", "eq", "ne", "lt", "le", "gt",
+              "ge", "not", "truth", "cast", "shape", "size", "select", "and"}
 
 
 def vjp_function(fn, active, grad_only=False):
@@ -107,8 +111,10 @@ class _Reverse:
             name, extra = f"{fn.name}_vjp", [cot]
         self.b.emit("return", [pair], {"type": pair.type})
         body.ops[0:0] = self.tape_ops
-        _prune_tapes(body)
-        return Function(name, params + extra, body, fn.filename, fn.first_line)
+        result = Function(name, params + extra, body, fn.filename, fn.first_line)
+        while _prune_tapes(body):  # dropping a tape can leave dead code using other pops
+            dead_code(result)
+        return result
 
     def seed(self, out, cot, adj):
         if isinstance(out.type, T.Array):
@@ -476,15 +482,26 @@ class _Reverse:
             if count_tape is not None:
                 scope.values[("count", o)] = self.b.value("tape_pop", (count_tape,),
                                                           name="iterations")
-        defined = list(region.params) + [r for o in region.ops for r in o.results]
-        for v in defined:
-            tape = self.tapes.get(v)
-            if tape is not None:
-                scope.values[v] = self.b.value("tape_pop", (tape,), name=v.name)
-            shadow_tape = self.tapes.get(("shadow", v))
-            if shadow_tape is not None:
-                scope.shadows[v] = self.b.value("tape_pop", (shadow_tape,),
-                                                name=f"{v.name or 'a'}_bar")
+        for v in region.params:
+            self._pop(v, scope)
+        for o in region.ops:
+            if o.prim in _RECOMPUTE and all(scope.has(x) for x in o.operands):
+                clone = self.b.emit(o.prim, [scope.get(x) for x in o.operands], o.attrs,
+                                    names=[r.name for r in o.results],
+                                    result_types=[r.type for r in o.results])
+                scope.values[o.results[0]] = clone.results[0]
+                continue
+            for v in o.results:
+                self._pop(v, scope)
+
+    def _pop(self, v, scope):
+        tape = self.tapes.get(v)
+        if tape is not None:
+            scope.values[v] = self.b.value("tape_pop", (tape,), name=v.name)
+        shadow_tape = self.tapes.get(("shadow", v))
+        if shadow_tape is not None:
+            scope.shadows[v] = self.b.value("tape_pop", (shadow_tape,),
+                                            name=f"{v.name or 'a'}_bar")
 
     def rev_for(self, op, adj, scope):
         body = op.regions[0]
@@ -569,6 +586,14 @@ class _Scope:
         self.values = values
         self.shadows = {}
 
+    def has(self, v):
+        scope = self
+        while scope is not None:
+            if v in scope.values:
+                return True
+            scope = scope.parent
+        return False
+
     def get(self, v):
         scope = self
         while scope is not None:
@@ -605,16 +630,11 @@ def _prune_tapes(body):
     """Drop tapes whose popped values the adjoint never uses (with their pushes and pops)."""
     used = {v for op in walk(body) for v in op.operands
             if op.prim not in ("tape_push", "tape_reserve")}
-    dead = set()
-    for op in walk(body):
-        if op.prim == "tape_pop" and op.results[0] in used:
-            continue
-        if op.prim == "tape_pop":
-            dead.add(op.operands[0])
+    tapes = {op.results[0] for op in walk(body) if op.prim == "tape_new"}
     live = {op.operands[0] for op in walk(body) if op.prim == "tape_pop" and
             op.results[0] in used}
-    dead -= live
-    _remove(body, dead)
+    _remove(body, tapes - live)
+    return bool(tapes - live)
 
 
 def _remove(block, dead):
