@@ -64,10 +64,6 @@ class _Reverse:
     # -- driver -----------------------------------------------------------------------------
     def run(self):
         fn = self.fn
-        if any(op.prim.startswith("tape_") for op in walk(fn.body)):
-            raise CompileError("reverse mode over a reverse-mode program that keeps a tape "
-                               "(one with loops) is not supported yet; for second derivatives "
-                               "use hessian() or hvp(), which run forward over reverse")
         params = [Value(p.type, p.name) for p in fn.params]
         for old, new, on in zip(fn.params, params, self.active_params):
             self.val[old] = new
@@ -137,6 +133,19 @@ class _Reverse:
 
     def _propagate(self, op):
         changed = False
+        if op.prim in ("tape_push", "add_at"):  # values flowing into a tape or an array
+            target, value = op.operands[0], op.operands[-1]
+            root = _root(target)
+            if value in self.active and root not in self.active:
+                self.active.add(root)
+                changed = True
+            return changed
+        if op.prim == "tape_pop":
+            r = op.results[0]
+            if op.operands[0] in self.active and _float(r.type) and r not in self.active:
+                self.active.add(r)
+                changed = True
+            return changed
         if op.prim == "store":
             array, value = op.operands[0], op.operands[-1]
             root = _root(array)
@@ -415,6 +424,41 @@ class _Reverse:
             self.accumulate(adj, value, self.b.value("load", [shadow] + idx))
         zero = self.b.const(0.0, T.Scalar(shadow.type.dtype))
         self.b.emit("store", [shadow] + idx + [zero])
+
+    # -- a reverse-mode program differentiated again (grad of grad) --------------------------
+    def adjoint_tape(self, tape):
+        """The tape carrying the adjoints of another tape's items, in push order."""
+        key = ("adjoint", tape)
+        return self.tape_for(key, tape.type.item)
+
+    def rev_tape_pop(self, op, adj, scope):
+        tape, r = op.operands[0], op.results[0]
+        if tape not in self.active:
+            return
+        g = self.value_or_zero(adj.get(r), r.type)
+        self.b.emit("tape_push", [self.adjoint_tape(tape), g])
+
+    def rev_tape_push(self, op, adj, scope):
+        tape, value = op.operands
+        if tape not in self.active:
+            return
+        g = self.b.value("tape_pop", (self.adjoint_tape(tape),))
+        self.accumulate(adj, value, g)
+
+    def rev_tape_reserve(self, op, adj, scope):
+        pass
+
+    def rev_tape_new(self, op, adj, scope):
+        pass
+
+    def rev_add_at(self, op, adj, scope):
+        array, *index, value = op.operands
+        if value not in self.active or array not in self.shadow:
+            return
+        shadow = scope.shadow(array, self)
+        idx = [scope.get(v) for v in index]
+        g = self.b.value("load", [shadow] + idx) if idx else shadow
+        self.accumulate(adj, value, g)
 
     def rev_tuple(self, op, adj, scope):
         g = adj.get(op.results[0])
