@@ -126,6 +126,7 @@ def _jvp_spec(cf, primals, tangents):
     if len(primals) != len(tangents):
         raise TypeError(f"jvp() got {len(primals)} primals but {len(tangents)} tangents")
     active = tuple(t is not None for t in tangents)
+    _check_aliasing(cf, primals, active)
     key = ("jvp", cf.signature(primals), active)
     spec = cf._cache.get(key)
     if spec is None:
@@ -135,9 +136,38 @@ def _jvp_spec(cf, primals, tangents):
     return spec
 
 
+def _check_aliasing(cf, args, active):
+    """A differentiated array must not share memory with an array the function writes."""
+    import numpy as np
+
+    from adcompile.errors import CompileError
+    from adcompile.ir.nodes import walk
+
+    primal = cf.specialize(*args).ir if isinstance(cf, CompiledFunction) else None
+    if primal is None:
+        return
+    written = set()
+    for op in walk(primal.body):
+        if op.prim == "store":
+            root = op.operands[0]
+            while root.owner is not None and root.owner.prim == "load":
+                root = root.owner.operands[0]
+            if root in primal.params:
+                written.add(primal.params.index(root))
+    for i, on in enumerate(active):
+        if not on or not isinstance(args[i], np.ndarray):
+            continue
+        for j in written:
+            if j != i and isinstance(args[j], np.ndarray) and np.shares_memory(args[i], args[j]):
+                raise CompileError(f"argument {i} is differentiated but shares memory with "
+                                   f"argument {j}, which the function writes into; pass a "
+                                   f"copy so the derivative sees the values it was given")
+
+
 def _vjp_spec(cf, primals, active):
     from adcompile.ad.reverse import vjp_function
 
+    _check_aliasing(cf, primals, active)
     key = ("vjp", cf.signature(primals), active)
     spec = cf._cache.get(key)
     if spec is None:
@@ -204,6 +234,7 @@ class _Transformed:
         from adcompile.ad.reverse import vjp_function
 
         active = self._active(args)
+        _check_aliasing(self.cf, args, active)
         if self.with_value:
             return _vjp_spec(self.cf, args, active)
         key = ("grad", self.cf.signature(args), active)

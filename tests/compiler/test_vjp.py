@@ -89,3 +89,18 @@ def test_tape_memory_is_linear_in_machine_words():
     tracemalloc.stop()
     # the gradient array (8 MB) plus the index tape (8 bytes per iteration, sized once)
     assert peak < 8 * n * 2.5, f"{peak / n:.1f} bytes per iteration"
+
+
+def copy_into(x, out):
+    s = 0.0
+    for i in range(len(x)):
+        out[i] = 2 * x[i]
+        s += out[i] * x[i]
+    return s
+
+
+def test_differentiated_array_aliasing_a_written_one_is_refused():
+    x = np.arange(3.0)
+    assert ac.grad(copy_into)(x, np.zeros(3)) == pytest.approx(4 * x)
+    with pytest.raises(ac.CompileError, match="shares memory with argument 1"):
+        ac.grad(copy_into)(x, x)
