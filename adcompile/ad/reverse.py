@@ -549,31 +549,38 @@ class _Reverse:
 
     def rev_for(self, op, adj, scope):
         body = op.regions[0]
-        results = [r for r in op.results]
-        loop_carried = [(k, r) for k, r in enumerate(results) if r in self.active]
+        bounds = [scope.get(v) for v in op.operands[:3]]
+        self._reverse_loop(op, body, body.params[1:], 3, bounds, adj, scope)
+
+    def rev_while(self, op, adj, scope):
+        """A while loop is reversed by a counted loop over its recorded iteration count."""
+        body = op.regions[1]
+        count = scope.get_count(op, self)
+        bounds = [self.b.const(0, T.INT), count, self.b.const(1, T.INT)]
+        self._reverse_loop(op, body, body.params, 0, bounds, adj, scope)
+
+    def _reverse_loop(self, op, body, carried_params, init_offset, bounds, adj, scope):
+        """A loop over the same iterations, body reversed: it carries the adjoints of the
+        loop's carried values and of the outer scalars the body uses."""
+        loop_carried = [(k, r) for k, r in enumerate(op.results) if r in self.active]
         outer_used = self.carried_adjoints(op, adj)
         state = [r for _, r in loop_carried] + outer_used
-        block = Block([Value(self._adj_type(v), f"{v.name}_bar" if v.name else None)
-                       for v in state])
-        block.params.insert(0, Value(T.INT, "_"))
+        block = Block([Value(T.INT, "_")] + [Value(v.type, f"{v.name}_bar" if v.name else None)
+                                             for v in state])
         outer = self.b.block
         self.b.block = block
         inner = _Scope(scope, {})
         self.pop_region(body, inner)
-        local = {}
-        for v, p in zip(outer_used, block.params[1 + len(loop_carried):]):
-            local[v] = p
+        local = dict(zip(outer_used, block.params[1 + len(loop_carried):]))
         for (k, r), p in zip(loop_carried, block.params[1:]):
             self.accumulate(local, body.terminator.operands[k], p)
         self.reverse(body, local, inner)
-        yields = [self.value_or_zero(local.get(body.params[1 + k]), r.type)
+        yields = [self.value_or_zero(local.get(carried_params[k]), r.type)
                   for k, r in loop_carried]
         yields += [self.value_or_zero(local.get(v), v.type) for v in outer_used]
         self.b.emit("yield", yields)
         self.b.block = outer
-        bounds = [scope.get(v) for v in op.operands[:3]]
-        inits = [self.value_or_zero(adj.get(r), r.type) for _, r in loop_carried]
-        inits += [self.value_or_zero(adj.get(v), v.type) for v in outer_used]
+        inits = [self.value_or_zero(adj.get(v), v.type) for v in state]
         types = [v.type for v in block.params[1:]]
         new = self.b.emit("for", bounds + inits, {"result_types": types},
                           names=[p.name for p in block.params[1:]], result_types=types)
@@ -582,44 +589,7 @@ class _Reverse:
         for v, value in zip(outer_used, new.results[len(loop_carried):]):
             adj[v] = value
         for (k, r), value in zip(loop_carried, new.results):
-            self.accumulate(adj, op.operands[3 + k], value)
-
-    def rev_while(self, op, adj, scope):
-        head, body = op.regions
-        count = scope.get_count(op, self)
-        loop_carried = [(k, r) for k, r in enumerate(op.results) if r in self.active]
-        outer_used = self.carried_adjoints(op, adj)
-        state = [r for _, r in loop_carried] + outer_used
-        block = Block([Value(T.INT, "_")] + [Value(self._adj_type(v), f"{v.name}_bar"
-                                                   if v.name else None) for v in state])
-        outer = self.b.block
-        self.b.block = block
-        inner = _Scope(scope, {})
-        self.pop_region(body, inner)
-        local = {}
-        for v, p in zip(outer_used, block.params[1 + len(loop_carried):]):
-            local[v] = p
-        for (k, r), p in zip(loop_carried, block.params[1:]):
-            self.accumulate(local, body.terminator.operands[k], p)
-        self.reverse(body, local, inner)
-        yields = [self.value_or_zero(local.get(body.params[k]), r.type) for k, r in loop_carried]
-        yields += [self.value_or_zero(local.get(v), v.type) for v in outer_used]
-        self.b.emit("yield", yields)
-        self.b.block = outer
-        zero, one = self.b.const(0, T.INT), self.b.const(1, T.INT)
-        inits = [self.value_or_zero(adj.get(r), r.type) for _, r in loop_carried]
-        inits += [self.value_or_zero(adj.get(v), v.type) for v in outer_used]
-        types = [v.type for v in block.params[1:]]
-        new = self.b.emit("for", [zero, count, one] + inits, {"result_types": types},
-                          names=[p.name for p in block.params[1:]], result_types=types)
-        new.regions = [block]
-        for v, value in zip(outer_used, new.results[len(loop_carried):]):
-            adj[v] = value
-        for (k, r), value in zip(loop_carried, new.results):
-            self.accumulate(adj, op.operands[k], value)
-
-    def _adj_type(self, v):
-        return v.type
+            self.accumulate(adj, op.operands[init_offset + k], value)
 
 
 class _Scope:
