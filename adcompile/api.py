@@ -14,7 +14,7 @@ from adcompile.ir import types as T
 from adcompile.ir.printer import print_function
 from adcompile.passes import pipeline
 
-BACKENDS = ("python", "interp")
+BACKENDS = ("python", "interp", "llvm")
 
 
 class Specialization:
@@ -29,6 +29,11 @@ class Specialization:
     def _build(self):
         if self.backend == "interp":
             return lambda *args: interp.run(self.ir, args)
+        if self.backend == "llvm":
+            from adcompile.backends.llvm import Compiled
+
+            self.native = Compiled(self.ir)
+            return self.native
         from adcompile.backends import python
 
         self._source = python.emit_source(self.ir)
