@@ -197,18 +197,13 @@ def _append_suffixes(text, suffixes, indent):
 
 # -- entry point -----------------------------------------------------------------------------
 
-def format_tensor(array, suffixes, prefix="tensor(", *legacy):
+def format_tensor(array, suffixes, prefix="tensor("):
     """The whole repr of a tensor holding `array`: `tensor([...], suffix, ...)`.
 
     `suffixes` are pre-formatted strings (e.g. `dtype=torch.float64`, `grad_fn=<AddBackward0>`);
     a `size=(...)` suffix goes before them where PyTorch shows one (zero-size tensors other
     than 1-D, and every tensor while edgeitems is 0).
-
-    The older form `format_tensor(array, dtype, default_dtype, grad_fn_name, requires_grad)`
-    is accepted too: the suffixes are then derived as PyTorch derives them.
     """
-    if not isinstance(suffixes, (list, tuple)):
-        return format_tensor(array, _derived_suffixes(array, suffixes, prefix, *legacy))
     array = np.asarray(array)
     indent = len(prefix)
     if array.size == 0:
@@ -218,20 +213,3 @@ def format_tensor(array, suffixes, prefix="tensor(", *legacy):
     if show_size:
         suffixes = [f"size={tuple(array.shape)}", *suffixes]
     return _append_suffixes(prefix + body, suffixes, indent)
-
-
-def _derived_suffixes(array, dtype, default_dtype, grad_fn_name=None, requires_grad=False):
-    """PyTorch's `dtype=` / `grad_fn=` / `requires_grad=` suffixes for the older call form."""
-    suffixes = []
-    if array.size == 0:
-        shows_dtype = dtype is not default_dtype
-    else:
-        shows_dtype = dtype is not default_dtype and np.asarray(array).dtype.name not in (
-            "int64", "bool")
-    if shows_dtype:
-        suffixes.append(f"dtype={dtype!r}")
-    if grad_fn_name is not None:
-        suffixes.append(f"grad_fn=<{grad_fn_name}>")
-    elif requires_grad:
-        suffixes.append("requires_grad=True")
-    return suffixes

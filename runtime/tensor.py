@@ -397,9 +397,22 @@ class Tensor:
     def __repr__(self, *, tensor_contents=None):
         from runtime.printing import format_tensor
 
+        return format_tensor(self._data, self._repr_suffixes())
+
+    def _repr_suffixes(self):
+        """PyTorch's suffixes: dtype (when not implied), then grad_fn or requires_grad."""
+        default = get_default_dtype()
+        if self._data.size == 0:
+            shows_dtype = self._dtype is not default
+        else:
+            shows_dtype = self._dtype not in (default, dtypes.int64, dtypes.bool_)
+        suffixes = [f"dtype={self._dtype!r}"] if shows_dtype else []
         gf = self.grad_fn
-        return format_tensor(self._data, self._dtype, get_default_dtype(),
-                             None if gf is None else type(gf).__name__, self._requires_grad)
+        if gf is not None:
+            suffixes.append(f"grad_fn=<{type(gf).__name__}>")
+        elif self._requires_grad:
+            suffixes.append("requires_grad=True")
+        return suffixes
 
     __str__ = __repr__
 
