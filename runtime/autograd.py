@@ -85,6 +85,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    if not only_inputs:
+        warnings.warn("only_inputs is deprecated and ignored; gradients are returned for "
+                      "`inputs` only", FutureWarning, stacklevel=2)
     if materialize_grads and allow_unused is False:
         raise ValueError("materialize_grads=True fills unused inputs with zeros, which "
                          "contradicts allow_unused=False; leave allow_unused out or set it True")

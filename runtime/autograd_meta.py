@@ -34,7 +34,7 @@ class TensorMeta:
     """Rarely used per-tensor autograd state, allocated on first use."""
 
     __slots__ = ("hooks", "post_acc_hooks", "acc", "retains_grad", "view_steps", "creation",
-                 "view_base_fn", "grad_dtype")
+                 "view_version", "grad_dtype")
 
     def __init__(self):
         self.hooks = None
@@ -43,7 +43,7 @@ class TensorMeta:
         self.retains_grad = False
         self.view_steps = None
         self.creation = DEFAULT
-        self.view_base_fn = None
+        self.view_version = 0
 
 
 def meta_of(t):
@@ -194,7 +194,7 @@ def make_view(src, data, step, node_cls=None, args=(), creation=DEFAULT):
     if _state.enabled:
         if node_cls is not None:
             record(node_cls, (src,), out, args)
-        m.view_base_fn = base._grad_fn
+        m.view_version = src._vc[0]
         m.creation = creation
     else:
         m.creation = INFERENCE if _state.inference else NO_GRAD
@@ -206,14 +206,16 @@ def regenerated_view_fn(view):
     """grad_fn of a view whose base's history changed since the view was made."""
     base = view._base
     m = view._meta
+    m.view_version = view._vc[0]
     if not (base._requires_grad or base._grad_fn is not None):
-        return None
+        return view._grad_fn
     cls = node_class("AsStridedBackward0", "view_replay")
     node = new_node(cls, (base,), view, (base._data.shape, m.view_steps))
     node._fit = None
+    old = view._grad_fn
     view._grad_fn = node
     view._output_nr = 0
-    m.view_base_fn = base._grad_fn
+    _move_retain_hook(view, old, node)
     return node
 
 

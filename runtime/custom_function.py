@@ -48,12 +48,12 @@ class FunctionCtx(MultiOutputNode):
     # -- engine interface --------------------------------------------------------------------
     def _apply(self, g, ops):
         grads = [g] if self._n_outputs == 1 else list(g)
-        prev = grad_mode._state.enabled
-        grad_mode._state.enabled = ops is not numpy_ops
+        prev = grad_mode.snapshot()
+        grad_mode.apply(ops is not numpy_ops, grad_mode._state.inference)
         try:
             result = self._call_backward(grads, ops)
         finally:
-            grad_mode._state.enabled = prev
+            grad_mode.restore(prev)
         return result
 
     def _call_backward(self, grads, ops):

@@ -44,12 +44,12 @@ def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None,
     root_edges = [edge(r) for r in roots]
     targets = None if inputs is None else [edge(t) for t in inputs]
     task = _GraphTask(root_edges, targets, accumulate)
-    prev = _state.enabled
-    _state.enabled = create_graph
+    prev = grad_mode.snapshot()
+    grad_mode.apply(create_graph, _state.inference)
     try:
         task.run(root_edges, root_grads, ops, retain_graph)
     finally:
-        _state.enabled = prev
+        grad_mode.restore(prev)
     return task.captured
 
 
@@ -294,6 +294,9 @@ def _call_tensor_hook(fn, g, ops):
     r = fn(t)
     if r is None:
         return _from_tensor(t, ops)
+    if r.dtype is not t.dtype:
+        raise RuntimeError(f"hook '{_hook_name(fn)}' returned a gradient of dtype {r.dtype}, but "
+                           f"the gradient is {t.dtype}; a hook must keep the gradient's dtype")
     if tuple(r.shape) != tuple(t.shape):
         raise RuntimeError(f"hook '{_hook_name(fn)}' returned a gradient of shape "
                            f"{list(r.shape)}, but the tensor has shape {list(t.shape)}; a "
@@ -329,8 +332,8 @@ def _retain(t, g, ops):
     if ops is numpy_ops:
         if t._grad is None:
             t._grad = Tensor._wrap(np.array(g, dtype=t._dtype.np))
-        else:
-            np.add(t._grad._data, g, out=t._grad._data, casting="unsafe")
+        else:  # out of place, as PyTorch does for retained grads
+            t._grad = Tensor._wrap((t._grad._data + g).astype(t._dtype.np, copy=False))
     else:
         t._grad = g if t._grad is None else t._grad + g
 

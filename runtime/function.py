@@ -133,6 +133,7 @@ class Node:
 
 
 def _saved_attribute(node, name):
+    """grad_fn._saved_self / _saved_other / _saved_result, as PyTorch exposes them."""
     from runtime.tensor import Tensor
 
     if node._freed:
@@ -141,8 +142,15 @@ def _saved_attribute(node, name):
     index = {"_saved_self": 0, "_saved_result": -1, "_saved_other": -1}.get(name)
     if index is None or not tensors:
         raise AttributeError(f"'{type(node).__name__}' object has no attribute '{name}'")
-    value = tensors[index].unpack(numpy_ops, node)
-    return Tensor._wrap(np.asarray(value))
+    saved = tensors[index]
+    if saved.tensor is not None:
+        return saved.tensor
+    value = saved.unpack(numpy_ops, node)
+    t = Tensor._wrap(np.asarray(value))
+    if saved.output_of is not None:  # a saved output is the output itself: it has this node
+        t._vc = saved.vc
+        t._grad_fn = node
+    return t
 
 
 def _fit(ops, g, fit):
@@ -345,7 +353,5 @@ def accumulate(variable, g, ops):
             variable._grad = fresh.copy_(g)
         else:
             variable._grad = g if g.requires_grad else Tensor._wrap(np.array(g._data))
-    elif grad_mode.is_grad_enabled() and (g.requires_grad or existing.requires_grad):
+    else:  # recording (create_graph): out of place, so the old .grad object is untouched
         variable._grad = existing + g
-    else:
-        np.add(existing._data, g._data, out=existing._data, casting="unsafe")

@@ -11,24 +11,38 @@ import threading
 
 
 class _State(threading.local):
+    """`grad` is the grad mode users see; `enabled` (what the hot paths read) says whether
+    operations are recorded: grad mode on and not in inference mode."""
+
     def __init__(self):
-        self.enabled = True
+        self.grad = True
         self.inference = False
+        self.enabled = True
 
 
 _state = _State()
 
 
 def is_grad_enabled():
-    return _state.enabled
+    return _state.grad
 
 
 def is_inference_mode_enabled():
     return _state.inference
 
 
-def _set_enabled(mode):
-    _state.enabled = bool(mode)
+def apply(grad, inference):
+    _state.grad = bool(grad)
+    _state.inference = bool(inference)
+    _state.enabled = _state.grad and not _state.inference
+
+
+def snapshot():
+    return _state.grad, _state.inference
+
+
+def restore(saved):
+    apply(*saved)
 
 
 class _DecoratorContextManager:
@@ -39,7 +53,19 @@ class _DecoratorContextManager:
 
     def __call__(self, func):
         if inspect.isclass(func):
-            raise TypeError(f"{type(self).__name__} decorates functions, not classes")
+            import warnings
+
+            warnings.warn(f"decorating a class with {type(self).__name__} is deprecated: only "
+                          f"functions and methods should be decorated", FutureWarning,
+                          stacklevel=2)
+            mode = self
+
+            @functools.wraps(func, updated=())
+            def construct(*args, **kwargs):
+                with mode.clone():
+                    return func(*args, **kwargs)
+
+            return construct
         if inspect.isgeneratorfunction(func):
             return self._wrap_generator(func)
 
@@ -81,47 +107,47 @@ class no_grad(_BareDecoratable):
     """Do not record operations; results do not require grad."""
 
     def __init__(self, func=None):
-        self.prev = False
+        self.prev = None
 
     def __enter__(self):
-        self.prev = _state.enabled
-        _state.enabled = False
+        self.prev = snapshot()
+        apply(False, _state.inference)
 
     def __exit__(self, *exc):
-        _state.enabled = self.prev
+        restore(self.prev)
 
 
 class enable_grad(_BareDecoratable):
     """Record operations even inside a no_grad block."""
 
     def __init__(self, func=None):
-        self.prev = False
+        self.prev = None
 
     def __enter__(self):
-        self.prev = _state.enabled
-        _state.enabled = True
+        self.prev = snapshot()
+        apply(True, _state.inference)  # inside inference_mode nothing is recorded anyway
 
     def __exit__(self, *exc):
-        _state.enabled = self.prev
+        restore(self.prev)
 
 
 class set_grad_enabled(_DecoratorContextManager):
     """Switch grad mode: immediately as a plain call, temporarily as a context or decorator."""
 
     def __init__(self, mode):
-        self.prev = _state.enabled
+        self.prev = snapshot()
         self.mode = bool(mode)
-        _state.enabled = self.mode
+        apply(self.mode, _state.inference)
 
     def __call__(self, func):
-        _state.enabled = self.prev
+        restore(self.prev)
         return super().__call__(func)
 
     def __enter__(self):
-        _state.enabled = self.mode
+        apply(self.mode, _state.inference)
 
     def __exit__(self, *exc):
-        _state.enabled = self.prev
+        restore(self.prev)
 
     def clone(self):
         return self.__class__(self.mode)
@@ -135,13 +161,13 @@ class inference_mode(_BareDecoratable):
         self.prev = None
 
     def __enter__(self):
-        self.prev = (_state.enabled, _state.inference)
-        if self.mode:
-            _state.enabled = False
-            _state.inference = True
+        self.prev = snapshot()
+        if self.mode or _state.inference:
+            # PyTorch's guard sets grad mode to `not mode` and inference mode to `mode`
+            apply(not self.mode, self.mode)
 
     def __exit__(self, *exc):
-        _state.enabled, _state.inference = self.prev
+        restore(self.prev)
 
     def clone(self):
         return self.__class__(self.mode)

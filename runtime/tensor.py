@@ -213,9 +213,9 @@ class Tensor:
         gf = self._grad_fn
         if self._base is not None:
             m = self._meta
-            if m.view_base_fn is not self._base._grad_fn and m.creation == DEFAULT:
-                if gf is not None or self._base._grad_fn is not None:
-                    return regenerated_view_fn(self)
+            if m.view_version != self._vc[0] and m.creation == DEFAULT:
+                # the base or a view of it changed in place since this view's history
+                return regenerated_view_fn(self)
         return gf
 
     @property
@@ -415,6 +415,12 @@ class Tensor:
         return suffixes
 
     __str__ = __repr__
+
+    def __delattr__(self, name):
+        if name in ("data", "requires_grad", "_grad_fn", "grad_fn", "_backward_hooks",
+                    "is_leaf", "_version", "dtype", "shape"):
+            raise RuntimeError(f"the attribute '{name}' of a tensor cannot be deleted")
+        object.__delattr__(self, name)
 
     def __reduce_ex__(self, proto):
         return (_rebuild, (self._data.copy(), self._requires_grad))
