@@ -191,6 +191,20 @@ class Tensor:
                                "inference_mode; clone() it first")
         self._requires_grad = flag
 
+    @requires_grad.deleter
+    def requires_grad(self):
+        raise RuntimeError("the requires_grad attribute of a tensor cannot be deleted")
+
+    @property
+    def _backward_hooks(self):
+        m = self._meta
+        return None if m is None else m.hooks
+
+    @_backward_hooks.deleter
+    def _backward_hooks(self):
+        raise RuntimeError("the hooks of a tensor cannot be deleted; remove them with the "
+                           "handle register_hook returned")
+
     def requires_grad_(self, requires_grad=True):
         if self.grad_fn is not None:
             if requires_grad:
@@ -327,6 +341,10 @@ class Tensor:
         out = Tensor._wrap(self._data, self._dtype)
         return out
 
+    @data.deleter
+    def data(self):
+        raise RuntimeError("the data of a tensor cannot be deleted")
+
     @data.setter
     def data(self, value):
         if not is_tensor(value):
@@ -415,12 +433,6 @@ class Tensor:
         return suffixes
 
     __str__ = __repr__
-
-    def __delattr__(self, name):
-        if name in ("data", "requires_grad", "_grad_fn", "grad_fn", "_backward_hooks",
-                    "is_leaf", "_version", "dtype", "shape"):
-            raise RuntimeError(f"the attribute '{name}' of a tensor cannot be deleted")
-        object.__delattr__(self, name)
 
     def __reduce_ex__(self, proto):
         return (_rebuild, (self._data.copy(), self._requires_grad))
