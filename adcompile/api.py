@@ -12,32 +12,47 @@ from adcompile.frontend.source import Source
 from adcompile.ir import interp
 from adcompile.ir import types as T
 from adcompile.ir.printer import print_function
+from adcompile.backends import MISS as _MISS
 from adcompile.passes import pipeline
 
-BACKENDS = ("python", "interp", "llvm")
+BACKENDS = ("llvm", "python", "interp")
 
 
 class Specialization:
     """One signature's compiled artefacts."""
 
-    def __init__(self, ir, backend):
+    def __init__(self, ir, backend, options=None):
         self.ir = ir
         self.backend = backend
+        self.options = options
         self._source = None
+        self.native = None
         self.callable = self._build()
 
     def _build(self):
         if self.backend == "interp":
             return lambda *args: interp.run(self.ir, args)
         if self.backend == "llvm":
-            from adcompile.backends.llvm import Compiled
+            from adcompile.backends.llvm import NativeFunction
 
-            self.native = Compiled(self.ir)
+            self.native = NativeFunction(self.ir, self.options)
             return self.native
         from adcompile.backends import python
 
         self._source = python.emit_source(self.ir)
         return python.load(self.ir, self._source)
+
+    def _native(self, what):
+        if self.native is None:
+            raise ValueError(f"{what}() shows the code of the LLVM backend; this function "
+                             f"was compiled with backend={self.backend!r}")
+        return self.native
+
+    def llvm_ir(self, args):
+        return self._native("llvm_ir").llvm_ir(*args)
+
+    def asm(self, args):
+        return self._native("asm").asm(*args)
 
     @property
     def source(self):
@@ -49,13 +64,21 @@ class Specialization:
 
 
 class CompiledFunction:
-    def __init__(self, fn, backend="python", verify=False):
+    def __init__(self, fn, backend="llvm", verify=False, fastmath=False, boundscheck=True):
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
         self.fn = fn
         self.backend = backend
         self.verify = verify
+        self.options = None
+        if backend == "llvm":
+            from adcompile.backends.llvm import Options
+
+            self.options = Options(fastmath=fastmath, boundscheck=boundscheck)
+        elif fastmath or not boundscheck:
+            raise ValueError("fastmath and boundscheck are options of backend='llvm'")
         self._cache = {}
+        self._entry = None  # the native entry point of the last specialization called
         functools.update_wrapper(self, fn)
         check.check_function(Source(fn))  # refuse what is outside the subset right away
 
@@ -81,11 +104,28 @@ class CompiledFunction:
         if spec is None:
             ir = lower_function(self.fn, key)
             ir = pipeline.run(ir, verify=self.verify)
-            spec = self._cache[key] = Specialization(ir, self.backend)
+            spec = self._cache[key] = Specialization(ir, self.backend, self.options)
         return spec
 
     def __call__(self, *args):
-        return self.specialize(*args).callable(*args)
+        entry = self._entry
+        if entry is not None:  # native code checks its own arguments
+            result = entry(*args)
+            if result is not _MISS:
+                return result
+        spec = self.specialize(*args)
+        result = spec.callable(*args)
+        if spec.native is not None:
+            self._entry = spec.native.last.entry
+        return result
+
+    def llvm_ir(self, *args):
+        """The optimised LLVM IR for this argument signature (LLVM backend)."""
+        return self.specialize(*args).llvm_ir(args)
+
+    def asm(self, *args):
+        """The machine code, as assembly, for this argument signature (LLVM backend)."""
+        return self.specialize(*args).asm(args)
 
     def ir(self, *args):
         """The IR text for this argument signature (after the pass pipeline)."""
@@ -101,11 +141,16 @@ def _detail(value):
     return f" of dtype {dtype}" if dtype is not None else ""
 
 
-def adcompile(fn=None, *, backend="python", verify=False):
-    """Compile `fn` (used as @adcompile or @adcompile(backend=...))."""
+def adcompile(fn=None, *, backend="llvm", verify=False, fastmath=False, boundscheck=True):
+    """Compile `fn` (used as @adcompile or @adcompile(backend=..., ...)).
+
+    backend: "llvm" (native code, the default), "python" (readable Python source) or
+    "interp" (the reference interpreter). fastmath=True lets LLVM reorder floating-point
+    operations (reductions vectorize; results may differ in the last bits);
+    boundscheck=False drops the index checks (an out-of-range index is then undefined)."""
     if fn is None:
-        return lambda f: CompiledFunction(f, backend, verify)
-    return CompiledFunction(fn, backend, verify)
+        return lambda f: CompiledFunction(f, backend, verify, fastmath, boundscheck)
+    return CompiledFunction(fn, backend, verify, fastmath, boundscheck)
 
 
 def _as_compiled(f):
@@ -137,7 +182,7 @@ def _jvp_spec(cf, primals, tangents):
     if spec is None:
         ir = jvp_function(cf.specialize(*primals).ir, active)
         ir = pipeline.run(ir, verify=cf.verify)
-        spec = cf._cache[key] = Specialization(ir, cf.backend)
+        spec = cf._cache[key] = Specialization(ir, cf.backend, cf.options)
     return spec
 
 
@@ -178,7 +223,7 @@ def _vjp_spec(cf, primals, active):
     if spec is None:
         ir = vjp_function(cf.specialize(*primals).ir, active)
         ir = pipeline.run(ir, verify=cf.verify)
-        spec = cf._cache[key] = Specialization(ir, cf.backend)
+        spec = cf._cache[key] = Specialization(ir, cf.backend, cf.options)
     return spec
 
 
@@ -216,6 +261,7 @@ class _Transformed:
         self.with_value = with_value
         self.fn = self.cf.fn
         self.backend = self.cf.backend
+        self.options = self.cf.options
         self.verify = self.cf.verify
         self._cache = self.cf._cache
 
@@ -247,7 +293,7 @@ class _Transformed:
         if spec is None:
             ir = vjp_function(self.cf.specialize(*args).ir, active, grad_only=True)
             ir = pipeline.run(ir, verify=self.verify)
-            spec = self._cache[key] = Specialization(ir, self.backend)
+            spec = self._cache[key] = Specialization(ir, self.backend, self.cf.options)
         return spec
 
     def __call__(self, *args):
@@ -269,6 +315,15 @@ class _Transformed:
 
     def source(self, *args):
         return self.specialize(*args).source
+
+    def llvm_ir(self, *args):
+        return self.specialize(*args).llvm_ir(self._program_args(args))
+
+    def asm(self, *args):
+        return self.specialize(*args).asm(self._program_args(args))
+
+    def _program_args(self, args):
+        return args + (1.0,) if self.with_value else args
 
 
 def grad(f, argnums=0):

@@ -73,6 +73,9 @@ class _Reverse:
                                     f"{old.type}: only float scalars and arrays have gradients")
                 self.active.add(old)
         self._activity()
+        # arrays nothing writes into: the adjoint reloads their elements instead of taping
+        self.written = {_root(op.operands[0]) for op in walk(fn.body)
+                        if op.prim in ("store", "add_at")}
         ret = fn.body.terminator
         if not ret.operands:
             raise TypeError("the function returns nothing, so it has no gradient")
@@ -527,9 +530,10 @@ class _Reverse:
                 scope.values[("count", o)] = self.b.value("tape_pop", (count_tape,),
                                                           name="iterations")
         for v in region.params:
-            self._pop(v, scope)
+            if v not in scope.values:  # a reversed loop's index is its own loop variable
+                self._pop(v, scope)
         for o in region.ops:
-            if o.prim in _RECOMPUTE and all(scope.has(x) for x in o.operands):
+            if self.recomputable(o) and all(scope.has(x) for x in o.operands):
                 clone = self.b.emit(o.prim, [scope.get(x) for x in o.operands], o.attrs,
                                     names=[r.name for r in o.results],
                                     result_types=[r.type for r in o.results])
@@ -537,6 +541,19 @@ class _Reverse:
                 continue
             for v in o.results:
                 self._pop(v, scope)
+
+    def recomputable(self, op):
+        """Cheap, pure, and computing the same value in the adjoint as in the forward pass:
+        arithmetic, comparisons, squares, and elements of arrays nothing writes into."""
+        if op.prim in _RECOMPUTE:
+            return True
+        if op.prim == "load":
+            return isinstance(op.results[0].type, T.Scalar) and \
+                _root(op.operands[0]) not in self.written
+        if op.prim == "pow":
+            e = op.operands[1].owner
+            return e is not None and e.prim == "const" and e.attrs["value"] == 2
+        return False
 
     def _pop(self, v, scope):
         tape = self.tapes.get(v)
@@ -550,7 +567,28 @@ class _Reverse:
     def rev_for(self, op, adj, scope):
         body = op.regions[0]
         bounds = [scope.get(v) for v in op.operands[:3]]
-        self._reverse_loop(op, body, body.params[1:], 3, bounds, adj, scope)
+        index = None
+        step = op.operands[2].owner
+        if step is not None and step.prim == "const" and isinstance(step.attrs["value"], int):
+            bounds = self.reversed_range(bounds[0], bounds[1], step.attrs["value"])
+            index = body.params[0]
+        self._reverse_loop(op, body, body.params[1:], 3, bounds, adj, scope, index)
+
+    def reversed_range(self, start, stop, step):
+        """range(start, stop, step) backwards, for a constant step: (last, start -/+ 1, -step),
+        so the adjoint loop visits the same indices in reverse without taping them."""
+        b, INT = self.b, T.INT
+        s = b.const(step, INT)
+        if step > 0:
+            span = b.value("sub", [b.value("add", [stop, b.const(step - 1, INT)]), start])
+        else:
+            span = b.value("sub", [b.value("sub", [start, stop]), b.const(step + 1, INT)])
+        trips = b.value("floordiv", [span, b.const(abs(step), INT)])
+        trips = b.value("max", [trips, b.const(0, INT)])
+        last = b.value("add", [start, b.value("mul", [b.value("sub", [trips, b.const(1, INT)]),
+                                                      s])])
+        end = b.value("sub" if step > 0 else "add", [start, b.const(1, INT)])
+        return [last, end, b.const(-step, INT)]
 
     def rev_while(self, op, adj, scope):
         """A while loop is reversed by a counted loop over its recorded iteration count."""
@@ -559,17 +597,20 @@ class _Reverse:
         bounds = [self.b.const(0, T.INT), count, self.b.const(1, T.INT)]
         self._reverse_loop(op, body, body.params, 0, bounds, adj, scope)
 
-    def _reverse_loop(self, op, body, carried_params, init_offset, bounds, adj, scope):
+    def _reverse_loop(self, op, body, carried_params, init_offset, bounds, adj, scope,
+                      index=None):
         """A loop over the same iterations, body reversed: it carries the adjoints of the
-        loop's carried values and of the outer scalars the body uses."""
+        loop's carried values and of the outer scalars the body uses. With `index`, the
+        bounds run the primal's range backwards and the loop variable is that index."""
         loop_carried = [(k, r) for k, r in enumerate(op.results) if r in self.active]
         outer_used = self.carried_adjoints(op, adj)
         state = [r for _, r in loop_carried] + outer_used
-        block = Block([Value(T.INT, "_")] + [Value(v.type, f"{v.name}_bar" if v.name else None)
-                                             for v in state])
+        counter = Value(T.INT, index.name if index is not None else "_")
+        block = Block([counter] + [Value(v.type, f"{v.name}_bar" if v.name else None)
+                                   for v in state])
         outer = self.b.block
         self.b.block = block
-        inner = _Scope(scope, {})
+        inner = _Scope(scope, {index: counter} if index is not None else {})
         self.pop_region(body, inner)
         local = dict(zip(outer_used, block.params[1 + len(loop_carried):]))
         for (k, r), p in zip(loop_carried, block.params[1:]):

@@ -20,17 +20,25 @@ def constant_fold(fn):
 
 def _fold_identities(fn):
     """x * 1 (in x's own type) is x, exactly: derivative code produces many of them.
-    (x + 0 is not folded: it turns -0.0 into 0.0.)"""
+    (A float x + 0 is not folded: it turns -0.0 into 0.0.)"""
     replace = {}
     for op in walk(fn.body):
-        if op.prim != "mul" or len(op.results) != 1:
+        if len(op.results) != 1:
             continue
-        neutral = 1
-        a, b = op.operands
-        for const, other in ((a, b), (b, a)):
-            if _is_const_number(const, neutral) and other.type == op.result.type:
-                replace[op.result] = other
-                break
+        if op.prim == "mul":
+            a, b = op.operands
+            for const, other in ((a, b), (b, a)):
+                if _is_const_number(const, 1) and other.type == op.result.type:
+                    replace[op.result] = other
+                    break
+        elif op.prim in ("add", "sub", "floordiv") and op.result.type.is_int:
+            # integers only: i + 0, 0 + i, i - 0, i // 1 (index arithmetic of reversed loops)
+            a, b = op.operands
+            neutral = 1 if op.prim == "floordiv" else 0
+            if _is_const_number(b, neutral) and a.type == op.result.type:
+                replace[op.result] = a
+            elif op.prim == "add" and _is_const_number(a, 0) and b.type == op.result.type:
+                replace[op.result] = b
     if replace:
         for op in walk(fn.body):
             op.operands = [_resolve(replace, v) for v in op.operands]

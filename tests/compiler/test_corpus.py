@@ -10,7 +10,7 @@ import pytest
 from adcompile import adcompile
 from tests.compiler.corpus import CASES
 
-BACKENDS = ["interp", "python"]
+BACKENDS = ["interp", "python", "llvm"]
 PARAMS = [(fn, i, args) for fn, arg_sets in CASES for i, args in enumerate(arg_sets)]
 
 

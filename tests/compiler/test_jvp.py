@@ -36,7 +36,7 @@ PARAMS = [(fn, i, args) for fn, arg_sets in CASES for i, args in enumerate(arg_s
           if any(_is_float(a) for a in args) and fn.__name__ not in WRITES_DIFFERENTIATED_ARRAY]
 
 
-@pytest.mark.parametrize("backend", ["interp", "python"])
+@pytest.mark.parametrize("backend", ["interp", "python", "llvm"])
 @pytest.mark.parametrize("fn,i,args", PARAMS, ids=[f"{f.__name__}-{i}" for f, i, _ in PARAMS])
 def test_jvp_matches_finite_differences(fn, i, args, backend):
     rng = np.random.default_rng(i)

@@ -90,7 +90,7 @@ def test_random_program_agrees_with_cpython(tmp_path, body, args):
         expected = fn(*args)
     except (ZeroDivisionError, OverflowError, ValueError):
         return
-    for backend in ("interp", "python"):
+    for backend in ("interp", "python", "llvm"):
         got = adcompile(fn, backend=backend, verify=True)(*args)
         assert _close(got, expected), (backend, source, args, got, expected)
 
@@ -111,7 +111,7 @@ def test_random_program_derivatives_are_consistent(tmp_path, body, args, directi
         return
     tangents = directions + (None,)
     results = []
-    for backend in ("interp", "python"):
+    for backend in ("interp", "python", "llvm"):
         compiled = adcompile(fn, backend=backend, verify=True)
         _, value_dot = jvp(compiled, args, tangents)
         _, pullback = vjp(compiled, *args)

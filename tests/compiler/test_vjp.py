@@ -23,7 +23,7 @@ def _cotangent(value, rng):
     return 0.0
 
 
-@pytest.mark.parametrize("backend", ["interp", "python"])
+@pytest.mark.parametrize("backend", ["interp", "python", "llvm"])
 @pytest.mark.parametrize("fn,i,args", PARAMS, ids=[f"{f.__name__}-{i}" for f, i, _ in PARAMS])
 def test_vjp_dot_product_identity(fn, i, args, backend):
     rng = np.random.default_rng(100 + i)

@@ -1,141 +1,350 @@
-"""LLVM backend (first increment): scalar programs with structured control flow.
+"""IR -> LLVM IR: the kernel of a compiled function, one lowering rule per primitive.
 
-IR -> llvmlite.ir, one lowering rule per primitive in a table. The generated function is
-`i32 name(args..., result*)`: it returns 0, or an error code that the wrapper turns into the
-exception the Python function would raise (ZeroDivisionError, AssertionError), so compiled
-code never crashes the process. Floats follow IEEE (no fast-math); integer division and
-modulo follow Python (floor) semantics. Arrays, tuples and tapes are the next increment:
-`lower_function` raises NotImplementedError for them.
+Every IR value becomes a fixed list of LLVM values ("flattening"): a scalar is one register;
+an array is (owner object, data pointer, shape[n], strides[n]) with strides counted in
+elements, so an array argument is read once by the entry point and a view (`a[i]`) is just
+pointer arithmetic; a tuple is its items' lists concatenated; a tape is a pointer to a
+{buffer, top, capacity} slot the kernel owns. Loops and branches become LLVM control flow and
+merge flattened values with one phi per component.
+
+The kernel is `i32 kernel(ctx*, flattened params..., out*)`. It returns 0, or the code of
+the error the Python function would have raised (see `Kernel.errors`); every exit, normal or
+not, goes through one cleanup block that frees the tapes. Arrays are allocated through numpy
+(with the GIL taken back for the call) and recorded in the context, so the entry point owns
+them: it hands back those the function returns and releases the rest. Floats follow IEEE
+unless fastmath is asked for; integer division and modulo follow Python (floor) semantics;
+indices wrap like Python's and are checked against the array's shape unless
+boundscheck=False.
 """
 
-import ctypes
-import itertools
+import linecache
 
 import llvmlite.ir as ir
 
+from adcompile.backends.llvm import capi
 from adcompile.ir import types as T
+from adcompile.ir.nodes import walk
 
-OK, ZERO_DIVISION, ASSERTION = 0, 1, 2
-_counter = itertools.count()
-_LL = {"f64": ir.DoubleType(), "f32": ir.FloatType(), "i64": ir.IntType(64),
-       "bool": ir.IntType(1)}
-_C = {"f64": ctypes.c_double, "f32": ctypes.c_float, "i64": ctypes.c_int64,
-      "bool": ctypes.c_bool}
-_LIBM = {"sin", "cos", "tan", "exp", "log", "log1p", "expm1", "tanh", "sinh", "cosh", "asin",
-         "acos", "atan", "log2", "log10", "erf", "erfc", "atan2", "hypot", "fmod", "pow"}
+I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+PTR = ir.PointerType()
+F32, F64 = ir.FloatType(), ir.DoubleType()
+REG = {"f64": F64, "f32": F32, "i64": I64, "bool": I1}  # in registers
+MEM = {"f64": F64, "f32": F32, "i64": I64, "bool": I8}  # in memory (arrays, tapes)
+TAPE = ir.LiteralStructType([PTR, I64, I64])  # buffer, top, capacity
+# the context the entry point passes: thread state, owned objects (buffer, count, capacity)
+CONTEXT = ir.LiteralStructType([PTR, PTR, I64, I64, I64, I64, I64])
+CTX_TSTATE, CTX_OWNED, CTX_NOWNED, CTX_CAPOWNED, CTX_ERR = 0, 1, 2, 3, 4
+
+OK, PYTHON_ERROR = 0, 1  # PYTHON_ERROR: an exception is already set (numpy allocation failed)
 
 
-def _lltype(t):
+def zero(t):
+    return ir.Constant(t, 0.0 if t in (F32, F64) else 0)
+
+
+def i64(n):
+    return ir.Constant(I64, n)
+
+
+def opaque(value):
+    """llvmlite still types the pointers of allocas and globals; make them plain `ptr`."""
+    value.type = PTR
+    return value
+
+
+def alloca(builder, typ, name=""):
+    return opaque(builder.alloca(typ, name=name))
+
+
+def external(module, name, typ=I8):
+    """An object of the running interpreter, bound to `name` when the code is linked."""
+    g = module.globals.get(name)
+    if g is None:
+        g = opaque(ir.GlobalVariable(module, typ, name=name))
+        g.linkage = "external"
+    return g
+
+
+# -- flattened values ------------------------------------------------------------------------
+
+class ArrayV:
+    """An array in registers: its owning object, data pointer, shape and element strides."""
+
+    __slots__ = ("dtype", "obj", "data", "shape", "strides")
+
+    def __init__(self, dtype, obj, data, shape, strides):
+        self.dtype, self.obj, self.data = dtype, obj, data
+        self.shape, self.strides = list(shape), list(strides)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def flat(self):
+        return [self.obj, self.data, *self.shape, *self.strides]
+
+
+class TupleV:
+    __slots__ = ("items",)
+
+    def __init__(self, items):
+        self.items = list(items)
+
+    def flat(self):
+        return [x for item in self.items for x in flat(item)]
+
+
+class TapeV:
+    __slots__ = ("slot", "item")
+
+    def __init__(self, slot, item):
+        self.slot, self.item = slot, item
+
+    def flat(self):
+        return [self.slot]
+
+
+def flat(value):
+    return value.flat() if isinstance(value, (ArrayV, TupleV, TapeV)) else \
+        ([] if value is None else [value])
+
+
+def flat_types(t):
+    """The LLVM register types that represent an IR value of type t."""
     if isinstance(t, T.Scalar):
-        return _LL[t.dtype]
-    raise NotImplementedError(f"the LLVM backend does not handle {t} values yet")
+        return [REG[t.dtype]]
+    if isinstance(t, T.Array):
+        return [PTR, PTR] + [I64] * (2 * t.ndim)
+    if isinstance(t, T.Tuple):
+        return [x for item in t.items for x in flat_types(item)]
+    if isinstance(t, T.Tape):
+        return [PTR]
+    if isinstance(t, T.NoneType):
+        return []
+    raise NotImplementedError(f"the LLVM backend has no representation for {t}")
 
 
-class Lowered:
-    def __init__(self, name, text, param_types, result_type, messages):
-        self.name = name
-        self.text = text
+def unflat(t, values):
+    """Rebuild a value of type t from its flattened LLVM values (consumes them from an
+    iterator)."""
+    if isinstance(t, T.Scalar):
+        return next(values)
+    if isinstance(t, T.Array):
+        obj, data = next(values), next(values)
+        shape = [next(values) for _ in range(t.ndim)]
+        strides = [next(values) for _ in range(t.ndim)]
+        return ArrayV(t.dtype, obj, data, shape, strides)
+    if isinstance(t, T.Tuple):
+        return TupleV(unflat(item, values) for item in t.items)
+    if isinstance(t, T.Tape):
+        return TapeV(next(values), t.item)
+    if isinstance(t, T.NoneType):
+        return None
+    raise NotImplementedError(f"the LLVM backend has no representation for {t}")
+
+
+class Kernel:
+    """The lowered kernel: its LLVM function, and the errors its nonzero codes stand for."""
+
+    def __init__(self, function, errors, param_types, result_type, layouts):
+        self.function = function
+        self.errors = errors  # code -> (exception name, printf-style message)
         self.param_types = param_types
         self.result_type = result_type
-        self.messages = messages
+        self.layouts = layouts
 
 
-def lower_function(fn):
-    """llvmlite IR text for IR function `fn` (scalar subset)."""
-    name = f"adc_{fn.name}_{next(_counter)}"
-    module = ir.Module(name=name)
-    from adcompile.backends.llvm import jit
-
-    tm = jit.target_machine()
-    import llvmlite.binding as llvm
-
-    module.triple = llvm.get_process_triple()
-    module.data_layout = str(tm.target_data)
-    result_type = fn.result_type
-    params = [_lltype(p.type) for p in fn.params]
-    fnty = ir.FunctionType(ir.IntType(32), params + [ir.PointerType()])
+def lower_kernel(module, fn, name, layouts, target_data, fastmath=False, boundscheck=True):
+    """Add the kernel of IR function `fn` to `module`. `layouts` has one entry per array
+    leaf of the parameters, in order: "C" (C-contiguous, the innermost stride is 1) or "A"."""
+    params = [t for p in fn.params for t in flat_types(p.type)]
+    result_type = fn.result_type if fn.result_type is not None else T.NONE
+    fnty = ir.FunctionType(I32, [PTR] + params + [PTR])
     func = ir.Function(module, fnty, name=name)
-    lowering = _Lowering(module, func)
-    for p, arg in zip(fn.params, func.args):
-        lowering.values[p] = arg
-    entry = func.append_basic_block("entry")
-    lowering.b = ir.IRBuilder(entry)
+    func.linkage = "internal"
+    lowering = _Lowering(module, func, fastmath, boundscheck)
+    lowering.target_data = target_data
+    lowering.start()
+    args = iter(func.args[1:-1])
+    layout_iter = iter(layouts)
+    for p in fn.params:
+        value = unflat(p.type, args)
+        lowering.values[p] = lowering.apply_layout(value, layout_iter)
+        _set_name(value, p.name)
     lowering.block(fn.body)
-    return Lowered(name, str(module), [p.type for p in fn.params], result_type,
-                   lowering.messages)
+    lowering.finish()
+    return Kernel(func, lowering.errors, [p.type for p in fn.params], result_type, layouts)
+
+
+def _set_name(value, name):
+    if name and isinstance(value, ir.Argument):
+        value.name = name.replace(".", "_")
 
 
 class _Lowering:
-    def __init__(self, module, func):
+    def __init__(self, module, func, fastmath, boundscheck):
         self.module = module
         self.func = func
+        self.flags = ("fast",) if fastmath else ()
+        self.boundscheck = boundscheck
         self.values = {}
+        self.errors = {}
         self.b = None
-        self.messages = []
+
+    # -- function skeleton ------------------------------------------------------------------
+    def start(self):
+        entry = self.func.append_basic_block("entry")
+        self.allocas = ir.IRBuilder(entry)
+        self.status = alloca(self.allocas, I32, name="status")
+        self.tapes = []
+        self.cleanup_bb = self.func.append_basic_block("cleanup")
+        body = self.func.append_basic_block("body")
+        self.b = ir.IRBuilder(body)
+        self.ctx = self.func.args[0]
+        self.out = self.func.args[-1]
+
+    def finish(self):
+        self.allocas.branch(self.func.blocks[2])
+        b = ir.IRBuilder(self.cleanup_bb)
+        for slot in self.tapes:
+            buf = b.load(b.gep(slot, [i64(0), ir.Constant(I32, 0)], source_etype=TAPE), typ=PTR)
+            b.call(self.libc("free", ir.VoidType(), [PTR]), [buf])
+        b.ret(b.load(self.status, typ=I32))
+        if not self.b.block.is_terminated:  # the body ended without a return
+            self.exit(OK)
+
+    def exit(self, code):
+        self.b.store(code if isinstance(code, ir.Value) else ir.Constant(I32, code),
+                     self.status)
+        self.b.branch(self.cleanup_bb)
+
+    def error(self, exception, message, loc):
+        """A new error code for `exception(message)` raised at `loc`."""
+        code = len(self.errors) + 2
+        self.errors[code] = (exception, message + _where(loc))
+        return code
+
+    def check(self, bad, code):
+        """Leave through the cleanup block with `code` when `bad` is true."""
+        fail_bb = self.func.append_basic_block("fail")
+        cont_bb = self.func.append_basic_block("ok")
+        self.b.cbranch(bad, fail_bb, cont_bb)
+        self.b.position_at_end(fail_bb)
+        self.exit(code)
+        self.b.position_at_end(cont_bb)
+
+    def libc(self, name, ret, args):
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ret, args), name=name)
+        return fn
+
+    def symbol(self, name):
+        """An object or function of the running interpreter, bound when the code is linked."""
+        return external(self.module, name)
+
+    def call_symbol(self, name, ret, args, values):
+        """Call a C function of the running process whose address is bound at link time."""
+        return self.b.call(self.libc(name, ret, args), values)
+
+    def apply_layout(self, value, layouts):
+        if isinstance(value, ArrayV):
+            if next(layouts) == "C":
+                value.strides = self.c_strides(value.shape)
+            return value
+        if isinstance(value, TupleV):
+            value.items = [self.apply_layout(v, layouts) for v in value.items]
+        return value
+
+    def c_strides(self, shape):
+        strides = [i64(1)]
+        for n in reversed(shape[1:]):
+            strides.insert(0, self.b.mul(strides[0], n))
+        return strides
 
     def v(self, value):
         return self.values[value]
 
     # -- blocks -----------------------------------------------------------------------------
     def block(self, block):
-        """Lower all ops of `block`; returns the terminator's lowered operands."""
+        """Lower the ops of `block`; returns its terminator's operands (flattened values)."""
         for op in block.ops:
             if op.prim in ("yield", "condition"):
                 return [self.v(x) for x in op.operands]
             if op.prim == "return":
                 self.ret(op)
                 return None
-            handler = _RULES.get(op.prim)
+            handler = RULES.get(op.prim)
             if handler is None:
-                raise NotImplementedError(f"the LLVM backend does not lower '{op.prim}' yet")
+                raise NotImplementedError(f"the LLVM backend does not lower '{op.prim}'")
+            self.op = op
             result = handler(self, op)
-            if op.results and result is not None:
-                self.values[op.results[0]] = result
+            if op.results:
+                if len(op.results) == 1 and op.prim not in ("if", "for", "while"):
+                    self.values[op.results[0]] = result
         return None
 
     def ret(self, op):
         if op.operands:
             value = op.operands[0]
-            _lltype(value.type)
-            self.b.store(self.v(value), self.func.args[-1])
-        self.b.ret(ir.Constant(ir.IntType(32), OK))
-
-    def fail(self, code):
-        self.b.ret(ir.Constant(ir.IntType(32), code))
-
-    def check(self, bad, code):
-        """Branch to an early error return when `bad` is true."""
-        fail_bb = self.func.append_basic_block("fail")
-        cont_bb = self.func.append_basic_block("ok")
-        self.b.cbranch(bad, fail_bb, cont_bb)
-        self.b.position_at_end(fail_bb)
-        self.fail(code)
-        self.b.position_at_end(cont_bb)
+            for k, x in enumerate(flat(self.v(value))):
+                slot = self.b.gep(self.out, [i64(0), ir.Constant(I32, k)],
+                                  source_etype=ir.LiteralStructType(flat_types(value.type)))
+                self.b.store(x, slot)
+        self.exit(OK)
 
     # -- control flow -----------------------------------------------------------------------
+    def phis(self, types, name=""):
+        return [self.b.phi(t, name=name) for t in types]
+
+    def bind(self, results, values):
+        for r, value in zip(results, values):
+            self.values[r] = value
+
     def lower_if(self, op):
         then_bb = self.func.append_basic_block("then")
         else_bb = self.func.append_basic_block("else")
-        merge_bb = self.func.append_basic_block("merge")
+        merge_bb = self.func.append_basic_block("endif")
         self.b.cbranch(self.v(op.operands[0]), then_bb, else_bb)
         incoming = []
         for region, bb in zip(op.regions, (then_bb, else_bb)):
             self.b.position_at_end(bb)
             yielded = self.block(region)
-            incoming.append((yielded, self.b.block))
+            if yielded is None or self.b.block.is_terminated:
+                continue
+            incoming.append(([self.coerce(y, r.type) for y, r in zip(yielded, op.results)],
+                             self.b.block))
             self.b.branch(merge_bb)
         self.b.position_at_end(merge_bb)
         results = []
         for k, r in enumerate(op.results):
-            phi = self.b.phi(_lltype(r.type), name=r.name or "")
+            types = flat_types(r.type)
+            phis = self.phis(types, r.name or "")
             for yielded, bb in incoming:
-                phi.add_incoming(yielded[k], bb)
-            results.append(phi)
-        self._bind(op, results)
+                for phi, x in zip(phis, flat(yielded[k])):
+                    phi.add_incoming(x, bb)
+            results.append(unflat(r.type, iter(phis)))
+        self.bind(op.results, results)
 
-    def _bind(self, op, results):
-        for r, value in zip(op.results, results):
-            self.values[r] = value
+    def coerce(self, value, t):
+        """A yielded scalar converted to the type of the variable it merges into."""
+        if isinstance(t, T.Scalar) and isinstance(value, ir.Value) and \
+                value.type != REG[t.dtype]:
+            return self.convert_reg(value, REG[t.dtype], t.dtype)
+        return value
+
+    def convert_reg(self, value, to, dtype):
+        src = value.type
+        if src == I1:
+            return self.b.uitofp(value, to) if to in (F32, F64) else self.b.zext(value, to)
+        if to == I1:
+            return self.b.fcmp_unordered("!=", value, zero(src)) if src in (F32, F64) else \
+                self.b.icmp_signed("!=", value, zero(src))
+        if src == I64:
+            return self.b.sitofp(value, to)
+        if to == I64:
+            return self.b.fptosi(value, to)
+        return self.b.fpext(value, to) if src == F32 else self.b.fptrunc(value, to)
 
     def lower_for(self, op):
         start, stop, step = (self.v(x) for x in op.operands[:3])
@@ -144,89 +353,89 @@ class _Lowering:
         pre = self.b.block
         head = self.func.append_basic_block("for.head")
         loop = self.func.append_basic_block("for.body")
-        done = self.func.append_basic_block("for.done")
+        done = self.func.append_basic_block("for.end")
         self.b.branch(head)
         self.b.position_at_end(head)
-        i = self.b.phi(ir.IntType(64), name="i")
-        carried = [self.b.phi(_lltype(p.type), name=p.name or "") for p in body.params[1:]]
+        i = self.b.phi(I64, name=body.params[0].name or "i")
         i.add_incoming(start, pre)
-        for phi, init in zip(carried, inits):
-            phi.add_incoming(init, pre)
-        zero = ir.Constant(ir.IntType(64), 0)
-        up = self.b.icmp_signed(">", step, zero)
-        going = self.b.select(up, self.b.icmp_signed("<", i, stop),
-                              self.b.icmp_signed(">", i, stop))
+        carried = []
+        for p, init in zip(body.params[1:], inits):
+            phis = self.phis(flat_types(p.type), p.name or "")
+            for phi, x in zip(phis, flat(self.coerce(init, p.type))):
+                phi.add_incoming(x, pre)
+            carried.append(phis)
+        if isinstance(step, ir.Constant):
+            going = self.b.icmp_signed("<" if step.constant > 0 else ">", i, stop)
+        else:
+            up = self.b.icmp_signed(">", step, i64(0))
+            going = self.b.select(up, self.b.icmp_signed("<", i, stop),
+                                  self.b.icmp_signed(">", i, stop))
         self.b.cbranch(going, loop, done)
         self.b.position_at_end(loop)
         self.values[body.params[0]] = i
-        for p, phi in zip(body.params[1:], carried):
-            self.values[p] = phi
+        for p, phis in zip(body.params[1:], carried):
+            self.values[p] = unflat(p.type, iter(phis))
         yielded = self.block(body)
-        i.add_incoming(self.b.add(i, step), self.b.block)
-        for phi, y in zip(carried, yielded):
-            phi.add_incoming(y, self.b.block)
+        latch = self.b.block
+        i.add_incoming(self.b.add(i, step, flags=["nsw"]), latch)
+        for p, phis, y in zip(body.params[1:], carried, yielded):
+            for phi, x in zip(phis, flat(self.coerce(y, p.type))):
+                phi.add_incoming(x, latch)
         self.b.branch(head)
         self.b.position_at_end(done)
-        self._bind(op, carried)
+        self.bind(op.results, [unflat(p.type, iter(phis))
+                               for p, phis in zip(body.params[1:], carried)])
 
     def lower_while(self, op):
         head_region, body_region = op.regions
         pre = self.b.block
         head = self.func.append_basic_block("while.head")
         loop = self.func.append_basic_block("while.body")
-        done = self.func.append_basic_block("while.done")
+        done = self.func.append_basic_block("while.end")
         self.b.branch(head)
         self.b.position_at_end(head)
-        phis = [self.b.phi(_lltype(p.type), name=p.name or "") for p in head_region.params]
-        for phi, init in zip(phis, op.operands):
-            phi.add_incoming(self.v(init), pre)
-        for p, phi in zip(head_region.params, phis):
-            self.values[p] = phi
+        carried = []
+        for p, init in zip(head_region.params, op.operands):
+            phis = self.phis(flat_types(p.type), p.name or "")
+            for phi, x in zip(phis, flat(self.coerce(self.v(init), p.type))):
+                phi.add_incoming(x, pre)
+            carried.append(phis)
+            self.values[p] = unflat(p.type, iter(phis))
         cond, *passed = self.block(head_region)
+        passed = [self.coerce(x, r.type) for x, r in zip(passed, op.results)]
         exit_bb = self.b.block
         self.b.cbranch(cond, loop, done)
         self.b.position_at_end(loop)
         for p, value in zip(body_region.params, passed):
             self.values[p] = value
         yielded = self.block(body_region)
-        for phi, y in zip(phis, yielded):
-            phi.add_incoming(y, self.b.block)
+        for p, phis, y in zip(head_region.params, carried, yielded):
+            for phi, x in zip(phis, flat(self.coerce(y, p.type))):
+                phi.add_incoming(x, self.b.block)
         self.b.branch(head)
         self.b.position_at_end(done)
         results = []
         for r, value in zip(op.results, passed):
-            phi = self.b.phi(_lltype(r.type), name=r.name or "")
-            phi.add_incoming(value, exit_bb)
-            results.append(phi)
-        self._bind(op, results)
+            phis = self.phis(flat_types(r.type), r.name or "")
+            for phi, x in zip(phis, flat(value)):
+                phi.add_incoming(x, exit_bb)
+            results.append(unflat(r.type, iter(phis)))
+        self.bind(op.results, results)
 
-    # -- scalar ops -------------------------------------------------------------------------
+    # -- scalars ----------------------------------------------------------------------------
     def const(self, op):
         t = op.attrs["type"]
         value = op.attrs["value"]
         if t.dtype == "bool":
-            return ir.Constant(_LL["bool"], int(bool(value)))
+            return ir.Constant(I1, int(bool(value)))
         if t.dtype == "i64":
-            return ir.Constant(_LL["i64"], int(value))
-        return ir.Constant(_LL[t.dtype], float(value))
+            return i64(int(value))
+        return ir.Constant(REG[t.dtype], float(value))
 
     def convert(self, value, src, dst):
         if src.dtype == dst.dtype:
             return value
-        to = _LL[dst.dtype]
-        if dst.dtype == "bool":
-            if src.is_float:
-                return self.b.fcmp_unordered("!=", value, ir.Constant(_LL[src.dtype], 0.0))
-            return self.b.icmp_signed("!=", value, ir.Constant(_LL[src.dtype], 0))
-        if src.dtype == "bool":
-            return self.b.uitofp(value, to) if dst.is_float else self.b.zext(value, to)
-        if src.is_int and dst.is_float:
-            return self.b.sitofp(value, to)
-        if src.is_float and dst.is_int:
-            return self.b.fptosi(value, to)
-        if src.dtype == "f32":
-            return self.b.fpext(value, to)
-        return self.b.fptrunc(value, to)
+        return self.convert_reg(value, REG[dst.dtype], dst.dtype)
 
     def operands_as(self, op, t):
         return [self.convert(self.v(x), x.type, t) for x in op.operands]
@@ -234,48 +443,51 @@ class _Lowering:
     def arith(self, op):
         t = op.results[0].type
         a, b = self.operands_as(op, t)
-        prim = op.prim
         if t.is_float:
-            return {"add": self.b.fadd, "sub": self.b.fsub, "mul": self.b.fmul}[prim](a, b)
-        return {"add": self.b.add, "sub": self.b.sub, "mul": self.b.mul}[prim](a, b)
+            fn = {"add": self.b.fadd, "sub": self.b.fsub, "mul": self.b.fmul}[op.prim]
+            return fn(a, b, flags=self.flags)
+        return {"add": self.b.add, "sub": self.b.sub, "mul": self.b.mul}[op.prim](a, b)
 
     def div(self, op):
         t = op.results[0].type
         a, b = self.operands_as(op, t)
         if any(x.type.weak for x in op.operands) or all(x.type.is_int for x in op.operands):
-            self.check(self.b.fcmp_ordered("==", b, ir.Constant(b.type, 0.0)), ZERO_DIVISION)
-        return self.b.fdiv(a, b)
+            code = self.error("ZeroDivisionError", "division by zero", op.loc)
+            self.check(self.b.fcmp_ordered("==", b, zero(b.type)), code)
+        return self.b.fdiv(a, b, flags=self.flags)
 
     def floor_ops(self, op):
         t = op.results[0].type
         a, b = self.operands_as(op, t)
         if t.is_int:
-            self.check(self.b.icmp_signed("==", b, ir.Constant(b.type, 0)), ZERO_DIVISION)
+            code = self.error("ZeroDivisionError", "integer division or modulo by zero",
+                              op.loc)
+            self.check(self.b.icmp_signed("==", b, i64(0)), code)
             q = self.b.sdiv(a, b)
             r = self.b.srem(a, b)
-            adjust = self.b.and_(self.b.icmp_signed("!=", r, ir.Constant(r.type, 0)),
-                                 self.b.icmp_signed("!=", self.b.icmp_signed("<", r,
-                                                    ir.Constant(r.type, 0)),
-                                                    self.b.icmp_signed("<", b,
-                                                    ir.Constant(b.type, 0))))
+            adjust = self.b.and_(self.b.icmp_signed("!=", r, i64(0)),
+                                 self.b.icmp_unsigned("!=", self.b.icmp_signed("<", r, i64(0)),
+                                                      self.b.icmp_signed("<", b, i64(0))))
             if op.prim == "floordiv":
-                return self.b.select(adjust, self.b.sub(q, ir.Constant(q.type, 1)), q)
+                return self.b.select(adjust, self.b.sub(q, i64(1)), q)
             return self.b.select(adjust, self.b.add(r, b), r)
         if any(x.type.weak for x in op.operands):
-            self.check(self.b.fcmp_ordered("==", b, ir.Constant(b.type, 0.0)), ZERO_DIVISION)
+            what = "float modulo by zero" if op.prim == "mod" else "float floor division by zero"
+            code = self.error("ZeroDivisionError", what, op.loc)
+            self.check(self.b.fcmp_ordered("==", b, zero(b.type)), code)
         return self.float_floor(op.prim, a, b)
 
     def float_floor(self, prim, a, b):
         """Python's float // and %, step by step as CPython computes them."""
-        zero, one = ir.Constant(a.type, 0.0), ir.Constant(a.type, 1.0)
+        zero_, one = ir.Constant(a.type, 0.0), ir.Constant(a.type, 1.0)
         raw = self.b.frem(a, b)
         div = self.b.fdiv(self.b.fsub(a, raw), b)
-        nonzero = self.b.fcmp_unordered("!=", raw, zero)
-        signs_differ = self.b.icmp_unsigned("!=", self.b.fcmp_ordered("<", b, zero),
-                                            self.b.fcmp_ordered("<", raw, zero))
+        nonzero = self.b.fcmp_unordered("!=", raw, zero_)
+        signs_differ = self.b.icmp_unsigned("!=", self.b.fcmp_ordered("<", b, zero_),
+                                            self.b.fcmp_ordered("<", raw, zero_))
         adjust = self.b.and_(nonzero, signs_differ)
         mod = self.b.select(adjust, self.b.fadd(raw, b), raw)
-        mod = self.b.select(nonzero, mod, self.intrinsic("llvm.copysign", [zero, b]))
+        mod = self.b.select(nonzero, mod, self.intrinsic("llvm.copysign", [zero_, b]))
         if prim == "mod":
             return mod
         div = self.b.select(adjust, self.b.fsub(div, one), div)
@@ -283,15 +495,43 @@ class _Lowering:
         half = ir.Constant(a.type, 0.5)
         floored = self.b.select(self.b.fcmp_ordered(">", self.b.fsub(div, floored), half),
                                 self.b.fadd(floored, one), floored)
-        return self.b.select(self.b.fcmp_unordered("!=", div, zero), floored,
-                             self.intrinsic("llvm.copysign", [zero, self.b.fdiv(a, b)]))
+        return self.b.select(self.b.fcmp_unordered("!=", div, zero_), floored,
+                             self.intrinsic("llvm.copysign", [zero_, self.b.fdiv(a, b)]))
 
     def pow(self, op):
         t = op.results[0].type
-        if not t.is_float:
-            raise NotImplementedError("integer ** on the LLVM backend")
         a, b = self.operands_as(op, t)
-        return self.intrinsic("llvm.pow", [a, b])
+        if t.is_float:
+            exponent = op.operands[1]
+            if exponent.owner is not None and exponent.owner.prim == "const" and \
+                    float(exponent.owner.attrs["value"]) == 2.0:
+                return self.b.fmul(a, a, flags=self.flags)
+            return self.intrinsic("llvm.pow", [a, b])
+        return self.int_pow(a, b)
+
+    def int_pow(self, a, b):
+        """Exponentiation by squaring (the exponent is known to be >= 0)."""
+        pre = self.b.block
+        head = self.func.append_basic_block("ipow.head")
+        body = self.func.append_basic_block("ipow.body")
+        done = self.func.append_basic_block("ipow.end")
+        self.b.branch(head)
+        self.b.position_at_end(head)
+        result = self.b.phi(I64)
+        base = self.b.phi(I64)
+        e = self.b.phi(I64)
+        result.add_incoming(i64(1), pre)
+        base.add_incoming(a, pre)
+        e.add_incoming(b, pre)
+        self.b.cbranch(self.b.icmp_signed(">", e, i64(0)), body, done)
+        self.b.position_at_end(body)
+        odd = self.b.trunc(self.b.and_(e, i64(1)), I1)
+        result.add_incoming(self.b.select(odd, self.b.mul(result, base), result), body)
+        base.add_incoming(self.b.mul(base, base), body)
+        e.add_incoming(self.b.ashr(e, i64(1)), body)
+        self.b.branch(head)
+        self.b.position_at_end(done)
+        return result
 
     def neg(self, op):
         t = op.results[0].type
@@ -299,12 +539,13 @@ class _Lowering:
         return self.b.fneg(a) if t.is_float else self.b.neg(a)
 
     def abs(self, op):
+        if op.attrs.get("lib"):
+            return self.math(op)
         t = op.results[0].type
         (a,) = self.operands_as(op, t)
         if t.is_float:
             return self.intrinsic("llvm.fabs", [a])
-        return self.b.select(self.b.icmp_signed("<", a, ir.Constant(a.type, 0)),
-                             self.b.neg(a), a)
+        return self.b.select(self.b.icmp_signed("<", a, i64(0)), self.b.neg(a), a)
 
     def compare(self, op):
         a_t, b_t = (x.type for x in op.operands)
@@ -315,11 +556,12 @@ class _Lowering:
             if pred == "!=":
                 return self.b.fcmp_unordered(pred, a, b)
             return self.b.fcmp_ordered(pred, a, b)
+        if common.dtype == "bool":
+            return self.b.icmp_unsigned(pred, a, b)
         return self.b.icmp_signed(pred, a, b)
 
     def logical_not(self, op):
-        (a,) = [self.convert(self.v(op.operands[0]), op.operands[0].type, T.BOOL)]
-        return self.b.not_(a)
+        return self.b.not_(self.convert(self.v(op.operands[0]), op.operands[0].type, T.BOOL))
 
     def truth(self, op):
         return self.convert(self.v(op.operands[0]), op.operands[0].type, T.BOOL)
@@ -337,25 +579,59 @@ class _Lowering:
     def minmax(self, op):
         t = op.results[0].type
         a, b = self.operands_as(op, t)
-        is_max = op.prim in ("max", "maximum")
+        bigger = op.prim in ("max", "maximum")
+        pred = ">" if bigger else "<"
+        if not t.is_float:
+            return self.b.select(self.b.icmp_signed(pred, b, a), b, a)
+        if op.prim in ("maximum", "minimum"):  # numpy: NaN wins
+            keep_a = self.b.or_(self.b.fcmp_ordered(pred + "=", a, b),
+                                self.b.fcmp_unordered("uno", a, a))
+            return self.b.select(keep_a, a, b)
+        # Python's max(a, b) keeps a unless b is larger
+        return self.b.select(self.b.fcmp_ordered(pred, b, a), b, a)
+
+    def sign(self, op):
+        t = op.results[0].type
+        (a,) = self.operands_as(op, t)
         if t.is_float:
-            pred = ">" if is_max else "<"
-            # Python's max(a, b) keeps a unless b is larger (b > a)
-            return self.b.select(self.b.fcmp_ordered(pred, b, a), b, a)
-        pred = ">" if is_max else "<"
-        return self.b.select(self.b.icmp_signed(pred, b, a), b, a)
+            one = ir.Constant(a.type, 1.0)
+            pos = self.b.fcmp_ordered(">", a, zero(a.type))
+            neg = self.b.fcmp_ordered("<", a, zero(a.type))
+            return self.b.select(pos, one, self.b.select(neg, self.b.fneg(one), a))
+        return self.b.sub(self.b.zext(self.b.icmp_signed(">", a, i64(0)), I64),
+                          self.b.zext(self.b.icmp_signed("<", a, i64(0)), I64))
+
+    _DOMAIN = {  # math.* raises ValueError outside these (numpy returns nan instead)
+        "sqrt": lambda s, x: s.b.fcmp_ordered("<", x, zero(x.type)),
+        "log": lambda s, x: s.b.fcmp_ordered("<=", x, zero(x.type)),
+        "log2": lambda s, x: s.b.fcmp_ordered("<=", x, zero(x.type)),
+        "log10": lambda s, x: s.b.fcmp_ordered("<=", x, zero(x.type)),
+        "log1p": lambda s, x: s.b.fcmp_ordered("<=", x, ir.Constant(x.type, -1.0)),
+        "asin": lambda s, x: s.b.fcmp_ordered(">", s.intrinsic("llvm.fabs", [x]),
+                                              ir.Constant(x.type, 1.0)),
+        "acos": lambda s, x: s.b.fcmp_ordered(">", s.intrinsic("llvm.fabs", [x]),
+                                              ir.Constant(x.type, 1.0)),
+    }
 
     def math(self, op):
         t = op.results[0].type
         dtype = t.dtype if t.is_float else "f64"
+        if t.is_int and op.attrs.get("keep_int"):
+            (a,) = self.operands_as(op, t)
+            return a  # floor/ceil/trunc/round of an integer array element
         args = [self.convert(self.v(x), x.type, T.Scalar(dtype)) for x in op.operands]
         name = op.prim
-        if name in ("floor", "ceil", "trunc", "round", "sqrt"):
-            value = self.intrinsic(f"llvm.{name if name != 'round' else 'roundeven'}", args)
+        if op.attrs.get("lib") == "math" and name in self._DOMAIN:
+            code = self.error("ValueError", f"math domain error in math.{name}()", op.loc)
+            self.check(self._DOMAIN[name](self, args[0]), code)
+        if name in ("floor", "ceil", "trunc", "round", "sqrt", "copysign"):
+            value = self.intrinsic(f"llvm.{'roundeven' if name == 'round' else name}", args)
+        elif name == "abs":
+            value = self.intrinsic("llvm.fabs", args)
         else:
             value = self.call_math(name, args, dtype)
         if t.is_int:
-            return self.b.fptosi(value, _LL["i64"])
+            return self.b.fptosi(value, I64)
         return value
 
     def intrinsic(self, name, args):
@@ -365,82 +641,381 @@ class _Lowering:
 
     def call_math(self, name, args, dtype):
         symbol = name + ("f" if dtype == "f32" else "")
-        fn = self.module.globals.get(symbol)
-        if fn is None:
-            ty = _LL[dtype]
-            fn = ir.Function(self.module, ir.FunctionType(ty, [ty] * len(args)), name=symbol)
+        ty = REG[dtype]
+        fn = self.libc(symbol, ty, [ty] * len(args))
         return self.b.call(fn, args)
 
     def assertion(self, op):
-        self.messages.append(op.attrs.get("message") or
-                             f"assert {op.attrs.get('source', '')} failed")
+        message = op.attrs.get("message") or f"assert {op.attrs.get('source', '')} failed"
+        code = len(self.errors) + 2
+        self.errors[code] = ("AssertionError", message.replace("%", "%%"))
         cond = self.v(op.operands[0])
-        self.check(self.b.not_(cond), ASSERTION + len(self.messages) - 1)
+        self.check(self.b.not_(cond), code)
 
     def logical_and(self, op):
         return self.b.and_(self.v(op.operands[0]), self.v(op.operands[1]))
 
+    # -- tuples -----------------------------------------------------------------------------
+    def tuple(self, op):
+        return TupleV(self.v(x) for x in op.operands)
 
-_RULES = {
+    def tuple_get(self, op):
+        return self.v(op.operands[0]).items[op.attrs["index"]]
+
+    # -- arrays -----------------------------------------------------------------------------
+    def shape(self, op):
+        return self.v(op.operands[0]).shape[op.attrs["axis"]]
+
+    def size(self, op):
+        size = i64(1)
+        for n in self.v(op.operands[0]).shape:
+            size = self.b.mul(size, n)
+        return size
+
+    def index(self, array, indices, loc, checked=True):
+        """Element offset of `indices` into `array` (Python wrap-around, bounds checked)."""
+        offset = None
+        for axis, (idx, irtype) in enumerate(indices):
+            if irtype.dtype == "bool":
+                idx = self.b.zext(idx, I64)
+            n = array.shape[axis]
+            raw = idx
+            if not (isinstance(idx, ir.Constant) and idx.constant >= 0):
+                idx = self.b.select(self.b.icmp_signed("<", idx, i64(0)),
+                                    self.b.add(idx, n), idx)
+            if self.boundscheck and checked:
+                code = self.error("IndexError", "index %lld is out of range for axis "
+                                  f"{axis} with size %lld", loc)
+                bad = self.b.icmp_unsigned(">=", idx, n)
+                self.check_index(bad, code, raw, n)
+            term = self.b.mul(idx, array.strides[axis], flags=["nsw"])
+            offset = term if offset is None else self.b.add(offset, term, flags=["nsw"])
+        return offset
+
+    def check_index(self, bad, code, *details):
+        """Like check(), recording two integers for the message (index and size)."""
+        fail_bb = self.func.append_basic_block("out_of_range")
+        cont_bb = self.func.append_basic_block("in_range")
+        self.b.cbranch(bad, fail_bb, cont_bb)
+        self.b.position_at_end(fail_bb)
+        for k, value in enumerate(details):
+            self.b.store(value, self.b.gep(self.ctx, [i64(0), ir.Constant(I32, CTX_ERR + k)],
+                                           source_etype=CONTEXT))
+        self.exit(code)
+        self.b.position_at_end(cont_bb)
+
+    def element(self, array, offset):
+        return self.b.gep(array.data, [offset], inbounds=True, source_etype=MEM[array.dtype])
+
+    def load_mem(self, array, ptr):
+        value = self.b.load(ptr, typ=MEM[array.dtype])
+        return self.b.trunc(value, I1) if array.dtype == "bool" else value
+
+    def store_mem(self, array, ptr, value, src_type):
+        value = self.convert(value, src_type, T.Scalar(array.dtype))
+        if array.dtype == "bool":
+            value = self.b.zext(value, I8)
+        self.b.store(value, ptr)
+
+    def typed_indices(self, operands):
+        return [(self.v(x), x.type) for x in operands]
+
+    def load(self, op):
+        array = self.v(op.operands[0])
+        indices = self.typed_indices(op.operands[1:])
+        offset = self.index(array, indices, op.loc)
+        k = len(indices)
+        if k == array.ndim:
+            ptr = self.element(array, offset) if k else array.data
+            return self.load_mem(array, ptr)
+        data = self.element(array, offset) if k else array.data
+        return ArrayV(array.dtype, array.obj, data, array.shape[k:], array.strides[k:])
+
+    def store(self, op):
+        array = self.v(op.operands[0])
+        value = op.operands[-1]
+        offset = self.index(array, self.typed_indices(op.operands[1:-1]), op.loc)
+        ptr = self.element(array, offset) if offset is not None else array.data
+        self.store_mem(array, ptr, self.v(value), value.type)
+
+    def add_at(self, op):
+        """array[idx] += value; a whole sub-array when value is an array (a seed) or when
+        fewer indices than dimensions are given (a scalar broadcast)."""
+        array = self.v(op.operands[0])
+        value_ir = op.operands[-1]
+        value = self.v(value_ir)
+        indices = self.typed_indices(op.operands[1:-1])
+        # adjoint index values were checked when the primal loaded through them
+        offset = self.index(array, indices, op.loc, checked=False)
+        data = self.element(array, offset) if offset is not None else array.data
+        rest = ArrayV(array.dtype, array.obj, data, array.shape[len(indices):],
+                      array.strides[len(indices):])
+        if isinstance(value, ArrayV):
+            for axis in range(rest.ndim):
+                code = self.error("ValueError", "cannot add an array of length %lld along "
+                                  f"axis {axis} of one of length %lld", op.loc)
+                bad = self.b.icmp_signed("!=", value.shape[axis], rest.shape[axis])
+                self.check_index(bad, code, value.shape[axis], rest.shape[axis])
+
+        def add(offsets):
+            ptr = self.element(rest, offsets[0]) if offsets[0] is not None else rest.data
+            if isinstance(value, ArrayV):
+                src = self.element(value, offsets[1]) if offsets[1] is not None else value.data
+                inc, inc_type = self.load_mem(value, src), T.Scalar(value.dtype)
+            else:
+                inc, inc_type = value, value_ir.type
+            t = T.Scalar(rest.dtype)
+            old = self.load_mem(rest, ptr)
+            inc = self.convert(inc, inc_type, t)
+            new = self.b.fadd(old, inc, flags=self.flags) if t.is_float else self.b.add(old, inc)
+            self.store_mem(rest, ptr, new, t)
+
+        others = [value] if isinstance(value, ArrayV) else []
+        self.nest(rest, others, add)
+
+    def nest(self, array, others, body):
+        """Loops over every element of `array` (and the same positions of `others`); calls
+        body([offset in array, offsets in others...]) innermost."""
+        def level(axis, offsets):
+            if axis == array.ndim:
+                body(offsets)
+                return
+            pre = self.b.block
+            head = self.func.append_basic_block("each.head")
+            loop = self.func.append_basic_block("each.body")
+            done = self.func.append_basic_block("each.end")
+            self.b.branch(head)
+            self.b.position_at_end(head)
+            i = self.b.phi(I64)
+            i.add_incoming(i64(0), pre)
+            self.b.cbranch(self.b.icmp_signed("<", i, array.shape[axis]), loop, done)
+            self.b.position_at_end(loop)
+            new = []
+            for a, off in zip([array] + others, offsets):
+                term = self.b.mul(i, a.strides[axis])
+                new.append(term if off is None else self.b.add(off, term))
+            level(axis + 1, new)
+            i.add_incoming(self.b.add(i, i64(1)), self.b.block)
+            self.b.branch(head)
+            self.b.position_at_end(done)
+
+        level(0, [None] * (1 + len(others)))
+
+    def alloc(self, op):
+        ndim, dtype, fill = op.attrs["ndim"], op.attrs["dtype"], op.attrs["fill"]
+        dims = [self.convert(self.v(x), x.type, T.I64) for x in op.operands[:ndim]]
+        dims_type = ir.ArrayType(I64, max(ndim, 1))
+        dims_mem = alloca(self.allocas, dims_type)
+        for k, n in enumerate(dims):
+            self.b.store(n, self.b.gep(dims_mem, [i64(0), i64(k)],
+                                       source_etype=dims_type))
+        maker = "PyArray_Zeros" if fill == 0 else "PyArray_Empty"
+        descr = self.symbol(f"adc_descr_{dtype}")
+        ctx_field = self.b.gep(self.ctx, [i64(0), ir.Constant(I32, CTX_TSTATE)],
+                               source_etype=CONTEXT)
+        self.b.call(self.libc("PyEval_RestoreThread", ir.VoidType(), [PTR]),
+                    [self.b.load(ctx_field, typ=PTR)])
+        self.b.call(self.libc("Py_IncRef", ir.VoidType(), [PTR]), [descr])  # stolen below
+        obj = self.call_symbol(f"adc_{maker}", PTR, [I32, PTR, PTR, I32],
+                               [ir.Constant(I32, ndim), dims_mem, descr, ir.Constant(I32, 0)])
+        ok = self.b.call(self.own_fn(), [self.ctx, obj])
+        self.b.store(self.b.call(self.libc("PyEval_SaveThread", PTR, []), []), ctx_field)
+        self.check(self.b.icmp_signed("!=", ok, ir.Constant(I32, 0)), PYTHON_ERROR)
+        data = self.b.load(self.b.gep(obj, [i64(capi.ARRAY_DATA)], source_etype=I8), typ=PTR)
+        array = ArrayV(dtype, obj, data, dims, self.c_strides(dims))
+        if fill not in (0, None):
+            t = T.Scalar(dtype)
+            if fill == "value":
+                source = op.operands[ndim]
+                value = self.convert(self.v(source), source.type, t)
+            else:
+                value = self.convert(self.const_of(fill), T.FLOAT if isinstance(fill, float)
+                                     else T.INT, t)
+            self.nest(array, [], lambda offs: self.store_mem(
+                array, self.element(array, offs[0]) if offs[0] is not None else array.data,
+                value, t))
+        return array
+
+    def const_of(self, value):
+        if isinstance(value, bool):
+            return ir.Constant(I1, int(value))
+        if isinstance(value, int):
+            return i64(value)
+        return ir.Constant(F64, float(value))
+
+    def own_fn(self):
+        """adc_own(ctx, obj): record a new array in the context (0), or report failure (1)
+        when numpy raised (obj is NULL) or the owner list cannot grow."""
+        fn = self.module.globals.get("adc_own")
+        if fn is not None:
+            return fn
+        fn = ir.Function(self.module, ir.FunctionType(I32, [PTR, PTR]), name="adc_own")
+        fn.linkage = "internal"
+        ctx, obj = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        fail = fn.append_basic_block("fail")
+        has_obj = fn.append_basic_block("has_obj")
+        grow = fn.append_basic_block("grow")
+        put = fn.append_basic_block("put")
+        b.cbranch(b.icmp_unsigned("==", obj, ir.Constant(PTR, None)), fail, has_obj)
+        b.position_at_end(fail)
+        b.ret(ir.Constant(I32, 1))
+        b.position_at_end(has_obj)
+
+        def field(k):
+            return b.gep(ctx, [i64(0), ir.Constant(I32, k)], source_etype=CONTEXT)
+
+        n = b.load(field(CTX_NOWNED), typ=I64)
+        cap = b.load(field(CTX_CAPOWNED), typ=I64)
+        b.cbranch(b.icmp_signed("==", n, cap), grow, put)
+        b.position_at_end(grow)
+        new_cap = b.add(b.mul(cap, i64(2)), i64(8))
+        buf = b.call(self.libc("realloc", PTR, [PTR, I64]),
+                     [b.load(field(CTX_OWNED), typ=PTR), b.mul(new_cap, i64(8))])
+        no_memory = fn.append_basic_block("no_memory")
+        grown = fn.append_basic_block("grown")
+        b.cbranch(b.icmp_unsigned("==", buf, ir.Constant(PTR, None)), no_memory, grown)
+        b.position_at_end(no_memory)
+        b.call(self.libc("Py_DecRef", ir.VoidType(), [PTR]), [obj])
+        b.call(self.libc("PyErr_NoMemory", PTR, []), [])
+        b.ret(ir.Constant(I32, 1))
+        b.position_at_end(grown)
+        b.store(buf, field(CTX_OWNED))
+        b.store(new_cap, field(CTX_CAPOWNED))
+        b.branch(put)
+        b.position_at_end(put)
+        slot = b.gep(b.load(field(CTX_OWNED), typ=PTR), [n], source_etype=PTR)
+        b.store(obj, slot)
+        b.store(b.add(n, i64(1)), field(CTX_NOWNED))
+        b.ret(ir.Constant(I32, 0))
+        return fn
+
+    # -- tapes ------------------------------------------------------------------------------
+    def tape_item_type(self, item):
+        return ir.LiteralStructType([I8 if t == I1 else t for t in flat_types(item)])
+
+    def tape_field(self, slot, k):
+        return self.b.gep(slot, [i64(0), ir.Constant(I32, k)], source_etype=TAPE)
+
+    def tape_new(self, op):
+        slot = alloca(self.allocas, TAPE, (op.results[0].name or "tape").replace(".", "_"))
+        self.allocas.store(ir.Constant(TAPE, [None, 0, 0]), slot)
+        self.tapes.append(slot)
+        # a tape made again (inside a loop) starts empty and keeps its buffer
+        self.b.store(i64(0), self.tape_field(slot, 1))
+        return TapeV(slot, op.attrs["item"])
+
+    def tape_grow(self, slot, needed, item_type):
+        """Make the buffer hold `needed` items (at least double the old capacity)."""
+        cap = self.b.load(self.tape_field(slot, 2), typ=I64)
+        doubled = self.b.add(self.b.mul(cap, i64(2)), i64(16))
+        new_cap = self.b.select(self.b.icmp_signed(">", needed, doubled), needed, doubled)
+        size = self.b.mul(new_cap, i64(item_type.get_abi_size(self.target_data)))
+        old = self.b.load(self.tape_field(slot, 0), typ=PTR)
+        buf = self.b.call(self.libc("realloc", PTR, [PTR, I64]), [old, size])
+        code = self.error("MemoryError", "no memory left for the reverse pass's tape", None)
+        self.check(self.b.icmp_unsigned("==", buf, ir.Constant(PTR, None)), code)
+        self.b.store(buf, self.tape_field(slot, 0))
+        self.b.store(new_cap, self.tape_field(slot, 2))
+
+    def tape_push(self, op):
+        tape, value = self.v(op.operands[0]), self.v(op.operands[1])
+        item_type = self.tape_item_type(op.operands[0].type.item)
+        top = self.b.load(self.tape_field(tape.slot, 1), typ=I64)
+        cap = self.b.load(self.tape_field(tape.slot, 2), typ=I64)
+        with self.b.if_then(self.b.icmp_signed(">=", top, cap), likely=False):
+            self.tape_grow(tape.slot, self.b.add(top, i64(1)), item_type)
+        buf = self.b.load(self.tape_field(tape.slot, 0), typ=PTR)
+        slot = self.b.gep(buf, [top], source_etype=item_type)
+        value = self.coerce(value, op.operands[0].type.item)
+        for k, x in enumerate(flat(value)):
+            if x.type == I1:
+                x = self.b.zext(x, I8)
+            self.b.store(x, self.b.gep(slot, [i64(0), ir.Constant(I32, k)],
+                                       source_etype=item_type))
+        self.b.store(self.b.add(top, i64(1)), self.tape_field(tape.slot, 1))
+
+    def tape_pop(self, op):
+        tape = self.v(op.operands[0])
+        item = op.operands[0].type.item
+        item_type = self.tape_item_type(item)
+        top = self.b.sub(self.b.load(self.tape_field(tape.slot, 1), typ=I64), i64(1))
+        self.b.store(top, self.tape_field(tape.slot, 1))
+        buf = self.b.load(self.tape_field(tape.slot, 0), typ=PTR)
+        slot = self.b.gep(buf, [top], source_etype=item_type)
+        values = []
+        for k, t in enumerate(flat_types(item)):
+            x = self.b.load(self.b.gep(slot, [i64(0), ir.Constant(I32, k)],
+                                       source_etype=item_type), typ=I8 if t == I1 else t)
+            values.append(self.b.trunc(x, I1) if t == I1 else x)
+        value = unflat(item, iter(values))
+        r = op.results[0].type
+        if isinstance(r, T.Scalar) and r.dtype != item.dtype:
+            value = self.convert(value, item, r)
+        return value
+
+    def tape_reserve(self, op):
+        tape = self.v(op.operands[0])
+        start, stop, step = (self.v(x) for x in op.operands[1:])
+        item_type = self.tape_item_type(op.operands[0].type.item)
+        span_up = self.b.sub(stop, start)
+        up = self.b.icmp_signed(">", step, i64(0))
+        span = self.b.select(up, span_up, self.b.neg(span_up))
+        stride = self.b.select(up, step, self.b.neg(step))
+        count = self.b.sdiv(self.b.add(span, self.b.sub(stride, i64(1))), stride)
+        count = self.b.select(self.b.icmp_signed(">", count, i64(0)), count, i64(0))
+        top = self.b.load(self.tape_field(tape.slot, 1), typ=I64)
+        needed = self.b.add(top, count)
+        cap = self.b.load(self.tape_field(tape.slot, 2), typ=I64)
+        with self.b.if_then(self.b.icmp_signed(">", needed, cap), likely=False):
+            self.tape_grow(tape.slot, needed, item_type)
+
+
+def _where(loc):
+    """', at file.py:12: <the line>' for error messages (% escaped for PyErr_Format)."""
+    if not loc:
+        return ""
+    prefix = ""
+    if loc.startswith("grad of: "):
+        prefix, loc = "the derivative of ", loc[len("grad of: "):]
+    filename, _, line = loc.rpartition(":")
+    text = linecache.getline(filename, int(line)).strip() if line.isdigit() else ""
+    where = f" (in {prefix}{filename.rsplit('/', 1)[-1]}:{line}" + (f": {text})" if text
+                                                                     else ")")
+    return where.replace("%", "%%")
+
+
+RULES = {
     "const": _Lowering.const, "add": _Lowering.arith, "sub": _Lowering.arith,
     "mul": _Lowering.arith, "div": _Lowering.div, "floordiv": _Lowering.floor_ops,
     "mod": _Lowering.floor_ops, "pow": _Lowering.pow, "neg": _Lowering.neg,
     "abs": _Lowering.abs, "cast": _Lowering.cast, "select": _Lowering.select,
     "not": _Lowering.logical_not, "truth": _Lowering.truth, "and": _Lowering.logical_and,
     "min": _Lowering.minmax, "max": _Lowering.minmax, "maximum": _Lowering.minmax,
-    "minimum": _Lowering.minmax, "assert": _Lowering.assertion,
-    "if": lambda self, op: self.lower_if(op), "for": lambda self, op: self.lower_for(op),
-    "while": lambda self, op: self.lower_while(op),
+    "minimum": _Lowering.minmax, "sign": _Lowering.sign, "assert": _Lowering.assertion,
+    "tuple": _Lowering.tuple, "tuple_get": _Lowering.tuple_get,
+    "shape": _Lowering.shape, "size": _Lowering.size, "load": _Lowering.load,
+    "store": _Lowering.store, "add_at": _Lowering.add_at, "alloc": _Lowering.alloc,
+    "tape_new": _Lowering.tape_new, "tape_push": _Lowering.tape_push,
+    "tape_pop": _Lowering.tape_pop, "tape_reserve": _Lowering.tape_reserve,
+    "if": _Lowering.lower_if, "for": _Lowering.lower_for, "while": _Lowering.lower_while,
 }
 for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
-    _RULES[_name] = _Lowering.compare
+    RULES[_name] = _Lowering.compare
 for _name in ("sin", "cos", "tan", "exp", "log", "log1p", "expm1", "sqrt", "tanh", "sinh",
               "cosh", "asin", "acos", "atan", "log2", "log10", "erf", "erfc", "floor", "ceil",
-              "trunc", "round", "atan2", "hypot", "fmod"):
-    _RULES[_name] = _Lowering.math
+              "trunc", "round", "atan2", "hypot", "fmod", "copysign"):
+    RULES[_name] = _Lowering.math
 
 
-class Compiled:
-    """A native function with a ctypes entry point; keeps its JIT resources alive."""
-
-    def __init__(self, fn):
-        from adcompile.backends.llvm import jit
-
-        lowered = lower_function(fn)
-        self.lowered = lowered
-        self.module = jit.optimize(lowered.text)
-        address, self._tracker = jit.load(self.module, lowered.name)
-        ret = lowered.result_type
-        if not isinstance(ret, T.Scalar):
-            raise NotImplementedError("the LLVM backend returns scalars only for now")
-        self._out = _C[ret.dtype]()
-        self._out_ref = ctypes.byref(self._out)
-        argtypes = [_C[t.dtype] for t in lowered.param_types] + [ctypes.c_void_p]
-        self._cfunc = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(address)
-        self._convert = _converter(ret)
-
-    def __call__(self, *args):
-        status = self._cfunc(*args, self._out_ref)
-        if status:
-            raise _error(status, self.lowered.messages)
-        return self._convert(self._out.value)
-
-    def llvm_ir(self):
-        return str(self.module)
-
-    def asm(self):
-        from adcompile.backends.llvm import jit
-
-        return jit.assembly(self.module)
-
-
-def _converter(t):
-    from adcompile.ir.interp import convert
-
-    return lambda value: convert(value, t)
-
-
-def _error(status, messages):
-    if status == ZERO_DIVISION:
-        return ZeroDivisionError("division by zero")
-    return AssertionError(messages[status - ASSERTION])
+def written_params(fn):
+    """Indices of the parameters whose arrays the function stores into."""
+    written = set()
+    for op in walk(fn.body):
+        if op.prim in ("store", "add_at"):
+            root = op.operands[0]
+            while root.owner is not None and root.owner.prim == "load":
+                root = root.owner.operands[0]
+            if root in fn.params:
+                written.add(fn.params.index(root))
+    return written

@@ -1,0 +1,154 @@
+"""The CPython and numpy ABI facts the generated entry points rely on, probed at import.
+
+Generated code reads `PyFloatObject`, tuples, numpy arrays and dtypes through byte offsets and
+calls a few numpy C-API functions through numpy's `_ARRAY_API` table. Every offset is checked
+here against the live interpreter (for an array built with unusual strides, a non-native
+dtype, a float subclass...), so a CPython or numpy ABI change is detected when the LLVM
+backend is first used, as a clear error, instead of a crash inside compiled code.
+
+Objects whose address changes from process to process (type objects, the `_ARRAY_API`
+functions, `True`/`False`) reach compiled code as external symbols bound at link time, never
+as constants in the IR, so cached object code stays valid in the next process.
+"""
+
+import ctypes
+
+import numpy as np
+
+from adcompile.backends import MISS
+
+# PyObject / PyFloatObject / PyTupleObject
+OB_TYPE = 8
+FLOAT_VALUE = 16
+TUPLE_SIZE = 16
+TUPLE_ITEMS = 24
+SCALAR_VALUE = 16  # numpy scalars (np.float64, np.int64...) keep their value here
+# PyArrayObject_fields and PyArray_Descr
+ARRAY_DATA, ARRAY_NDIM, ARRAY_DIMS, ARRAY_STRIDES, ARRAY_DESCR, ARRAY_FLAGS = 16, 24, 32, 40, \
+    56, 64
+DESCR_BYTEORDER, DESCR_TYPE_NUM = 26, 28
+C_CONTIGUOUS, ALIGNED, WRITEABLE = 0x1, 0x100, 0x400
+TYPE_NUM = {"bool": np.dtype(np.bool_).num, "i64": np.dtype(np.int64).num,
+            "f32": np.dtype(np.float32).num, "f64": np.dtype(np.float64).num}
+ITEMSIZE = {"bool": 1, "i64": 8, "f32": 4, "f64": 8}
+# indices into numpy's C-API table (stable across numpy 1.x and 2.x)
+_API = {"PyArray_DescrFromType": 45, "PyArray_Scalar": 60, "PyArray_Zeros": 183,
+        "PyArray_Empty": 184}
+
+
+class ABIError(RuntimeError):
+    """The interpreter's object layout is not the one the LLVM backend was written for."""
+
+
+def _read(address, ctype):
+    return ctype.from_address(address).value
+
+
+def _array_api():
+    from numpy._core import _multiarray_umath
+
+    capsule = _multiarray_umath._ARRAY_API
+    get_name = ctypes.pythonapi.PyCapsule_GetName
+    get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype = ctypes.c_void_p
+    get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    return get_pointer(capsule, get_name(capsule))
+
+
+def _probe():
+    """Check every offset above against live objects; raise ABIError on any mismatch."""
+    problems = []
+
+    def expect(what, got, want):
+        if got != want:
+            problems.append(f"{what}: read {got!r}, expected {want!r}")
+
+    x = 2.5
+    expect("float value", _read(id(x) + FLOAT_VALUE, ctypes.c_double), 2.5)
+    expect("ob_type", _read(id(x) + OB_TYPE, ctypes.c_void_p), id(float))
+    t = (1, "a", None)
+    expect("tuple size", _read(id(t) + TUPLE_SIZE, ctypes.c_ssize_t), 3)
+    expect("tuple item", _read(id(t) + TUPLE_ITEMS + 8, ctypes.c_void_p), id("a"))
+    for value, ctype in ((np.float64(1.25), ctypes.c_double), (np.float32(1.25), ctypes.c_float),
+                         (np.int64(-7), ctypes.c_int64)):
+        expect(f"{type(value).__name__} value", _read(id(value) + SCALAR_VALUE, ctype),
+               value.item())
+    base = np.arange(24, dtype=">f8").reshape(4, 6)
+    for a in (np.arange(12.0).reshape(3, 4)[:, ::-2], base[1:, ::3]):
+        at = id(a)
+        expect("array data", _read(at + ARRAY_DATA, ctypes.c_void_p), a.ctypes.data)
+        expect("array ndim", _read(at + ARRAY_NDIM, ctypes.c_int), a.ndim)
+        dims = _read(at + ARRAY_DIMS, ctypes.c_void_p)
+        strides = _read(at + ARRAY_STRIDES, ctypes.c_void_p)
+        expect("array shape", tuple((ctypes.c_int64 * a.ndim).from_address(dims)), a.shape)
+        expect("array strides", tuple((ctypes.c_int64 * a.ndim).from_address(strides)),
+               a.strides)
+        expect("array flags", _read(at + ARRAY_FLAGS, ctypes.c_int), a.flags.num)
+        descr = _read(at + ARRAY_DESCR, ctypes.c_void_p)
+        expect("array descr", descr, id(a.dtype))
+        expect("dtype type_num", _read(descr + DESCR_TYPE_NUM, ctypes.c_int), a.dtype.num)
+        expect("dtype byteorder", _read(descr + DESCR_BYTEORDER, ctypes.c_char),
+               a.dtype.byteorder.encode())
+    api = _array_api()
+    table = (ctypes.c_void_p * 200).from_address(api)
+    expect("_ARRAY_API[2] (PyArray_Type)", table[2], id(np.ndarray))
+    zeros = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_int, ctypes.POINTER(ctypes.c_int64),
+                              ctypes.c_void_p, ctypes.c_int)(table[_API["PyArray_Zeros"]])
+    descr_from_type = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_int)(
+        table[_API["PyArray_DescrFromType"]])
+    made = zeros(2, (ctypes.c_int64 * 2)(2, 3), descr_from_type(TYPE_NUM["f32"]), 0)
+    expect("PyArray_Zeros", (type(made), made.shape, made.dtype, float(made.sum())),
+           (np.ndarray, (2, 3), np.dtype(np.float32), 0.0))
+    if problems:
+        raise ABIError("the LLVM backend cannot use this Python/numpy build (" +
+                       "; ".join(problems) + "); use backend='python'")
+    return table
+
+
+_symbols = None
+
+
+def symbols():
+    """{symbol name: address} for everything generated code links against."""
+    global _symbols
+    if _symbols is None:
+        table = _probe()
+        found = {
+            "adc_float_type": id(float), "adc_int_type": id(int), "adc_tuple_type": id(tuple),
+            "adc_true": id(True), "adc_false": id(False), "adc_ndarray_type": id(np.ndarray),
+            "adc_f64_type": id(np.float64), "adc_f32_type": id(np.float32),
+            "adc_i64_type": id(np.int64), "adc_npbool_type": id(np.bool_),
+            "adc_np_true": id(np.True_), "adc_np_false": id(np.False_),
+            "adc_miss": id(MISS), "adc_make_view": id(_make_view), "adc_none": id(None),
+        }
+        for dtype, code in TYPE_NUM.items():
+            found[f"adc_descr_{dtype}"] = id(np.dtype(T_NUMPY[dtype]))
+        for name, index in _API.items():
+            found[f"adc_{name}"] = table[index]
+        _symbols = found
+    return _symbols
+
+
+T_NUMPY = {"bool": np.bool_, "i64": np.int64, "f32": np.float32, "f64": np.float64}
+
+
+
+
+def _make_view(base, byte_offset, ndim, *shape_and_strides):
+    """A numpy view of `base` for an array that compiled code returns and that is not a whole
+    argument or allocation (a row, a strided slice); strides are in elements."""
+    itemsize = base.itemsize
+    start = base.__array_interface__["data"][0] + byte_offset
+    return np.asarray(_ViewOf(base, start, shape_and_strides[:ndim],
+                              tuple(s * itemsize for s in shape_and_strides[ndim:])))
+
+
+class _ViewOf:
+    """Keeps the base array alive and describes the view through __array_interface__."""
+
+    def __init__(self, base, start, shape, strides):
+        self.base = base
+        self.__array_interface__ = {"data": (start, not base.flags.writeable), "shape": shape,
+                                    "strides": strides, "typestr": base.dtype.str,
+                                    "version": 3}

@@ -1,0 +1,327 @@
+"""The generated CPython entry point of a compiled function (`METH_FASTCALL`).
+
+`PyObject *entry(PyObject *self, PyObject *const *args, Py_ssize_t nargs)` checks every
+argument against the specialization it was compiled for (exact type; for arrays also ndim,
+dtype, native byte order, alignment, C-contiguity when the layout is "C", writability when the
+function stores into it), unpacks it into registers, releases the GIL, runs the kernel, takes
+the GIL back, raises the kernel's error if it failed, and boxes the result: Python float/int/
+bool for weak scalars, numpy scalars for strong ones, the array objects themselves (or a view
+of them), tuples. Arrays the kernel allocated and does not return are released.
+
+An argument that does not fit returns the `MISS` object instead of raising: the dispatcher
+then picks or compiles the right specialization. No C compiler is involved; the object
+offsets come from `capi`, which checked them against the running interpreter.
+"""
+
+import llvmlite.ir as ir
+
+from adcompile.backends.llvm import capi
+from adcompile.backends.llvm.lower import (CONTEXT, CTX_ERR, CTX_NOWNED, CTX_OWNED,
+                                           CTX_TSTATE, F32, F64, I1, I8, I32, I64, MEM, PTR,
+                                           alloca, external, flat_types, i64, opaque)
+from adcompile.ir import types as T
+
+METH_FASTCALL = 0x80
+
+
+def build_entry(module, kernel, name, written, release_gil=True):
+    """Add `name`, the entry point calling `kernel` (a lower.Kernel), to `module`."""
+    fnty = ir.FunctionType(PTR, [PTR, PTR, I64])
+    func = ir.Function(module, fnty, name=name)
+    _Entry(module, func, kernel, written, release_gil).build()
+    return func
+
+
+class _Entry:
+    def __init__(self, module, func, kernel, written, release_gil):
+        self.module = module
+        self.func = func
+        self.kernel = kernel
+        self.written = written
+        self.release_gil = release_gil
+        self.layouts = iter(kernel.layouts)
+
+    # -- helpers ----------------------------------------------------------------------------
+    def declare(self, name, ret, args, var_arg=False):
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ret, args, var_arg=var_arg), name=name)
+        return fn
+
+    def symbol(self, name):
+        return external(self.module, name)
+
+    def field(self, obj, offset, typ):
+        return self.b.load(self.b.gep(obj, [i64(offset)], source_etype=I8), typ=typ)
+
+    def guard(self, ok):
+        """Continue when `ok`, else return MISS."""
+        cont = self.func.append_basic_block("fits")
+        self.b.cbranch(ok, cont, self.miss_bb)
+        self.b.position_at_end(cont)
+
+    def is_(self, a, b):
+        return self.b.icmp_unsigned("==", a, b)
+
+    def incref(self, obj):
+        self.b.call(self.declare("Py_IncRef", ir.VoidType(), [PTR]), [obj])
+
+    def string(self, text):
+        data = bytearray(text.encode("utf-8")) + b"\0"
+        name = f".str{len([g for g in self.module.global_values if g.name.startswith('.str')])}"
+        g = opaque(ir.GlobalVariable(self.module, ir.ArrayType(I8, len(data)), name=name))
+        g.global_constant = True
+        g.linkage = "private"
+        g.initializer = ir.Constant(ir.ArrayType(I8, len(data)), data)
+        return g
+
+    # -- the function -----------------------------------------------------------------------
+    def build(self):
+        self_, args, nargs = self.func.args
+        self.b = ir.IRBuilder(self.func.append_basic_block("entry"))
+        self.miss_bb = self.func.append_basic_block("miss")
+        self.error_bb = self.func.append_basic_block("raise")
+        params = self.kernel.param_types
+        self.guard(self.is_(nargs, i64(len(params))))
+        flat_args = []
+        for k, t in enumerate(params):
+            obj = self.b.load(self.b.gep(args, [i64(k)], source_etype=PTR), typ=PTR)
+            flat_args += self.unpack(obj, t, k in self.written)
+        ctx = alloca(self.b, CONTEXT, name="ctx")
+        self.b.store(ir.Constant(CONTEXT, None), ctx)
+        result_struct = ir.LiteralStructType(flat_types(self.kernel.result_type))
+        out = alloca(self.b, result_struct, name="out")
+
+        def ctx_field(k):
+            return self.b.gep(ctx, [i64(0), ir.Constant(I32, k)], source_etype=CONTEXT)
+
+        if self.release_gil:
+            state = self.b.call(self.declare("PyEval_SaveThread", PTR, []), [])
+            self.b.store(state, ctx_field(CTX_TSTATE))
+        status = self.b.call(self.kernel.function, [ctx] + flat_args + [out])
+        if self.release_gil:
+            self.b.call(self.declare("PyEval_RestoreThread", ir.VoidType(), [PTR]),
+                        [self.b.load(ctx_field(CTX_TSTATE), typ=PTR)])
+        failed = self.func.append_basic_block("failed")
+        box_bb = self.func.append_basic_block("box")
+        self.b.cbranch(self.b.icmp_signed("!=", status, ir.Constant(I32, 0)), failed, box_bb)
+        # error: set the exception for the kernel's code, release what it allocated
+        self.b.position_at_end(failed)
+        self.raise_error(status, ctx_field)
+        self.release(ctx_field)
+        self.b.ret(ir.Constant(PTR, None))
+        # success: box the result, then release the arrays not handed back
+        self.b.position_at_end(box_bb)
+        values = [self.b.load(self.b.gep(out, [i64(0), ir.Constant(I32, k)],
+                                         source_etype=result_struct), typ=t)
+                  for k, t in enumerate(result_struct.elements)]
+        self.box_failed = ir.Constant(I1, 0)
+        result = self.box(self.kernel.result_type, iter(values))
+        self.release(ctx_field)
+        self.b.ret(result)
+        # an argument did not fit
+        self.b.position_at_end(self.miss_bb)
+        miss = self.symbol("adc_miss")
+        self.incref(miss)
+        self.b.ret(miss)
+        self.b.position_at_end(self.error_bb)
+        self.b.ret(ir.Constant(PTR, None))
+
+    def release(self, ctx_field):
+        owned = self.b.load(ctx_field(CTX_OWNED), typ=PTR)
+        n = self.b.load(ctx_field(CTX_NOWNED), typ=I64)
+        pre = self.b.block
+        head = self.func.append_basic_block("release.head")
+        body = self.func.append_basic_block("release.body")
+        done = self.func.append_basic_block("release.end")
+        self.b.branch(head)
+        self.b.position_at_end(head)
+        i = self.b.phi(I64)
+        i.add_incoming(i64(0), pre)
+        self.b.cbranch(self.b.icmp_signed("<", i, n), body, done)
+        self.b.position_at_end(body)
+        obj = self.b.load(self.b.gep(owned, [i], source_etype=PTR), typ=PTR)
+        self.b.call(self.declare("Py_DecRef", ir.VoidType(), [PTR]), [obj])
+        i.add_incoming(self.b.add(i, i64(1)), self.b.block)
+        self.b.branch(head)
+        self.b.position_at_end(done)
+        self.b.call(self.declare("free", ir.VoidType(), [PTR]), [owned])
+
+    def raise_error(self, status, ctx_field):
+        done = self.func.append_basic_block("raised")
+        details = [self.b.load(ctx_field(CTX_ERR + k), typ=I64) for k in range(2)]
+        switch = self.b.switch(status, done)
+        fmt_fn = self.declare("PyErr_Format", PTR, [PTR, PTR], var_arg=True)
+        for code, (exception, message) in sorted(self.kernel.errors.items()):
+            bb = self.func.append_basic_block(f"raise{code}")
+            switch.add_case(ir.Constant(I32, code), bb)
+            with self.b.goto_block(bb):
+                exc = self.b.load(external(self.module, f"PyExc_{exception}", PTR), typ=PTR)
+                self.b.call(fmt_fn, [exc, self.string(message)] + details)
+                self.b.branch(done)
+        # the default (code 1, PYTHON_ERROR): numpy already set the exception
+        self.b.position_at_end(done)
+
+    # -- arguments --------------------------------------------------------------------------
+    def unpack(self, obj, t, written):
+        """Check `obj` against type t and return its flattened register values."""
+        b = self.b
+        if isinstance(t, T.Scalar):
+            return [self.unpack_scalar(obj, t.dtype)]
+        if isinstance(t, T.Tuple):
+            self.guard(self.is_(self.field(obj, capi.OB_TYPE, PTR),
+                                self.symbol("adc_tuple_type")))
+            self.guard(b.icmp_signed("==", self.field(obj, capi.TUPLE_SIZE, I64),
+                                     i64(len(t.items))))
+            values = []
+            for k, item in enumerate(t.items):
+                values += self.unpack(self.field(obj, capi.TUPLE_ITEMS + 8 * k, PTR), item,
+                                      written)
+            return values
+        if isinstance(t, T.Array):
+            return self.unpack_array(obj, t, written)
+        raise NotImplementedError(f"compiled functions cannot take {t} arguments")
+
+    def unpack_scalar(self, obj, dtype):
+        """A number of the parameter's kind: Python or numpy bool, int (i64), float (f64, or
+        a np.float32 for f32). Derivative programs get Python floats for numpy-typed
+        parameters, so both forms are taken."""
+        b = self.b
+        if dtype == "bool":
+            is_true = b.or_(self.is_(obj, self.symbol("adc_true")),
+                            self.is_(obj, self.symbol("adc_np_true")))
+            is_false = b.or_(self.is_(obj, self.symbol("adc_false")),
+                             self.is_(obj, self.symbol("adc_np_false")))
+            self.guard(b.or_(is_true, is_false))
+            return is_true
+        kind = self.field(obj, capi.OB_TYPE, PTR)
+        if dtype == "f64":  # np.float64 is a float subclass with the same layout
+            self.guard(b.or_(self.is_(kind, self.symbol("adc_float_type")),
+                             self.is_(kind, self.symbol("adc_f64_type"))))
+            return self.field(obj, capi.FLOAT_VALUE, F64)
+        if dtype == "f32":
+            is_f32 = self.is_(kind, self.symbol("adc_f32_type"))
+            self.guard(b.or_(is_f32, self.is_(kind, self.symbol("adc_float_type"))))
+            as_f32 = self.field(obj, capi.SCALAR_VALUE, F32)
+            from_float = b.fptrunc(self.field(obj, capi.FLOAT_VALUE, F64), F32)
+            return b.select(is_f32, as_f32, from_float)
+        # i64: a Python int (which may not fit) or a np.int64
+        is_np = self.is_(kind, self.symbol("adc_i64_type"))
+        self.guard(b.or_(is_np, self.is_(kind, self.symbol("adc_int_type"))))
+        pre = b.block
+        convert = self.func.append_basic_block("int_convert")
+        maybe_error = self.func.append_basic_block("int_check")
+        done = self.func.append_basic_block("int_done")
+        np_value = self.field(obj, capi.SCALAR_VALUE, I64)
+        b.cbranch(is_np, done, convert)
+        b.position_at_end(convert)
+        value = b.call(self.declare("PyLong_AsLongLong", I64, [PTR]), [obj])
+        b.cbranch(b.icmp_signed("==", value, i64(-1)), maybe_error, done)
+        b.position_at_end(maybe_error)
+        occurred = b.call(self.declare("PyErr_Occurred", PTR, []), [])
+        b.cbranch(self.is_(occurred, ir.Constant(PTR, None)), done, self.error_bb)
+        b.position_at_end(done)
+        result = b.phi(I64)
+        result.add_incoming(np_value, pre)
+        result.add_incoming(value, convert)
+        result.add_incoming(value, maybe_error)
+        return result
+
+    def unpack_array(self, obj, t, written):
+        b = self.b
+        layout = next(self.layouts)
+        self.guard(self.is_(self.field(obj, capi.OB_TYPE, PTR), self.symbol("adc_ndarray_type")))
+        self.guard(b.icmp_signed("==", self.field(obj, capi.ARRAY_NDIM, I32),
+                                 ir.Constant(I32, t.ndim)))
+        descr = self.field(obj, capi.ARRAY_DESCR, PTR)
+        self.guard(b.icmp_signed("==", self.field(descr, capi.DESCR_TYPE_NUM, I32),
+                                 ir.Constant(I32, capi.TYPE_NUM[t.dtype])))
+        self.guard(b.icmp_unsigned("!=", self.field(descr, capi.DESCR_BYTEORDER, I8),
+                                   ir.Constant(I8, ord(">"))))
+        flags = self.field(obj, capi.ARRAY_FLAGS, I32)
+        need = capi.ALIGNED | (capi.C_CONTIGUOUS if layout == "C" else 0) | \
+            (capi.WRITEABLE if written else 0)
+        self.guard(b.icmp_unsigned("==", b.and_(flags, ir.Constant(I32, need)),
+                                   ir.Constant(I32, need)))
+        data = self.field(obj, capi.ARRAY_DATA, PTR)
+        dims = self.field(obj, capi.ARRAY_DIMS, PTR)
+        shape = [b.load(b.gep(dims, [i64(k)], source_etype=I64), typ=I64)
+                 for k in range(t.ndim)]
+        if layout == "C":
+            strides = [i64(0)] * t.ndim  # the kernel computes them from the shape
+        else:
+            raw = self.field(obj, capi.ARRAY_STRIDES, PTR)
+            size = i64(capi.ITEMSIZE[t.dtype])
+            strides = []
+            for k in range(t.ndim):
+                stride = b.load(b.gep(raw, [i64(k)], source_etype=I64), typ=I64)
+                self.guard(b.icmp_signed("==", b.srem(stride, size), i64(0)))
+                strides.append(b.sdiv(stride, size))
+        return [obj, data] + shape + strides
+
+    # -- results ----------------------------------------------------------------------------
+    def box(self, t, values):
+        b = self.b
+        if isinstance(t, T.NoneType):
+            none = self.symbol("adc_none")
+            self.incref(none)
+            return none
+        if isinstance(t, T.Scalar):
+            value = next(values)
+            if t.weak:
+                if t.dtype == "f64":
+                    return b.call(self.declare("PyFloat_FromDouble", PTR, [F64]), [value])
+                if t.dtype == "i64":
+                    return b.call(self.declare("PyLong_FromLongLong", PTR, [I64]), [value])
+                obj = b.select(value, self.symbol("adc_true"), self.symbol("adc_false"))
+                self.incref(obj)
+                return obj
+            if t.dtype == "bool":
+                obj = b.select(value, self.symbol("adc_np_true"), self.symbol("adc_np_false"))
+                self.incref(obj)
+                return obj
+            slot = alloca(b, MEM[t.dtype])
+            b.store(value, slot)
+            scalar = self.declare("adc_PyArray_Scalar", PTR, [PTR, PTR, PTR])
+            return b.call(scalar, [slot, self.symbol(f"adc_descr_{t.dtype}"),
+                                   ir.Constant(PTR, None)])
+        if isinstance(t, T.Tuple):
+            tup = b.call(self.declare("PyTuple_New", PTR, [I64]), [i64(len(t.items))])
+            for k, item in enumerate(t.items):
+                obj = self.box(item, values)
+                b.call(self.declare("PyTuple_SetItem", I32, [PTR, I64, PTR]), [tup, i64(k), obj])
+            return tup
+        if isinstance(t, T.Array):
+            return self.box_array(t, values)
+        raise NotImplementedError(f"compiled functions cannot return {t}")
+
+    def box_array(self, t, values):
+        """The array object itself when the value is a whole argument or allocation, else a
+        view of it (views always have fewer dimensions than their root)."""
+        b = self.b
+        obj, data = next(values), next(values)
+        shape = [next(values) for _ in range(t.ndim)]
+        strides = [next(values) for _ in range(t.ndim)]
+        whole = b.icmp_signed("==", self.field(obj, capi.ARRAY_NDIM, I32),
+                              ir.Constant(I32, t.ndim))
+        pre = b.block
+        view_bb = self.func.append_basic_block("view")
+        done = self.func.append_basic_block("boxed")
+        b.cbranch(whole, done, view_bb)
+        b.position_at_end(view_bb)
+        offset = b.sub(b.ptrtoint(data, I64),
+                       b.ptrtoint(self.field(obj, capi.ARRAY_DATA, PTR), I64))
+        fmt = self.string("OLL" + "L" * (2 * t.ndim))
+        call = self.declare("PyObject_CallFunction", PTR, [PTR, PTR], var_arg=True)
+        view = b.call(call, [self.symbol("adc_make_view"), fmt, obj, offset,
+                             i64(t.ndim)] + shape + strides)
+        view_end = b.block
+        b.branch(done)
+        b.position_at_end(done)
+        result = b.phi(PTR)
+        result.add_incoming(obj, pre)
+        result.add_incoming(view, view_end)
+        with b.if_then(whole):
+            self.incref(obj)
+        return result
+
