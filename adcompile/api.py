@@ -7,12 +7,14 @@ stages for a signature.
 
 import functools
 
+from adcompile.ad.forward import jvp_function
+from adcompile.ad.reverse import vjp_function
+from adcompile.backends import MISS as _MISS
 from adcompile.frontend import check, lower_function
 from adcompile.frontend.source import Source
 from adcompile.ir import interp
 from adcompile.ir import types as T
 from adcompile.ir.printer import print_function
-from adcompile.backends import MISS as _MISS
 from adcompile.passes import pipeline
 
 BACKENDS = ("llvm", "python", "interp")
@@ -80,7 +82,7 @@ class CompiledFunction:
         self._cache = {}
         self._entry = None  # the native entry point of the last specialization called
         functools.update_wrapper(self, fn)
-        check.check_function(Source(fn))  # refuse what is outside the subset right away
+        check.check_function(Source.of(fn))  # refuse what is outside the subset right away
 
     def signature(self, args):
         names = self.fn.__code__.co_varnames[: self.fn.__code__.co_argcount]
@@ -171,8 +173,6 @@ def jvp_source(f, primals, tangents):
 
 
 def _jvp_spec(cf, primals, tangents):
-    from adcompile.ad.forward import jvp_function
-
     if len(primals) != len(tangents):
         raise TypeError(f"jvp() got {len(primals)} primals but {len(tangents)} tangents")
     active = tuple(t is not None for t in tangents)
@@ -215,8 +215,6 @@ def _check_aliasing(cf, args, active):
 
 
 def _vjp_spec(cf, primals, active):
-    from adcompile.ad.reverse import vjp_function
-
     _check_aliasing(cf, primals, active)
     key = ("vjp", cf.signature(primals), active)
     spec = cf._cache.get(key)
@@ -282,8 +280,6 @@ class _Transformed:
 
     def specialize(self, *args):
         """The compiled program: grads only for grad, (value, grads) for value_and_grad."""
-        from adcompile.ad.reverse import vjp_function
-
         active = self._active(args)
         _check_aliasing(self.cf, args, active)
         if self.with_value:

@@ -79,7 +79,7 @@ class Builder:
 
 def lower_function(fn, arg_types, stack=()):
     """Build the IR Function for `fn` called with arguments of `arg_types`."""
-    source = Source(fn)
+    source = Source.of(fn)
     check.check_function(source)
     lowerer = Lowerer(source, stack + (fn,))
     return lowerer.lower_top(arg_types)
@@ -142,7 +142,7 @@ class Lowerer:
         if fn in self.stack:
             raise self.error(node, f"{fn.__name__}() calls itself (directly or indirectly): "
                                    f"recursion cannot be compiled; rewrite it as a loop")
-        source = Source(fn)
+        source = Source.of(fn)
         check.check_function(source)
         callee = Lowerer(source, self.stack + (fn,))
         callee.b.block = self.b.block

@@ -8,12 +8,26 @@ import ast
 import inspect
 import linecache
 import textwrap
+import weakref
 
 from adcompile.errors import CompileError
 
 
 class Source:
-    """The parsed function and where it lives."""
+    """The parsed function and where it lives (`Source.of(fn)` reuses the parse for the same
+    code object: the check at decoration, the lowering and every inlined call share it)."""
+
+    _memo = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def of(cls, fn):
+        code = getattr(fn, "__code__", None)
+        if code is None:
+            return cls(fn)
+        source = cls._memo.get(code)
+        if source is None or source.fn is not fn:
+            source = cls._memo[code] = cls(fn)
+        return source
 
     def __init__(self, fn):
         self.fn = fn

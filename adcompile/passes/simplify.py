@@ -31,6 +31,10 @@ def _fold_identities(fn):
                 if _is_const_number(const, 1) and other.type == op.result.type:
                     replace[op.result] = other
                     break
+        elif op.prim == "tuple_get":  # (a, b, c)[1] is b: unpacking what a call returned
+            src = _resolve(replace, op.operands[0])
+            if src.owner is not None and src.owner.prim == "tuple":
+                replace[op.result] = src.owner.operands[op.attrs["index"]]
         elif op.prim in ("add", "sub", "floordiv") and op.result.type.is_int:
             # integers only: i + 0, 0 + i, i - 0, i // 1 (index arithmetic of reversed loops)
             a, b = op.operands
