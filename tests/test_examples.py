@@ -43,6 +43,7 @@ def test_linear_regression_loss_falls():
 def test_quickstart_runs():
     out = _run([str(EXAMPLES / "quickstart.py")])
     assert "tensor(7., grad_fn=<AddBackward0>) tensor(4.) tensor(1.)" in out
+    assert "def dot_grad(x, y):" in out and "gradient max |difference|" in out
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz 'dot' is not installed")
