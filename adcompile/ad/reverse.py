@@ -24,6 +24,7 @@ from adcompile.errors import CompileError
 from adcompile.ir import types as T
 from adcompile.ir.builder import IRBuilder
 from adcompile.ir.nodes import Block, Function, Op, Value, walk
+from adcompile.ir.prims import PRIMS
 from adcompile.passes.dce import dead_code
 from runtime.rules import RULES
 
@@ -59,6 +60,8 @@ class _Reverse:
         self.active = set()
         self.counts = {}     # primal while op -> its iteration count value (primal-side)
         self.top_loop = None  # the top-level for loop being copied (its tapes get reserved)
+        self.clones = {}     # primal region op -> its copy in the forward pass
+        self.fusable = []    # (forward loop, its reversed loop) candidates for _fuse_loops
         self.top_loop_tapes = []
 
     # -- driver -----------------------------------------------------------------------------
@@ -113,6 +116,9 @@ class _Reverse:
         result = Function(name, params + extra, body, fn.filename, fn.first_line)
         while _prune_tapes(body):  # dropping a tape can leave dead code using other pops
             dead_code(result)
+        dead_code(result)
+        for forward, backward in self.fusable:
+            _fuse_loops(body, forward, backward)
         return result
 
     def seed(self, out, cot, adj):
@@ -293,6 +299,7 @@ class _Reverse:
         new = self.b.emit(op.prim, operands, op.attrs, names=[r.name for r in op.results],
                           loc=op.loc, result_types=[r.type for r in op.results])
         new.regions = regions
+        self.clones[op] = new
         for old, r in zip(op.results, new.results):
             self.val[old] = r
         if op.prim == "while":
@@ -626,6 +633,8 @@ class _Reverse:
         new = self.b.emit("for", bounds + inits, {"result_types": types},
                           names=[p.name for p in block.params[1:]], result_types=types)
         new.regions = [block]
+        if index is not None and op in self.clones:
+            self.fusable.append((self.clones[op], new))
         # outer accumulators first: an init operand may itself be one of them (v = x; loop)
         for v, value in zip(outer_used, new.results[len(loop_carried):]):
             adj[v] = value
@@ -703,3 +712,76 @@ def _remove(block, dead):
             continue
         kept.append(op)
     block.ops = kept
+
+
+# -- fusing a loop with its reversed copy ------------------------------------------------------
+
+_FUSABLE_EFFECTS = ("add_at", "yield", "if", "for", "while")
+PRIM_PURE = {name: p.pure for name, p in PRIMS.items()}
+
+
+def _fuse_loops(body, forward, backward):
+    """Run a reversed loop's body inside its forward loop when that cannot change what it
+    computes, so a loop like Rosenbrock's value+gradient makes one pass over memory instead
+    of two. It holds when the reversed loop
+    - pops no tape and reads no array anything writes (it only recomputes from its index and
+      from values defined before the forward loop),
+    - only accumulates into shadow arrays (add_at), which no code between the two loops reads,
+    - carries adjoints it never changes (s_bar of `s += ...`), initialised before the loop.
+    Then iteration order only changes the order of the additions into the shadow arrays."""
+    ops = body.ops
+    if forward not in ops or backward not in ops:
+        return False
+    start, end = ops.index(forward), ops.index(backward)
+    if start > end:
+        return False
+    before = {v for op in ops[:start] for v in op.results}
+    region = backward.regions[0]
+    index, carried = region.params[0], region.params[1:]
+    term = region.terminator
+    if list(term.operands) != list(carried):
+        return False  # the adjoints it carries change from one iteration to the next
+    inits = backward.operands[3:]
+    if not all(v in before or v.owner is None for v in inits):
+        return False
+    written = {_root(op.operands[0]) for op in walk(body) if op.prim in ("store", "add_at")}
+    targets = set()
+    inside = {index, *carried}
+    for op in walk(region):
+        if not PRIM_PURE.get(op.prim, False) and op.prim not in _FUSABLE_EFFECTS:
+            return False
+        if op.prim == "load" and _root(op.operands[0]) in written:
+            return False
+        if op.prim == "add_at":
+            targets.add(_root(op.operands[0]))
+        inside.update(op.results)
+        for r in op.regions:
+            inside.update(r.params)
+    for op in walk(region):
+        for v in op.operands:
+            if v not in inside and v not in before and v.owner is not None:
+                return False  # needs a value computed after the forward loop
+    for op in ops[start + 1:end]:
+        for o in _walk_op(op):
+            if o.prim in ("load", "store", "add_at") and _root(o.operands[0]) in targets \
+                    and o.prim != "add_at":
+                return False
+    # substitute: the reversed loop's index is the forward loop's; its adjoints are constant
+    fwd_region = forward.regions[0]
+    subst = {index: fwd_region.params[0], **dict(zip(carried, inits))}
+    moved = region.ops[:-1]
+    for op in moved:
+        for o in _walk_op(op):
+            o.operands = [subst.get(v, v) for v in o.operands]
+    fwd_region.ops[-1:-1] = moved
+    replace = dict(zip(backward.results, inits))
+    body.ops.remove(backward)
+    for op in walk(body):
+        op.operands = [replace.get(v, v) for v in op.operands]
+    return True
+
+
+def _walk_op(op):
+    yield op
+    for region in op.regions:
+        yield from walk(region)

@@ -104,3 +104,43 @@ def test_differentiated_array_aliasing_a_written_one_is_refused():
     assert ac.grad(copy_into)(x, np.zeros(3)) == pytest.approx(4 * x)
     with pytest.raises(ac.CompileError, match="shares memory with argument 1"):
         ac.grad(copy_into)(x, x)
+
+
+def rosenbrock(x):
+    s = 0.0
+    for i in range(x.shape[0] - 1):
+        s += 100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1.0 - x[i]) ** 2
+    return s
+
+
+def running_product(x):
+    p = 1.0
+    for i in range(x.shape[0]):
+        p = p * x[i]
+    return p
+
+
+def sum_then_square(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i] * x[i]
+    return s * s
+
+
+@pytest.mark.parametrize("fn,loops", [(rosenbrock, 1), (running_product, 2),
+                                      (sum_then_square, 2)])
+@pytest.mark.parametrize("backend", ["python", "llvm"])
+def test_forward_and_reverse_loops_fuse_only_when_order_cannot_matter(fn, loops, backend):
+    """value_and_grad runs a loop's adjoint inside the loop when its adjoints are constant
+    (Rosenbrock); a product (adjoint depends on later iterations) and a squared sum (the
+    seed needs the loop's result) keep two loops. Either way the gradient is right."""
+    x = np.random.default_rng(3).uniform(0.5, 1.5, 9)
+    f = ac.value_and_grad(ac.adcompile(fn, backend=backend))
+    assert f.ir(x).count(" = for ") == loops
+    value, g = f(x)
+    assert value == pytest.approx(fn(x), rel=1e-13)
+    eps = 1e-6
+    for k in range(x.size):
+        e = np.zeros_like(x)
+        e[k] = eps
+        assert g[k] == pytest.approx((fn(x + e) - fn(x - e)) / (2 * eps), rel=1e-6, abs=1e-6)
