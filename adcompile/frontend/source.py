@@ -13,6 +13,41 @@ import weakref
 from adcompile.errors import CompileError
 
 
+def _quick_source(fn):
+    """(lines, first line, file, parsed module) from the code object's line table, without
+    inspect's tokenizer (a few ms per function); None when that is not enough to be sure."""
+    code = getattr(fn, "__code__", None)
+    filename = getattr(code, "co_filename", None)
+    if code is None or not filename or filename.startswith("<"):
+        return None
+    all_lines = linecache.getlines(filename, fn.__globals__)
+    if not all_lines:
+        return None
+    first = code.co_firstlineno
+    last = max(_last_line(code), first)
+    lines = all_lines[first - 1:last]
+    try:
+        module = ast.parse(textwrap.dedent("".join(lines)))
+    except SyntaxError:
+        return None
+    if len(module.body) != 1 or not isinstance(module.body[0], (ast.FunctionDef,
+                                                                ast.AsyncFunctionDef)) or \
+            module.body[0].name != fn.__name__:
+        return None
+    return lines, first, filename, module
+
+
+def _last_line(code):
+    last = code.co_firstlineno
+    for position in code.co_positions():
+        if position[1] is not None:
+            last = max(last, position[1])
+    for const in code.co_consts:
+        if hasattr(const, "co_positions"):
+            last = max(last, _last_line(const))
+    return last
+
+
 class Source:
     """The parsed function and where it lives (`Source.of(fn)` reuses the parse for the same
     code object: the check at decoration, the lowering and every inlined call share it)."""
@@ -31,18 +66,22 @@ class Source:
 
     def __init__(self, fn):
         self.fn = fn
-        try:
-            lines, first_line = inspect.getsourcelines(fn)
-        except (OSError, TypeError) as e:
-            raise CompileError(f"cannot read the source of {getattr(fn, '__name__', fn)!r}: "
-                               f"adcompile compiles functions defined in files (not in an "
-                               f"interactive prompt, exec() or a C extension)") from e
-        text = "".join(lines)
-        dedented = textwrap.dedent(text)
+        found = _quick_source(fn)
+        if found is None:
+            try:
+                lines, first_line = inspect.getsourcelines(fn)
+                filename = inspect.getsourcefile(fn) or "<unknown>"
+            except (OSError, TypeError) as e:
+                raise CompileError(f"cannot read the source of "
+                                   f"{getattr(fn, '__name__', fn)!r}: adcompile compiles "
+                                   f"functions defined in files (not in an interactive prompt, "
+                                   f"exec() or a C extension)") from e
+            module = ast.parse(textwrap.dedent("".join(lines)))
+        else:
+            lines, first_line, filename, module = found
         self.indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
-        self.filename = inspect.getsourcefile(fn) or "<unknown>"
+        self.filename = filename
         self.first_line = first_line
-        module = ast.parse(dedented)
         self.tree = module.body[0]
 
     def position(self, node):
