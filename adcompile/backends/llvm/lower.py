@@ -448,10 +448,15 @@ class _Lowering:
             return fn(a, b, flags=self.flags)
         return {"add": self.b.add, "sub": self.b.sub, "mul": self.b.mul}[op.prim](a, b)
 
+    def python_numbers(self, op):
+        """Both operands are Python numbers: Python raises ZeroDivisionError where numpy
+        (any numpy scalar or array element involved) returns inf, nan or 0."""
+        return all(x.type.weak for x in op.operands)
+
     def div(self, op):
         t = op.results[0].type
         a, b = self.operands_as(op, t)
-        if any(x.type.weak for x in op.operands) or all(x.type.is_int for x in op.operands):
+        if self.python_numbers(op):
             code = self.error("ZeroDivisionError", "division by zero", op.loc)
             self.check(self.b.fcmp_ordered("==", b, zero(b.type)), code)
         return self.b.fdiv(a, b, flags=self.flags)
@@ -460,22 +465,35 @@ class _Lowering:
         t = op.results[0].type
         a, b = self.operands_as(op, t)
         if t.is_int:
-            code = self.error("ZeroDivisionError", "integer division or modulo by zero",
-                              op.loc)
-            self.check(self.b.icmp_signed("==", b, i64(0)), code)
-            q = self.b.sdiv(a, b)
-            r = self.b.srem(a, b)
+            is_zero = self.b.icmp_signed("==", b, i64(0))
+            if self.python_numbers(op):
+                code = self.error("ZeroDivisionError", "integer division or modulo by zero",
+                                  op.loc)
+                self.check(is_zero, code)
+            # sdiv/srem by 0, or of INT64_MIN by -1, are undefined in LLVM: divide by 1 then
+            minus_one = self.b.icmp_signed("==", b, i64(-1))
+            safe = self.b.select(self.b.or_(is_zero, minus_one), i64(1), b)
+            q = self.b.sdiv(a, safe)
+            r = self.b.srem(a, safe)
             adjust = self.b.and_(self.b.icmp_signed("!=", r, i64(0)),
                                  self.b.icmp_unsigned("!=", self.b.icmp_signed("<", r, i64(0)),
                                                       self.b.icmp_signed("<", b, i64(0))))
             if op.prim == "floordiv":
-                return self.b.select(adjust, self.b.sub(q, i64(1)), q)
-            return self.b.select(adjust, self.b.add(r, b), r)
-        if any(x.type.weak for x in op.operands):
+                value = self.b.select(adjust, self.b.sub(q, i64(1)), q)
+                value = self.b.select(minus_one, self.b.neg(a), value)
+            else:
+                value = self.b.select(adjust, self.b.add(r, b), r)
+                value = self.b.select(minus_one, i64(0), value)
+            return self.b.select(is_zero, i64(0), value)  # numpy's answer for x // 0, x % 0
+        if self.python_numbers(op):
             what = "float modulo by zero" if op.prim == "mod" else "float floor division by zero"
             code = self.error("ZeroDivisionError", what, op.loc)
             self.check(self.b.fcmp_ordered("==", b, zero(b.type)), code)
-        return self.float_floor(op.prim, a, b)
+        value = self.float_floor(op.prim, a, b)
+        if op.prim == "floordiv":  # numpy: x // 0.0 is x / 0.0 (inf or nan)
+            value = self.b.select(self.b.fcmp_ordered("==", b, zero(b.type)),
+                                  self.b.fdiv(a, b), value)
+        return value
 
     def float_floor(self, prim, a, b):
         """Python's float // and %, step by step as CPython computes them."""
@@ -1009,7 +1027,9 @@ for _name in ("sin", "cos", "tan", "exp", "log", "log1p", "expm1", "sqrt", "tanh
 
 
 def written_params(fn):
-    """Indices of the parameters whose arrays the function stores into."""
+    """Indices of the parameters whose arrays the function may store into (the entry point
+    refuses read-only arrays for them). An array reached through a tuple or merged by a
+    branch or loop cannot be traced to one parameter: then every parameter counts."""
     written = set()
     for op in walk(fn.body):
         if op.prim in ("store", "add_at"):
@@ -1018,4 +1038,6 @@ def written_params(fn):
                 root = root.owner.operands[0]
             if root in fn.params:
                 written.add(fn.params.index(root))
+            elif root.owner is None or root.owner.prim != "alloc":
+                return set(range(len(fn.params)))
     return written

@@ -28,7 +28,7 @@ class _MethodDef(ctypes.Structure):
 
 _new_builtin = ctypes.pythonapi.PyCFunction_NewEx
 _new_builtin.restype = ctypes.py_object
-_new_builtin.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+_new_builtin.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
 
 
 class Options:
@@ -62,7 +62,9 @@ class Variant:
         address, self._tracker = jit.link(obj, self.name + "_entry", capi.symbols())
         self._name_bytes = self.name.encode()
         self._def = _MethodDef(self._name_bytes, address, METH_FASTCALL, None)
-        self.entry = _new_builtin(ctypes.addressof(self._def), None, None)
+        # the builtin's `self` is this Variant: whoever holds the entry point keeps the
+        # method definition and the JIT'd code it points to alive (the cycle is collectable)
+        self.entry = _new_builtin(ctypes.addressof(self._def), self, None)
 
     def llvm_module(self):
         """The LLVM IR before optimisation."""
@@ -191,10 +193,10 @@ def _mismatch(fn, args):
             if any(s % a.itemsize for s in a.strides):
                 return (f"{fn.name}(): array argument '{param.name}' has strides that are "
                         f"not a multiple of its item size")
-        if isinstance(value, np.ndarray) and fn.params.index(param) in written_params(fn) \
-                and not value.flags.writeable:
+        if fn.params.index(param) in written_params(fn) and \
+                any(not a.flags.writeable for a in _arrays(value)):
             return (f"{fn.name}(): array argument '{param.name}' is read-only, but the "
-                    f"function assigns to it")
+                    f"function may assign to it")
     return f"{fn.name}(): the arguments do not fit the compiled code"
 
 
