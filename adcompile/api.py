@@ -186,32 +186,47 @@ def _jvp_spec(cf, primals, tangents):
     return spec
 
 
+def _written_arrays(spec):
+    """Indices of the array parameters a specialization's program stores into (cached)."""
+    written = getattr(spec, "_written", None)
+    if written is None:
+        from adcompile.ir.nodes import walk
+
+        written = set()
+        for op in walk(spec.ir.body):
+            if op.prim == "store":
+                root = op.operands[0]
+                while root.owner is not None and root.owner.prim == "load":
+                    root = root.owner.operands[0]
+                if root in spec.ir.params:
+                    written.add(spec.ir.params.index(root))
+                elif root.owner is None or root.owner.prim != "alloc":
+                    written = set(range(len(spec.ir.params)))
+                    break
+        spec._written = written
+    return written
+
+
 def _check_aliasing(cf, args, active):
-    """A differentiated array must not share memory with an array the function writes."""
+    """No array argument may share memory with another one the function writes into: the
+    derivative program re-reads arguments it assumes unchanged (and a differentiated one must
+    keep the values it was given)."""
     import numpy as np
 
     from adcompile.errors import CompileError
-    from adcompile.ir.nodes import walk
 
-    primal = cf.specialize(*args).ir if isinstance(cf, CompiledFunction) else None
-    if primal is None:
+    if not isinstance(cf, CompiledFunction):
         return
-    written = set()
-    for op in walk(primal.body):
-        if op.prim == "store":
-            root = op.operands[0]
-            while root.owner is not None and root.owner.prim == "load":
-                root = root.owner.operands[0]
-            if root in primal.params:
-                written.add(primal.params.index(root))
-    for i, on in enumerate(active):
-        if not on or not isinstance(args[i], np.ndarray):
+    written = _written_arrays(cf.specialize(*args))
+    for j in written:
+        if j >= len(args) or not isinstance(args[j], np.ndarray):
             continue
-        for j in written:
-            if j != i and isinstance(args[j], np.ndarray) and np.shares_memory(args[i], args[j]):
-                raise CompileError(f"argument {i} is differentiated but shares memory with "
-                                   f"argument {j}, which the function writes into; pass a "
-                                   f"copy so the derivative sees the values it was given")
+        for i, value in enumerate(args):
+            if i != j and isinstance(value, np.ndarray) and np.shares_memory(value, args[j]):
+                what = "is differentiated but" if active[i] else ""
+                raise CompileError(f"argument {i} {what} shares memory with argument {j}, "
+                                   f"which the function writes into; pass a copy so the "
+                                   f"derivative sees the values it was given".replace("  ", " "))
 
 
 def _vjp_spec(cf, primals, active):
@@ -262,6 +277,7 @@ class _Transformed:
         self.options = self.cf.options
         self.verify = self.cf.verify
         self._cache = self.cf._cache
+        self._entry = None  # the native entry point of the last call (see __call__)
 
     def signature(self, args):
         return self.cf.signature(args)
@@ -293,17 +309,35 @@ class _Transformed:
         return spec
 
     def __call__(self, *args):
+        entry = self._entry
+        if entry is not None:
+            # native code checks the argument types itself; arguments of the same types are
+            # differentiable ones, and a primal that writes into no argument cannot alias
+            result = entry(*args, 1.0) if self.with_value else entry(*args)
+            if result is not _MISS:
+                return self._finish(result)
         spec = self.specialize(*args)
+        if self.with_value:
+            result_type = spec.ir.params[-1].type
+            if not (isinstance(result_type, T.Scalar) and result_type.is_float):
+                raise TypeError(f"value_and_grad() needs a function returning a float "
+                                f"scalar, but {self.cf.fn.__name__} returns a {result_type}")
+            result = spec.callable(*args, 1.0)
+        else:
+            result = spec.callable(*args)
+        primal = self.cf.specialize(*args)
+        if spec.native is not None and not _written_arrays(primal):
+            self._entry = spec.native.last.entry
+        else:
+            self._entry = None
+        return self._finish(result)
+
+    def _finish(self, result):
         if not self.with_value:
-            grads = spec.callable(*args)
-            if isinstance(self.argnums, tuple) and not isinstance(grads, tuple):
-                grads = (grads,)
-            return grads
-        result_type = spec.ir.params[-1].type
-        if not (isinstance(result_type, T.Scalar) and result_type.is_float):
-            raise TypeError(f"value_and_grad() needs a function returning a float scalar, "
-                            f"but {self.cf.fn.__name__} returns a {result_type}")
-        value, grads = spec.callable(*args, 1.0)
+            if isinstance(self.argnums, tuple) and not isinstance(result, tuple):
+                result = (result,)
+            return result
+        value, grads = result
         return value, (grads if isinstance(self.argnums, tuple) else grads[0])
 
     def ir(self, *args):

@@ -26,12 +26,18 @@ from adcompile.ir.builder import IRBuilder
 from adcompile.ir.nodes import Block, Function, Op, Value, walk
 from adcompile.ir.prims import PRIMS
 from adcompile.passes.dce import dead_code
+from adcompile.passes.simplify import constant_fold
 from runtime.rules import RULES
 
 _TERMINATORS = ("yield", "condition", "return")
 # pure and cheap: the adjoint recomputes these from popped values instead of taping them
-_RECOMPUTE = {"add", "sub", "mul", "neg", "floordiv", "mod", "eq", "ne", "lt", "le", "gt",
-              "ge", "not", "truth", "cast", "shape", "size", "select", "and"}
+_RECOMPUTE = {"add", "sub", "mul", "div", "neg", "floordiv", "mod", "eq", "ne", "lt", "le",
+              "gt", "ge", "not", "truth", "cast", "shape", "size", "select", "and", "abs",
+              "sign", "min", "max", "maximum", "minimum", "copysign",
+              # elementary functions: recomputing one costs about what a tape round trip
+              # does, and a loop whose adjoint needs no tape can be fused or dropped
+              "sqrt", "exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "floor", "ceil",
+              "trunc", "round"}
 
 
 def vjp_function(fn, active, grad_only=False):
@@ -117,6 +123,7 @@ class _Reverse:
         while _prune_tapes(body):  # dropping a tape can leave dead code using other pops
             dead_code(result)
         dead_code(result)
+        constant_fold(result)  # e.g. adjoints passed unchanged through branches
         for forward, backward in self.fusable:
             _fuse_loops(body, forward, backward)
         return result

@@ -73,12 +73,34 @@ def _fold_values(fn):
 
 
 def _fold_branches(fn):
-    """An `if` on a constant condition is replaced by the ops of the branch it takes."""
+    """An `if` on a constant condition is replaced by the ops of the branch it takes; an if
+    result that both branches yield as the same outer value is that value (adjoint code
+    passes accumulators through branches that do not touch them)."""
     replace = {}
     _splice(fn.body, replace)
+    while True:
+        found = {}
+        for op in walk(fn.body):
+            if op.prim != "if":
+                continue
+            then, other = (r.terminator.operands for r in op.regions)
+            for r, a, b in zip(op.results, then, other):
+                a, b = _resolve(replace, a), _resolve(replace, b)
+                if a is b and r not in replace and a.type == r.type and \
+                        not _defined_in(a, op):
+                    found[r] = a
+        if not found:
+            break
+        replace.update(found)
     if replace:
         for op in walk(fn.body):
             op.operands = [_resolve(replace, v) for v in op.operands]
+
+
+def _defined_in(value, op):
+    inner = {v for region in op.regions for o in walk(region) for v in o.results}
+    inner.update(p for region in op.regions for p in region.params)
+    return value in inner
 
 
 def _splice(block, replace):

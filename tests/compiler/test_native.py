@@ -6,6 +6,7 @@ leak memory or references, and compiled code runs in threads with the GIL releas
 
 Every compiled function is defined at module level (adcompile reads its source)."""
 
+import gc
 import inspect
 import json
 import math
@@ -1104,10 +1105,16 @@ def test_no_reference_leaks():
            (llvm(load_row), (a, 2)), (llvm(array_and_stats), (x, 2))]
     for f, args in fns:
         f(*args)  # compile first
-        before = [sys.getrefcount(v) for v in args]
-        for _ in range(5_000):
-            f(*args)
-        assert [sys.getrefcount(v) for v in args] == before, f
+        gc.collect()  # garbage from earlier tests may hold (and then drop) references too
+        gc.disable()
+        try:
+            before = [sys.getrefcount(v) for v in args]
+            for _ in range(5_000):
+                f(*args)
+            after = [sys.getrefcount(v) for v in args]
+        finally:
+            gc.enable()
+        assert after == before, f
     failing = llvm(load_2d)
     with pytest.raises(IndexError):
         failing(a, 7, 0)

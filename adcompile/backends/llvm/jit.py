@@ -49,7 +49,7 @@ def optimize(ir_text, level=OPT_LEVEL):
     mod.verify()
     pto = llvm.create_pipeline_tuning_options(speed_level=level)
     pto.loop_vectorization = True
-    pto.slp_vectorization = True
+    pto.slp_vectorization = False
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
     return mod
