@@ -45,7 +45,10 @@ def _read(address, ctype):
 
 
 def _array_api():
-    from numpy._core import _multiarray_umath
+    try:
+        from numpy._core import _multiarray_umath
+    except ImportError:  # numpy 1.x
+        from numpy.core import _multiarray_umath
 
     capsule = _multiarray_umath._ARRAY_API
     get_name = ctypes.pythonapi.PyCapsule_GetName
