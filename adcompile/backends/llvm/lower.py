@@ -70,11 +70,12 @@ def external(module, name, typ=I8):
 class ArrayV:
     """An array in registers: its owning object, data pointer, shape and element strides."""
 
-    __slots__ = ("dtype", "obj", "data", "shape", "strides")
+    __slots__ = ("dtype", "obj", "data", "shape", "strides", "origin")
 
-    def __init__(self, dtype, obj, data, shape, strides):
+    def __init__(self, dtype, obj, data, shape, strides, origin=None):
         self.dtype, self.obj, self.data = dtype, obj, data
         self.shape, self.strides = list(shape), list(strides)
+        self.origin = origin  # "arg", "alloc", or None (merged by a phi: unknown)
 
     @property
     def ndim(self):
@@ -249,6 +250,7 @@ class _Lowering:
 
     def apply_layout(self, value, layouts):
         if isinstance(value, ArrayV):
+            value.origin = "arg"
             if next(layouts) == "C":
                 value.strides = self.c_strides(value.shape)
             return value
@@ -727,13 +729,35 @@ class _Lowering:
 
     def load_mem(self, array, ptr):
         value = self.b.load(ptr, typ=MEM[array.dtype])
+        self.alias_info(value, array)
         return self.b.trunc(value, I1) if array.dtype == "bool" else value
 
     def store_mem(self, array, ptr, value, src_type):
         value = self.convert(value, src_type, T.Scalar(array.dtype))
         if array.dtype == "bool":
             value = self.b.zext(value, I8)
-        self.b.store(value, ptr)
+        self.alias_info(self.b.store(value, ptr), array)
+
+    def alias_info(self, access, array):
+        """Arrays the kernel allocates never share memory with its arguments: say so with
+        scoped-noalias metadata, so LLVM may keep values in registers across a loop's
+        iterations (an adjoint's g[i+1] += ... then g[i] += ... next time round)."""
+        if array.origin is None:
+            return
+        scopes = self.scopes()
+        mine, other = (scopes[0], scopes[1]) if array.origin == "alloc" else \
+            (scopes[1], scopes[0])
+        access.set_metadata("alias.scope", mine)
+        access.set_metadata("noalias", other)
+
+    def scopes(self):
+        if not hasattr(self, "_scopes"):
+            m = self.module
+            domain = m.add_metadata([ir.MetaDataString(m, "adcompile")])
+            alloc = m.add_metadata([ir.MetaDataString(m, "adcompile.allocated"), domain])
+            args = m.add_metadata([ir.MetaDataString(m, "adcompile.arguments"), domain])
+            self._scopes = (m.add_metadata([alloc]), m.add_metadata([args]))
+        return self._scopes
 
     def typed_indices(self, operands):
         return [(self.v(x), x.type) for x in operands]
@@ -747,7 +771,8 @@ class _Lowering:
             ptr = self.element(array, offset) if k else array.data
             return self.load_mem(array, ptr)
         data = self.element(array, offset) if k else array.data
-        return ArrayV(array.dtype, array.obj, data, array.shape[k:], array.strides[k:])
+        return ArrayV(array.dtype, array.obj, data, array.shape[k:], array.strides[k:],
+                      array.origin)
 
     def store(self, op):
         array = self.v(op.operands[0])
@@ -767,7 +792,7 @@ class _Lowering:
         offset = self.index(array, indices, op.loc, checked=False)
         data = self.element(array, offset) if offset is not None else array.data
         rest = ArrayV(array.dtype, array.obj, data, array.shape[len(indices):],
-                      array.strides[len(indices):])
+                      array.strides[len(indices):], array.origin)
         if isinstance(value, ArrayV):
             for axis in range(rest.ndim):
                 code = self.error("ValueError", "cannot add an array of length %lld along "
@@ -840,7 +865,7 @@ class _Lowering:
         self.b.store(self.b.call(self.libc("PyEval_SaveThread", PTR, []), []), ctx_field)
         self.check(self.b.icmp_signed("!=", ok, ir.Constant(I32, 0)), PYTHON_ERROR)
         data = self.b.load(self.b.gep(obj, [i64(capi.ARRAY_DATA)], source_etype=I8), typ=PTR)
-        array = ArrayV(dtype, obj, data, dims, self.c_strides(dims))
+        array = ArrayV(dtype, obj, data, dims, self.c_strides(dims), "alloc")
         if fill not in (0, None):
             t = T.Scalar(dtype)
             if fill == "value":
