@@ -852,7 +852,9 @@ class _Lowering:
         for k, n in enumerate(dims):
             self.b.store(n, self.b.gep(dims_mem, [i64(0), i64(k)],
                                        source_etype=dims_type))
-        maker = "PyArray_Zeros" if fill == 0 else "PyArray_Empty"
+        # zeros are written by the kernel (memset) rather than by calloc: a lazily zeroed
+        # page read and then written (an adjoint's a_bar[i, j] += ...) faults twice
+        maker = "PyArray_Empty"
         descr = self.symbol(f"adc_descr_{dtype}")
         ctx_field = self.b.gep(self.ctx, [i64(0), ir.Constant(I32, CTX_TSTATE)],
                                source_etype=CONTEXT)
@@ -866,7 +868,13 @@ class _Lowering:
         self.check(self.b.icmp_signed("!=", ok, ir.Constant(I32, 0)), PYTHON_ERROR)
         data = self.b.load(self.b.gep(obj, [i64(capi.ARRAY_DATA)], source_etype=I8), typ=PTR)
         array = ArrayV(dtype, obj, data, dims, self.c_strides(dims), "alloc")
-        if fill not in (0, None):
+        if fill == 0:
+            size = i64(capi.ITEMSIZE[dtype])
+            for n in dims:
+                size = self.b.mul(size, n)
+            memset = self.module.declare_intrinsic("llvm.memset", [PTR, I64])
+            self.b.call(memset, [data, ir.Constant(I8, 0), size, ir.Constant(I1, 0)])
+        elif fill is not None:
             t = T.Scalar(dtype)
             if fill == "value":
                 source = op.operands[ndim]
