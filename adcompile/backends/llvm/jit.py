@@ -13,6 +13,7 @@ import itertools
 import os
 import sys
 import tempfile
+import threading
 import warnings
 
 import llvmlite
@@ -20,21 +21,25 @@ import llvmlite.binding as llvm
 
 _state = {}
 _names = itertools.count()
+LOCK = threading.RLock()  # one JIT per process; compiles are serialised (LLVM is anyway)
 OPT_LEVEL = 3
 _MAGIC = b"adcompile-obj-1\n"
 
 
 def _init():
-    if not _state:
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        target = llvm.Target.from_triple(llvm.get_process_triple())
-        _state["cpu"] = llvm.get_host_cpu_name()
-        _state["features"] = llvm.get_host_cpu_features().flatten()
-        _state["tm"] = target.create_target_machine(
-            cpu=_state["cpu"], features=_state["features"], opt=3, reloc="static",
-            codemodel="jitdefault", jit=True)
-        _state["lljit"] = llvm.create_lljit_compiler(_state["tm"])
+    if "lljit" in _state:
+        return _state
+    with LOCK:
+        if "lljit" not in _state:
+            llvm.initialize_native_target()
+            llvm.initialize_native_asmprinter()
+            target = llvm.Target.from_triple(llvm.get_process_triple())
+            cpu = llvm.get_host_cpu_name()
+            features = llvm.get_host_cpu_features().flatten()
+            tm = target.create_target_machine(cpu=cpu, features=features, opt=3,
+                                              reloc="static", codemodel="jitdefault", jit=True)
+            lljit = llvm.create_lljit_compiler(tm)
+            _state.update(cpu=cpu, features=features, tm=tm, lljit=lljit)  # all at once
     return _state
 
 

@@ -119,7 +119,11 @@ class NativeFunction:
         layouts = self.layouts_of(args)
         variant = self.variants.get(layouts)
         if variant is None:
-            variant = self.variants[layouts] = Variant(self.fn, layouts, self.options)
+            with jit.LOCK:  # threads making the first call compile it once
+                variant = self.variants.get(layouts)
+                if variant is None:
+                    variant = self.variants[layouts] = Variant(self.fn, layouts,
+                                                               self.options)
         self.last = variant
         return variant
 
