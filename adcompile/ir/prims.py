@@ -41,8 +41,15 @@ def _arith(a, b, what):
     _numeric(a, what)
     _numeric(b, what)
     result = T.promote(a, b)
-    if result.dtype == "bool":  # True + True is 2
-        return T.INT if result.weak else T.I64
+    if result.dtype == "bool":
+        if result.weak:  # Python: True + True is 2
+            return T.INT
+        if what in ("add", "mul"):  # numpy: np.True_ + np.True_ is np.True_ (or / and)
+            return result
+        if what == "sub":
+            raise TypeError("numpy booleans cannot be subtracted (numpy refuses it); use "
+                            "!= for exclusive or, or convert with int() first")
+        return T.I64  # numpy gives int8 here; compiled code computes in int64
     return result
 
 

@@ -189,3 +189,7 @@ def loop_type_clash(n):
     for i in range(n):
         v = np.zeros(2)
     return v
+
+
+def subtracts_numpy_bools(mask):
+    return mask[0] - mask[1]

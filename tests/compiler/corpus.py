@@ -519,6 +519,16 @@ def strided(x):
     return array_sum(x) + x[1]
 
 
+def bool_accumulate(mask):
+    """numpy booleans: + is logical or, * logical and; Python's True + True is 2."""
+    s = mask[0]
+    p = mask[0]
+    for i in range(1, len(mask)):
+        s += mask[i]
+        p = p * mask[i]
+    return s, p, True + True
+
+
 R = np.random.default_rng(0)
 V = R.standard_normal(7)
 W = R.standard_normal(7)
@@ -598,4 +608,5 @@ CASES = [
     (calls_mutating, [(V.copy(),)]),
     (norm2, [(V,)]),
     (strided, [(M[:, 1],), (V[::-2],)]),
+    (bool_accumulate, [(V > 0,), (np.zeros(3, dtype=bool),), (np.ones(2, dtype=bool),)]),
 ]

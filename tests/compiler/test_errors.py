@@ -51,6 +51,8 @@ CASES = [
     (bad.unsupported_math, (3,), "calling factorial() is not supported", "math.factorial"),
     (bad.store_to_scalar, (1.0,), "an index assignment needs an array", "x[0] = 1.0"),
     (bad.loop_type_clash, (3,), "'v' starts the loop as a float", "for i in range(n)"),
+    (bad.subtracts_numpy_bools, (V > 1,), "numpy booleans cannot be subtracted",
+     "mask[0] - mask[1]"),
 ]
 
 

@@ -448,6 +448,8 @@ class _Lowering:
         if t.is_float:
             fn = {"add": self.b.fadd, "sub": self.b.fsub, "mul": self.b.fmul}[op.prim]
             return fn(a, b, flags=self.flags)
+        if t.dtype == "bool":  # numpy booleans: + is or, * is and
+            return {"add": self.b.or_, "mul": self.b.and_}[op.prim](a, b)
         return {"add": self.b.add, "sub": self.b.sub, "mul": self.b.mul}[op.prim](a, b)
 
     def python_numbers(self, op):
