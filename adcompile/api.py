@@ -20,6 +20,34 @@ from adcompile.passes import pipeline
 BACKENDS = ("llvm", "python", "interp")
 
 
+_NATIVE = []
+
+
+def _native_backend():
+    """The LLVM backend module, or None (with one warning) where it cannot work: llvmlite
+    missing, or a Python/numpy build whose object layout the entry points do not know."""
+    if _NATIVE:
+        return _NATIVE[0]
+    try:
+        from adcompile.backends import llvm
+        from adcompile.backends.llvm import capi
+    except ImportError as e:
+        problem = e
+    else:
+        try:
+            capi.symbols()  # probes the interpreter's object layout once
+            _NATIVE.append(llvm)
+            return llvm
+        except capi.ABIError as e:
+            problem = e
+    import warnings
+
+    warnings.warn(f"adcompile: native code is unavailable ({problem}); compiled functions run "
+                  f"as generated Python instead", RuntimeWarning, stacklevel=4)
+    _NATIVE.append(None)
+    return None
+
+
 class Specialization:
     """One signature's compiled artefacts."""
 
@@ -35,10 +63,10 @@ class Specialization:
         if self.backend == "interp":
             return lambda *args: interp.run(self.ir, args)
         if self.backend == "llvm":
-            from adcompile.backends.llvm import NativeFunction
-
-            self.native = NativeFunction(self.ir, self.options)
-            return self.native
+            native = _native_backend()
+            if native is not None:
+                self.native = native.NativeFunction(self.ir, self.options)
+                return self.native
         from adcompile.backends import python
 
         self._source = python.emit_source(self.ir)

@@ -1264,3 +1264,21 @@ def test_first_calls_from_several_threads_do_not_crash(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
     assert done.stdout.split() == ["ok", "0"]
+
+
+def test_unknown_interpreter_layout_falls_back_to_python_code(monkeypatch):
+    """Where the entry points cannot read the interpreter's objects, compiled functions run as
+    generated Python, with one warning, instead of failing."""
+    from adcompile import api
+    from adcompile.backends.llvm import capi
+
+    def refuse():
+        raise capi.ABIError("layout probe failed (simulated)")
+
+    monkeypatch.setattr(capi, "symbols", refuse)
+    monkeypatch.setattr(api, "_NATIVE", [])
+    with pytest.warns(RuntimeWarning, match="native code is unavailable"):
+        f = ac.adcompile(small_energy)
+        x = np.linspace(-1, 1, 16)
+        assert f(x) == python(small_energy)(x)
+    assert f.specialize(x).native is None
