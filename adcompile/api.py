@@ -51,10 +51,11 @@ def _native_backend():
 class Specialization:
     """One signature's compiled artefacts."""
 
-    def __init__(self, ir, backend, options=None):
+    def __init__(self, ir, backend, options=None, exact=None):
         self.ir = ir
         self.backend = backend
         self.options = options
+        self.exact = exact  # how many leading parameters are the user's (checked exactly)
         self._source = None
         self.native = None
         self.callable = self._build()
@@ -65,7 +66,7 @@ class Specialization:
         if self.backend == "llvm":
             native = _native_backend()
             if native is not None:
-                self.native = native.NativeFunction(self.ir, self.options)
+                self.native = native.NativeFunction(self.ir, self.options, self.exact)
                 return self.native
         from adcompile.backends import python
 
@@ -210,7 +211,7 @@ def _jvp_spec(cf, primals, tangents):
     if spec is None:
         ir = jvp_function(cf.specialize(*primals).ir, active)
         ir = pipeline.run(ir, verify=cf.verify)
-        spec = cf._cache[key] = Specialization(ir, cf.backend, cf.options)
+        spec = cf._cache[key] = Specialization(ir, cf.backend, cf.options, len(primals))
     return spec
 
 
@@ -264,7 +265,7 @@ def _vjp_spec(cf, primals, active):
     if spec is None:
         ir = vjp_function(cf.specialize(*primals).ir, active)
         ir = pipeline.run(ir, verify=cf.verify)
-        spec = cf._cache[key] = Specialization(ir, cf.backend, cf.options)
+        spec = cf._cache[key] = Specialization(ir, cf.backend, cf.options, len(primals))
     return spec
 
 

@@ -1282,3 +1282,19 @@ def test_unknown_interpreter_layout_falls_back_to_python_code(monkeypatch):
         x = np.linspace(-1, 1, 16)
         assert f(x) == python(small_energy)(x)
     assert f.specialize(x).native is None
+
+
+def halve(v):
+    return v / 2 + v // 3
+
+
+@pytest.mark.parametrize("first,second", [(7.0, np.float64(7.0)), (np.float64(7.0), 7.0),
+                                          (7, np.int64(7)), (np.int64(7), 7),
+                                          (True, np.True_), (np.float32(7.0), 7.0)])
+def test_a_warm_entry_point_does_not_take_another_kind_of_number(first, second):
+    """After f(7.0), f(np.float64(7.0)) is a different signature (numpy result types and
+    promotion), not the same code fed a converted argument."""
+    f = llvm(halve)
+    for value in (first, second, first):
+        got, expected = f(value), halve(value)
+        assert type(got) is type(expected) and got == expected

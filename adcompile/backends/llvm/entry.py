@@ -24,21 +24,23 @@ from adcompile.ir import types as T
 METH_FASTCALL = 0x80
 
 
-def build_entry(module, kernel, name, written, release_gil=True):
+def build_entry(module, kernel, name, written, release_gil=True, exact=None):
     """Add `name`, the entry point calling `kernel` (a lower.Kernel), to `module`."""
     fnty = ir.FunctionType(PTR, [PTR, PTR, I64])
     func = ir.Function(module, fnty, name=name)
-    _Entry(module, func, kernel, written, release_gil).build()
+    exact = len(kernel.param_types) if exact is None else exact
+    _Entry(module, func, kernel, written, release_gil, exact).build()
     return func
 
 
 class _Entry:
-    def __init__(self, module, func, kernel, written, release_gil):
+    def __init__(self, module, func, kernel, written, release_gil, exact):
         self.module = module
         self.func = func
         self.kernel = kernel
         self.written = written
         self.release_gil = release_gil
+        self.exact = exact
         self.layouts = iter(kernel.layouts)
 
     # -- helpers ----------------------------------------------------------------------------
@@ -86,7 +88,7 @@ class _Entry:
         flat_args = []
         for k, t in enumerate(params):
             obj = self.b.load(self.b.gep(args, [i64(k)], source_etype=PTR), typ=PTR)
-            flat_args += self.unpack(obj, t, k in self.written)
+            flat_args += self.unpack(obj, t, k in self.written, k < self.exact)
         ctx = alloca(self.b, CONTEXT, name="ctx")
         self.b.store(ir.Constant(CONTEXT, None), ctx)
         result_struct = ir.LiteralStructType(flat_types(self.kernel.result_type))
@@ -163,10 +165,12 @@ class _Entry:
         self.b.position_at_end(done)
 
     # -- arguments --------------------------------------------------------------------------
-    def unpack(self, obj, t, written):
+    def unpack(self, obj, t, written, exact=True):
         """Check `obj` against type t and return its flattened register values."""
         b = self.b
         if isinstance(t, T.Scalar):
+            if exact:
+                return [self.unpack_exact(obj, t)]
             return [self.unpack_scalar(obj, t.dtype)]
         if isinstance(t, T.Tuple):
             self.guard(self.is_(self.field(obj, capi.OB_TYPE, PTR),
@@ -176,11 +180,38 @@ class _Entry:
             values = []
             for k, item in enumerate(t.items):
                 values += self.unpack(self.field(obj, capi.TUPLE_ITEMS + 8 * k, PTR), item,
-                                      written)
+                                      written, exact)
             return values
         if isinstance(t, T.Array):
             return self.unpack_array(obj, t, written)
         raise NotImplementedError(f"compiled functions cannot take {t} arguments")
+
+    def unpack_exact(self, obj, t):
+        """A number of exactly the parameter's kind: Python bool/int/float for a weak
+        scalar, the numpy scalar type for a strong one."""
+        b = self.b
+        if t.dtype == "bool":
+            true, false = (("adc_true", "adc_false") if t.weak else
+                           ("adc_np_true", "adc_np_false"))
+            is_true = self.is_(obj, self.symbol(true))
+            self.guard(b.or_(is_true, self.is_(obj, self.symbol(false))))
+            return is_true
+        kind = {("f64", True): "adc_float_type", ("i64", True): "adc_int_type",
+                ("f64", False): "adc_f64_type", ("f32", False): "adc_f32_type",
+                ("i64", False): "adc_i64_type"}[(t.dtype, t.weak)]
+        self.guard(self.is_(self.field(obj, capi.OB_TYPE, PTR), self.symbol(kind)))
+        if t.dtype == "i64" and t.weak:
+            value = b.call(self.declare("PyLong_AsLongLong", I64, [PTR]), [obj])
+            maybe_error = self.func.append_basic_block("int_check")
+            ok = self.func.append_basic_block("int_ok")
+            b.cbranch(b.icmp_signed("==", value, i64(-1)), maybe_error, ok)
+            b.position_at_end(maybe_error)
+            occurred = b.call(self.declare("PyErr_Occurred", PTR, []), [])
+            b.cbranch(self.is_(occurred, ir.Constant(PTR, None)), ok, self.error_bb)
+            b.position_at_end(ok)
+            return value
+        return self.field(obj, capi.FLOAT_VALUE if t.weak else capi.SCALAR_VALUE,
+                          MEM[t.dtype])
 
     def unpack_scalar(self, obj, dtype):
         """A number of the parameter's kind: Python or numpy bool, int (i64), float (f64, or

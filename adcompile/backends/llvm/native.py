@@ -46,13 +46,14 @@ class Options:
 class Variant:
     """The machine code for one layout tuple, callable as a Python builtin."""
 
-    def __init__(self, fn, layouts, options):
+    def __init__(self, fn, layouts, options, exact):
         self.fn = fn
         self.layouts = layouts
         self.options = options
+        self.exact = exact
         self.name = _symbol(fn.name)
         self.written = written_params(fn)
-        key = jit.cache_key(print_function(fn), _locations(fn), layouts, options.key())
+        key = jit.cache_key(print_function(fn), _locations(fn), layouts, options.key(), exact)
         obj = jit.cache_load(key)
         self.from_cache = obj is not None
         self._module = None
@@ -77,7 +78,7 @@ class Variant:
         kernel = lower_kernel(module, self.fn, self.name, self.layouts, tm.target_data,
                               self.options.fastmath, self.options.boundscheck)
         build_entry(module, kernel, self.name + "_entry", self.written,
-                    self.options.release_gil)
+                    self.options.release_gil, self.exact)
         return module
 
     def optimized(self):
@@ -103,9 +104,15 @@ def _line(loc):
 
 
 class NativeFunction:
-    def __init__(self, fn, options=None):
+    """`exact`: how many leading parameters take exactly the kinds of number they were
+    specialised for (a Python float is not a np.float64: results and promotion differ); the
+    rest (tangents, cotangents of derivative programs) take any number of the right dtype.
+    None: all of them."""
+
+    def __init__(self, fn, options=None, exact=None):
         self.fn = fn
         self.options = options or Options()
+        self.exact = len(fn.params) if exact is None else exact
         self.variants = {}
         self.last = None
 
@@ -123,7 +130,7 @@ class NativeFunction:
                 variant = self.variants.get(layouts)
                 if variant is None:
                     variant = self.variants[layouts] = Variant(self.fn, layouts,
-                                                               self.options)
+                                                               self.options, self.exact)
         self.last = variant
         return variant
 
@@ -153,7 +160,8 @@ class NativeFunction:
 
     def _any(self):
         layouts = tuple("C" for _ in range(_count_arrays([p.type for p in self.fn.params])))
-        return self.variants.get(layouts) or Variant(self.fn, layouts, self.options)
+        return self.variants.get(layouts) or Variant(self.fn, layouts, self.options,
+                                                     self.exact)
 
 
 def _count_arrays(types):
