@@ -1298,3 +1298,18 @@ def test_a_warm_entry_point_does_not_take_another_kind_of_number(first, second):
     for value in (first, second, first):
         got, expected = f(value), halve(value)
         assert type(got) is type(expected) and got == expected
+
+
+def power(a, b):
+    return a ** b
+
+
+def test_zero_to_a_negative_power():
+    with pytest.raises(ZeroDivisionError):
+        power(0.0, -1.0)
+    with pytest.raises(ZeroDivisionError):
+        llvm(power)(0.0, -1.0)
+    with pytest.raises(ZeroDivisionError):
+        llvm(power)(0, -2)
+    assert llvm(power)(np.float64(0.0), -1.0) == power(np.float64(0.0), -1.0) == np.inf
+    assert llvm(power)(2.0, -1.0) == 0.5 and llvm(power)(2, -1) == 0.5

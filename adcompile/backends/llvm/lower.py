@@ -528,6 +528,11 @@ class _Lowering:
             if exponent.owner is not None and exponent.owner.prim == "const" and \
                     float(exponent.owner.attrs["value"]) == 2.0:
                 return self.b.fmul(a, a, flags=self.flags)
+            if self.python_numbers(op):  # Python: 0.0 ** -1 raises, numpy gives inf
+                code = self.error("ZeroDivisionError", "zero cannot be raised to a negative "
+                                  "power", op.loc)
+                self.check(self.b.and_(self.b.fcmp_ordered("==", a, zero(a.type)),
+                                       self.b.fcmp_ordered("<", b, zero(b.type))), code)
             return self.intrinsic("llvm.pow", [a, b])
         return self.int_pow(a, b)
 
