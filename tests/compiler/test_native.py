@@ -1313,3 +1313,24 @@ def test_zero_to_a_negative_power():
         llvm(power)(0, -2)
     assert llvm(power)(np.float64(0.0), -1.0) == power(np.float64(0.0), -1.0) == np.inf
     assert llvm(power)(2.0, -1.0) == 0.5 and llvm(power)(2, -1) == 0.5
+
+
+def factorial(n):
+    p = 1
+    for k in range(2, n + 1):
+        p *= k
+    return p
+
+
+def np_wraps(x):
+    return x * x
+
+
+def test_python_int_overflow_is_an_error_not_a_wrong_answer():
+    f = llvm(factorial)
+    assert f(20) == factorial(20)
+    with pytest.raises(OverflowError, match="64 bits"):
+        f(21)  # 21! needs 66 bits: CPython gives the big int, compiled code refuses
+    big = np.int64(2**40)
+    with np.errstate(over="ignore"):
+        assert llvm(np_wraps)(big) == np_wraps(big)  # numpy integers wrap, as in numpy

@@ -450,6 +450,14 @@ class _Lowering:
             return fn(a, b, flags=self.flags)
         if t.dtype == "bool":  # numpy booleans: + is or, * is and
             return {"add": self.b.or_, "mul": self.b.and_}[op.prim](a, b)
+        if t.weak:  # Python ints do not wrap: past 64 bits is an OverflowError here
+            fn = {"add": self.b.sadd_with_overflow, "sub": self.b.ssub_with_overflow,
+                  "mul": self.b.smul_with_overflow}[op.prim]
+            pair = fn(a, b)
+            code = self.error("OverflowError", "integer result does not fit in 64 bits "
+                              "(Python ints would grow; compiled code cannot)", op.loc)
+            self.check(self.b.extract_value(pair, 1), code)
+            return self.b.extract_value(pair, 0)
         return {"add": self.b.add, "sub": self.b.sub, "mul": self.b.mul}[op.prim](a, b)
 
     def python_numbers(self, op):
