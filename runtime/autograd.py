@@ -6,9 +6,13 @@ import warnings
 import numpy as np
 
 from runtime import grad_mode
+from runtime.autograd_meta import edge
 from runtime.engine import run_backward
 from runtime.ops._core import is_tensor, wrap
 from runtime.rules import numpy_ops
+
+
+_warned_create_graph = []  # non-empty once backward(create_graph=True) has warned
 
 
 def _as_list(x):
@@ -20,12 +24,10 @@ def _as_list(x):
 
 
 def _root_grads(roots, grads, create_graph):
-    """One cotangent per root, implicit ones for scalar roots; shapes checked first."""
+    """One cotangent per root, implicit ones for scalar roots. As in PyTorch, each pair is
+    checked (type, shape) before the counts are compared."""
     if grads is None:
         grads = [None] * len(roots)
-    if len(grads) != len(roots):
-        raise RuntimeError(f"got {len(grads)} gradients for {len(roots)} outputs; pass one "
-                           f"per output")
     out = []
     for i, (r, g) in enumerate(zip(roots, grads)):
         if g is None:
@@ -35,7 +37,7 @@ def _root_grads(roots, grads, create_graph):
                                    "this non-scalar output")
             g = wrap(np.ones(r._data.shape, r._dtype.np), r._dtype)
         elif not is_tensor(g):
-            raise TypeError(f"gradients must be Tensors, got {type(g).__name__}")
+            raise TypeError(f"gradients must be Tensors or None, got {type(g).__name__}")
         elif g._data.shape != r._data.shape:
             raise RuntimeError(f"shape mismatch: the gradient for output {i} has shape "
                                f"torch.Size({list(g._data.shape)}) but the output has shape "
@@ -44,12 +46,16 @@ def _root_grads(roots, grads, create_graph):
             out.append(g)
         else:
             out.append(g._data[()] if g._data.ndim == 0 else g._data)
+    if len(grads) != len(roots):
+        raise RuntimeError(f"got {len(grads)} gradients for {len(roots)} outputs; pass one "
+                           f"per output")
     return out
 
 
 def _check_roots(roots):
     for i, r in enumerate(roots):
-        if not r.requires_grad:
+        # a view that requires grad only through its base, without history, leads nowhere
+        if not r.requires_grad or edge(r)[0] is None:
             raise RuntimeError(f"element {i} of the tensors to differentiate does not require "
                                f"grad and has no grad_fn, so there is nothing to "
                                f"backpropagate through")
@@ -61,7 +67,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
         warnings.warn("grad_variables is deprecated; pass grad_tensors instead",
                       FutureWarning, stacklevel=2)
         grad_tensors = grad_variables if grad_tensors is None else grad_tensors
-    if create_graph:
+    if create_graph and not _warned_create_graph:
+        _warned_create_graph.append(True)  # once per process, as PyTorch's TORCH_WARN_ONCE
         warnings.warn(
             "backward(create_graph=True) makes each parameter's .grad hold a graph that refers "
             "back to the parameter, a reference cycle that can leak memory; prefer "
@@ -78,6 +85,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
         retain_graph = create_graph
     if inputs is not None:
         for t in inputs:
+            if not t.requires_grad:
+                raise RuntimeError("one of the tensors in backward(inputs=...) does not "
+                                   "require grad, so no gradient can be accumulated into it")
             if t.grad_fn is not None:
                 t.retain_grad()  # a non-leaf input gets its .grad the retain_grad way
     run_backward(roots, grads, retain_graph, create_graph, inputs, accumulate=True)

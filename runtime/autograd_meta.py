@@ -3,16 +3,23 @@ in-place ops.
 
 - `record` attaches a node to a freshly computed output.
 - `make_view` creates a tensor that shares memory and the version counter with its base and
-  remembers the steps that carve it out of the base (to replay them on gradients).
+  remembers the steps that carve it out of the base (to replay them on gradients). A view
+  requires grad when its base does (PyTorch's DifferentiableViewMeta): views without history
+  of their own are listed on the base, and `views_follow_base` re-derives their
+  `_requires_grad` whenever the base starts or stops requiring grad, so the hot paths can
+  keep reading the two slots `_requires_grad` / `_grad_fn`.
 - `apply_inplace` runs an out-of-place op and writes the result back into the tensor, moving
   the autograd history as PyTorch does: the tensor's grad_fn becomes the op's node, or, for a
   view, the base's grad_fn becomes `CopySlices` and the view's a regenerated
   `AsStridedBackward0`.
 """
 
+import weakref
+
 import numpy as np
 
 from runtime import grad_mode
+from runtime.dtypes import FLOAT
 from runtime.function import (
     AccumulateGrad,
     Node,
@@ -28,13 +35,15 @@ _new = object.__new__
 
 # view creation kinds (PyTorch's CreationMeta)
 DEFAULT, NO_GRAD, MULTI_OUTPUT, INFERENCE = 0, 1, 2, 3
+_VIEWS_PRUNE_AT = 32  # a base's list of views is first cleared of dead ones at this length
+_weakref = weakref.ref
 
 
 class TensorMeta:
     """Rarely used per-tensor autograd state, allocated on first use."""
 
     __slots__ = ("hooks", "post_acc_hooks", "acc", "retains_grad", "view_steps", "creation",
-                 "view_version", "grad_dtype")
+                 "view_version", "own_requires_grad", "views")
 
     def __init__(self):
         self.hooks = None
@@ -44,6 +53,8 @@ class TensorMeta:
         self.view_steps = None
         self.creation = DEFAULT
         self.view_version = 0
+        self.own_requires_grad = False  # a view's own flag (requires_grad_() on the view)
+        self.views = None  # on a base: weakrefs to views whose requires_grad follows it
 
 
 def meta_of(t):
@@ -180,35 +191,74 @@ def make_view(src, data, step, node_cls=None, args=(), creation=DEFAULT):
     """A tensor viewing `src`'s memory through `step` (a (kind, arg) pair, see replay_view)."""
     out = src._new_like(data)
     out._vc = src._vc
-    base = src._base if src._base is not None else src
-    out._base = base
-    m = meta_of(out)
-    src_steps = src._meta.view_steps if src._base is not None else ()
-    m.view_steps = src_steps + (step,)
-    src_rg = src._requires_grad or src._grad_fn is not None
-    if src._base is not None and src._meta.creation != DEFAULT and creation == DEFAULT:
-        creation = src._meta.creation
-    if not src_rg:
-        m.creation = creation
-        return out
-    if _state.enabled:
-        if node_cls is not None:
-            record(node_cls, (src,), out, args)
-        m.view_version = src._vc[0]
-        m.creation = creation
+    out._inference = src._inference  # a view of an inference tensor is one too
+    m = out._meta = TensorMeta()
+    if src._base is None:
+        base = src
+        m.view_steps = (step,)
     else:
-        m.creation = INFERENCE if _state.inference else NO_GRAD
-        out._requires_grad = True
+        base = src._base
+        src_meta = src._meta
+        m.view_steps = src_meta.view_steps + (step,)
+        if src_meta.creation != DEFAULT and (creation == DEFAULT or src_meta.creation == INFERENCE):
+            creation = src_meta.creation
+    out._base = base
+    m.view_version = src._vc[0]
+    if _state.enabled:
+        m.creation = creation
+        if src._requires_grad or src._grad_fn is not None:
+            if node_cls is not None:
+                record(node_cls, (src,), out, args)
+            return out
+    else:
+        m.creation = INFERENCE if _state.inference or creation == INFERENCE else NO_GRAD
+    if out._dtype.category == FLOAT:
+        # no history of its own: its requires_grad follows the base's from now on
+        out._requires_grad = base._requires_grad or base._grad_fn is not None
+        bm = base._meta
+        if bm is None:
+            bm = base._meta = TensorMeta()
+        views = bm.views
+        if views is None:
+            bm.views = [_weakref(out)]
+        else:
+            n = len(views)
+            if n >= _VIEWS_PRUNE_AT and not n & (n - 1):
+                # amortised: dead views are dropped each time the list reaches a power of two
+                views = bm.views = [r for r in views if r() is not None]
+            views.append(_weakref(out))
     return out
 
 
-def regenerated_view_fn(view):
-    """grad_fn of a view whose base's history changed since the view was made."""
+def views_follow_base(base):
+    """Re-derive requires_grad of the base's views without history after the base's changed."""
+    bm = base._meta
+    if bm is None or not bm.views:
+        return
+    flag = base._requires_grad or base._grad_fn is not None
+    for ref in bm.views:
+        view = ref()
+        if view is not None:
+            view._requires_grad = flag or view._meta.own_requires_grad
+
+
+def set_view_requires_grad(view, flag):
+    """requires_grad_() on a view: its own flag, or'ed with its base's (as PyTorch does)."""
     base = view._base
+    view._meta.own_requires_grad = flag
+    view._requires_grad = flag or base._requires_grad or base._grad_fn is not None
+
+
+def regenerated_view_fn(view):
+    """grad_fn of a view whose version moved since its history was made (the base or another
+    view of it changed in place): a new AsStridedBackward0 over the base's current history."""
+    base = view._base
+    if view._grad_fn is None and not (base._requires_grad or base._grad_fn is not None):
+        return None
     m = view._meta
+    if m.creation != DEFAULT:
+        raise RuntimeError(_rebase_message(view, "its base, or another view of its base, was"))
     m.view_version = view._vc[0]
-    if not (base._requires_grad or base._grad_fn is not None):
-        return view._grad_fn
     cls = node_class("AsStridedBackward0", "view_replay")
     node = new_node(cls, (base,), view, (base._data.shape, m.view_steps))
     node._fit = None
@@ -219,15 +269,33 @@ def regenerated_view_fn(view):
     return node
 
 
+def _rebase_message(view, what):
+    """Why an in-place change cannot be recorded for a view made by `view`'s creation kind."""
+    creation = view._meta.creation
+    if creation == MULTI_OUTPUT:
+        return (f"output {view._output_nr} of {_multi_view_name(view)} is a view that belongs "
+                f"to a function returning several views, and {what} modified in place; such "
+                f"views cannot be modified in place. Use an out-of-place operation instead")
+    if creation == INFERENCE:
+        return (f"this view was created in inference mode and {what} modified in place in "
+                f"normal mode, which autograd cannot track unambiguously. Create the view and "
+                f"modify it both inside the inference_mode block, or both outside it")
+    return (f"this view was created under no_grad and {what} modified in place with grad mode "
+            f"on, which autograd cannot track unambiguously. Create the view and modify it "
+            f"both inside the no_grad block, or both outside it")
+
+
 # -- in-place ---------------------------------------------------------------------------------
 
-def check_inplace(t):
-    """Refuse in-place ops that would corrupt autograd history (before touching the data)."""
+def check_inplace(t, recording):
+    """Refuse in-place ops that would corrupt autograd history (before touching the data).
+    `recording`: whether the op will be recorded (grad mode on and some operand requires
+    grad); only then do the leaf and view rules apply, as in PyTorch."""
     if t._inference and not _state.inference:
         raise RuntimeError(
             "an inference tensor cannot be modified in place outside inference_mode; "
             "clone() it first to get a normal tensor")
-    if not _state.enabled:
+    if not recording:
         return
     base = t._base
     if base is None:
@@ -236,32 +304,25 @@ def check_inplace(t):
                 "a leaf tensor that requires grad cannot be modified in place: autograd "
                 "needs its value. Do the update under torch.no_grad(), or work on a clone")
         return
-    m = t._meta
-    if base._requires_grad and base._grad_fn is None:
+    if t._meta.creation != DEFAULT:
+        raise RuntimeError(_rebase_message(t, "it is being"))
+    if (t._requires_grad or t._grad_fn is not None) and base._grad_fn is None:
         raise RuntimeError(
             "a view of a leaf tensor that requires grad cannot be modified in place: autograd "
             "needs the leaf's value. Do the update under torch.no_grad(), or work on a clone")
-    if m.creation == NO_GRAD and (base._requires_grad or base._grad_fn is not None):
-        raise RuntimeError(
-            "this view was created under no_grad and is now being modified in place with "
-            "grad mode on, which autograd cannot track unambiguously. Create the view and "
-            "modify it both inside the no_grad block, or both outside it")
-    if m.creation == MULTI_OUTPUT and (t._requires_grad or t.grad_fn is not None):
-        raise RuntimeError(
-            f"output {t._output_nr} of {_multi_view_name(t)} is a view that belongs to a "
-            "function returning several views, and such views cannot be modified in place. "
-            "Use an out-of-place operation instead")
 
 
 def _multi_view_name(t):
     gf = t._grad_fn
     name = type(gf).__name__ if gf is not None else "a multi-output view function"
-    return name.replace("Backward0", "").replace("WithSizes", "WithSizes")
+    return name.replace("Backward0", "")
 
 
 def apply_inplace(t, result):
     """Write `result` (the out-of-place value, possibly with a node) into `t`."""
     node = result._grad_fn
+    base = t if t._base is None else t._base
+    base_had_grad = base._requires_grad or base._grad_fn is not None
     old_data = t._data
     if node is not None:
         _snapshot_saved_self(node, t, old_data)
@@ -278,6 +339,8 @@ def apply_inplace(t, result):
         _move_history(t, node)
     else:
         _move_view_history(t, node)
+    if not base_had_grad:
+        views_follow_base(base)
     return t
 
 
@@ -365,11 +428,13 @@ def _move_view_history(t, node):
 
 
 def accumulator_of(t):
+    """The leaf's AccumulateGrad (shared while alive). A view that requires grad only through
+    its base has none: gradient reaching it goes nowhere, as in PyTorch."""
     m = meta_of(t)
+    if t._base is not None and not m.own_requires_grad:
+        return None
     acc = m.acc() if m.acc is not None else None
     if acc is None:
-        import weakref
-
         acc = AccumulateGrad(t)
         m.acc = weakref.ref(acc)
     return acc

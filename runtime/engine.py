@@ -6,10 +6,11 @@ One call (`run_backward`) is one graph task. It
    a path to an input (only those run: PyTorch's exec_info);
 2. counts, for each node that will receive gradients, how many incoming edges must deliver
    before it is ready;
-3. pops ready nodes from a heap ordered like PyTorch's ready queue (newest node first,
-   AccumulateGrad as soon as it is ready), and for each node runs, in order: the tensor hooks of
-   its outputs, retain_grad, capture for `inputs`, node pre-hooks, the derivative rule, node
-   post-hooks; then frees its saved tensors unless `retain_graph`.
+3. pops ready nodes from a heap ordered like PyTorch's ready queue (newest node first;
+   AccumulateGrad nodes, which share one priority, as soon as they are ready), and for each
+   node runs, in order: the tensor hooks of its outputs, retain_grad, capture for `inputs`
+   (before the hooks when the node itself must run, as PyTorch does), node pre-hooks, the
+   derivative rule, node post-hooks; then frees its saved tensors unless `retain_graph`.
 
 Pending gradients live in a per-call dict, never on the nodes, so concurrent or nested graph
 tasks cannot see each other's partial sums. Without `create_graph` gradients flow as numpy
@@ -149,20 +150,25 @@ class _GraphTask:
                 left = deps[child] - 1
                 deps[child] = left
                 if left == 0:
-                    if single is None:
+                    if single is None and not heap:
                         single = child
                     else:
+                        if single is not None:
+                            push(heap, (-single._seq, single))
+                            single = None
                         push(heap, (-child._seq, child))
-            # A chain hands its only newly ready node straight on, skipping the heap, unless
-            # a queued node must run first (PyTorch's order: newest node first).
-            if single is not None:
-                if heap and heap[0][0] < -single._seq:
-                    push(heap, (-single._seq, single))
-                    node = pop(heap)[1]
-                else:
-                    node = single
-            else:
-                node = pop(heap)[1] if heap else None
+            # A node that is the only one ready runs straight away: pushing it on an empty
+            # heap and popping it again is what PyTorch does. Otherwise every ready node is
+            # pushed in edge order and the heap decides (heapq sifts exactly like the
+            # std::priority_queue of PyTorch's ready queue, so even ties among AccumulateGrad
+            # nodes, which all share one priority, pop in PyTorch's order).
+            node = single if single is not None else (pop(heap)[1] if heap else None)
+
+    def _capture(self, captures, grads, ops):
+        for nr, slot in captures:
+            if grads[nr] is not None:
+                old = self.captured[slot]
+                self.captured[slot] = grads[nr] if old is None else ops.add(old, grads[nr])
 
     def _push(self, node):
         heapq.heappush(self.heap, (-node._seq, node))
@@ -174,13 +180,16 @@ class _GraphTask:
             grads = [pending]
         else:
             grads = pending or [None] * node._n_outputs
+        needed = self.needed is None or node in self.needed
+        captures = self.captures.get(node) if self.captures else None
+        # PyTorch captures a gradient before the tensor's hooks when the node also has to run
+        # (another input lies below it: the hooks then run with the node), after them otherwise
+        if captures is not None and needed:
+            self._capture(captures, grads, ops)
         _run_tensor_hooks(node, grads, ops)
-        if self.captures is not None and node in self.captures:
-            for nr, slot in self.captures[node]:
-                if grads[nr] is not None:
-                    old = self.captured[slot]
-                    self.captured[slot] = grads[nr] if old is None else ops.add(old, grads[nr])
-        if self.needed is not None and node not in self.needed:
+        if not needed:
+            if captures is not None:
+                self._capture(captures, grads, ops)
             return None
         hooks = node._hooks
         if hooks is not None and hooks.pre:
@@ -290,10 +299,20 @@ def _hook_name(fn):
 
 
 def _call_tensor_hook(fn, g, ops):
+    """Run one tensor hook on gradient `g`; its result (if any) replaces the gradient."""
+    if g is None:
+        # an output or leaf that got no gradient still shows its hooks None, as PyTorch does
+        if fn(None) is not None:
+            raise RuntimeError(f"hook '{_hook_name(fn)}' returned a value for a gradient that "
+                               f"is None (undefined); such a hook must return None")
+        return None
     t = _as_tensor(g, ops)
     r = fn(t)
     if r is None:
         return _from_tensor(t, ops)
+    if not hasattr(r, "_data"):
+        raise TypeError(f"hook '{_hook_name(fn)}' returned '{type(r).__name__}'; a tensor "
+                        f"hook must return a Tensor or None")
     if r.dtype is not t.dtype:
         raise RuntimeError(f"hook '{_hook_name(fn)}' returned a gradient of dtype {r.dtype}, but "
                            f"the gradient is {t.dtype}; a hook must keep the gradient's dtype")
@@ -307,7 +326,7 @@ def _call_tensor_hook(fn, g, ops):
 def _run_tensor_hooks(node, grads, ops):
     if type(node) is AccumulateGrad:
         m = node.variable._meta
-        if m is not None and m.hooks and grads[0] is not None:
+        if m is not None and m.hooks:
             for fn in list(m.hooks.values()):
                 grads[0] = _call_tensor_hook(fn, grads[0], ops)
         return
@@ -316,10 +335,7 @@ def _run_tensor_hooks(node, grads, ops):
         return
     for nr, table in hooks.tensor_pre.items():
         for fn in list(table.values()):
-            # an output that got no gradient still shows its hooks None, as PyTorch does
-            grads[nr] = fn(None) if grads[nr] is None else _call_tensor_hook(fn, grads[nr], ops)
-            if grads[nr] is not None and ops is numpy_ops and hasattr(grads[nr], "_data"):
-                grads[nr] = grads[nr]._data
+            grads[nr] = _call_tensor_hook(fn, grads[nr], ops)
     for nr, ref in hooks.retain.items():
         t = ref()
         if t is not None and grads[nr] is not None:
@@ -334,8 +350,8 @@ def _retain(t, g, ops):
             t._grad = Tensor._wrap(np.array(g, dtype=t._dtype.np))
         else:  # out of place, as PyTorch does for retained grads
             t._grad = Tensor._wrap((t._grad._data + g).astype(t._dtype.np, copy=False))
-    else:
-        t._grad = g if t._grad is None else t._grad + g
+    else:  # recording (create_graph): the first retained grad is a recorded clone
+        t._grad = g.clone() if t._grad is None else t._grad + g
 
 
 def _run_pre_hooks(table, grads, ops):

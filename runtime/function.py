@@ -12,7 +12,7 @@ its `_rule` is the primitive's entry in `runtime.rules.RULES`. A node keeps:
 
 Invariants: nodes are created only by `record` (or the in-place / view machinery in
 `runtime.autograd_meta`); a node's sequence number orders execution in the engine (later nodes
-first, AccumulateGrad as soon as it is ready), as PyTorch does.
+first, AccumulateGrad nodes — one shared priority — as soon as they are ready), as PyTorch does.
 """
 
 import itertools
@@ -52,6 +52,10 @@ class Node:
     @classmethod
     def name(cls):
         return cls.__name__
+
+    def __lt__(self, other):
+        # ties in the engine's heap (AccumulateGrad nodes share a priority) compare equal
+        return False
 
     def __repr__(self):
         return f"<{type(self).__name__} object at {id(self):#x}>"
@@ -310,7 +314,7 @@ class AccumulateGrad(Node):
         self.next_functions = ()
         self._args = ()
         self._fit = None
-        self._seq = _ACCUMULATE_FIRST + next(_sequence)
+        self._seq = _ACCUMULATE_FIRST  # one priority for all, as PyTorch's UINT64_MAX
         self._hooks = None
         self._freed = None
 

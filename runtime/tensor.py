@@ -5,9 +5,10 @@ Slots kept on every tensor (the hot path touches only these):
   _dtype         runtime.dtypes.dtype
   _grad_fn       producing Node, None for leaves
   _output_nr     which output of `_grad_fn` this is
-  _requires_grad the user-settable flag of a leaf
+  _requires_grad the user-settable flag of a leaf (for a view: its own flag or its base's)
   _vc            version counter, a one-element list shared with views (and detach())
-  _base          the tensor whose memory this view shares, None if not a view
+  _base          the tensor whose memory this view shares, None if not a view; a view
+                 without history of its own has `_requires_grad` kept equal to its base's
   _grad          accumulated gradient (a Tensor) or None
   _meta          TensorMeta for hooks, retain_grad, view steps; None until needed
   _inference     created under inference_mode
@@ -24,12 +25,13 @@ import numpy as np
 from runtime import dtypes, grad_mode
 from runtime import ops as F
 from runtime.autograd_meta import (
-    DEFAULT,
     accumulator_of,
     apply_inplace,
     check_inplace,
     meta_of,
     regenerated_view_fn,
+    set_view_requires_grad,
+    views_follow_base,
 )
 from runtime.hooks import RemovableHandle
 from runtime.ops import _core
@@ -39,6 +41,8 @@ from runtime.ops._core import get_default_dtype, is_tensor
 
 _state = grad_mode._state
 _new = object.__new__
+_ONE_ELEMENT = "only a tensor with exactly one element can be converted to a Python number"
+_warned_float = []  # non-empty once float() of a requires-grad tensor has warned
 
 
 class Size(tuple):
@@ -175,6 +179,9 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, flag):
+        if flag is not True and flag is not False:
+            raise RuntimeError(f"requires_grad must be set to True or False, not "
+                               f"{type(flag).__name__}")
         if self.grad_fn is not None:
             hint = "" if flag else (" To use a computed tensor where no gradient should flow, "
                                     "take var.detach() instead.")
@@ -183,13 +190,19 @@ class Tensor:
         if flag and not self._dtype.is_floating_point:
             raise RuntimeError(f"only floating point (and complex) tensors can require "
                                f"gradients; this one is {self._dtype}")
-        self._set_leaf_requires_grad(bool(flag))
+        self._set_leaf_requires_grad(flag)
 
     def _set_leaf_requires_grad(self, flag):
         if flag and self._inference and not _state.inference:
             raise RuntimeError("an inference tensor cannot be made to require grad outside "
                                "inference_mode; clone() it first")
+        if self._base is not None:
+            set_view_requires_grad(self, flag)
+            return
+        changed = self._requires_grad is not flag
         self._requires_grad = flag
+        if changed and self._meta is not None:
+            views_follow_base(self)
 
     @requires_grad.deleter
     def requires_grad(self):
@@ -206,6 +219,8 @@ class Tensor:
                            "handle register_hook returned")
 
     def requires_grad_(self, requires_grad=True):
+        if requires_grad is not True and requires_grad is not False:
+            raise TypeError(f"requires_grad_() takes a bool, not {type(requires_grad).__name__}")
         if self.grad_fn is not None:
             if requires_grad:
                 return self
@@ -215,7 +230,7 @@ class Tensor:
         if requires_grad and not self._dtype.is_floating_point:
             raise RuntimeError(f"only floating point tensors can require gradients; this one "
                                f"is {self._dtype}")
-        self._set_leaf_requires_grad(bool(requires_grad))
+        self._set_leaf_requires_grad(requires_grad)
         return self
 
     @property
@@ -224,13 +239,10 @@ class Tensor:
 
     @property
     def grad_fn(self):
-        gf = self._grad_fn
-        if self._base is not None:
-            m = self._meta
-            if m.view_version != self._vc[0] and m.creation == DEFAULT:
-                # the base or a view of it changed in place since this view's history
-                return regenerated_view_fn(self)
-        return gf
+        if self._base is not None and self._meta.view_version != self._vc[0]:
+            # the base or a view of it changed in place since this view's history was made
+            return regenerated_view_fn(self)
+        return self._grad_fn
 
     @property
     def output_nr(self):
@@ -331,9 +343,12 @@ class Tensor:
         if self._base is not None:
             raise RuntimeError("detach_() cannot be used on a view; use detach() to get a new "
                                "tensor instead")
+        had_grad = self._requires_grad or self._grad_fn is not None
         self._grad_fn = None
         self._output_nr = 0
         self._requires_grad = False
+        if had_grad and self._meta is not None:
+            views_follow_base(self)
         return self
 
     @property
@@ -371,17 +386,22 @@ class Tensor:
         return self._data.tolist()
 
     def __float__(self):
-        if self.requires_grad:
+        if self._data.size != 1:
+            raise ValueError(_ONE_ELEMENT)
+        if self.requires_grad and not _warned_float:
+            _warned_float.append(True)  # once per process, as PyTorch's TORCH_WARN_ONCE
             warnings.warn("converting a tensor that requires grad to a Python float drops its "
                           "autograd history; call tensor.detach() first to make that explicit",
                           UserWarning, stacklevel=2)
         return float(self.item())
 
     def __int__(self):
+        if self._data.size != 1:
+            raise ValueError(_ONE_ELEMENT)
         return int(self.item())
 
     def __index__(self):
-        if self._dtype.category == dtypes.FLOAT:
+        if self._dtype.category == dtypes.FLOAT or self._data.size != 1:
             raise TypeError("only integer tensors of a single element can be used as an index")
         return int(self.item())
 
@@ -402,7 +422,10 @@ class Tensor:
         return iter(F.unbind(self, 0))
 
     def __array__(self, dtype=None, copy=None):
-        return self._data if dtype is None else self._data.astype(dtype)
+        data = self.numpy()  # refused for a tensor that requires grad, as numpy() is
+        if dtype is not None:
+            return data.astype(dtype, copy=bool(copy))
+        return data.copy() if copy else data
 
     def __hash__(self):
         return id(self)
@@ -624,8 +647,9 @@ class Tensor:
 
     # -- in-place operators ------------------------------------------------------------------
     def _inplace(self, result_fn, *args):
-        check_inplace(self)
-        if not _recording(self, args):
+        recording = _recording(self, args)
+        check_inplace(self, recording)
+        if not recording:
             direct = _DIRECT.get(result_fn)
             if direct is not None and self._data.flags.writeable and direct(self._data, *args):
                 self._vc[0] += 1
@@ -744,7 +768,7 @@ class Tensor:
         return self._fill_random(random.normal_, mean, std, generator)
 
     def _fill_random(self, fn, a, b, generator):
-        check_inplace(self)
+        check_inplace(self, _recording(self, ()))
         fn(self._data, a, b, generator=generator)
         self._vc[0] += 1
         return self
@@ -758,10 +782,11 @@ class Tensor:
 
 
 def _recording(t, args):
-    """Whether an in-place op on `t` with `args` must be recorded in the graph."""
+    """Whether an in-place op on `t` with `args` must be recorded in the graph (a view's
+    `_requires_grad` already says whether its base requires grad)."""
     if not _state.enabled:
         return False
-    if t._requires_grad or t._grad_fn is not None or t._base is not None:
+    if t._requires_grad or t._grad_fn is not None:
         return True
     return any(getattr(a, "_requires_grad", False) or getattr(a, "_grad_fn", None) is not None
                for a in args)

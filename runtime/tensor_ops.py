@@ -5,14 +5,13 @@ function here is a recorded eager operation, so gradients of gradients come from
 rules. Python numbers pass through where rules use constants.
 """
 
-import math
-
 import numpy as np
 
 from runtime import ops as F
 from runtime.autograd_meta import any_requires_grad, record
 from runtime.function import node_class, save_input
 from runtime.ops._core import is_tensor, wrap
+from runtime.rules import numpy_ops
 
 add = F.add
 sub = F.sub
@@ -30,9 +29,11 @@ ge = F.ge
 lt = F.lt
 le = F.le
 logical_and = F.logical_and
+logical_or = F.logical_or
+isnan = F.isnan
 matmul = F.matmul
 outer = F.outer
-log_scalar = math.log
+log_scalar = numpy_ops.log_scalar
 reshape = F.reshape
 unsqueeze = F.unsqueeze
 permute = F.permute
@@ -90,11 +91,12 @@ def mean(x, dims, keepdim):
 
 
 def shape(x):
-    return x._data.shape
+    # rules also ask for the shape of constants the forward pass saved as numpy arrays
+    return x._data.shape if is_tensor(x) else np.shape(x)
 
 
 def ndim(x):
-    return x._data.ndim
+    return x._data.ndim if is_tensor(x) else np.ndim(x)
 
 
 def expand(x, shape):
@@ -134,6 +136,10 @@ def flip(x, dim):
     """Reverse `x` along `dim`, recorded as an index so it stays differentiable."""
     index = wrap(np.arange(x._data.shape[dim] - 1, -1, -1), None)
     return F.getitem(x, (slice(None),) * dim + (index,))
+
+
+def any_zero(x):
+    return bool(np.any(x._data == 0))
 
 
 def cumsum(x, dim):

@@ -47,8 +47,8 @@ def _fits(d, data):
 def _binary(np_fn):
     def kernel(data, other, alpha=1):
         b = _operand(other, data)
-        if b is None or not _fits(b, data):
-            return False
+        if b is None or data.dtype == np.bool_ or not _fits(b, data):
+            return False  # bool - bool must raise, from the out-of-place op
         if alpha != 1:
             if b.__class__ in _SCALARS or b.ndim == 0:
                 b = b * alpha

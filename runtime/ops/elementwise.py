@@ -15,15 +15,18 @@ from runtime.ops._core import (
     float_dtype,
     get_default_dtype,
     is_tensor,
+    result_dtype,
     wrap,
 )
 from runtime import dtypes
 
 AddBackward0 = node_class("AddBackward0", "add")
 SubBackward0 = node_class("SubBackward0", "sub")
+RsubBackward0 = node_class("RsubBackward0", "rsub_tensor")
 RsubBackward1 = node_class("RsubBackward1", "rsub")
 MulBackward0 = node_class("MulBackward0", "mul")
 DivBackward0 = node_class("DivBackward0", "div")
+DivBackward2 = node_class("DivBackward2", "div_rounding")
 PowBackward0 = node_class("PowBackward0", "pow")
 PowBackward1 = node_class("PowBackward1", "pow_tensor")
 PowBackward2 = node_class("PowBackward2", "rpow")
@@ -31,8 +34,13 @@ MaximumBackward0 = node_class("MaximumBackward0", "maximum")
 MinimumBackward0 = node_class("MinimumBackward0", "minimum")
 WhereBackward0 = node_class("WhereBackward0", "where")
 MaskedFillBackward0 = node_class("MaskedFillBackward0", "masked_fill")
+MaskedFillBackward1 = node_class("MaskedFillBackward1", "masked_fill_tensor")
 ClampBackward1 = node_class("ClampBackward1", "clamp")
 ClampBackward0 = node_class("ClampBackward0", "clamp_tensor")
+ClampMinBackward0 = node_class("ClampMinBackward0", "clamp")
+ClampMaxBackward0 = node_class("ClampMaxBackward0", "clamp")
+ClampMinBackward1 = node_class("ClampMinBackward1", "clamp_min_tensor")
+ClampMaxBackward1 = node_class("ClampMaxBackward1", "clamp_max_tensor")
 
 
 _ndarray = np.ndarray
@@ -47,8 +55,8 @@ def _compute(np_fn, a, b, dt):
         raise _shape_error(a, b) from None
 
 
-def _shape_error(a, b):
-    shapes = [list(x._data.shape) for x in (a, b) if hasattr(x, "_data")]
+def _shape_error(*operands):
+    shapes = [list(x._data.shape) for x in operands if hasattr(x, "_data")]
     return RuntimeError(f"shapes {' and '.join(map(str, shapes))} cannot be broadcast "
                         f"together: each dimension must be equal, or 1 in one of them")
 
@@ -93,14 +101,21 @@ def add(a, b, alpha=1):
 
 
 def sub(a, b, alpha=1):
+    _check_not_bool(a, b)
     return _additive(operator.sub, SubBackward0, a, b, alpha, "sub")
+
+
+def _check_not_bool(a, b):
+    """PyTorch refuses subtraction as soon as one operand is a bool (tensor or Python bool)."""
+    bool_ = dtypes.bool_
+    if a._dtype is bool_ or b.__class__ is bool or getattr(b, "_dtype", None) is bool_:
+        raise RuntimeError("subtraction involving a bool tensor or value is not supported; "
+                           "for masks use logical_not() or ~, for two masks logical_xor()")
 
 
 def _additive(np_fn, cls, a, b, alpha, name):
     """a + alpha * b or a - alpha * b (Python operators: fast on numpy scalars)."""
     ad, bd, dt = _operands(a, b, name)
-    if dt is dtypes.bool_ and np_fn is operator.sub:
-        raise RuntimeError("subtracting bool tensors is not supported; use logical_xor or ~")
     try:
         out = _result(np_fn(ad, bd if alpha == 1 else bd * alpha), dt)
     except ValueError:
@@ -111,11 +126,20 @@ def _additive(np_fn, cls, a, b, alpha, name):
 
 
 def rsub(x, c, alpha=1):
-    """c - alpha * x for a Python number c (`2 - x`)."""
+    """c - alpha * x, for a Python number c (`2 - x`) or a tensor c (`torch.rsub(x, c)`)."""
+    c = check_operand(c, "rsub")
+    _check_not_bool(x, c)
     dt = binary_dtype(x, c)
-    out = wrap(np.subtract(c, np.multiply(data_of(x, dt.np), alpha) if alpha != 1
-                           else data_of(x, dt.np)), dt)
-    if any_requires_grad((x,)):
+    xd = data_of(x, dt.np)
+    try:
+        out = wrap(np.subtract(data_of(c, dt.np), np.multiply(xd, alpha) if alpha != 1 else xd),
+                   dt)
+    except ValueError:
+        raise _shape_error(x, c) from None
+    if is_tensor(c):
+        if any_requires_grad((x, c)):
+            record(RsubBackward0, (x, c), out, (alpha,))
+    elif any_requires_grad((x,)):
         record(RsubBackward1, (x,), out, (alpha,))
     return out
 
@@ -153,14 +177,32 @@ def div(a, b, rounding_mode=None):
 
 
 def _rounded_div(a, b, mode):
+    """a / b rounded toward -inf ("floor") or toward zero ("trunc"): piecewise constant, so
+    recorded as DivBackward2 whose gradients are zeros."""
+    if mode not in ("floor", "trunc"):
+        raise RuntimeError(f"div(): rounding_mode must be None, 'trunc' or 'floor', not {mode!r}")
     dt = binary_dtype(a, b)
-    q = np.true_divide(data_of(a, dt.np), data_of(b, dt.np))
-    if dt.category != dtypes.FLOAT:
-        fn = np.floor_divide if mode == "floor" else None
-        data = fn(data_of(a, dt.np), data_of(b, dt.np)) if fn else np.trunc(q)
-    else:
-        data = np.floor(q) if mode == "floor" else np.trunc(q)
-    return wrap(data, dt)
+    ad, bd = data_of(a, dt.np), data_of(b, dt.np)
+    try:
+        if dt.category != dtypes.FLOAT:
+            if np.any(np.equal(bd, 0)):
+                raise RuntimeError("integer division by zero (ZeroDivisionError)")
+            data = np.floor_divide(ad, bd) if mode == "floor" else _int_trunc_div(ad, bd)
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                data = np.floor_divide(ad, bd) if mode == "floor" else np.trunc(ad / bd)
+    except ValueError:
+        raise _shape_error(a, b) from None
+    out = wrap(data, dt)
+    if any_requires_grad((a, b)):
+        record(DivBackward2, (a, b), out, ())
+    return out
+
+
+def _int_trunc_div(a, b):
+    q = np.floor_divide(a, b)
+    # floor and trunc differ where the quotient is negative and inexact
+    return q + ((np.remainder(a, b) != 0) & ((np.sign(a) * np.sign(b)) < 0))
 
 
 def rdiv(x, c):
@@ -175,6 +217,8 @@ def floor_divide(a, b):
 def remainder(a, b):
     b = check_operand(b, "remainder")
     dt = binary_dtype(a, b)
+    if dt.category != dtypes.FLOAT and np.any(np.equal(data_of(b, dt.np), 0)):
+        raise RuntimeError("integer remainder by zero (ZeroDivisionError)")
     return _compute(np.mod, a, b, dt)
 
 
@@ -211,6 +255,15 @@ def rpow(x, base):
     return out
 
 
+def float_power(x, exponent):
+    """x ** exponent computed in float64 (PyTorch converts each tensor operand first)."""
+    from runtime.ops.shape import to_dtype
+
+    x, exponent = (to_dtype(v, dtypes.float64) if is_tensor(v) else float(v)
+                   for v in (x, exponent))
+    return pow(x, exponent)
+
+
 def _minmax(a, b, is_max):
     b = check_operand(b, "maximum")
     dt = binary_dtype(a, b)
@@ -229,54 +282,116 @@ def minimum(a, b):
     return _minmax(a, b, False)
 
 
-def where(cond, a, b):
-    from runtime.ops._core import result_dtype
-
+def where(cond, a=None, b=None):
+    """a where cond holds, else b; with only `cond`, the indices where it holds (a tuple of
+    index tensors, one per dimension, like nonzero(as_tuple=True))."""
+    if a is None and b is None:
+        return nonzero(cond, as_tuple=True)
+    if is_tensor(cond):
+        if cond._dtype is not dtypes.bool_ and cond._dtype is not dtypes.uint8:
+            raise RuntimeError(f"where(): the condition must be a bool tensor, got {cond._dtype}")
+        c = cond._data
+    else:
+        c = np.asarray(cond)  # a mask saved by a derivative rule
+    a, b = check_operand(a, "where"), check_operand(b, "where")
     dt = result_dtype(a, b)
-    c = cond._data if is_tensor(cond) else np.asarray(cond)
-    out = wrap(np.where(c, data_of(a, dt.np), data_of(b, dt.np)), dt)
+    try:
+        out = wrap(np.where(c, data_of(a, dt.np), data_of(b, dt.np)), dt)
+    except ValueError:
+        raise _shape_error(a, b, cond) from None
     if any_requires_grad((a, b)):
         record(WhereBackward0, (a, b), out, (c,))
     return out
 
 
+def nonzero(x, as_tuple=False):
+    """Indices of the non-zero elements: an (n, ndim) int64 tensor, or one per dimension."""
+    found = np.nonzero(x._data.reshape(1) if x._data.ndim == 0 else x._data)
+    if as_tuple:
+        return tuple(wrap(i.astype(np.int64), dtypes.int64) for i in found)
+    stacked = np.stack(found, axis=1) if x._data.ndim else np.zeros((int(found[0].size), 0))
+    return wrap(stacked.astype(np.int64), dtypes.int64)
+
+
 def masked_fill(x, mask, value):
-    v = value._data if is_tensor(value) else value
-    out = wrap(np.where(mask._data, v, x._data), x._dtype)
+    """x with `value` written where `mask` holds. A tensor value (0-dim) is differentiable:
+    recorded as MaskedFillBackward1 with edges to x and value."""
+    if not is_tensor(mask) or mask._dtype is not dtypes.bool_:
+        got = mask._dtype if is_tensor(mask) else type(mask).__name__
+        raise RuntimeError(f"masked_fill(): the mask must be a bool tensor, got {got}")
+    m = mask._data
+    if is_tensor(value):
+        if value._data.ndim:
+            raise RuntimeError(f"masked_fill(): a tensor value must be 0-dimensional, got "
+                               f"{value._data.ndim} dimension(s)")
+        out = wrap(np.where(m, value._data.astype(x._dtype.np), x._data), x._dtype)
+        if any_requires_grad((x, value)):
+            record(MaskedFillBackward1, (x, value), out, (m,))
+        return out
+    value = check_operand(value, "masked_fill")
+    out = wrap(np.where(m, np.asarray(value).astype(x._dtype.np), x._data), x._dtype)
     if any_requires_grad((x,)):
-        record(MaskedFillBackward0, (x,), out, (mask._data,))
+        record(MaskedFillBackward0, (x,), out, (m,))
     return out
 
 
 def clamp(x, min=None, max=None):
+    """min(max(x, min), max); the bounds may be numbers or tensors (not one of each)."""
     if min is None and max is None:
-        raise RuntimeError("clamp needs at least one of 'min' or 'max'")
+        raise RuntimeError("clamp(): at least one of 'min' and 'max' must be given")
     if is_tensor(min) or is_tensor(max):
-        return _clamp_tensor(x, min, max)
-    d = x._data
-    r = d
-    if min is not None:
-        r = np.maximum(r, min)
-    if max is not None:
-        r = np.minimum(r, max)
-    out = wrap(r, x._dtype)
-    if any_requires_grad((x,)):
-        record(ClampBackward1, (x,), out, (save_input(x), min, max))
-    return out
+        if not all(b is None or is_tensor(b) for b in (min, max)):
+            raise TypeError("clamp(): the bounds must both be numbers or both be tensors")
+        return _clamp_tensor(ClampBackward0, x, min, max)
+    return _clamp_scalar(ClampBackward1, x, min, max)
 
 
-def _clamp_tensor(x, lo, hi):
-    r = x._data
-    lo_d = lo._data if is_tensor(lo) else lo
-    hi_d = hi._data if is_tensor(hi) else hi
+def _clamp_scalar(cls, x, lo, hi):
+    dt = x._dtype
+    if dt.category != _FLOAT:
+        dt = result_dtype(x, *(b for b in (lo, hi) if b is not None))
+    r = data_of(x, dt.np)
     if lo is not None:
-        r = np.maximum(r, lo_d)
+        r = np.maximum(r, lo)
     if hi is not None:
-        r = np.minimum(r, hi_d)
-    out = wrap(r, x._dtype)
+        r = np.minimum(r, hi)
+    out = wrap(r, dt)
     if any_requires_grad((x,)):
-        record(ClampBackward0, (x, lo, hi), out, (save_input(x), lo_d, hi_d))
+        record(cls, (x,), out, (save_input(x), lo, hi))
     return out
+
+
+def _clamp_tensor(cls, x, lo, hi):
+    bounds = [b for b in (lo, hi) if b is not None]
+    dt = result_dtype(x, *bounds)
+    r = data_of(x, dt.np)
+    try:
+        if lo is not None:
+            r = np.maximum(r, data_of(lo, dt.np))
+        if hi is not None:
+            r = np.minimum(r, data_of(hi, dt.np))
+    except ValueError:
+        raise _shape_error(x, *bounds) from None
+    out = wrap(r, dt)
+    if any_requires_grad((x, *bounds)):
+        saved = (save_input(x), *(None if b is None else save_input(b) for b in (lo, hi)))
+        if cls is ClampBackward0:
+            record(cls, (x, lo, hi), out, saved)
+        else:  # clamp_min / clamp_max: edges to x and the one bound
+            record(cls, (x, *bounds), out, saved)
+    return out
+
+
+def clamp_min(x, min):
+    if is_tensor(min):
+        return _clamp_tensor(ClampMinBackward1, x, min, None)
+    return _clamp_scalar(ClampMinBackward0, x, min, None)
+
+
+def clamp_max(x, max):
+    if is_tensor(max):
+        return _clamp_tensor(ClampMaxBackward1, x, None, max)
+    return _clamp_scalar(ClampMaxBackward0, x, None, max)
 
 
 # -- unary ------------------------------------------------------------------------------------
@@ -330,7 +445,14 @@ def _reciprocal(d):
     return 1.0 / d
 
 
-neg = _define_unary("neg", np.negative, "NegBackward0", "neg", None, keep_dtype=True)
+def _negate(d):
+    if d.dtype == np.bool_:
+        raise RuntimeError("negating a bool tensor with - is not supported; for masks use "
+                           "logical_not() or ~")
+    return np.negative(d)
+
+
+neg = _define_unary("neg", _negate, "NegBackward0", "neg", None, keep_dtype=True)
 abs = _define_unary("abs", np.abs, "AbsBackward0", "abs", "input", keep_dtype=True)
 exp = _define_unary("exp", np.exp, "ExpBackward0", "exp", "result")
 log = _define_unary("log", np.log, "LogBackward0", "log", "input")

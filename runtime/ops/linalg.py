@@ -4,7 +4,7 @@ import numpy as np
 
 from runtime.autograd_meta import any_requires_grad, record
 from runtime.function import node_class, save_input
-from runtime.ops._core import data_of, result_dtype, wrap
+from runtime.ops._core import wrap
 
 DotBackward0 = node_class("DotBackward0", "dot")
 MmBackward0 = node_class("MmBackward0", "mm")
@@ -68,7 +68,7 @@ def bmm(a, b):
 
 
 def matmul(a, b):
-    """Dispatches by rank, building the same graph PyTorch builds."""
+    """Dispatches by rank, building the same graph PyTorch builds (its _matmul_impl)."""
     from runtime.ops import shape as S
 
     na, nb = a._data.ndim, b._data.ndim
@@ -82,47 +82,114 @@ def matmul(a, b):
         return S.squeeze_dim_node(mm(S.unsqueeze(a, 0), b), 0, S.SqueezeBackward4)
     if na == 2 and nb == 2:
         return mm(a, b)
+    _check_inner(a, b)
+    if _should_fold(a, b):
+        return _folded(a, b)
     return _batched(a, b)
 
 
-def _batched(a, b):
+def _check_inner(a, b):
+    k_a = a._data.shape[-1]
+    k_b = b._data.shape[-2] if b._data.ndim > 1 else b._data.shape[0]
+    if k_a != k_b:
+        raise RuntimeError(f"matmul(): shapes {list(a._data.shape)} and {list(b._data.shape)} "
+                           f"cannot be multiplied ({k_a} != {k_b})")
+
+
+def _should_fold(a, b):
+    """Whether to fold the batch dimensions of the larger operand into matrix rows (one mm
+    or mv instead of a bmm): PyTorch does when the smaller operand requires grad (its
+    gradient then comes from one mm), or when the fold needs no copy."""
+    a_larger = a._data.ndim >= b._data.ndim
+    big, small = (a, b) if a_larger else (b, a)
+    if not (big._data.ndim >= 3 and small._data.ndim <= 2):
+        return False
+    if small.requires_grad:
+        return True
+    if a._data.ndim == 2:
+        return False
+    t1 = a._data if a_larger else np.swapaxes(b._data, -1, -2)
+    if t1.size == 0:
+        return True
+    shape, strides = t1.shape, t1.strides
+    return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(t1.ndim - 1))
+
+
+def _folded(a, b):
     from runtime.ops import shape as S
 
-    if b._data.ndim == 1:
-        lead = a._data.shape[:-1]
-        flat = S.reshape(a, (-1, a._data.shape[-1]))
-        return S.unsafe_view(mv(flat, b), lead)
-    if a._data.ndim == 1:  # vector @ batch: (b.mT @ a), as PyTorch computes it
-        return matmul(S.transpose(b, -1, -2), a)
-    if a._data.ndim == 2:  # matrix @ batch: (b.mT @ a.mT).mT, made contiguous
-        return S.contiguous(S.transpose(matmul(S.transpose(b, -1, -2), S.transpose(a, -1, -2)),
-                                        -1, -2))
-    if b._data.ndim == 2:
-        # fold the batch dimensions of `a` into rows: one mm, as PyTorch does
-        lead = a._data.shape[:-1]
-        flat = S.reshape(a, (-1, a._data.shape[-1]))
-        return S.unsafe_view(mm(flat, b), lead + (b._data.shape[-1],))
-    batch = np.broadcast_shapes(a._data.shape[:-2], b._data.shape[:-2])
-    n, k = a._data.shape[-2:]
-    m = b._data.shape[-1]
-    a3 = S.reshape(S.expand(a, batch + (n, k)), (-1, n, k))
-    b3 = S.reshape(S.expand(b, batch + (k, m)), (-1, k, m))
-    return S.unsafe_view(bmm(a3, b3), batch + (n, m))
+    transpose = b._data.ndim > a._data.ndim
+    if transpose:  # a @ b = (b.mT @ a.T).mT, with b.mT's batch folded into rows
+        t1 = S.transpose(b, -1, -2)
+        t2 = S.t(a) if a._data.ndim == 2 else a
+    else:
+        t1, t2 = a, b
+    lead = t1._data.shape[:-1]
+    folded = S.reshape(t1, (int(np.prod(lead)), t1._data.shape[-1]))
+    if t2._data.ndim == 1:
+        return S.unsafe_view(mv(folded, t2), lead)
+    out = S.unsafe_view(mm(folded, t2), lead + (t2._data.shape[1],))
+    return S.contiguous(S.transpose(out, -1, -2)) if transpose else out
+
+
+def _batched(a, b):
+    """Broadcast the batch dimensions, flatten them and run one bmm."""
+    from runtime.ops import shape as S
+
+    sa, sb = a._data.shape, b._data.shape
+    na, nb = len(sa), len(sb)
+    if na == 3 and nb == 3 and sa[0] != sb[0]:
+        # a batch of one that requires grad is squeezed, so its gradient comes from an mm
+        if sa[0] == 1 and a.requires_grad:
+            return matmul(S.squeeze(a, 0), b)
+        if sb[0] == 1 and b.requires_grad:
+            return matmul(a, S.squeeze(b, 0))
+    n = sa[-2] if na > 1 else 1
+    k = sa[-1]
+    p = sb[-1] if nb > 1 else 1
+    try:
+        batch = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
+    except ValueError:
+        raise RuntimeError(f"matmul(): the batch dimensions of {list(sa)} and {list(sb)} "
+                           f"cannot be broadcast together") from None
+    size = int(np.prod(batch))
+    a3 = S.reshape(S.expand(a, batch + (n, k)), (size, n, k))
+    if nb == 1:
+        b3 = S.unsqueeze(S.reshape(S.expand(b, batch + (k,)), (size, k)), 2)
+        out = S.squeeze(bmm(a3, b3), -1)
+    else:
+        out = bmm(a3, S.reshape(S.expand(b, batch + (k, p)), (size, k, p)))
+    shape = batch + ((n,) if na > 1 else ()) + ((p,) if nb > 1 else ())
+    return S.unsafe_view(out, shape)
 
 
 def outer(a, b):
     from runtime.ops import shape as S
     from runtime.ops.elementwise import mul
 
+    if a._data.ndim != 1 or b._data.ndim != 1:
+        raise RuntimeError(f"outer() expects two 1-D tensors, got {a._data.ndim}-D and "
+                           f"{b._data.ndim}-D")
     return mul(S.view(a, (-1, 1)), b)
 
 
 def addmm(bias, m1, m2, beta=1, alpha=1):
-    dt = result_dtype(bias, m1, m2)
-    prod = np.matmul(data_of(m1, dt.np), data_of(m2, dt.np))
+    _check_matrices(m1, m2, "addmm")
+    out_shape = (m1._data.shape[0], m2._data.shape[1])
+    if _broadcast(bias._data.shape, out_shape) != out_shape:
+        raise RuntimeError(f"addmm(): the input of shape {list(bias._data.shape)} cannot be "
+                           f"broadcast to the product's shape {list(out_shape)}")
+    if not (bias._dtype is m1._dtype is m2._dtype):
+        raise RuntimeError(f"addmm() needs operands of one dtype, got {bias._dtype}, "
+                           f"{m1._dtype} and {m2._dtype}")
+    dt = m1._dtype
+    prod = np.matmul(m1._data, m2._data)
     if alpha != 1:
         prod = prod * alpha
-    data = prod + (data_of(bias, dt.np) if beta == 1 else beta * data_of(bias, dt.np))
+    if beta == 0:  # the input is ignored, so nan or inf in it does not propagate
+        data = prod
+    else:
+        data = prod + (bias._data if beta == 1 else beta * bias._data)
     out = wrap(data, dt)
     if any_requires_grad((bias, m1, m2)):
         r1, r2 = m1.requires_grad, m2.requires_grad
@@ -130,3 +197,19 @@ def addmm(bias, m1, m2, beta=1, alpha=1):
                (save_input(m1) if r2 else None, save_input(m2) if r1 else None, beta, alpha,
                 _colmajor(m1), _colmajor(m2)))
     return out
+
+
+def _check_matrices(m1, m2, name):
+    if m1._data.ndim != 2 or m2._data.ndim != 2:
+        raise RuntimeError(f"{name}() expects 2-D matrices, got {m1._data.ndim}-D and "
+                           f"{m2._data.ndim}-D")
+    if m1._data.shape[1] != m2._data.shape[0]:
+        raise RuntimeError(f"{name}(): shapes {list(m1._data.shape)} and "
+                           f"{list(m2._data.shape)} cannot be multiplied")
+
+
+def _broadcast(*shapes):
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        return None

@@ -12,6 +12,7 @@ from runtime.ops.reductions import _axes, _rule_dims, normalize_dims
 SoftmaxBackward0 = node_class("SoftmaxBackward0", "softmax")
 LogSoftmaxBackward0 = node_class("LogSoftmaxBackward0", "log_softmax")
 CumsumBackward0 = node_class("CumsumBackward0", "cumsum")
+CumprodBackward0 = node_class("CumprodBackward0", "cumprod")
 LogsumexpBackward0 = node_class("LogsumexpBackward0", "logsumexp")
 
 
@@ -19,11 +20,21 @@ def _axis(dim, x):
     return normalize_dims(dim, x._data.ndim)[0] if x._data.ndim else None
 
 
-def softmax(x, dim=None, dtype=None):
+def _float_input(x, dtype, name):
+    """The input converted to `dtype` when given; integer inputs need one (PyTorch has no
+    integer softmax kernels)."""
     if dtype is not None:
         from runtime.ops.shape import to_dtype
 
-        x = to_dtype(x, dtype)
+        return to_dtype(x, dtype)
+    if x._dtype.category != dtypes.FLOAT:
+        raise NotImplementedError(f"{name}() is not implemented for {x._dtype} inputs; pass "
+                                  f"dtype= or convert the tensor to a floating point type")
+    return x
+
+
+def softmax(x, dim=None, dtype=None):
+    x = _float_input(x, dtype, "softmax")
     axis = _axis(dim, x)
     d = x._data
     shifted = np.exp(d - np.max(d, axis=axis, keepdims=True))
@@ -34,10 +45,7 @@ def softmax(x, dim=None, dtype=None):
 
 
 def log_softmax(x, dim=None, dtype=None):
-    if dtype is not None:
-        from runtime.ops.shape import to_dtype
-
-        x = to_dtype(x, dtype)
+    x = _float_input(x, dtype, "log_softmax")
     axis = _axis(dim, x)
     d = x._data
     m = np.max(d, axis=axis, keepdims=True)
@@ -72,6 +80,17 @@ def cumsum(x, dim, dtype=None):
     out = wrap(data, dt)
     if any_requires_grad((x,)):
         record(CumsumBackward0, (x,), out, (axis if axis is not None else 0,))
+    return out
+
+
+def cumprod(x, dim, dtype=None):
+    axis = _axis(dim, x)
+    dt = dtype or (x._dtype if x._dtype.is_floating_point else dtypes.int64)
+    data = np.cumprod(x._data, axis=axis, dtype=dt.np).reshape(x._data.shape)
+    out = wrap(data, dt)
+    if any_requires_grad((x,)):
+        record(CumprodBackward0, (x,), out, (save_input(x), save_output(out, "CumprodBackward0"),
+                                            axis if axis is not None else 0))
     return out
 
 

@@ -8,7 +8,7 @@ import numpy as np
 from runtime import dtypes
 from runtime.autograd_meta import any_requires_grad, record
 from runtime.function import node_class, save_input, save_output
-from runtime.ops._core import float_dtype, wrap
+from runtime.ops._core import wrap
 
 SumBackward0 = node_class("SumBackward0", "sum")
 SumBackward1 = node_class("SumBackward1", "sum")
@@ -136,7 +136,7 @@ def _extreme(x, dim, keepdim, is_max):
     indices = wrap(idx.reshape(out_shape).astype(np.int64), dtypes.int64)
     if any_requires_grad((x,)):
         cls = MaxBackward0 if is_max else MinBackward0
-        record(cls, (x,), values, (idx, src.shape, axis, d.shape))
+        record(cls, (x,), values, (idx, idx.shape, src.shape, axis, d.shape))
     return (MaxResult if is_max else MinResult)(values, indices)
 
 
@@ -156,20 +156,29 @@ def _arg(fn, x, dim, keepdim):
 
 
 def norm(x, p="fro", dim=None, keepdim=False):
+    """The vector p-norm over `dim` (all elements by default); p=0 counts non-zeros,
+    p=inf/-inf take the largest/smallest magnitude."""
     if p in ("fro", None):
         p = 2
+    if x._dtype.category != dtypes.FLOAT:
+        raise RuntimeError(f"norm() needs a floating point input, got {x._dtype}")
     dims = normalize_dims(dim, x._data.ndim)
     d = x._data
     ax = _axes(dims, d.ndim)
     if p == 2:
         r = np.sqrt(np.sum(d * d, axis=ax, keepdims=keepdim))
+    elif p == 0:
+        r = np.sum(d != 0, axis=ax, keepdims=keepdim).astype(d.dtype)
     elif p == float("inf"):
         r = np.max(np.abs(d), axis=ax, keepdims=keepdim)
+    elif p == float("-inf"):
+        r = np.min(np.abs(d), axis=ax, keepdims=keepdim)
     elif p == 1:
         r = np.sum(np.abs(d), axis=ax, keepdims=keepdim)
     else:
-        r = np.sum(np.abs(d) ** p, axis=ax, keepdims=keepdim) ** (1.0 / p)
-    out = wrap(r, float_dtype(x))
+        with np.errstate(divide="ignore"):
+            r = np.sum(np.abs(d) ** p, axis=ax, keepdims=keepdim) ** (1.0 / p)
+    out = wrap(r, x._dtype)
     if any_requires_grad((x,)):
         record(NormBackward, (x,), out, (save_input(x), save_output(out, NormBackward.__name__),
                                          p, _rule_dims(dims, x), keepdim))
@@ -185,6 +194,9 @@ def std(x, dim=None, unbiased=None, keepdim=False, correction=None):
 
 
 def _moment(x, dim, unbiased, keepdim, correction, is_std):
+    if x._dtype.category != dtypes.FLOAT:
+        raise RuntimeError(f"{'std' if is_std else 'var'}() needs a floating point input, got "
+                           f"{x._dtype}")
     if isinstance(dim, bool):
         unbiased, dim = dim, None
     if correction is None:
@@ -195,7 +207,7 @@ def _moment(x, dim, unbiased, keepdim, correction, is_std):
         r = np.var(x._data, axis=ax, ddof=correction, keepdims=keepdim)
         if is_std:
             r = np.sqrt(r)
-    out = wrap(r, float_dtype(x))
+    out = wrap(r, x._dtype)
     if any_requires_grad((x,)):
         if is_std:
             record(StdBackward0, (x,), out, (save_input(x), save_output(out, "StdBackward0"),

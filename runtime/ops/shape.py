@@ -1,6 +1,8 @@
 """Forward kernels of shape operations: views (sharing memory and the version counter),
 indexing, joins and splits, copies and dtype conversion."""
 
+import operator
+
 import numpy as np
 
 from runtime import dtypes
@@ -17,6 +19,7 @@ from runtime.ops._core import is_tensor, wrap
 _node = node_class
 ViewBackward0 = _node("ViewBackward0", "view")
 UnsafeViewBackward0 = _node("UnsafeViewBackward0", "unsafe_view")
+ReshapeAliasBackward0 = _node("ReshapeAliasBackward0", "view")
 TBackward0 = _node("TBackward0", "t")
 TransposeBackward0 = _node("TransposeBackward0", "transpose")
 PermuteBackward0 = _node("PermuteBackward0", "permute")
@@ -36,6 +39,9 @@ CloneBackward0 = _node("CloneBackward0", "clone")
 ToCopyBackward0 = _node("ToCopyBackward0", "to_copy")
 DiagonalBackward0 = _node("DiagonalBackward0_copy", "diagonal")
 DiagBackward = _node("DiagEmbedBackward0", "diag_embed")
+IndexSelectBackward0 = _node("IndexSelectBackward0", "index")
+GatherBackward0 = _node("GatherBackward0", "index")
+RepeatBackward0 = _node("RepeatBackward0", "repeat")
 
 
 def _dim(d, ndim):
@@ -88,12 +94,15 @@ def view(x, *shape):
 
 
 def reshape(x, *shape):
+    """A view when the memory layout allows one (ViewBackward0 for a contiguous tensor,
+    ReshapeAliasBackward0 otherwise, as PyTorch records them), else a reshaped copy."""
     shape = _infer(_sizes(shape), x._data.size)
     try:
         data = np.reshape(x._data, shape, copy=False)
     except ValueError:
         return unsafe_view(clone(x), shape)
-    return make_view(x, data, ("reshape", shape), ViewBackward0, (x._data.shape,))
+    cls = ViewBackward0 if x._data.flags.c_contiguous else ReshapeAliasBackward0
+    return make_view(x, data, ("reshape", shape), cls, (x._data.shape,))
 
 
 def unsafe_view(x, shape):
@@ -199,6 +208,22 @@ def expand_as(x, other):
     return expand(x, other._data.shape)
 
 
+def view_as(x, other):
+    return view(x, other._data.shape)
+
+
+def reshape_as(x, other):
+    return reshape(x, other._data.shape)
+
+
+def swapaxes(x, axis0, axis1):
+    """Another name of transpose (numpy's); recorded as TransposeBackward0."""
+    return transpose(x, axis0, axis1)
+
+
+swapdims = swapaxes
+
+
 def diag(x):
     """The diagonal of a matrix (a copy), or the diagonal matrix of a vector."""
     nd = x._data.ndim
@@ -228,10 +253,55 @@ def _plain_key(k):
 
 
 def getitem(x, key):
+    """x[key] as PyTorch indexes: integers, slices and None first (as views), then the
+    advanced indices (lists, index and mask tensors) on that view in one IndexBackward0."""
     key = key if isinstance(key, tuple) else (key,)
-    if any(_is_advanced(k) for k in key):
-        return _index(x, tuple(_plain_key(k) for k in key))
-    return _basic_index(x, key)
+    if not any(_is_advanced(k) for k in key):
+        return _basic_index(x, key)
+    basic, rest = _split_key(key, x._data.ndim)
+    full = slice(None)
+    touched = any(not (k is Ellipsis or (isinstance(k, slice) and k == full)) for k in basic)
+    return _index(_basic_index(x, basic) if touched else x, rest)
+
+
+def _split_key(key, nd):
+    """(basic, rest): `basic` is `key` with each advanced index replaced by full slices over
+    the dimensions it indexes; `rest` indexes the result of `basic` with the advanced ones."""
+    used = sum(_dims_indexed(k) for k in key)
+    if used > nd:
+        raise IndexError(f"too many indices for a tensor of dimension {nd}")
+    basic, rest = [], []
+    for k in key:
+        if k is Ellipsis:
+            basic.append(k)
+            rest.extend([slice(None)] * (nd - used))
+        elif k is None or isinstance(k, slice):
+            basic.append(k)
+            rest.append(slice(None))
+        elif _is_bool_scalar(k):  # a new axis, kept (True) or emptied (False)
+            basic.append(None)
+            rest.append(np.array([bool(_plain_key(k))]))
+        elif _is_advanced(k):
+            basic.extend([slice(None)] * _dims_indexed(k))
+            rest.append(_plain_key(k))
+        else:
+            basic.append(k)  # an integer: select() removes the dimension
+    return tuple(basic), tuple(rest)
+
+
+def _is_bool_scalar(k):
+    return k is True or k is False or (is_tensor(k) and k._dtype is dtypes.bool_
+                                       and k._data.ndim == 0)
+
+
+def _dims_indexed(k):
+    if k is None or k is Ellipsis or _is_bool_scalar(k):
+        return 0
+    if is_tensor(k) and k._dtype is dtypes.bool_:
+        return max(k._data.ndim, 1)
+    if isinstance(k, np.ndarray) and k.dtype == np.bool_:
+        return max(k.ndim, 1)
+    return 1
 
 
 def _index(x, key):
@@ -273,8 +343,84 @@ def _basic_index(x, key):
 
 def _as_int(k):
     if is_tensor(k):
+        if k._dtype.category != dtypes.INT:
+            raise IndexError(f"a tensor used as an index must have an integer or bool dtype, "
+                             f"not {k._dtype}")
         return int(k._data)
-    return int(k.__index__())
+    try:
+        return operator.index(k)
+    except TypeError:
+        raise IndexError(f"a tensor can be indexed by integers, slices, None, Ellipsis and "
+                         f"integer or bool tensors, not {type(k).__name__}") from None
+
+
+def index_select(x, dim, index):
+    """The slices at `index` (a vector of positions) along `dim`, copied."""
+    d = _dim(dim, x._data.ndim)
+    idx = _index_tensor(index, "index_select")
+    if idx.ndim > 1:
+        raise IndexError(f"index_select(): the index must be a vector, got {idx.ndim}-D")
+    idx = idx.reshape(-1)
+    if x._data.ndim == 0 and idx.size != 1:
+        raise RuntimeError(f"index_select(): a 0-dim input takes exactly one index, got "
+                           f"{idx.size}")
+    size = x._data.shape[d] if x._data.ndim else 1
+    if np.any((idx < 0) | (idx >= size)):
+        raise IndexError(f"index_select(): an index is out of range for dimension {d} with "
+                         f"size {size}")
+    key = (slice(None),) * d + (idx,) if x._data.ndim else (Ellipsis,)
+    out = wrap(_copy_at(x._data, key), x._dtype)
+    if any_requires_grad((x,)):
+        record(IndexSelectBackward0, (x,), out, (x._data.shape, key))
+    return out
+
+
+def gather(x, dim, index):
+    """out[i][j] = x[index[i][j]][j] (dim 0) and so on: one element of `x` per index entry."""
+    nd = x._data.ndim
+    d = _dim(dim, nd)
+    idx = _index_tensor(index, "gather")
+    if idx.ndim != nd:
+        raise RuntimeError(f"gather(): the index must have as many dimensions as the input "
+                           f"({nd}), got {idx.ndim}")
+    shape = x._data.shape
+    for i, (n, m) in enumerate(zip(idx.shape, shape)):
+        if i != d and n > m:
+            raise RuntimeError(f"gather(): the index of shape {list(idx.shape)} is larger than "
+                               f"the input of shape {list(shape)} in dimension {i}")
+    size = shape[d] if nd else 1
+    bad = (idx < 0) | (idx >= size)
+    if np.any(bad):
+        raise RuntimeError(f"gather(): index {int(idx[bad][0])} is out of bounds for "
+                           f"dimension {d} with size {size}")
+    key = _along(idx, d)
+    out = wrap(_copy_at(x._data, key), x._dtype)
+    if any_requires_grad((x,)):
+        record(GatherBackward0, (x,), out, (shape, key))
+    return out
+
+
+def _copy_at(data, key):
+    """data[key] as a new array (for a 0-dim input the key is (Ellipsis,), which views)."""
+    return data[key].copy() if data.ndim == 0 else data[key]
+
+
+def _along(idx, d):
+    """The numpy index that picks x[..., idx[i, j, ...], ...] at each position of `idx`."""
+    if idx.ndim == 0:
+        return (Ellipsis,)
+    key = list(np.indices(idx.shape, sparse=True))
+    key[d] = idx
+    return tuple(key)
+
+
+def _index_tensor(index, name):
+    if not is_tensor(index):
+        raise TypeError(f"{name}(): the index must be a Tensor, not {type(index).__name__}")
+    if index._dtype not in (dtypes.int64, dtypes.int32):
+        raise RuntimeError(f"{name}(): the index must be an int64 or int32 tensor, got "
+                           f"{index._dtype}")
+    return index._data.astype(np.int64, copy=False)
 
 
 def select(x, dim, index):
@@ -306,7 +452,7 @@ def narrow(x, dim, start, length):
 def cat(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
-        raise RuntimeError("cat() needs a non-empty sequence of tensors")
+        raise ValueError("cat() needs a non-empty sequence of tensors")
     from runtime.ops._core import result_dtype
 
     dt = result_dtype(*tensors)
@@ -343,26 +489,43 @@ def stack(tensors, dim=0):
     return out
 
 
-def split(x, split_size_or_sections, dim=0):
+def split(x, split_size_or_sections=None, dim=0, *, split_size=None):
+    """Views of consecutive pieces along `dim`: of `split_size` elements each (the last may
+    be shorter), or of the listed sizes. `split_size=` is Tensor.split's keyword."""
+    if split_size is not None:
+        split_size_or_sections = split_size
     d = _dim(dim, x._data.ndim)
     size = x._data.shape[d]
-    if isinstance(split_size_or_sections, int):
-        step = split_size_or_sections
-        sizes = [min(step, size - i) for i in range(0, size, step)] or [0]
-        name = "SplitBackward0"
-    else:
-        sizes = list(split_size_or_sections)
+    if isinstance(split_size_or_sections, (list, tuple)):
+        sizes = [int(n) for n in split_size_or_sections]
+        if any(n < 0 for n in sizes):
+            raise RuntimeError(f"split(): section sizes must not be negative, got {sizes}")
         if sum(sizes) != size:
             raise RuntimeError(f"split(): sizes {sizes} do not add up to {size}")
-        name = "SplitWithSizesBackward0"
-    return _split_views(x, d, sizes, name)
+        return _split_views(x, d, sizes, "SplitWithSizesBackward0")
+    return _split_views(x, d, _pieces(int(split_size_or_sections), size), "SplitBackward0")
+
+
+def _pieces(step, size):
+    """The sizes split(step) cuts a dimension of `size` elements into."""
+    if step < 0:
+        raise RuntimeError(f"split(): the split size must not be negative, got {step}")
+    if step == 0:
+        if size:
+            raise RuntimeError(f"split(): a split size of 0 only fits a dimension of size 0, "
+                               f"this one has {size}")
+        return [0]
+    return [min(step, size - i) for i in range(0, size, step)] or [0]
 
 
 def chunk(x, chunks, dim=0):
+    if chunks <= 0:
+        raise RuntimeError(f"chunk(): the number of chunks must be positive, got {chunks}")
     d = _dim(dim, x._data.ndim)
     size = x._data.shape[d]
-    step = -(-size // chunks) if size else 1
-    return split(x, step, d)
+    if size == 0:
+        return _split_views(x, d, [0] * chunks, "SplitBackward0")
+    return split(x, -(-size // chunks), d)
 
 
 def _split_views(x, d, sizes, node_name):
@@ -388,6 +551,26 @@ def unbind(x, dim=0):
         cls = node_class("UnbindBackward0", "unbind", multi_output=True)
         record_multi(cls, (x,), outs, (x._data.shape, d))
     return tuple(outs)
+
+
+def repeat(x, *repeats):
+    """x tiled `repeats[i]` times along each dimension (leading repeats add dimensions)."""
+    reps = _sizes(repeats)
+    shape = x._data.shape
+    if len(reps) < len(shape):
+        raise RuntimeError(f"repeat(): {len(reps)} repeat counts given for a tensor with "
+                           f"{len(shape)} dimensions; give at least one per dimension")
+    if any(r < 0 for r in reps):
+        raise RuntimeError(f"repeat(): repeat counts must not be negative, got {list(reps)}")
+    out = wrap(np.tile(x._data, reps).reshape(_repeated_shape(shape, reps)), x._dtype)
+    if any_requires_grad((x,)):
+        record(RepeatBackward0, (x,), out, (tuple(reps), shape))
+    return out
+
+
+def _repeated_shape(shape, reps):
+    padded = (1,) * (len(reps) - len(shape)) + tuple(shape)
+    return tuple(n * r for n, r in zip(padded, reps))
 
 
 # -- copies and conversions --------------------------------------------------------------------

@@ -18,6 +18,12 @@ def rsub(ops, g, needs, alpha):
     return (ops.neg(_scale(ops, g, alpha)),)
 
 
+@rule("rsub_tensor")
+def rsub_tensor(ops, g, needs, alpha):
+    """c - alpha * x, with edges (x, c)."""
+    return (ops.neg(_scale(ops, g, alpha)) if needs[0] else None, g if needs[1] else None)
+
+
 def _scale(ops, g, alpha):
     return g if alpha == 1 else ops.mul(g, alpha)
 
@@ -56,8 +62,10 @@ def pow_tensor(ops, g, needs, x, e, result):
 
 @rule("rpow")
 def rpow(ops, g, needs, base, result):
+    """d/dx base**x = base**x * log(base); log of a negative base is nan, as in PyTorch.
+    For base 0 the partial is 0 where x >= 0, which is exactly where result (0**x) <= 1."""
     if base == 0:
-        return (ops.mul(g, ops.where(ops.ge(result, 0), 0.0, ops.mul(result, float("-inf")))),)
+        return (ops.mul(g, ops.where(ops.le(result, 1), 0.0, ops.mul(result, float("-inf")))),)
     return (ops.mul(g, ops.mul(result, ops.log_scalar(base))),)
 
 
@@ -140,7 +148,33 @@ def clamp(ops, g, needs, x, lo, hi):
 
 @rule("clamp_tensor")
 def clamp_tensor(ops, g, needs, x, lo, hi):
-    return (ops.where(_inside(ops, x, lo, hi), g, 0.0), None, None)
+    """Tensor bounds get the cotangent where they are the value clamp returned: lo where
+    x < lo (unless lo > hi, when hi wins), hi where x > hi or hi < lo."""
+    gx = ops.where(_inside(ops, x, lo, hi), g, 0.0) if needs[0] else None
+    glo = ghi = None
+    if needs[1]:
+        below = ops.lt(x, lo)
+        if hi is not None:
+            below = ops.logical_and(below, ops.lt(lo, hi))
+        glo = ops.where(below, g, 0.0)
+    if needs[2]:
+        above = ops.gt(x, hi)
+        if lo is not None:
+            above = ops.logical_or(above, ops.lt(hi, lo))
+        ghi = ops.where(above, g, 0.0)
+    return gx, glo, ghi
+
+
+@rule("clamp_min_tensor")
+def clamp_min_tensor(ops, g, needs, x, lo, _):
+    return (ops.where(ops.ge(x, lo), g, 0.0) if needs[0] else None,
+            ops.where(ops.lt(x, lo), g, 0.0) if needs[1] else None)
+
+
+@rule("clamp_max_tensor")
+def clamp_max_tensor(ops, g, needs, x, _, hi):
+    return (ops.where(ops.le(x, hi), g, 0.0) if needs[0] else None,
+            ops.where(ops.gt(x, hi), g, 0.0) if needs[1] else None)
 
 
 def _inside(ops, x, lo, hi):
@@ -187,6 +221,13 @@ def where(ops, g, needs, cond):
 @rule("masked_fill")
 def masked_fill(ops, g, needs, mask):
     return (ops.where(mask, 0.0, g),)
+
+
+@rule("masked_fill_tensor")
+def masked_fill_tensor(ops, g, needs, mask):
+    """The 0-dim value receives the sum of the cotangent over the filled positions."""
+    return (ops.where(mask, 0.0, g) if needs[0] else None,
+            ops.sum(ops.where(mask, g, 0.0)) if needs[1] else None)
 
 
 @rule("clone", "to_copy", "alias")
@@ -286,6 +327,6 @@ def remainder(ops, g, needs, a, b, quotient_floor):
             ops.neg(ops.mul(g, quotient_floor)) if needs[1] else None)
 
 
-@rule("floor_divide")
+@rule("floor_divide", "div_rounding")
 def floor_divide(ops, g, needs):
     return (ops.zeros_like(g) if needs[0] else None, ops.zeros_like(g) if needs[1] else None)

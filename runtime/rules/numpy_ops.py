@@ -20,10 +20,18 @@ ge = np.greater_equal
 lt = np.less
 le = np.less_equal
 logical_and = np.logical_and
+logical_or = np.logical_or
+isnan = np.isnan
 log = np.log
 matmul = np.matmul
 outer = np.outer
-log_scalar = math.log
+
+
+def log_scalar(c):
+    """log of a Python number, following IEEE like the tensor log: -inf at 0, nan below."""
+    if c > 0:
+        return math.log(c)
+    return float("-inf") if c == 0 else float("nan")
 
 
 # Temporary elision, as numpy does for `a * b + c` written with operators: a large array
@@ -290,6 +298,10 @@ exp = np.exp
 
 def sum_dim(x, dim, keepdim):
     return np.sum(x, axis=dim, keepdims=keepdim)
+
+
+def any_zero(x):
+    return bool(np.any(np.equal(x, 0)))
 
 
 def flip(x, dim):

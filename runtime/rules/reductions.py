@@ -27,6 +27,8 @@ def mean(ops, g, needs, shape, dims, keepdim, count):
 @rule("prod")
 def prod(ops, g, needs, x, result, dims, keepdim):
     shape = ops.shape(x)
+    if not shape:  # the product of one 0-dim value is the value itself
+        return (g,)
     g = _unreduce(ops, g, shape, dims, keepdim)
     result = _unreduce(ops, result, shape, dims, keepdim)
     return (ops.mul(g, ops.prod_others(x, result, dims)),)
@@ -41,44 +43,70 @@ def amax_all(ops, g, needs, x, result):
 
 
 @rule("amax_dim")
-def amax_dim(ops, g, needs, indices, shape, dim, in_shape):
+def amax_dim(ops, g, needs, indices, kept_shape, shape, dim, in_shape):
     """max(dim)/min(dim): the cotangent goes to the selected element of each slice.
 
-    `indices` keep the reduced axis (size 1); `shape` is the input's shape with at least one
-    dimension, `in_shape` its true shape."""
-    g = ops.reshape(g, ops.shape(indices))
+    `indices` keep the reduced axis (size 1, shape `kept_shape`); `shape` is the input's shape
+    with at least one dimension, `in_shape` its true shape."""
+    g = ops.reshape(g, kept_shape)
     return (ops.reshape(ops.scatter_dim(g, dim, indices, shape), in_shape),)
 
 
 @rule("norm")
 def norm(ops, g, needs, x, result, p, dims, keepdim):
+    """PyTorch's norm_backward, case by case in p (p=0 has no gradient)."""
+    if p == 0:
+        return (None,)
     shape = ops.shape(x)
     g = _unreduce(ops, g, shape, dims, keepdim)
     result = _unreduce(ops, result, shape, dims, keepdim)
+    if p == 1:
+        return (ops.mul(ops.sign(x), g),)
     if p == 2:
-        scaled = ops.div(x, result)
-    else:
-        scaled = ops.div(ops.mul(x, ops.pow(ops.abs(x), p - 2)), ops.pow(result, p - 1))
-    return (ops.mul(g, ops.where(ops.eq(result, 0), 0.0, scaled)),)
+        return (ops.mul(g, ops.where(ops.eq(result, 0), 0.0, ops.div(x, result))),)
+    if p in (float("inf"), float("-inf")):
+        # ties share the cotangent evenly; a nan element takes part as PyTorch's mask does
+        magnitude = ops.abs(x)
+        hit = ops.logical_or(ops.eq(magnitude, result), ops.isnan(magnitude))
+        count = ops.sum_dim(ops.cast_like(hit, g), dims, True)
+        return (ops.mul(ops.sign(x), ops.mul(ops.div(g, count), ops.cast_like(hit, g))),)
+    if p < 1:
+        powered = ops.where(ops.eq(x, 0), 0.0, ops.pow(ops.abs(x), p - 1))
+        return (ops.mul(ops.mul(ops.mul(ops.sign(x), powered), g), ops.pow(result, 1 - p)),)
+    scale = ops.where(ops.eq(result, 0), 0.0, ops.div(g, ops.pow(result, p - 1)))
+    if p < 2:
+        return (ops.mul(ops.mul(ops.sign(x), ops.pow(ops.abs(x), p - 1)), scale),)
+    return (ops.mul(ops.mul(x, ops.pow(ops.abs(x), p - 2)), scale),)
 
 
 @rule("var")
 def var(ops, g, needs, x, dims, correction, keepdim):
-    shape = ops.shape(x)
-    g = _unreduce(ops, g, shape, dims, keepdim)
-    centered = ops.sub(x, ops.mean(x, dims, True))
-    dof = _count(shape, dims) - correction
-    return (ops.mul(g, ops.mul(centered, 2.0 / dof)),)
+    g = _unreduce(ops, g, ops.shape(x), dims, keepdim)
+    return (_var_backward(ops, g, x, dims, correction),)
 
 
 @rule("std")
 def std(ops, g, needs, x, result, dims, correction, keepdim):
+    """std = sqrt(var): var's rule applied to g / (2 std), which is 0 where std is 0."""
     shape = ops.shape(x)
     g = _unreduce(ops, g, shape, dims, keepdim)
     result = _unreduce(ops, result, shape, dims, keepdim)
+    g = ops.where(ops.eq(result, 0), 0.0, ops.div(g, ops.mul(result, 2)))
+    return (_var_backward(ops, g, x, dims, correction),)
+
+
+def _var_backward(ops, g, x, dims, correction):
+    """2 / (n - correction) * g * (x - mean), as PyTorch's var_backward; with no degrees of
+    freedom left (n <= correction) a full reduction gives nan where x equals the mean and
+    inf elsewhere, a reduction over dims 2 / 0 = inf."""
     centered = ops.sub(x, ops.mean(x, dims, True))
-    dof = _count(shape, dims) - correction
-    return (ops.mul(g, ops.div(centered, ops.mul(result, dof))),)
+    dof = _count(ops.shape(x), dims) - correction
+    if dof > 0:
+        return ops.mul(g, ops.mul(centered, 2.0 / dof))
+    if dims is None:
+        flat = ops.eq(centered, 0)
+        return ops.where(flat, ops.mul(g, float("nan")), ops.mul(g, float("inf")))
+    return ops.mul(g, ops.mul(centered, float("inf") if dof == 0 else 2.0 / dof))
 
 
 def _count(shape, dims):
@@ -102,7 +130,33 @@ def log_softmax(ops, g, needs, result, dim):
 
 @rule("cumsum")
 def cumsum(ops, g, needs, dim):
+    if ops.ndim(g) == 0:
+        return (g,)
     return (ops.flip(ops.cumsum(ops.flip(g, dim), dim), dim),)
+
+
+@rule("cumprod")
+def cumprod(ops, g, needs, x, result, dim):
+    """Without zeros, PyTorch's formula: reversed cumsum of (result * g), divided by x.
+    With zeros, grad_k = prod(x[:k]) * S_k where S_k = g_k + x[k+1] * S_{k+1}: exact, and
+    built from recorded ops, so it can be differentiated again."""
+    if ops.ndim(x) == 0:
+        return (g,)
+    if not ops.any_zero(x):
+        weighted = ops.flip(ops.cumsum(ops.flip(ops.mul(result, g), dim), dim), dim)
+        return (ops.div(weighted, x),)
+    n = ops.shape(x)[dim]
+    xs = [ops.select(x, dim, i) for i in range(n)]
+    gs = [ops.select(g, dim, i) for i in range(n)]
+    suffix = [gs[-1]]
+    for k in range(n - 2, -1, -1):
+        suffix.append(ops.add(gs[k], ops.mul(xs[k + 1], suffix[-1])))
+    suffix.reverse()
+    grads, prefix = [suffix[0]], xs[0]
+    for k in range(1, n):
+        grads.append(ops.mul(prefix, suffix[k]))
+        prefix = ops.mul(prefix, xs[k])
+    return (ops.stack(grads, dim),)
 
 
 @rule("logsumexp")

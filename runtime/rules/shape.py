@@ -66,8 +66,16 @@ def stack(ops, g, needs, dim):
     return tuple(ops.select(g, dim, i) if need else None for i, need in enumerate(needs))
 
 
+def _cotangents(gs):
+    """A multi-output node with a single output receives its cotangent bare, not in a list."""
+    return gs if isinstance(gs, (list, tuple)) else [gs]
+
+
 @rule("split")
 def split(ops, gs, needs, shape, dim, sizes):
+    gs = _cotangents(gs)
+    if len(gs) == 1:
+        return (gs[0],)
     like = next(g for g in gs if g is not None)
     parts = []
     for g, size in zip(gs, sizes):
@@ -78,9 +86,21 @@ def split(ops, gs, needs, shape, dim, sizes):
 
 @rule("unbind")
 def unbind(ops, gs, needs, shape, dim):
+    gs = _cotangents(gs)
     like = next(g for g in gs if g is not None)
     part_shape = shape[:dim] + shape[dim + 1 :]
     return (ops.stack([ops.zeros(part_shape, like) if g is None else g for g in gs], dim),)
+
+
+@rule("repeat")
+def repeat(ops, g, needs, repeats, shape):
+    """Each input element appears once per tile: sum the tiles, viewed as extra axes."""
+    padded = (1,) * (len(repeats) - len(shape)) + tuple(shape)
+    tiled = []
+    for r, n in zip(repeats, padded):
+        tiled += [r, n]
+    summed = ops.sum_dim(ops.reshape(g, tuple(tiled)), tuple(range(0, len(tiled), 2)), False)
+    return (ops.reshape(summed, shape),)
 
 
 @rule("diagonal")
