@@ -88,6 +88,8 @@ _FUNCTIONS = [
     "transpose", "permute", "squeeze", "unsqueeze", "select", "narrow", "cat", "stack",
     "split", "chunk", "unbind", "clone", "diag", "softmax", "log_softmax", "logsumexp",
     "cumsum", "all", "any", "remainder", "floor_divide", "rsub", "addcmul", "addcdiv", "lerp",
+    "swapaxes", "swapdims", "index_select", "gather", "cumprod", "float_power", "clamp_min",
+    "clamp_max", "nonzero",
 ]
 
 

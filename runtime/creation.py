@@ -42,6 +42,9 @@ def check_device(device):
 
 
 def _finish(t, requires_grad):
+    if requires_grad is not None and not isinstance(requires_grad, bool):
+        raise TypeError(f"requires_grad must be True or False, not a "
+                        f"{type(requires_grad).__name__}")
     if requires_grad:
         if not t._dtype.is_floating_point:
             raise RuntimeError(f"only floating point (and complex) tensors can require "

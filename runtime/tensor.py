@@ -480,6 +480,9 @@ class Tensor:
                 dt = a
             elif is_tensor(a):
                 dt = a._dtype
+            elif isinstance(a, str) and a.split(":")[0] != "cpu":
+                raise RuntimeError(f"to(): {a!r} is not a device this library has (only "
+                                   f"'cpu'); a dtype is given as torch.float64, not a string")
         return self if dt is None else F.to_dtype(self, dt, copy)
 
     def type(self, dtype=None):
@@ -813,7 +816,7 @@ def _install_methods():
         "repeat", "flip", "masked_select", "gather", "index_select", "log2", "log10",
         "expm1", "sinh", "cosh", "asin", "acos", "atan", "erf", "fmod", "sort", "topk",
         "argsort", "nonzero", "float_power", "lerp", "clip", "sub", "logsumexp", "cumprod",
-        "addcmul", "addcdiv",
+        "addcmul", "addcdiv", "swapaxes", "swapdims", "clamp_min", "clamp_max",
     ]
     for name in names:
         fn = getattr(F, name, None)

@@ -411,6 +411,15 @@ REDUCE = {
     "cumprod_one_zero": op(lambda L, x: x.cumprod(0), [(5,)], ONEZERO, D2),
     "cumprod_two_zeros": op(lambda L, x: x.cumprod(0), [(5,)], TWOZERO, D2),
     "cumprod_0d": op(lambda L, x: x.cumprod(0), [()], AWAY),
+    # the torch.* spellings of the newer ops
+    "fn_cumprod": op(lambda L, x: L.cumprod(x, 0), [(4,)], AWAY),
+    "fn_float_power": op(lambda L, x: L.float_power(x, 3), [(3,)], ANY),
+    "fn_clamp_min_max": op(lambda L, x: L.clamp_max(L.clamp_min(x, -0.5), 0.5), [(6,)], AWAY),
+    "method_clamp_min_max": op(lambda L, x: x.clamp_min(-0.5).clamp_max(0.5), [(6,)], AWAY),
+    "fn_swapaxes": op(lambda L, x: L.swapaxes(x, 0, 1) * 2, [(2, 3)], ANY),
+    "method_swapdims": op(lambda L, x: x.swapdims(1, 0) * 2, [(2, 3)], ANY),
+    "fn_index_select": op(lambda L, x: L.index_select(x, 0, L.tensor([1, 1])), [(3, 2)], ANY),
+    "fn_gather": op(lambda L, x: L.gather(x, 1, L.tensor([[0, 0], [1, 0]])), [(2, 2)], ANY),
 }
 
 LINALG = {
@@ -1185,6 +1194,8 @@ ERRORS = {
     "addmm_bias_more_dims": lambda L: L.addmm(L.ones(1, 2, 2), L.ones(2, 2), L.ones(2, 2)),
     "matmul_3d_inner_mismatch": lambda L: L.ones(2, 3, 4) @ L.ones(2, 5, 6),
     "matmul_3d_1d_mismatch": lambda L: L.ones(2, 3, 4) @ L.ones(5),
+    "to_dtype_string": lambda L: L.ones(2).to("float64"),
+    "factory_requires_grad_int": lambda L: L.ones(2, requires_grad=1),
 }
 
 

@@ -3753,8 +3753,6 @@ KNOWN_GAPS = {
     "B10_bfloat16_can_require_grad": "numpy has no bfloat16; not implemented",
     "S12_grad_dtype": "Tensor.grad_dtype is not implemented",
     "S57_median_amax_ties": "amax() and median() are not implemented (runtime/ops)",
-    "B8_factory_requires_grad_must_be_bool": "factories accept any truthy requires_grad "
-                                             "(runtime/creation)",
     "S7_attribute_deletion": "del x._grad_fn succeeds (a slot: guarding it would slow every "
                              "attribute write)",
 }
