@@ -201,15 +201,7 @@ class _Entry:
                 ("i64", False): "adc_i64_type"}[(t.dtype, t.weak)]
         self.guard(self.is_(self.field(obj, capi.OB_TYPE, PTR), self.symbol(kind)))
         if t.dtype == "i64" and t.weak:
-            value = b.call(self.declare("PyLong_AsLongLong", I64, [PTR]), [obj])
-            maybe_error = self.func.append_basic_block("int_check")
-            ok = self.func.append_basic_block("int_ok")
-            b.cbranch(b.icmp_signed("==", value, i64(-1)), maybe_error, ok)
-            b.position_at_end(maybe_error)
-            occurred = b.call(self.declare("PyErr_Occurred", PTR, []), [])
-            b.cbranch(self.is_(occurred, ir.Constant(PTR, None)), ok, self.error_bb)
-            b.position_at_end(ok)
-            return value
+            return self.python_int(obj)
         return self.field(obj, capi.FLOAT_VALUE if t.weak else capi.SCALAR_VALUE,
                           MEM[t.dtype])
 
@@ -241,22 +233,31 @@ class _Entry:
         self.guard(b.or_(is_np, self.is_(kind, self.symbol("adc_int_type"))))
         pre = b.block
         convert = self.func.append_basic_block("int_convert")
-        maybe_error = self.func.append_basic_block("int_check")
         done = self.func.append_basic_block("int_done")
         np_value = self.field(obj, capi.SCALAR_VALUE, I64)
         b.cbranch(is_np, done, convert)
         b.position_at_end(convert)
-        value = b.call(self.declare("PyLong_AsLongLong", I64, [PTR]), [obj])
-        b.cbranch(b.icmp_signed("==", value, i64(-1)), maybe_error, done)
-        b.position_at_end(maybe_error)
-        occurred = b.call(self.declare("PyErr_Occurred", PTR, []), [])
-        b.cbranch(self.is_(occurred, ir.Constant(PTR, None)), done, self.error_bb)
+        value = self.python_int(obj)
+        converted = b.block
+        b.branch(done)
         b.position_at_end(done)
         result = b.phi(I64)
         result.add_incoming(np_value, pre)
-        result.add_incoming(value, convert)
-        result.add_incoming(value, maybe_error)
+        result.add_incoming(value, converted)
         return result
+
+    def python_int(self, obj):
+        """A Python int as int64; one that does not fit raises OverflowError (CPython's)."""
+        b = self.b
+        value = b.call(self.declare("PyLong_AsLongLong", I64, [PTR]), [obj])
+        maybe_error = self.func.append_basic_block("int_check")
+        ok = self.func.append_basic_block("int_ok")
+        b.cbranch(b.icmp_signed("==", value, i64(-1)), maybe_error, ok)
+        b.position_at_end(maybe_error)
+        occurred = b.call(self.declare("PyErr_Occurred", PTR, []), [])
+        b.cbranch(self.is_(occurred, ir.Constant(PTR, None)), ok, self.error_bb)
+        b.position_at_end(ok)
+        return value
 
     def unpack_array(self, obj, t, written):
         b = self.b
