@@ -219,20 +219,9 @@ def _written_arrays(spec):
     """Indices of the array parameters a specialization's program stores into (cached)."""
     written = getattr(spec, "_written", None)
     if written is None:
-        from adcompile.ir.nodes import walk
+        from adcompile.ir.nodes import written_params
 
-        written = set()
-        for op in walk(spec.ir.body):
-            if op.prim == "store":
-                root = op.operands[0]
-                while root.owner is not None and root.owner.prim == "load":
-                    root = root.owner.operands[0]
-                if root in spec.ir.params:
-                    written.add(spec.ir.params.index(root))
-                elif root.owner is None or root.owner.prim != "alloc":
-                    written = set(range(len(spec.ir.params)))
-                    break
-        spec._written = written
+        written = spec._written = written_params(spec.ir)
     return written
 
 

@@ -724,7 +724,6 @@ def _remove(block, dead):
 # -- fusing a loop with its reversed copy ------------------------------------------------------
 
 _FUSABLE_EFFECTS = ("add_at", "yield", "if", "for", "while")
-PRIM_PURE = {name: p.pure for name, p in PRIMS.items()}
 
 
 def _fuse_loops(body, forward, backward):
@@ -755,7 +754,7 @@ def _fuse_loops(body, forward, backward):
     targets = set()
     inside = {index, *carried}
     for op in walk(region):
-        if not PRIM_PURE.get(op.prim, False) and op.prim not in _FUSABLE_EFFECTS:
+        if not PRIMS[op.prim].pure and op.prim not in _FUSABLE_EFFECTS:
             return False
         if op.prim == "load" and _root(op.operands[0]) in written:
             return False

@@ -95,3 +95,20 @@ def walk(block):
         yield op
         for region in reversed(op.regions):
             stack.append(iter(region.ops))
+
+
+def written_params(fn):
+    """Indices of the parameters whose arrays `fn` may store into (store, add_at). An array
+    reached through a tuple or merged by a branch or loop cannot be traced to one parameter:
+    then every parameter counts."""
+    written = set()
+    for op in walk(fn.body):
+        if op.prim in ("store", "add_at"):
+            root = op.operands[0]
+            while root.owner is not None and root.owner.prim == "load":
+                root = root.owner.operands[0]
+            if root in fn.params:
+                written.add(fn.params.index(root))
+            elif root.owner is None or root.owner.prim != "alloc":
+                return set(range(len(fn.params)))
+    return written

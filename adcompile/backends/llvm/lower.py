@@ -23,7 +23,6 @@ import llvmlite.ir as ir
 
 from adcompile.backends.llvm import capi
 from adcompile.ir import types as T
-from adcompile.ir.nodes import walk
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
@@ -1072,20 +1071,3 @@ for _name in ("sin", "cos", "tan", "exp", "log", "log1p", "expm1", "sqrt", "tanh
               "cosh", "asin", "acos", "atan", "log2", "log10", "erf", "erfc", "floor", "ceil",
               "trunc", "round", "atan2", "hypot", "fmod", "copysign"):
     RULES[_name] = _Lowering.math
-
-
-def written_params(fn):
-    """Indices of the parameters whose arrays the function may store into (the entry point
-    refuses read-only arrays for them). An array reached through a tuple or merged by a
-    branch or loop cannot be traced to one parameter: then every parameter counts."""
-    written = set()
-    for op in walk(fn.body):
-        if op.prim in ("store", "add_at"):
-            root = op.operands[0]
-            while root.owner is not None and root.owner.prim == "load":
-                root = root.owner.operands[0]
-            if root in fn.params:
-                written.add(fn.params.index(root))
-            elif root.owner is None or root.owner.prim != "alloc":
-                return set(range(len(fn.params)))
-    return written

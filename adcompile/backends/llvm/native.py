@@ -15,9 +15,9 @@ import numpy as np
 
 from adcompile.backends.llvm import capi, jit
 from adcompile.backends.llvm.entry import METH_FASTCALL, build_entry
-from adcompile.backends.llvm.lower import lower_kernel, written_params
+from adcompile.backends.llvm.lower import lower_kernel
 from adcompile.ir import types as T
-from adcompile.ir.nodes import walk
+from adcompile.ir.nodes import walk, written_params
 from adcompile.ir.printer import print_function
 
 
@@ -195,6 +195,7 @@ def _coerce(value, t):
 
 def _mismatch(fn, args):
     """Why arguments of the right types still cannot be passed to native code."""
+    written = written_params(fn)
     for value, param in zip(args, fn.params):
         for a in _arrays(value):
             if not a.flags.aligned:
@@ -205,7 +206,7 @@ def _mismatch(fn, args):
             if any(s % a.itemsize for s in a.strides):
                 return (f"{fn.name}(): array argument '{param.name}' has strides that are "
                         f"not a multiple of its item size")
-        if fn.params.index(param) in written_params(fn) and \
+        if fn.params.index(param) in written and \
                 any(not a.flags.writeable for a in _arrays(value)):
             return (f"{fn.name}(): array argument '{param.name}' is read-only, but the "
                     f"function may assign to it")
