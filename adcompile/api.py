@@ -316,12 +316,11 @@ class _Transformed:
         """The compiled program: grads only for grad, (value, grads) for value_and_grad."""
         active = self._active(args)
         _check_aliasing(self.cf, args, active)
-        if self.with_value:
-            return _vjp_spec(self.cf, args, active)
-        key = ("grad", self.cf.signature(args), active)
+        mode = "value_and_grad" if self.with_value else "grad"
+        key = (mode, self.cf.signature(args), active)
         spec = self._cache.get(key)
         if spec is None:
-            ir = vjp_function(self.cf.specialize(*args).ir, active, grad_only=True)
+            ir = vjp_function(self.cf.specialize(*args).ir, active, mode)
             ir = pipeline.run(ir, verify=self.verify)
             spec = self._cache[key] = Specialization(ir, self.backend, self.cf.options)
         return spec
@@ -331,18 +330,11 @@ class _Transformed:
         if entry is not None:
             # native code checks the argument types itself; arguments of the same types are
             # differentiable ones, and a primal that writes into no argument cannot alias
-            result = entry(*args, 1.0) if self.with_value else entry(*args)
+            result = entry(*args)
             if result is not _MISS:
                 return self._finish(result)
         spec = self.specialize(*args)
-        if self.with_value:
-            result_type = spec.ir.params[-1].type
-            if not (isinstance(result_type, T.Scalar) and result_type.is_float):
-                raise TypeError(f"value_and_grad() needs a function returning a float "
-                                f"scalar, but {self.cf.fn.__name__} returns a {result_type}")
-            result = spec.callable(*args, 1.0)
-        else:
-            result = spec.callable(*args)
+        result = spec.callable(*args)
         primal = self.cf.specialize(*args)
         if spec.native is not None and not _written_arrays(primal):
             self._entry = spec.native.last.entry
@@ -365,13 +357,10 @@ class _Transformed:
         return self.specialize(*args).source
 
     def llvm_ir(self, *args):
-        return self.specialize(*args).llvm_ir(self._program_args(args))
+        return self.specialize(*args).llvm_ir(args)
 
     def asm(self, *args):
-        return self.specialize(*args).asm(self._program_args(args))
-
-    def _program_args(self, args):
-        return args + (1.0,) if self.with_value else args
+        return self.specialize(*args).asm(args)
 
 
 def grad(f, argnums=0):

@@ -40,11 +40,20 @@ _RECOMPUTE = {"add", "sub", "mul", "div", "neg", "floordiv", "mod", "eq", "ne", 
               "trunc", "round"}
 
 
-def vjp_function(fn, active, grad_only=False):
-    """The VJP of `fn`: (args..., out_bar) -> (result, grads). With `grad_only` the cotangent
-    is 1 and the function returns just the gradient(s): the `grad` of a scalar function, as
-    an ordinary IR function that other transforms can differentiate again."""
-    return _Reverse(fn, active, grad_only).run()
+# the shapes of reverse-mode program: (takes a cotangent, returns the result too)
+MODES = {"vjp": (True, True), "value_and_grad": (False, True), "grad": (False, False)}
+
+
+def vjp_function(fn, active, mode="vjp"):
+    """The reverse-mode program of `fn`, in one of the MODES:
+    - "vjp": (args..., out_bar) -> (result, grads), for any output cotangent;
+    - "value_and_grad": (args...) -> (result, grads), the cotangent fixed at 1 so the adjoint
+      code has no seed to multiply by;
+    - "grad": (args...) -> grads, cotangent 1: the `grad` of a scalar function, as an
+      ordinary IR function that other transforms can differentiate again."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {tuple(MODES)}, not {mode!r}")
+    return _Reverse(fn, active, mode).run()
 
 
 def _float(type):
@@ -52,8 +61,8 @@ def _float(type):
 
 
 class _Reverse:
-    def __init__(self, fn, active, grad_only=False):
-        self.grad_only = grad_only
+    def __init__(self, fn, active, mode="vjp"):
+        self.mode = mode
         self.fn = fn
         self.active_params = active
         self.b = IRBuilder()
@@ -91,14 +100,15 @@ class _Reverse:
         out = ret.operands[0]
         body = Block()
         self.b.block = body
-        if self.grad_only:
-            if not (isinstance(out.type, T.Scalar) and out.type.is_float):
-                raise TypeError(f"grad() needs a function returning a float scalar, but "
-                                f"{fn.name} returns a {out.type}; use vjp() or jacobian() "
-                                f"for other results")
-            cot = self.b.const(1.0, out.type, name="out_bar")
-        else:
+        takes_cotangent, with_value = MODES[self.mode]
+        if takes_cotangent:
             cot = Value(out.type, "out_bar")
+        else:
+            if not (isinstance(out.type, T.Scalar) and out.type.is_float):
+                raise TypeError(f"{self.mode}() needs a function returning a float scalar, "
+                                f"but {fn.name} returns a {out.type}; use vjp() or "
+                                f"jacobian() for other results")
+            cot = self.b.const(1.0, out.type, name="out_bar")
         self._shadows_for_params()
         self.forward(fn.body)
         adj = {}
@@ -111,12 +121,12 @@ class _Reverse:
                 grads.append(self.shadow[old] if isinstance(old.type, T.Array)
                              else self.value_or_zero(adj.get(old), old.type))
         result = self.val[out]
-        if self.grad_only:
-            pair = grads[0] if len(grads) == 1 else self.b.value("tuple", grads)
-            name, extra = f"{fn.name}_grad", []
-        else:
+        if with_value:
             pair = self.b.value("tuple", (result, self.b.value("tuple", grads)))
-            name, extra = f"{fn.name}_vjp", [cot]
+        else:
+            pair = grads[0] if len(grads) == 1 else self.b.value("tuple", grads)
+        name = f"{fn.name}_{self.mode}"
+        extra = [cot] if takes_cotangent else []
         self.b.emit("return", [pair], {"type": pair.type})
         body.ops[0:0] = self.tape_ops
         result = Function(name, params + extra, body, fn.filename, fn.first_line)

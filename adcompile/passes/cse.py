@@ -1,25 +1,35 @@
 """Common subexpression elimination: a pure op identical to one that dominates it (same
-primitive, operands and attributes) is replaced by the earlier op's result."""
+primitive, operands and attributes) is replaced by the earlier op's result.
 
+Loads can see stores, so a load is merged only when it reads an array parameter and the
+function stores into no parameter (one parameter may be a view of another, so a store into any
+of them could change what a load reads). The reverse pass recomputes from reloaded elements,
+and this is what folds those reloads back into the forward pass's own."""
+
+from adcompile.ir.nodes import written_params
 from adcompile.ir.prims import PRIMS
 
-_NEVER = {"load", "alloc", "tuple"}  # loads can see stores; allocations are distinct
+_NEVER = {"alloc", "tuple"}  # allocations are distinct objects
 
 
 def common_subexpressions(fn):
     replace = {}
-    _block(fn.body, {}, replace)
+    readonly = set() if written_params(fn) else set(fn.params)
+    _block(fn.body, {}, replace, readonly)
     return fn
 
 
-def _block(block, seen, replace):
+def _block(block, seen, replace, readonly):
     seen = dict(seen)
     for op in block.ops:
         op.operands = [replace.get(v, v) for v in op.operands]
         for region in op.regions:
-            _block(region, seen, replace)
+            _block(region, seen, replace, readonly)
         prim = PRIMS[op.prim]
-        if not prim.pure or op.prim in _NEVER or op.regions or len(op.results) != 1:
+        if op.prim == "load":
+            if op.operands[0] not in readonly:
+                continue
+        elif not prim.pure or op.prim in _NEVER or op.regions or len(op.results) != 1:
             continue
         key = (op.prim, tuple(op.operands), _freeze(op.attrs), op.result.type)
         earlier = seen.get(key)

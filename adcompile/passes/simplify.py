@@ -19,8 +19,9 @@ def constant_fold(fn):
 
 
 def _fold_identities(fn):
-    """x * 1 (in x's own type) is x, exactly: derivative code produces many of them.
-    (A float x + 0 is not folded: it turns -0.0 into 0.0.)"""
+    """x * 1 and x ** 1 (in x's own type) are x, exactly, and a select on a constant picks
+    its operand: derivative code produces many of them (the rule for x ** n is n * x ** (n-1),
+    guarded against 0 ** -1). (A float x + 0 is not folded: it turns -0.0 into 0.0.)"""
     replace = {}
     for op in walk(fn.body):
         if len(op.results) != 1:
@@ -31,6 +32,16 @@ def _fold_identities(fn):
                 if _is_const_number(const, 1) and other.type == op.result.type:
                     replace[op.result] = other
                     break
+        elif op.prim == "pow":
+            base, exponent = op.operands
+            if _is_const_number(exponent, 1) and base.type == op.result.type:
+                replace[op.result] = base
+        elif op.prim == "select":
+            cond = _resolve(replace, op.operands[0])
+            if cond.owner is not None and cond.owner.prim == "const":
+                picked = op.operands[1] if cond.owner.attrs["value"] else op.operands[2]
+                if picked.type == op.result.type:
+                    replace[op.result] = picked
         elif op.prim == "tuple_get":  # (a, b, c)[1] is b: unpacking what a call returned
             src = _resolve(replace, op.operands[0])
             if src.owner is not None and src.owner.prim == "tuple":
