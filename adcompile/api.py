@@ -294,7 +294,10 @@ class _Transformed:
         self.backend = self.cf.backend
         self.options = self.cf.options
         self.verify = self.cf.verify
-        self._cache = self.cf._cache
+        # programs derived from this transform (its own, and jvp of it for hvp) are kept
+        # with the function's, so a new grad(f) object reuses them, but apart from the
+        # programs derived from f itself: jvp(grad(f)) is not jvp(f)
+        self._cache = self.cf._cache.setdefault(("transform", with_value, argnums), {})
         self._entry = None  # the native entry point of the last call (see __call__)
 
     def signature(self, args):

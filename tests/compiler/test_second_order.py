@@ -63,3 +63,22 @@ def test_grad_of_grad_equals_hessian(fn, args):
     """Reverse over reverse: the inner program's tapes are differentiated like any value
     (a pop's adjoint is pushed on an adjoint tape, a push's adjoint is popped from it)."""
     assert ac.grad(ac.grad(fn))(*args) == pytest.approx(ac.hessian(fn)(*args), rel=1e-10)
+
+
+def test_programs_of_a_function_and_of_its_grad_are_kept_apart():
+    """jvp(f) and jvp(grad(f)) (which hvp builds) share argument types, and grad(f) and
+    value_and_grad(f) too: each must get its own program, in any order."""
+    f = ac.adcompile(c.norm2)  # |x|, whose Hessian is (I - x x^T / |x|^2) / |x|
+    x = np.array([0.5, -1.0, 2.0])
+    v = np.array([1.0, 0.0, 0.0])
+    r = np.linalg.norm(x)
+    hess = (np.eye(3) - np.outer(x, x) / r**2) / r
+    value, derivative = ac.jvp(f, (x,), (v,))
+    np.testing.assert_allclose(ac.hvp(f, (x,), (v,)), hess @ v, rtol=1e-12)
+    np.testing.assert_allclose(ac.hessian(f)(x), hess, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(ac.jvp(f, (x,), (v,))[1], derivative, rtol=0)
+    g = ac.grad(f)(x)
+    both = ac.value_and_grad(f)(x)
+    np.testing.assert_allclose(both[0], value, rtol=0)
+    np.testing.assert_allclose(both[1], g, rtol=0)
+    np.testing.assert_allclose(derivative, g @ v, rtol=1e-12)
