@@ -6,15 +6,20 @@ stages for a signature.
 """
 
 import functools
+import sys
 
+from adcompile import cache
 from adcompile.ad.forward import jvp_function
 from adcompile.ad.reverse import vjp_function
 from adcompile.backends import MISS as _MISS
 from adcompile.frontend import check, lower_function
+from adcompile.frontend.fingerprint import fingerprint
 from adcompile.frontend.source import Source
 from adcompile.ir import interp
 from adcompile.ir import types as T
+from adcompile.ir import serialize
 from adcompile.ir.printer import print_function
+from adcompile.ir.verifier import verify as verify_ir
 from adcompile.passes import pipeline
 
 BACKENDS = ("llvm", "python", "interp")
@@ -133,8 +138,7 @@ class CompiledFunction:
         key = self.signature(args)
         spec = self._cache.get(key)
         if spec is None:
-            ir = lower_function(self.fn, key)
-            ir = pipeline.run(ir, verify=self.verify)
+            ir = _program(self, ("primal", key), lambda: lower_function(self.fn, key))
             spec = self._cache[key] = Specialization(ir, self.backend, self.options)
         return spec
 
@@ -165,6 +169,46 @@ class CompiledFunction:
     def source(self, *args):
         """The Python source the Python backend emits for this signature."""
         return self.specialize(*args).source
+
+
+def _program(cf, key, build):
+    """The pipeline's IR for `key` (what is built, for which signature) of `cf`'s function:
+    from the on-disk IR cache when the function and everything its lowering reads are
+    unchanged (a warm start skips the front end and the derivative transforms), otherwise
+    build() run through the pass pipeline, and stored."""
+    disk_key = _disk_key(cf, key)
+    if disk_key is not None:
+        data = cache.load(disk_key, "ir")
+        if data is not None:
+            ir = serialize.decode(data)
+            if cf.verify:
+                verify_ir(ir)
+            return ir
+    ir = pipeline.run(build(), verify=cf.verify)
+    if disk_key is not None:
+        data = serialize.encode(ir)
+        if data is not None:
+            cache.store(disk_key, "ir", data)
+    return ir
+
+
+def _disk_key(cf, key):
+    """The IR cache key: the compiler's version, the function's fingerprint, the transforms
+    `cf` applies to it and `key`; None when the function cannot be fingerprinted."""
+    lineage = []
+    while isinstance(cf, _Transformed):
+        lineage.append((cf.with_value, cf.argnums))
+        cf = cf.cf
+    if cache.cache_dir() is None:
+        return None
+    if not hasattr(cf, "_fingerprint"):
+        cf._fingerprint = fingerprint(cf.fn)
+    if cf._fingerprint is None:
+        return None
+    import numpy as np
+
+    return cache.key_of(cache.compiler_digest(), np.__version__, sys.version,
+                        cf._fingerprint, lineage, key)
 
 
 def _detail(value):
@@ -209,8 +253,7 @@ def _jvp_spec(cf, primals, tangents):
     key = ("jvp", cf.signature(primals), active)
     spec = cf._cache.get(key)
     if spec is None:
-        ir = jvp_function(cf.specialize(*primals).ir, active)
-        ir = pipeline.run(ir, verify=cf.verify)
+        ir = _program(cf, key, lambda: jvp_function(cf.specialize(*primals).ir, active))
         spec = cf._cache[key] = Specialization(ir, cf.backend, cf.options, len(primals))
     return spec
 
@@ -252,8 +295,7 @@ def _vjp_spec(cf, primals, active):
     key = ("vjp", cf.signature(primals), active)
     spec = cf._cache.get(key)
     if spec is None:
-        ir = vjp_function(cf.specialize(*primals).ir, active)
-        ir = pipeline.run(ir, verify=cf.verify)
+        ir = _program(cf, key, lambda: vjp_function(cf.specialize(*primals).ir, active))
         spec = cf._cache[key] = Specialization(ir, cf.backend, cf.options, len(primals))
     return spec
 
@@ -323,8 +365,8 @@ class _Transformed:
         key = (mode, self.cf.signature(args), active)
         spec = self._cache.get(key)
         if spec is None:
-            ir = vjp_function(self.cf.specialize(*args).ir, active, mode)
-            ir = pipeline.run(ir, verify=self.verify)
+            ir = _program(self.cf, key,
+                          lambda: vjp_function(self.cf.specialize(*args).ir, active, mode))
             spec = self._cache[key] = Specialization(ir, self.backend, self.cf.options)
         return spec
 

@@ -37,6 +37,9 @@ CASTS = {builtins.float: T.FLOAT, builtins.int: T.INT, builtins.bool: T.BOOL,
          np.float64: T.F64, np.float32: T.F32, np.int64: T.I64}
 ALLOC = {np.zeros: 0, np.ones: 1, np.empty: None}
 ALLOC_LIKE = {np.zeros_like: 0, np.ones_like: 1, np.empty_like: None}
+# every callable lowered here rather than inlined (frontend/fingerprint.py describes them by name)
+KNOWN = {*MATH, *NUMPY, *CASTS, *ALLOC, *ALLOC_LIKE, np.full, builtins.abs, builtins.min,
+         builtins.max, builtins.len, builtins.range}
 DTYPES = {np.float64: "f64", np.float32: "f32", np.int64: "i64", float: "f64", int: "i64",
           np.bool_: "bool", bool: "bool"}
 

@@ -79,6 +79,7 @@ class Source:
             module = ast.parse(textwrap.dedent("".join(lines)))
         else:
             lines, first_line, filename, module = found
+        self.text = "".join(lines)
         self.indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
         self.filename = filename
         self.first_line = first_line
