@@ -9,11 +9,13 @@ import sys
 
 from adcompile.ir.printer import print_function
 from adcompile.ir.verifier import verify as verify_ir
+from adcompile.passes.accumulate import accumulate_in_registers
 from adcompile.passes.cse import common_subexpressions
 from adcompile.passes.dce import dead_code
 from adcompile.passes.simplify import constant_fold
 
 PIPELINE = [
+    ("accumulate", accumulate_in_registers),
     ("fold", constant_fold),
     ("cse", common_subexpressions),
     ("dce", dead_code),

@@ -13,6 +13,7 @@ _FOLDABLE = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "neg", "abs",
 
 def constant_fold(fn):
     _fold_values(fn)
+    _fold_loop_invariants(fn)
     _fold_identities(fn)
     _fold_branches(fn)
     return fn
@@ -54,6 +55,34 @@ def _fold_identities(fn):
                 replace[op.result] = a
             elif op.prim == "add" and _is_const_number(a, 0) and b.type == op.result.type:
                 replace[op.result] = b
+    if replace:
+        for op in walk(fn.body):
+            op.operands = [_resolve(replace, v) for v in op.operands]
+
+
+def _fold_loop_invariants(fn):
+    """A value a `for` loop carries unchanged (its body yields the block argument itself) is
+    its initial value throughout: the adjoint of `s` in `s += ...` is. Uses of the argument
+    and of the loop's result become uses of the initial value, and the slot is dropped."""
+    replace = {}
+    for op in walk(fn.body):
+        if op.prim != "for":
+            continue
+        body = op.regions[0]
+        term = body.terminator
+        slots = zip(body.params[1:], term.operands, op.operands[3:], op.results)
+        keep = []
+        for k, (param, out, init, result) in enumerate(slots):
+            if out is param and init.type == param.type:
+                replace[param] = replace[result] = init
+            else:
+                keep.append(k)
+        if len(keep) < len(op.results):
+            body.params = [body.params[0]] + [body.params[1 + k] for k in keep]
+            term.operands = [term.operands[k] for k in keep]
+            op.operands = op.operands[:3] + [op.operands[3 + k] for k in keep]
+            op.results = [op.results[k] for k in keep]
+            op.attrs["result_types"] = [r.type for r in op.results]
     if replace:
         for op in walk(fn.body):
             op.operands = [_resolve(replace, v) for v in op.operands]

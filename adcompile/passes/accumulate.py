@@ -1,0 +1,172 @@
+"""Accumulations into shadow arrays kept in carried scalars (scalar replacement, after Carr
+and Kennedy's "Scalar replacement in the presence of conditional control flow", 1994).
+
+A reverse-mode loop over `i` adds into a shadow array at a few fixed offsets from `i`
+(`x_bar[i] += a; x_bar[i + 1] += b` for Rosenbrock, three offsets for a stencil). Each element
+then receives its additions during a window of consecutive iterations and is never touched
+again, so the loop can carry the window in scalars: element `i + lo` is stored once, as it
+leaves the window, and what is left in the window is stored after the loop. That saves a load
+and a store per addition, and what remains is a recurrence that LLVM can vectorise.
+
+The loop qualifies when
+- it is a `for` with step 1 or -1 (reversed loops count down) whose lowest index is a
+  constant at least -lo (no index wraps around);
+- the array is allocated zero-filled (`alloc fill=0`, one dimension) in the same block before
+  the loop, and nothing between the allocation and the loop uses it;
+- inside the loop, the only uses of the array are `add_at array, i + c, v` at the top level of
+  the body, with v of the array's element type and the offsets c forming a contiguous range
+  lo..hi (so every element stored after the loop was touched by its last iteration).
+Each element starts from the same 0.0 and receives the same additions in the same order
+(iteration by iteration, program order within one), so results are the same to the last bit.
+"""
+
+from adcompile.ir import types as T
+from adcompile.ir.nodes import Block, Op, Value, walk
+
+
+def accumulate_in_registers(fn):
+    _block(fn.body)
+    return fn
+
+
+def _block(block):
+    for op in list(block.ops):
+        for region in op.regions:
+            _block(region)
+        if op.prim == "for":
+            for array in _candidates(block, op):
+                plan = _plan(op, array)
+                if plan is not None:
+                    _rewrite(block, op, array, *plan)
+
+
+def _candidates(block, loop):
+    """Zero-filled 1-d arrays allocated before `loop` in `block` and unused until it."""
+    ops = block.ops
+    at = ops.index(loop)
+    found = []
+    for k, op in enumerate(ops[:at]):
+        fill = op.attrs.get("fill")
+        if op.prim == "alloc" and fill == 0 and not isinstance(fill, bool) and \
+                op.attrs.get("ndim") == 1:
+            array = op.result
+            if not any(array in o.operands for between in ops[k + 1:at] for o in _ops(between)):
+                found.append(array)
+    return found
+
+
+def _ops(op):
+    yield op
+    for region in op.regions:
+        yield from walk(region)
+
+
+def _plan(loop, array):
+    """(offsets of each add_at by op, lo, hi, step) when every use of `array` in the loop
+    qualifies."""
+    start, stop, step = (_const(v) for v in loop.operands[:3])
+    first = start if step == 1 else stop + 1 if step == -1 and isinstance(stop, int) else None
+    if not isinstance(first, int):  # the lowest index the loop takes, before the offsets
+        return None
+    body = loop.regions[0]
+    index = body.params[0]
+    element = array.type.element
+    offsets = {}
+    for op in body.ops:
+        if op.prim == "add_at" and op.operands[0] is array:
+            _, idx, value = op.operands
+            c = _offset(idx, index)
+            if c is None or value.type != element:
+                return None
+            offsets[op] = c
+    uses = sum(array in o.operands for o in walk(body))
+    if not offsets or uses != len(offsets):
+        return None
+    lo, hi = min(offsets.values()), max(offsets.values())
+    if set(offsets.values()) != set(range(lo, hi + 1)) or first + lo < 0:
+        return None
+    return offsets, lo, hi, step
+
+
+def _const(v):
+    if v.owner is not None and v.owner.prim == "const":
+        value = v.owner.attrs["value"]
+        return None if isinstance(value, bool) else value
+    return None
+
+
+def _offset(idx, index):
+    """c when idx is index + c for a constant int c."""
+    if idx is index:
+        return 0
+    if idx.owner is None or idx.owner.prim not in ("add", "sub"):
+        return None
+    a, b = idx.owner.operands
+    if idx.owner.prim == "add" and b is index:
+        a, b = b, a
+    c = _const(b)
+    if a is not index or not isinstance(c, int):
+        return None
+    return c if idx.owner.prim == "add" else -c
+
+
+def _rewrite(block, loop, array, offsets, lo, hi, step):
+    """Window slot j holds element i + edge[j]: slot 0 is stored as it leaves at the end of
+    the iteration, the last slot enters at 0.0, the others are carried (as slot j - 1 of the
+    next iteration, whose index is i + step)."""
+    element = array.type.element
+    edge = [lo + j for j in range(hi - lo + 1)] if step == 1 else \
+        [hi - j for j in range(hi - lo + 1)]
+    slot = {c: j for j, c in enumerate(edge)}
+    body = loop.regions[0]
+    zero = Op("const", [], [element], {"value": 0.0, "type": element})
+    block.ops.insert(block.ops.index(loop), zero)
+    carried = [Value(element, f"{array.name or 'a'}_{j}") for j in range(len(edge) - 1)]
+    window = carried + [zero.result]
+    index_of, loc_of = {}, {}
+    ops = []
+    for op in body.ops[:-1]:
+        c = offsets.get(op)
+        if c is None:
+            ops.append(op)
+            continue
+        index_of.setdefault(c, op.operands[1])
+        loc_of.setdefault(c, op.loc)
+        total = Op("add", [window[slot[c]], op.operands[2]], [element], loc=op.loc,
+                   names=(f"{array.name or 'a'}_acc",))
+        window[slot[c]] = total.result
+        ops.append(total)
+    ops.append(Op("store", [array, index_of[edge[0]], window[0]], loc=loc_of[edge[0]]))
+    term = body.terminator
+    term.operands = list(term.operands) + window[1:]
+    body.ops = ops + [term]
+    body.params = list(body.params) + carried
+    loop.operands = list(loop.operands) + [zero.result] * len(carried)
+    finals = [Value(element, v.name, loop) for v in carried]
+    loop.results = list(loop.results) + finals
+    loop.attrs["result_types"] = list(loop.attrs.get("result_types", [])) + \
+        [element] * len(carried)
+    if finals:
+        after = block.ops.index(loop) + 1
+        block.ops[after:after] = _flush(loop, array, finals, edge, step, loc_of)
+
+
+def _flush(loop, array, finals, edge, step, loc_of):
+    """After a loop that ran at least once, the index it would take next is `stop`, and slot
+    j holds element stop + edge[j] (its last addition came from offset edge[j] + step)."""
+    start, stop = loop.operands[:2]
+    ran = Op("lt", [start, stop] if step == 1 else [stop, start], [T.BOOL])
+    then = Block()
+    for j, value in enumerate(finals):
+        idx = stop
+        if edge[j]:
+            shift = Op("const", [], [T.INT], {"value": edge[j], "type": T.INT})
+            add = Op("add", [stop, shift.result], [T.INT])
+            then.ops += [shift, add]
+            idx = add.result
+        then.ops.append(Op("store", [array, idx, value], loc=loc_of[edge[j] + step]))
+    then.ops.append(Op("yield", []))
+    other = Block()
+    other.ops.append(Op("yield", []))
+    guard = Op("if", [ran.result], [], {"result_types": []}, regions=[then, other])
+    return [ran, guard]
