@@ -27,6 +27,10 @@ after the loop (all of them if it did not run): one pass over the array's memory
 from adcompile.ir import types as T
 from adcompile.ir.nodes import Block, Op, Value, walk
 
+# the stores index elements the add_ats they replace did, whose indices the primal's loads
+# checked (backends may skip the check; indices still wrap as Python's do)
+_IN_BOUNDS = {"in_bounds": True}
+
 
 def accumulate_in_registers(fn):
     _block(fn.body)
@@ -140,7 +144,8 @@ def _rewrite(block, loop, array, offsets, lo, hi, step):
                    names=(f"{array.name or 'a'}_acc",))
         window[slot[c]] = total.result
         ops.append(total)
-    ops.append(Op("store", [array, index_of[edge[0]], window[0]], loc=loc_of[edge[0]]))
+    ops.append(Op("store", [array, index_of[edge[0]], window[0]], attrs=_IN_BOUNDS,
+                  loc=loc_of[edge[0]]))
     term = body.terminator
     term.operands = list(term.operands) + window[1:]
     body.ops = ops + [term]
@@ -172,7 +177,8 @@ def _flush(loop, array, finals, edge, step, loc_of, ran):
             add = Op("add", [stop, shift.result], [T.INT])
             then.ops += [shift, add]
             idx = add.result
-        then.ops.append(Op("store", [array, idx, value], loc=loc_of[edge[j] + step]))
+        then.ops.append(Op("store", [array, idx, value], attrs=_IN_BOUNDS,
+                           loc=loc_of[edge[j] + step]))
     then.ops.append(Op("yield", []))
     other = Block()
     other.ops.append(Op("yield", []))
@@ -212,7 +218,7 @@ def _zero_the_rest(loop, array, lo, hi, step, ran, zero):
 def _fill(array, begin, end, zero):
     """for k in range(begin, end): array[k] = zero"""
     body = Block([Value(T.INT, "k")])
-    body.ops = [Op("store", [array, body.params[0], zero]), Op("yield", [])]
+    body.ops = [Op("store", [array, body.params[0], zero], attrs=_IN_BOUNDS), Op("yield", [])]
     one = Op("const", [], [T.INT], {"value": 1, "type": T.INT})
     loop = Op("for", [begin, end, one.result], [], {"result_types": []}, regions=[body])
     return [one, loop]

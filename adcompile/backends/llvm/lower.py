@@ -791,7 +791,8 @@ class _Lowering:
     def store(self, op):
         array = self.v(op.operands[0])
         value = op.operands[-1]
-        offset = self.index(array, self.typed_indices(op.operands[1:-1]), op.loc)
+        offset = self.index(array, self.typed_indices(op.operands[1:-1]), op.loc,
+                            checked=not op.attrs.get("in_bounds"))
         ptr = self.element(array, offset) if offset is not None else array.data
         self.store_mem(array, ptr, self.v(value), value.type)
 
