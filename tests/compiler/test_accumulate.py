@@ -9,13 +9,7 @@ import pytest
 
 import adcompile as ac
 from adcompile.passes import pipeline
-
-
-def rosenbrock(x):
-    s = 0.0
-    for i in range(x.shape[0] - 1):
-        s += 100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1.0 - x[i]) ** 2
-    return s
+from tests.compiler.test_vjp import rosenbrock
 
 
 def stencil(x):
