@@ -178,9 +178,8 @@ def _program(cf, key, build):
     build() run through the pass pipeline, and stored."""
     disk_key = _disk_key(cf, key)
     if disk_key is not None:
-        data = cache.load(disk_key, "ir")
-        if data is not None:
-            ir = serialize.decode(data)
+        ir = _cached_ir(disk_key)
+        if ir is not None:
             if cf.verify:
                 verify_ir(ir)
             return ir
@@ -190,6 +189,17 @@ def _program(cf, key, build):
         if data is not None:
             cache.store(disk_key, "ir", data)
     return ir
+
+
+def _cached_ir(disk_key):
+    data = cache.load(disk_key, "ir")
+    if data is None:
+        return None
+    try:
+        return serialize.decode(data)
+    except Exception as e:  # whole but unreadable: written by some other version
+        cache.warn(f"adcompile: ignoring an unreadable IR cache entry ({e}); compiling")
+        return None
 
 
 def _disk_key(cf, key):

@@ -71,7 +71,7 @@ def _source_digest(*folders):
 _warned = set()
 
 
-def _warn(message):
+def warn(message):
     if message not in _warned:
         _warned.add(message)
         warnings.warn(message, RuntimeWarning, stacklevel=5)
@@ -89,12 +89,12 @@ def load(key, suffix):
     except FileNotFoundError:
         return None
     except OSError as e:
-        _warn(f"adcompile: cannot read the compile cache ({e}); compiling instead")
+        warn(f"adcompile: cannot read the compile cache ({e}); compiling instead")
         return None
     head = len(_MAGIC) + _DIGEST
     if blob[:len(_MAGIC)] != _MAGIC or \
             hashlib.sha256(blob[head:]).hexdigest().encode() != blob[len(_MAGIC):head]:
-        _warn(f"adcompile: ignoring a damaged compile-cache entry {path}; compiling instead")
+        warn(f"adcompile: ignoring a damaged compile-cache entry {path}; compiling instead")
         return None
     return blob[head:]
 
@@ -117,5 +117,5 @@ def store(key, suffix, data):
             os.unlink(tmp)
             raise
     except OSError as e:
-        _warn(f"adcompile: cannot write to the compile cache {directory} ({e}); compiled "
+        warn(f"adcompile: cannot write to the compile cache {directory} ({e}); compiled "
               f"code will not be reused by other processes")

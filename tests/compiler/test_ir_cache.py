@@ -227,3 +227,15 @@ def test_edited_source_files_are_lowered_again(tmp_path):
     moved = _run(tmp_path, shifted)
     assert moved["lowered"] == 1 and "editmod.py:10" in moved["out"]
     assert _run(tmp_path, shifted) == {"out": moved["out"], "lowered": 0}
+
+
+def test_whole_but_unreadable_ir_entry_warns_and_rebuilds(module, lowered, tmp_path):
+    """An entry with a good checksum that does not decode (another encoding) is not a crash."""
+    from adcompile import cache
+
+    expected = ac.adcompile(module.work)(X)
+    (entry,) = (tmp_path / "cache").glob("*/*.ir")
+    cache.store(entry.stem, "ir", b"not an encoding of IR")
+    with pytest.warns(RuntimeWarning, match="unreadable"):
+        assert ac.adcompile(module.work)(X) == expected
+    assert lowered.count("lower_function") == 2
