@@ -254,6 +254,9 @@ class _Emitter:
 
     def op_for(self, op):
         body = op.regions[0]
+        fill = self.slice_fill(op)
+        if fill is not None:
+            return fill
         self.name_of(body.params[0])
         for r, p in zip(op.results, body.params[1:]):
             self.names[p] = self.name_of(r)
@@ -265,6 +268,24 @@ class _Emitter:
         loop = ast.For(self.target(body.params[0]), _call("range", range_args),
                        self.region_with_yield(body, op.results) or [ast.Pass()], [], None)
         return inits + [loop]
+
+    def slice_fill(self, op):
+        """`a[start:stop] = v` for a loop that only stores one outside value into consecutive
+        elements known to be in bounds (the zero-filling loops of passes/accumulate.py)."""
+        body = op.regions[0]
+        index = body.params[0]
+        if op.results or len(body.ops) != 2 or not _is_literal(self.expr(op.operands[2]), 1):
+            return None
+        store = body.ops[0]
+        if store.prim != "store" or not store.attrs.get("in_bounds") or \
+                len(store.operands) != 3 or store.operands[1] is not index or \
+                any(v is index or v.owner in body.ops for v in (store.operands[0],
+                                                                  store.operands[2])):
+            return None
+        start, stop = [self.expr(v) for v in op.operands[:2]]
+        part = ast.Slice(None if _is_literal(start, 0) else start, stop, None)
+        target = ast.Subscript(self.expr(store.operands[0]), part, ast.Store())
+        return [ast.Assign([target], self.expr(store.operands[2]))]
 
     def op_while(self, op):
         head, body = op.regions
