@@ -23,7 +23,7 @@ from adcompile.ad.ir_ops import IROps
 from adcompile.errors import CompileError
 from adcompile.ir import types as T
 from adcompile.ir.builder import IRBuilder
-from adcompile.ir.nodes import Block, Function, Op, Value, walk
+from adcompile.ir.nodes import Block, Function, Op, Value, walk, walk_op
 from adcompile.ir.prims import PRIMS
 from adcompile.passes.dce import dead_code
 from adcompile.passes.simplify import constant_fold
@@ -778,7 +778,7 @@ def _fuse_loops(body, forward, backward):
             if v not in inside and v not in before and v.owner is not None:
                 return False  # needs a value computed after the forward loop
     for op in ops[start + 1:end]:
-        for o in _walk_op(op):
+        for o in walk_op(op):
             if o.prim in ("load", "store", "add_at") and _root(o.operands[0]) in targets \
                     and o.prim != "add_at":
                 return False
@@ -787,7 +787,7 @@ def _fuse_loops(body, forward, backward):
     subst = {index: fwd_region.params[0], **dict(zip(carried, inits))}
     moved = region.ops[:-1]
     for op in moved:
-        for o in _walk_op(op):
+        for o in walk_op(op):
             o.operands = [subst.get(v, v) for v in o.operands]
     fwd_region.ops[-1:-1] = moved
     replace = dict(zip(backward.results, inits))
@@ -795,9 +795,3 @@ def _fuse_loops(body, forward, backward):
     for op in walk(body):
         op.operands = [replace.get(v, v) for v in op.operands]
     return True
-
-
-def _walk_op(op):
-    yield op
-    for region in op.regions:
-        yield from walk(region)

@@ -2,8 +2,9 @@
 
 Lowering reads the function's source (and where it stands in its file: the IR's locations
 name lines), and resolves free names through the function's closure, its module's globals
-and the builtins, following attribute chains from them (`np.sin`, `config.SCALE`). Functions
-it finds there are inlined, so their own source and free names count too, recursively.
+and the builtins, following attribute chains from them (`np.sin`, `config.SCALE`,
+`Limits.MAX`). Functions it finds there are inlined, so their own source and free names count
+too, recursively.
 
 The fingerprint walks the same paths in the AST: every free name, and every attribute chain
 that starts at one, is resolved as lowering would and the value it reaches is described:
@@ -19,7 +20,6 @@ import types
 
 import numpy as np
 
-from adcompile.errors import CompileError
 from adcompile.frontend import calls, resolve
 from adcompile.frontend.source import Source
 
@@ -35,7 +35,7 @@ def fingerprint(fn):
     parts = []
     try:
         _function(fn, parts, set())
-    except (_Unstable, CompileError, OSError, TypeError):
+    except Exception:  # _Unstable, unreadable source, an attribute that raises: not cached
         return None
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
@@ -54,17 +54,10 @@ def _function(fn, parts, seen):
         value = namespace.lookup(chain[0], resolve.MISSING)
         parts.append(chain[0])
         _describe(value, parts, seen)
-        for attr in chain[1:]:
-            value = getattr(value, attr, resolve.MISSING) if _module_like(value) \
-                else resolve.MISSING
+        for attr in chain[1:]:  # lowering reads the attribute of whatever the chain reached
+            value = getattr(value, attr, resolve.MISSING)
             parts.append("." + attr)
             _describe(value, parts, seen)
-
-
-def _module_like(value):
-    """Lowering reads attributes of modules (and of the values they hold); a chain through
-    anything else is an array's .shape and the like, which the compiler handles itself."""
-    return isinstance(value, types.ModuleType)
 
 
 def _free_chains(tree, local):

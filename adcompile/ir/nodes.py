@@ -97,6 +97,13 @@ def walk(block):
             stack.append(iter(region.ops))
 
 
+def walk_op(op):
+    """`op` and every operation in its regions, in program order."""
+    yield op
+    for region in op.regions:
+        yield from walk(region)
+
+
 def written_params(fn):
     """Indices of the parameters whose arrays `fn` may store into (store, add_at). An array
     reached through a tuple or merged by a branch or loop cannot be traced to one parameter:

@@ -25,7 +25,7 @@ after the loop (all of them if it did not run): one pass over the array's memory
 """
 
 from adcompile.ir import types as T
-from adcompile.ir.nodes import Block, Op, Value, walk
+from adcompile.ir.nodes import Block, Op, Value, walk, walk_op
 
 # the stores index elements the add_ats they replace did, whose indices the primal's loads
 # checked (backends may skip the check; indices still wrap as Python's do)
@@ -58,15 +58,9 @@ def _candidates(block, loop):
         if op.prim == "alloc" and fill == 0 and not isinstance(fill, bool) and \
                 op.attrs.get("ndim") == 1:
             array = op.result
-            if not any(array in o.operands for between in ops[k + 1:at] for o in _ops(between)):
+            if not any(array in o.operands for between in ops[k + 1:at] for o in walk_op(between)):
                 found.append(array)
     return found
-
-
-def _ops(op):
-    yield op
-    for region in op.regions:
-        yield from walk(region)
 
 
 def _plan(loop, array):

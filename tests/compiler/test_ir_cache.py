@@ -67,6 +67,14 @@ def work(x):
     return s
 
 
+class Limits:
+    LOW = -0.5
+
+
+def clipped(x):
+    return max(x[0], Limits.LOW)
+
+
 def make(c):
     def scaled(x):
         return c * x[0] * x[1]
@@ -146,6 +154,14 @@ def test_changed_module_attribute_is_lowered_again(module, lowered, monkeypatch)
     assert lowered.count("lower_function") == 2
     expected = sum(2.0 * np.cos(v) * v for v in X)
     assert after == pytest.approx(expected, rel=1e-14) and after != before
+
+
+def test_changed_class_attribute_is_lowered_again(module, lowered, monkeypatch):
+    x = np.array([-2.0, 1.0])
+    assert ac.adcompile(module.clipped)(x) == -0.5
+    monkeypatch.setattr(module.Limits, "LOW", -1.5)  # a chain through a class, not a module
+    assert ac.adcompile(module.clipped)(x) == -1.5
+    assert lowered.count("lower_function") == 2
 
 
 def test_closure_cells_are_part_of_the_fingerprint(module, lowered):
