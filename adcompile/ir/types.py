@@ -120,7 +120,7 @@ def of_value(value):
     if isinstance(value, np.generic):
         return _numpy_scalar(value.dtype)
     if isinstance(value, np.ndarray):
-        dt = _dtype_name(value.dtype)
+        dt = _dtype_name(value.dtype.newbyteorder("="))  # big-endian arrays are float64 too
         return None if dt is None else Array(dt, value.ndim)
     if isinstance(value, tuple):
         items = tuple(of_value(v) for v in value)

@@ -80,5 +80,5 @@ def test_llvm_ir_and_assembly_are_inspectable():
     f = ac.adcompile(c.poly, backend="llvm")
     spec = f.specialize(2.0)
     text = spec.native.llvm_ir()
-    assert "define" in text and "poly_entry" in text
+    assert "define" in text and "@adc.entry.poly(" in text
     assert "ret" in spec.native.asm()

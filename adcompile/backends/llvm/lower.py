@@ -910,12 +910,12 @@ class _Lowering:
         return ir.Constant(F64, float(value))
 
     def own_fn(self):
-        """adc_own(ctx, obj): record a new array in the context (0), or report failure (1)
+        """adc.own(ctx, obj): record a new array in the context (0), or report failure (1)
         when numpy raised (obj is NULL) or the owner list cannot grow."""
-        fn = self.module.globals.get("adc_own")
+        fn = self.module.globals.get("adc.own")
         if fn is not None:
             return fn
-        fn = ir.Function(self.module, ir.FunctionType(I32, [PTR, PTR]), name="adc_own")
+        fn = ir.Function(self.module, ir.FunctionType(I32, [PTR, PTR]), name="adc.own")
         fn.linkage = "internal"
         ctx, obj = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))

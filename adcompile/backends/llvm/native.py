@@ -51,7 +51,7 @@ class Variant:
         self.layouts = layouts
         self.options = options
         self.exact = exact
-        self.name = _symbol(fn.name)
+        self.name = fn.name
         self.written = written_params(fn)
         key = jit.cache_key(print_function(fn), _locations(fn), layouts, options.key(), exact)
         obj = jit.cache_load(key)
@@ -60,7 +60,7 @@ class Variant:
         if obj is None:
             obj = jit.emit_object(self.optimized())
             jit.cache_store(key, obj)
-        address, self._tracker = jit.link(obj, self.name + "_entry", capi.symbols())
+        address, self._tracker = jit.link(obj, entry_symbol(fn.name), capi.symbols())
         self._name_bytes = self.name.encode()
         self._def = _MethodDef(self._name_bytes, address, METH_FASTCALL, None)
         # the builtin's `self` is this Variant: whoever holds the entry point keeps the
@@ -69,15 +69,15 @@ class Variant:
 
     def llvm_module(self):
         """The LLVM IR before optimisation."""
-        module = ir.Module(name=self.name)
+        module = ir.Module(name=kernel_symbol(self.name))
         tm = jit.target_machine()
         import llvmlite.binding as llvm
 
         module.triple = llvm.get_process_triple()
         module.data_layout = str(tm.target_data)
-        kernel = lower_kernel(module, self.fn, self.name, self.layouts, tm.target_data,
-                              self.options.fastmath, self.options.boundscheck)
-        build_entry(module, kernel, self.name + "_entry", self.written,
+        kernel = lower_kernel(module, self.fn, kernel_symbol(self.name), self.layouts,
+                              tm.target_data, self.options.fastmath, self.options.boundscheck)
+        build_entry(module, kernel, entry_symbol(self.name), self.written,
                     self.options.release_gil, self.exact)
         return module
 
@@ -87,8 +87,15 @@ class Variant:
         return self._module
 
 
-def _symbol(name):
-    return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+# Symbols we define carry a dot, which no Python identifier, C function (libm, libc, the
+# CPython API) or `adc_` interpreter object has, and do not start with "llvm." (reserved for
+# intrinsics): whatever the user's function is called, it cannot collide with any of them.
+def kernel_symbol(name):
+    return f"adc.fn.{name}"
+
+
+def entry_symbol(name):
+    return f"adc.entry.{name}"
 
 
 def _locations(fn):
@@ -146,8 +153,28 @@ class NativeFunction:
             args = tuple(_coerce(v, p.type) for v, p in zip(args, self.fn.params))
             result = variant.entry(*args)
             if result is capi.MISS:
-                raise TypeError(_mismatch(self.fn, args))
+                result = self._call_on_copies(args)
         return result
+
+    def _call_on_copies(self, args):
+        """Run on native copies of the arrays the machine code cannot read in place
+        (big-endian, unaligned, strides that are not a multiple of the item size), and write
+        the copies back into the arrays the function may assign to. A read-only array passed
+        where the function may write is numpy's ValueError."""
+        written = written_params(self.fn)
+        for i, (value, param) in enumerate(zip(args, self.fn.params)):
+            if i in written and any(not a.flags.writeable for a in _arrays(value)):
+                raise ValueError(f"{self.fn.name}(): array argument '{param.name}' is "
+                                 f"read-only, but the function may assign to it")
+        copies = {}
+        native_args = tuple(_native(v, copies, i) for i, v in enumerate(args))
+        result = self.variant(native_args).entry(*native_args) if copies else capi.MISS
+        if result is capi.MISS:
+            raise TypeError(_mismatch(self.fn, args))
+        for original, copy, index in copies.values():
+            if index in written:
+                original[...] = copy
+        return _originals(result, copies)
 
     def llvm_ir(self, *args):
         """The LLVM IR (optimised) of the variant these arguments select."""
@@ -195,22 +222,33 @@ def _coerce(value, t):
 
 def _mismatch(fn, args):
     """Why arguments of the right types still cannot be passed to native code."""
-    written = written_params(fn)
-    for value, param in zip(args, fn.params):
-        for a in _arrays(value):
-            if not a.flags.aligned:
-                return f"{fn.name}(): array argument '{param.name}' is not aligned in memory"
-            if a.dtype.byteorder == ">":
-                return (f"{fn.name}(): array argument '{param.name}' is big-endian; pass "
-                        f"a native-byte-order copy (a.astype(a.dtype.newbyteorder('=')))")
-            if any(s % a.itemsize for s in a.strides):
-                return (f"{fn.name}(): array argument '{param.name}' has strides that are "
-                        f"not a multiple of its item size")
-        if fn.params.index(param) in written and \
-                any(not a.flags.writeable for a in _arrays(value)):
-            return (f"{fn.name}(): array argument '{param.name}' is read-only, but the "
-                    f"function may assign to it")
     return f"{fn.name}(): the arguments do not fit the compiled code"
+
+
+def _unfit(a):
+    return (not a.flags.aligned or not a.dtype.isnative
+            or any(s % a.itemsize for s in a.strides))
+
+
+def _native(value, copies, index=None):
+    """`value` with each array that native code cannot read in place replaced by an aligned,
+    native-byte-order copy; copies maps id(copy) -> (original, copy, parameter index)."""
+    if isinstance(value, np.ndarray) and _unfit(value):
+        copy = np.array(value, dtype=value.dtype.newbyteorder("="), order="C")
+        copies[id(copy)] = (value, copy, index)
+        return copy
+    if isinstance(value, tuple):
+        return tuple(_native(v, copies, index) for v in value)
+    return value
+
+
+def _originals(value, copies):
+    """A result with each copy made by _native replaced by its original (`f(a) is a`)."""
+    if isinstance(value, np.ndarray) and id(value) in copies:
+        return copies[id(value)][0]
+    if isinstance(value, tuple):
+        return tuple(_originals(v, copies) for v in value)
+    return value
 
 
 def _arrays(value):
