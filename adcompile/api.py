@@ -11,6 +11,7 @@ import sys
 from adcompile import cache
 from adcompile.ad.forward import jvp_function
 from adcompile.ad.reverse import vjp_function
+from adcompile.errors import internal_errors
 from adcompile.backends import MISS as _MISS
 from adcompile.frontend import check, lower_function
 from adcompile.frontend.fingerprint import fingerprint
@@ -116,7 +117,8 @@ class CompiledFunction:
         self._cache = {}
         self._entry = None  # the native entry point of the last specialization called
         functools.update_wrapper(self, fn)
-        check.check_function(Source.of(fn))  # refuse what is outside the subset right away
+        with internal_errors(f"checking {fn.__qualname__}"):
+            check.check_function(Source.of(fn))  # refuse what is outside the subset now
 
     def signature(self, args):
         names = self.fn.__code__.co_varnames[: self.fn.__code__.co_argcount]
@@ -138,8 +140,8 @@ class CompiledFunction:
         key = self.signature(args)
         spec = self._cache.get(key)
         if spec is None:
-            ir = _program(self, ("primal", key), lambda: lower_function(self.fn, key))
-            spec = self._cache[key] = Specialization(ir, self.backend, self.options)
+            spec = self._cache[key] = _specialization(
+                self, ("primal", key), lambda: lower_function(self.fn, key))
         return spec
 
     def __call__(self, *args):
@@ -169,6 +171,28 @@ class CompiledFunction:
     def source(self, *args):
         """The Python source the Python backend emits for this signature."""
         return self.specialize(*args).source
+
+
+def _specialization(cf, key, build, exact=None):
+    """The Specialization of `key` for `cf`: its IR from _program(), then the backend's
+    callable. An exception escaping from the compiler here is a bug of ours."""
+    with internal_errors(_during(cf, key)):
+        return Specialization(_program(cf, key, build), cf.backend, cf.options, exact)
+
+
+def _during(cf, key):
+    """What is being compiled, for an InternalError: `grad program of f(x: f64[:])`."""
+    chain = []
+    while isinstance(cf, _Transformed):
+        chain.append("value_and_grad" if cf.with_value else "grad")
+        cf = cf.cf
+    kind, types = key[0], key[1]
+    code = cf.fn.__code__
+    names = code.co_varnames[: code.co_argcount]
+    signature = ", ".join(f"{n}: {t}" for n, t in zip(names, types))
+    what = "" if kind == "primal" else f"the {kind} program of "
+    of = "".join(f"{c}(" for c in reversed(chain))
+    return f"compiling {what}{of}{cf.fn.__qualname__}{')' * len(chain)}({signature})"
 
 
 def _program(cf, key, build):
@@ -263,8 +287,8 @@ def _jvp_spec(cf, primals, tangents):
     key = ("jvp", cf.signature(primals), active)
     spec = cf._cache.get(key)
     if spec is None:
-        ir = _program(cf, key, lambda: jvp_function(cf.specialize(*primals).ir, active))
-        spec = cf._cache[key] = Specialization(ir, cf.backend, cf.options, len(primals))
+        spec = cf._cache[key] = _specialization(
+            cf, key, lambda: jvp_function(cf.specialize(*primals).ir, active), len(primals))
     return spec
 
 
@@ -305,8 +329,8 @@ def _vjp_spec(cf, primals, active):
     key = ("vjp", cf.signature(primals), active)
     spec = cf._cache.get(key)
     if spec is None:
-        ir = _program(cf, key, lambda: vjp_function(cf.specialize(*primals).ir, active))
-        spec = cf._cache[key] = Specialization(ir, cf.backend, cf.options, len(primals))
+        spec = cf._cache[key] = _specialization(
+            cf, key, lambda: vjp_function(cf.specialize(*primals).ir, active), len(primals))
     return spec
 
 
@@ -375,9 +399,8 @@ class _Transformed:
         key = (mode, self.cf.signature(args), active)
         spec = self._cache.get(key)
         if spec is None:
-            ir = _program(self.cf, key,
-                          lambda: vjp_function(self.cf.specialize(*args).ir, active, mode))
-            spec = self._cache[key] = Specialization(ir, self.backend, self.cf.options)
+            spec = self._cache[key] = _specialization(
+                self.cf, key, lambda: vjp_function(self.cf.specialize(*args).ir, active, mode))
         return spec
 
     def __call__(self, *args):

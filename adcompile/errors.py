@@ -1,8 +1,12 @@
 """Errors of the compiler: CompileError for the user's program, InternalError for ours.
 
 A CompileError points at the user's code: it names file:line:col, shows the line and puts a
-caret under the column, then says what is wrong and what to write instead.
+caret under the column, then says what is wrong and what to write instead. Any other
+exception escaping from the compiler is a bug of ours: `internal_errors` turns it into an
+InternalError that says so.
 """
+
+import contextlib
 
 
 class CompileError(Exception):
@@ -26,9 +30,34 @@ class CompileError(Exception):
         return text
 
 
-class InternalError(RuntimeError):
-    """An invariant of adcompile itself failed."""
+class ArgumentError(TypeError):
+    """The arguments cannot be compiled or differentiated as asked (a TypeError that names the
+    parameter): the user's mistake, raised as it is through `internal_errors`."""
 
-    def __init__(self, message):
-        super().__init__(f"{message} (this is a bug in adcompile; please report it with the "
-                         f"function that triggered it)")
+
+class InternalError(RuntimeError):
+    """An invariant of adcompile itself failed; `during` says what was being compiled."""
+
+    def __init__(self, message, during=None):
+        self.message = message
+        self.during = during
+        where = f"while {during}: " if during else ""
+        super().__init__(f"{where}{message} (this is a bug in adcompile; please report it "
+                         f"with the function that triggered it)")
+
+
+@contextlib.contextmanager
+def internal_errors(during):
+    """Compiler code runs inside this: an exception that is not the user's (a CompileError)
+    becomes an InternalError saying what was being done (`during`: the function and its
+    signature), with the original exception chained as its cause."""
+    try:
+        yield
+    except (CompileError, ArgumentError, MemoryError):
+        raise
+    except InternalError as e:
+        if e.during is not None:
+            raise
+        raise InternalError(e.message, during) from e
+    except Exception as e:
+        raise InternalError(f"{type(e).__name__}: {e}", during) from e

@@ -56,8 +56,21 @@ ADJOINTS = {
     "max": ("maximum", (0, 1), lambda op, xs, r: (xs[0], xs[1], True)),
     "min": ("minimum", (0, 1), lambda op, xs, r: (xs[0], xs[1], False)),
     "select": ("where", (1, 2), lambda op, xs, r: (xs[0],)),
-    "mod": ("remainder", (0, 1), None),  # needs floor(a / b): built by the transform
+    "mod": ("remainder", (0, 1), None),  # needs floor(a / b): built by quotient_args
+    "fmod": ("remainder", (0, 1), None),  # needs trunc(a / b)
+    "copysign": ("copysign", (0, 1), lambda op, xs, r: (xs[0], r)),
 }
+
+# a % b and fmod(a, b) are a - q * b with q = floor(a / b) or trunc(a / b), piecewise constant
+QUOTIENT = {"mod": "floor", "fmod": "trunc"}
+
+
+def quotient_args(b, op, xs):
+    """The remainder rule's arguments for the operands `xs` of a mod or fmod `op`, the
+    quotient built with the IR builder `b` as numpy computes it (no math-module checks)."""
+    quotient = b.value(QUOTIENT[op.prim], (b.value("div", xs),), {"lib": "numpy"})
+    return xs[0], xs[1], quotient
+
 
 ZERO_DERIVATIVE = {"floor", "ceil", "trunc", "round", "floordiv", "sign"}
 

@@ -13,9 +13,10 @@ that operand's contribution to the output tangent (multiplication commutes), so 
 the sum of the rule's entries over the active operands.
 """
 
-from adcompile.ad.adjoints import ADJOINTS, ZERO_DERIVATIVE
+from adcompile.ad.adjoints import (ADJOINTS, QUOTIENT, ZERO_DERIVATIVE,
+                                   quotient_args)
 from adcompile.ad.ir_ops import IROps
-from adcompile.errors import CompileError
+from adcompile.errors import ArgumentError, CompileError
 from adcompile.ir import types as T
 from adcompile.ir.builder import IRBuilder
 from adcompile.ir.nodes import Block, Function, Value
@@ -50,7 +51,7 @@ class _Transform:
             self.val[old] = new
             if on:
                 if not _differentiable(old.type):
-                    raise TypeError(f"cannot differentiate with respect to '{old.name}', a "
+                    raise ArgumentError(f"cannot differentiate with respect to '{old.name}', a "
                                     f"{old.type}: only float scalars and arrays have tangents")
                 t = Value(old.type, f"{old.name}_dot")
                 tangents.append(t)
@@ -62,7 +63,7 @@ class _Transform:
         ret = fn.body.terminator
         result = self.val[ret.operands[0]] if ret.operands else None
         if result is None:
-            raise TypeError("the function returns nothing, so it has no derivative")
+            raise ArgumentError("the function returns nothing, so it has no derivative")
         result_dot = self.tangent_or_zero(ret.operands[0])
         pair = self.b.value("tuple", (result, result_dot))
         self.b.emit("return", [pair], {"type": pair.type})
@@ -122,9 +123,8 @@ class _Transform:
             return
         xs = [self.val[v] for v in op.operands]
         r = self.val[result]
-        if op.prim == "mod":
-            args = (xs[0], xs[1], self.b.value("floor", (self.b.value("div", xs),),
-                                                   {"lib": "numpy"}))
+        if op.prim in QUOTIENT:
+            args = quotient_args(self.b, op, xs)
             diff_operands = list(op.operands)
         else:
             args = args_fn(op, xs, r)

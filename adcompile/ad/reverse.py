@@ -18,9 +18,10 @@ ops backwards:
 The derivative of each primitive comes from runtime/rules through the IR ops namespace.
 """
 
-from adcompile.ad.adjoints import ADJOINTS, ZERO_DERIVATIVE
+from adcompile.ad.adjoints import (ADJOINTS, QUOTIENT, ZERO_DERIVATIVE,
+                                   quotient_args)
 from adcompile.ad.ir_ops import IROps
-from adcompile.errors import CompileError
+from adcompile.errors import ArgumentError, CompileError
 from adcompile.ir import types as T
 from adcompile.ir.builder import IRBuilder
 from adcompile.ir.nodes import Block, Function, Op, Value, walk, walk_op
@@ -87,7 +88,7 @@ class _Reverse:
             self.val[old] = new
             if on:
                 if not _float(old.type):
-                    raise TypeError(f"cannot differentiate with respect to '{old.name}', a "
+                    raise ArgumentError(f"cannot differentiate with respect to '{old.name}', a "
                                     f"{old.type}: only float scalars and arrays have gradients")
                 self.active.add(old)
         self._activity()
@@ -96,7 +97,7 @@ class _Reverse:
                         if op.prim in ("store", "add_at")}
         ret = fn.body.terminator
         if not ret.operands:
-            raise TypeError("the function returns nothing, so it has no gradient")
+            raise ArgumentError("the function returns nothing, so it has no gradient")
         out = ret.operands[0]
         body = Block()
         self.b.block = body
@@ -105,7 +106,7 @@ class _Reverse:
             cot = Value(out.type, "out_bar")
         else:
             if not (isinstance(out.type, T.Scalar) and out.type.is_float):
-                raise TypeError(f"{self.mode}() needs a function returning a float scalar, "
+                raise ArgumentError(f"{self.mode}() needs a function returning a float scalar, "
                                 f"but {fn.name} returns a {out.type}; use vjp() or "
                                 f"jacobian() for other results")
             cot = self.b.const(1.0, out.type, name="out_bar")
@@ -414,9 +415,8 @@ class _Reverse:
             return
         rule_name, positions, args_fn = entry
         xs = [scope.get(v) for v in op.operands]
-        if op.prim == "mod":
-            args = (xs[0], xs[1], self.b.value("floor", (self.b.value("div", xs),),
-                                                   {"lib": "numpy"}))
+        if op.prim in QUOTIENT:
+            args = quotient_args(self.b, op, xs)
             diff = list(op.operands)
         else:
             args = args_fn(op, xs, scope.get(op.results[0]))
@@ -708,12 +708,22 @@ def _root(array):
 
 
 def _prune_tapes(body):
-    """Drop tapes whose popped values the adjoint never uses (with their pushes and pops)."""
-    used = {v for op in walk(body) for v in op.operands
-            if op.prim not in ("tape_push", "tape_reserve")}
+    """Drop tapes whose popped values the adjoint never uses (with their pushes and pops). A
+    popped value pushed on another tape is used when that tape is (reverse over reverse)."""
+    tape_of = {op.results[0]: op.operands[0] for op in walk(body) if op.prim == "tape_pop"}
     tapes = {op.results[0] for op in walk(body) if op.prim == "tape_new"}
-    live = {op.operands[0] for op in walk(body) if op.prim == "tape_pop" and
-            op.results[0] in used}
+    live, feeds = set(), {}
+    for op in walk(body):
+        if op.prim == "tape_push" and op.operands[1] in tape_of:
+            feeds.setdefault(op.operands[0], []).append(tape_of[op.operands[1]])
+        elif op.prim not in ("tape_push", "tape_reserve"):
+            live.update(tape_of[v] for v in op.operands if v in tape_of)
+    work = list(live)
+    while work:
+        for source in feeds.get(work.pop(), ()):
+            if source not in live:
+                live.add(source)
+                work.append(source)
     _remove(body, tapes - live)
     return bool(tapes - live)
 

@@ -66,9 +66,10 @@ def lower_call(lw, fn, node):
         return _alloc(lw, "value", node)
     if _hashable(fn) and fn in ALLOC_LIKE:
         return _alloc_like(lw, ALLOC_LIKE[fn], node)
-    if callable(fn) and hasattr(fn, "__code__"):
+    target = getattr(fn, "__wrapped__", fn)  # an @adcompile function: its Python function
+    if callable(target) and hasattr(target, "__code__"):
         args = [lw.as_value(lw.expr(a), a) for a in node.args]
-        return lw.inline_call(node, getattr(fn, "__wrapped__", fn), args)
+        return lw.inline_call(node, target, args)
     name = getattr(fn, "__name__", type(fn).__name__)
     raise lw.error(node, f"calling {name}() is not supported in compiled code (supported: "
                          f"math and numpy scalar functions, abs/min/max/len/float/int, "
@@ -102,8 +103,8 @@ def _math(lw, spec, node):
     if prim == "pow":
         if lib == "math":
             args = [lw.b.cast(a, T.FLOAT) for a in args]
-            return lw.b.value("pow", args, {}, node)
-        return lw.b.value("pow", args, {"nonneg_int_exponent": False}, node)
+            return lw.b.value("pow", args, attrs, node)
+        return lw.b.value("pow", args, {**attrs, "nonneg_int_exponent": False}, node)
     return lw.b.value(prim, args, attrs, node)
 
 

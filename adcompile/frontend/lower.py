@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from adcompile.errors import CompileError
+from adcompile.errors import ArgumentError, CompileError
 from adcompile.frontend import check, resolve
 from adcompile.frontend.source import Source
 from adcompile.ir import types as T
@@ -112,7 +112,7 @@ class Lowerer:
         fn = self.source.tree
         names = [a.arg for a in fn.args.args]
         if len(names) != len(arg_types):
-            raise TypeError(f"{fn.name}() takes {len(names)} arguments but "
+            raise ArgumentError(f"{fn.name}() takes {len(names)} arguments but "
                             f"{len(arg_types)} were given")
         params = [Value(t, n) for n, t in zip(names, arg_types)]
         body = Block()

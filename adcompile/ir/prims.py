@@ -66,8 +66,13 @@ def _div(ts, attrs):
 def _pow(ts, attrs):
     result = _arith(ts[0], ts[1], "**")
     if result.is_int and not attrs.get("nonneg_int_exponent"):
-        return [T.float_of(result)]
-    return [result]
+        result = T.float_of(result)
+    return [_numpy_result(result, attrs)]
+
+
+def _numpy_result(t, attrs):
+    """numpy functions return numpy scalars, also of Python numbers (np.abs(-0.5))."""
+    return T.Scalar(t.dtype) if attrs.get("lib") == "numpy" else t
 
 
 @prim("neg", 1)
@@ -79,7 +84,7 @@ def _neg(ts, attrs):
 @prim("abs", 1)
 def _abs(ts, attrs):
     t = _numeric(ts[0], "abs()")
-    return [T.INT if t.dtype == "bool" else t]
+    return [_numpy_result(T.INT if t.dtype == "bool" else t, attrs)]
 
 
 for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
@@ -137,6 +142,26 @@ for _name in UNARY_MATH:
 for _name in BINARY_MATH:
     prim(_name, 2)(lambda ts, attrs, _n=_name: [
         _math_result(T.promote(_numeric(ts[0], _n), _numeric(ts[1], _n)), attrs)])
+
+
+def may_raise(op):
+    """Whether `op` of the user's program can raise an error the user may rely on: an index
+    out of range, Python numbers divided by zero, a math.* domain or range error, NaN or an
+    infinity converted to an int. Such an op is kept even when its result is unused, so that a
+    derivative program raises what its function raises. Not counted: Python ints or floats
+    outgrowing 64 bits in + - * ** (the derivative code of such an op overflows too)."""
+    if not op.loc or op.loc.startswith("grad of"):
+        return False  # the compiler's own index arithmetic and derivative code do not raise
+    name, t = op.prim, op.results[0].type if op.results else None
+    if name == "load":
+        return not op.attrs.get("in_bounds")
+    if name in ("div", "floordiv", "mod"):
+        return all(x.type.weak for x in op.operands)
+    if name in UNARY_MATH or name in BINARY_MATH:
+        return op.attrs.get("lib") == "math" or (t.is_int and not op.attrs.get("keep_int"))
+    if name == "cast":
+        return t.is_int and op.operands[0].type.is_float
+    return False
 
 
 @prim("min", 2)

@@ -322,9 +322,17 @@ def hypot(ops, g, needs, a, b, result):
 
 @rule("remainder")
 def remainder(ops, g, needs, a, b, quotient_floor):
-    """a % b = a - floor(a / b) * b, with floor(a / b) piecewise constant."""
+    """a % b = a - floor(a / b) * b, with floor(a / b) piecewise constant (C's fmod is the
+    same with trunc(a / b))."""
     return (g if needs[0] else None,
             ops.neg(ops.mul(g, quotient_floor)) if needs[1] else None)
+
+
+@rule("copysign")
+def copysign(ops, g, needs, a, result):
+    """copysign(a, b) is |a| with b's sign: the slope in a is sign(a) * sign(result)."""
+    return (ops.mul(g, ops.mul(ops.sign(a), ops.sign(result))) if needs[0] else None,
+            ops.zeros_like(g) if needs[1] else None)
 
 
 @rule("floor_divide", "div_rounding")

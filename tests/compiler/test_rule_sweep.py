@@ -34,6 +34,7 @@ DOMAINS = {
     "atan2": (2, AWAY, {"lib": "math"}), "hypot": (2, AWAY, {"lib": "math"}),
     "maximum": (2, ANY, {"lib": "numpy"}), "minimum": (2, ANY, {"lib": "numpy"}),
     "max": (2, ANY, {}), "min": (2, ANY, {}), "mod": (2, AWAY, {}),
+    "fmod": (2, AWAY, {"lib": "math"}), "copysign": (2, AWAY, {"lib": "math"}),
 }
 
 

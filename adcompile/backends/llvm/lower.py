@@ -17,7 +17,9 @@ indices wrap like Python's and are checked against the array's shape unless
 boundscheck=False.
 """
 
+import functools
 import linecache
+import math
 
 import llvmlite.ir as ir
 
@@ -453,9 +455,7 @@ class _Lowering:
             fn = {"add": self.b.sadd_with_overflow, "sub": self.b.ssub_with_overflow,
                   "mul": self.b.smul_with_overflow}[op.prim]
             pair = fn(a, b)
-            code = self.error("OverflowError", "integer result does not fit in 64 bits "
-                              "(Python ints would grow; compiled code cannot)", op.loc)
-            self.check(self.b.extract_value(pair, 1), code)
+            self.check(self.b.extract_value(pair, 1), self.overflow_code(op))
             return self.b.extract_value(pair, 0)
         return {"add": self.b.add, "sub": self.b.sub, "mul": self.b.mul}[op.prim](a, b)
 
@@ -477,12 +477,15 @@ class _Lowering:
         a, b = self.operands_as(op, t)
         if t.is_int:
             is_zero = self.b.icmp_signed("==", b, i64(0))
+            minus_one = self.b.icmp_signed("==", b, i64(-1))
             if self.python_numbers(op):
                 code = self.error("ZeroDivisionError", "integer division or modulo by zero",
                                   op.loc)
                 self.check(is_zero, code)
+                if op.prim == "floordiv":  # -2**63 // -1 is 2**63
+                    self.check(self.b.and_(minus_one, self.b.icmp_signed("==", a, i64(-2**63))),
+                               self.overflow_code(op))
             # sdiv/srem by 0, or of INT64_MIN by -1, are undefined in LLVM: divide by 1 then
-            minus_one = self.b.icmp_signed("==", b, i64(-1))
             safe = self.b.select(self.b.or_(is_zero, minus_one), i64(1), b)
             q = self.b.sdiv(a, safe)
             r = self.b.srem(a, safe)
@@ -530,21 +533,47 @@ class _Lowering:
     def pow(self, op):
         t = op.results[0].type
         a, b = self.operands_as(op, t)
-        if t.is_float:
-            exponent = op.operands[1]
-            if exponent.owner is not None and exponent.owner.prim == "const" and \
-                    float(exponent.owner.attrs["value"]) == 2.0:
-                return self.b.fmul(a, a, flags=self.flags)
-            if self.python_numbers(op):  # Python: 0.0 ** -1 raises, numpy gives inf
-                code = self.error("ZeroDivisionError", "zero cannot be raised to a negative "
-                                  "power", op.loc)
-                self.check(self.b.and_(self.b.fcmp_ordered("==", a, zero(a.type)),
-                                       self.b.fcmp_ordered("<", b, zero(b.type))), code)
-            return self.intrinsic("llvm.pow", [a, b])
-        return self.int_pow(a, b)
+        if not t.is_float:
+            return self.int_pow(a, b, self.overflow_code(op) if t.weak else None)
+        exponent = op.operands[1]
+        if exponent.owner is not None and exponent.owner.prim == "const" and \
+                float(exponent.owner.attrs["value"]) == 2.0:
+            value = self.b.fmul(a, a, flags=self.flags)
+        else:
+            value = self.intrinsic("llvm.pow", [a, b])
+        if op.attrs.get("lib") == "math":
+            self.math_errors("pow", [a, b], value, op.loc)
+        elif self.python_numbers(op):
+            self.python_pow_errors(a, b, value, op.loc)
+        return value
 
-    def int_pow(self, a, b):
-        """Exponentiation by squaring (the exponent is known to be >= 0)."""
+    def python_pow_errors(self, a, b, value, loc):
+        """CPython's float ** float: 0.0 to a negative power raises, a finite negative base to
+        a finite fractional power is a complex number (which compiled code cannot return: a
+        ValueError here), and a finite result too large for a float an OverflowError."""
+        bld, zero_ = self.b, zero(a.type)
+        code = self.error("ZeroDivisionError", "zero cannot be raised to a negative power", loc)
+        self.check(bld.and_(bld.fcmp_ordered("==", a, zero_), bld.fcmp_ordered("<", b, zero_)),
+                   code)
+        inf = ir.Constant(a.type, math.inf)
+        finite_a = bld.fcmp_ordered("<", self.intrinsic("llvm.fabs", [a]), inf)
+        finite_b = bld.fcmp_ordered("<", self.intrinsic("llvm.fabs", [b]), inf)
+        fractional = bld.fcmp_ordered("!=", self.intrinsic("llvm.floor", [b]), b)
+        code = self.error("ValueError", "a negative float raised to a fractional power is a "
+                          "complex number, which compiled code does not compute", loc)
+        self.check(bld.and_(bld.and_(bld.fcmp_ordered("<", a, zero_), finite_a),
+                            bld.and_(finite_b, fractional)), code)
+        code = self.error("OverflowError", "float ** float: result too large", loc)
+        self.check(bld.and_(bld.fcmp_ordered("==", self.intrinsic("llvm.fabs", [value]), inf),
+                            bld.and_(finite_a, finite_b)), code)
+
+    def overflow_code(self, op):
+        return self.error("OverflowError", "integer result does not fit in 64 bits (Python "
+                          "ints would grow; compiled code cannot)", op.loc)
+
+    def int_pow(self, a, b, overflow=None):
+        """Exponentiation by squaring (the exponent is known to be >= 0); with an `overflow`
+        error code, a product past 64 bits raises it (Python ints)."""
         pre = self.b.block
         head = self.func.append_basic_block("ipow.head")
         body = self.func.append_basic_block("ipow.body")
@@ -560,9 +589,18 @@ class _Lowering:
         self.b.cbranch(self.b.icmp_signed(">", e, i64(0)), body, done)
         self.b.position_at_end(body)
         odd = self.b.trunc(self.b.and_(e, i64(1)), I1)
-        result.add_incoming(self.b.select(odd, self.b.mul(result, base), result), body)
-        base.add_incoming(self.b.mul(base, base), body)
-        e.add_incoming(self.b.ashr(e, i64(1)), body)
+        if overflow is None:
+            product, square = self.b.mul(result, base), self.b.mul(base, base)
+        else:
+            pair, pair2 = self.b.smul_with_overflow(result, base), \
+                self.b.smul_with_overflow(base, base)
+            product, square = self.b.extract_value(pair, 0), self.b.extract_value(pair2, 0)
+            more = self.b.icmp_signed(">", e, i64(1))  # the square is used later
+            self.check(self.b.or_(self.b.and_(odd, self.b.extract_value(pair, 1)),
+                                  self.b.and_(more, self.b.extract_value(pair2, 1))), overflow)
+        result.add_incoming(self.b.select(odd, product, result), self.b.block)
+        base.add_incoming(square, self.b.block)
+        e.add_incoming(self.b.ashr(e, i64(1)), self.b.block)
         self.b.branch(head)
         self.b.position_at_end(done)
         return result
@@ -570,16 +608,25 @@ class _Lowering:
     def neg(self, op):
         t = op.results[0].type
         (a,) = self.operands_as(op, t)
-        return self.b.fneg(a) if t.is_float else self.b.neg(a)
+        return self.b.fneg(a) if t.is_float else self.int_neg(a, op)
+
+    def int_neg(self, a, op):
+        """-a; for a Python int, -(-2**63) does not fit in 64 bits: OverflowError."""
+        if not op.results[0].type.weak:
+            return self.b.neg(a)
+        pair = self.b.ssub_with_overflow(i64(0), a)
+        self.check(self.b.extract_value(pair, 1), self.overflow_code(op))
+        return self.b.extract_value(pair, 0)
 
     def abs(self, op):
-        if op.attrs.get("lib"):
-            return self.math(op)
         t = op.results[0].type
+        if op.attrs.get("lib") and not t.is_int:
+            return self.math(op)
         (a,) = self.operands_as(op, t)
         if t.is_float:
             return self.intrinsic("llvm.fabs", [a])
-        return self.b.select(self.b.icmp_signed("<", a, i64(0)), self.b.neg(a), a)
+        negative = self.b.icmp_signed("<", a, i64(0))
+        return self.b.select(negative, self.int_neg(self.b.select(negative, a, i64(0)), op), a)
 
     def compare(self, op):
         a_t, b_t = (x.type for x in op.operands)
@@ -601,7 +648,27 @@ class _Lowering:
         return self.convert(self.v(op.operands[0]), op.operands[0].type, T.BOOL)
 
     def cast(self, op):
-        return self.convert(self.v(op.operands[0]), op.operands[0].type, op.attrs["to"])
+        src, dst = op.operands[0].type, op.attrs["to"]
+        if src.is_float and dst.is_int:
+            python = src.weak or dst.weak  # np.int64(a Python float) converts it as int() does
+            return self.float_to_int(self.v(op.operands[0]), python, op.loc)
+        return self.convert(self.v(op.operands[0]), src, dst)
+
+    def float_to_int(self, value, python, loc):
+        """int(x), math.floor(x)...: NaN is Python's and numpy's ValueError; a value outside
+        64 bits is an OverflowError for a Python int (which would grow) and numpy's
+        INT64_MIN for np.int64 (LLVM's fptosi of it would be undefined)."""
+        code = self.error("ValueError", "cannot convert float NaN to integer", loc)
+        self.check(self.b.fcmp_unordered("uno", value, value), code)
+        limit = ir.Constant(value.type, 2.0 ** 63)
+        inside = self.b.and_(self.b.fcmp_ordered("<", value, limit),
+                             self.b.fcmp_ordered(">=", value, self.b.fneg(limit)))
+        if python:
+            code = self.error("OverflowError", "cannot convert a float this large (or "
+                              "infinite) to a 64-bit integer", loc)
+            self.check(self.b.not_(inside), code)
+        safe = self.b.select(inside, value, ir.Constant(value.type, 0.0))
+        return self.b.select(inside, self.b.fptosi(safe, I64), i64(-2 ** 63))
 
     def select(self, op):
         t = op.results[0].type
@@ -635,38 +702,52 @@ class _Lowering:
         return self.b.sub(self.b.zext(self.b.icmp_signed(">", a, i64(0)), I64),
                           self.b.zext(self.b.icmp_signed("<", a, i64(0)), I64))
 
-    _DOMAIN = {  # math.* raises ValueError outside these (numpy returns nan instead)
-        "sqrt": lambda s, x: s.b.fcmp_ordered("<", x, zero(x.type)),
-        "log": lambda s, x: s.b.fcmp_ordered("<=", x, zero(x.type)),
-        "log2": lambda s, x: s.b.fcmp_ordered("<=", x, zero(x.type)),
-        "log10": lambda s, x: s.b.fcmp_ordered("<=", x, zero(x.type)),
-        "log1p": lambda s, x: s.b.fcmp_ordered("<=", x, ir.Constant(x.type, -1.0)),
-        "asin": lambda s, x: s.b.fcmp_ordered(">", s.intrinsic("llvm.fabs", [x]),
-                                              ir.Constant(x.type, 1.0)),
-        "acos": lambda s, x: s.b.fcmp_ordered(">", s.intrinsic("llvm.fabs", [x]),
-                                              ir.Constant(x.type, 1.0)),
-    }
+    # math.* of finite arguments with an infinite result: OverflowError, except where CPython
+    # calls it a domain error (the logarithms of 0, math.pow(0.0, negative))
+    _RANGE = {"exp": "OverflowError", "expm1": "OverflowError", "cosh": "OverflowError",
+              "sinh": "OverflowError", "pow": "OverflowError", "log": "ValueError",
+              "log2": "ValueError", "log10": "ValueError", "log1p": "ValueError"}
 
     def math(self, op):
         t = op.results[0].type
         dtype = t.dtype if t.is_float else "f64"
         if t.is_int and op.attrs.get("keep_int"):
             (a,) = self.operands_as(op, t)
-            return a  # floor/ceil/trunc/round of an integer array element
+            return a  # floor/ceil/trunc/round of an integer
         args = [self.convert(self.v(x), x.type, T.Scalar(dtype)) for x in op.operands]
         name = op.prim
-        if op.attrs.get("lib") == "math" and name in self._DOMAIN:
-            code = self.error("ValueError", f"math domain error in math.{name}()", op.loc)
-            self.check(self._DOMAIN[name](self, args[0]), code)
         if name in ("floor", "ceil", "trunc", "round", "sqrt", "copysign"):
             value = self.intrinsic(f"llvm.{'roundeven' if name == 'round' else name}", args)
         elif name == "abs":
             value = self.intrinsic("llvm.fabs", args)
         else:
             value = self.call_math(name, args, dtype)
+        if op.attrs.get("lib") == "math" and not t.is_int:
+            self.math_errors(name, args, value, op.loc)
         if t.is_int:
-            return self.b.fptosi(value, I64)
+            return self.float_to_int(value, t.weak, op.loc)
         return value
+
+    def math_errors(self, name, args, value, loc):
+        """CPython's math module: NaN from arguments that are not NaN is a domain error
+        (ValueError); an infinite result from finite arguments a range error."""
+        b = self.b
+        any_nan = functools.reduce(b.or_, [b.fcmp_unordered("uno", x, x) for x in args])
+        code = self.error("ValueError", f"math domain error in math.{name}()", loc)
+        self.check(b.and_(b.fcmp_unordered("uno", value, value), b.not_(any_nan)), code)
+        if name not in self._RANGE:
+            return
+        inf = ir.Constant(value.type, math.inf)
+        finite = [b.fcmp_ordered("<", self.intrinsic("llvm.fabs", [x]), inf) for x in args]
+        overflow = b.and_(b.fcmp_ordered("==", self.intrinsic("llvm.fabs", [value]), inf),
+                          functools.reduce(b.and_, finite))
+        kind = self._RANGE[name]
+        if name == "pow":  # math.pow(0.0, -1.0) is a domain error
+            code = self.error("ValueError", "math domain error in math.pow()", loc)
+            self.check(b.and_(overflow, b.fcmp_ordered("==", args[0], zero(value.type))), code)
+        text = "math range error" if kind == "OverflowError" else "math domain error"
+        code = self.error(kind, f"{text} in math.{name}()", loc)
+        self.check(overflow, code)
 
     def intrinsic(self, name, args):
         t = args[0].type

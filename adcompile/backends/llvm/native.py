@@ -16,6 +16,7 @@ import numpy as np
 from adcompile.backends.llvm import capi, jit
 from adcompile.backends.llvm.entry import METH_FASTCALL, build_entry
 from adcompile.backends.llvm.lower import lower_kernel
+from adcompile.errors import internal_errors
 from adcompile.ir import types as T
 from adcompile.ir.nodes import walk, written_params
 from adcompile.ir.printer import print_function
@@ -136,8 +137,9 @@ class NativeFunction:
             with jit.LOCK:  # threads making the first call compile it once
                 variant = self.variants.get(layouts)
                 if variant is None:
-                    variant = self.variants[layouts] = Variant(self.fn, layouts,
-                                                               self.options, self.exact)
+                    with internal_errors(f"compiling {_signature(self.fn)} to native code"):
+                        variant = Variant(self.fn, layouts, self.options, self.exact)
+                    self.variants[layouts] = variant
         self.last = variant
         return variant
 
@@ -159,21 +161,28 @@ class NativeFunction:
     def _call_on_copies(self, args):
         """Run on native copies of the arrays the machine code cannot read in place
         (big-endian, unaligned, strides that are not a multiple of the item size), and write
-        the copies back into the arrays the function may assign to. A read-only array passed
-        where the function may write is numpy's ValueError."""
+        the copies back into the arrays the function may assign to, also when it raises. A
+        read-only array passed where the function may write is numpy's ValueError."""
         written = written_params(self.fn)
-        for i, (value, param) in enumerate(zip(args, self.fn.params)):
-            if i in written and any(not a.flags.writeable for a in _arrays(value)):
+        arrays = [(i, param, a) for i, (value, param) in enumerate(zip(args, self.fn.params))
+                  for a in _arrays(value)]
+        for i, param, a in arrays:
+            if i in written and not a.flags.writeable:
                 raise ValueError(f"{self.fn.name}(): array argument '{param.name}' is "
                                  f"read-only, but the function may assign to it")
         copies = {}
         native_args = tuple(_native(v, copies, i) for i, v in enumerate(args))
-        result = self.variant(native_args).entry(*native_args) if copies else capi.MISS
+        if not copies:
+            raise TypeError(_mismatch(self.fn, args))
+        _refuse_shared_copies(self.fn, arrays, copies, written)
+        try:
+            result = self.variant(native_args).entry(*native_args)
+        finally:
+            for original, copy, index in copies.values():
+                if index in written:
+                    original[...] = copy
         if result is capi.MISS:
             raise TypeError(_mismatch(self.fn, args))
-        for original, copy, index in copies.values():
-            if index in written:
-                original[...] = copy
         return _originals(result, copies)
 
     def llvm_ir(self, *args):
@@ -189,6 +198,10 @@ class NativeFunction:
         layouts = tuple("C" for _ in range(_count_arrays([p.type for p in self.fn.params])))
         return self.variants.get(layouts) or Variant(self.fn, layouts, self.options,
                                                      self.exact)
+
+
+def _signature(fn):
+    return f"{fn.name}({', '.join(f'{p.name}: {p.type}' for p in fn.params)})"
 
 
 def _count_arrays(types):
@@ -242,13 +255,47 @@ def _native(value, copies, index=None):
     return value
 
 
+def _refuse_shared_copies(fn, arrays, copies, written):
+    """A copy cannot see writes made through another argument sharing its memory (or show its
+    own): refuse such calls when the function writes into an array."""
+    if not written:
+        return
+    copied = {id(original) for original, _, _ in copies.values()}
+    for i, param, a in arrays:
+        for j, other, b in arrays:
+            if (i, id(a)) < (j, id(b)) and (id(a) in copied or id(b) in copied) and \
+                    np.shares_memory(a, b):
+                raise TypeError(f"{fn.name}(): array arguments '{param.name}' and "
+                                f"'{other.name}' share memory and one of them is big-endian "
+                                f"or unaligned, which compiled code reads through a copy; "
+                                f"pass native-byte-order, aligned arrays")
+
+
 def _originals(value, copies):
-    """A result with each copy made by _native replaced by its original (`f(a) is a`)."""
-    if isinstance(value, np.ndarray) and id(value) in copies:
-        return copies[id(value)][0]
+    """A result with each copy made by _native replaced by its original (`f(a) is a`), and a
+    row view of a copy (`m[i]`) by the same view of the original."""
+    if isinstance(value, np.ndarray):
+        for original, copy, _ in copies.values():
+            if value is copy:
+                return original
+            if np.may_share_memory(value, copy):  # nothing else can: the copy is ours
+                return _same_view(value, copy, original)
+        return value
     if isinstance(value, tuple):
         return tuple(_originals(v, copies) for v in value)
     return value
+
+
+def _same_view(view, copy, original):
+    """`view` is copy[i, j, ...] (compiled code takes views by leading integer indices):
+    the same view of the original array, or `view` itself when it is not of that form."""
+    lead = copy.ndim - view.ndim
+    offset = view.__array_interface__["data"][0] - copy.__array_interface__["data"][0]
+    index = np.unravel_index(offset // copy.itemsize, copy.shape) if copy.size else ()
+    same = original[tuple(int(k) for k in index[:lead])]
+    if same.shape != view.shape or view.strides != copy.strides[lead:]:
+        return view
+    return same
 
 
 def _arrays(value):
