@@ -7,6 +7,7 @@ InternalError that says so.
 """
 
 import contextlib
+import linecache
 
 
 class CompileError(Exception):
@@ -19,6 +20,17 @@ class CompileError(Exception):
         self.col = col
         self.source_line = source_line
         super().__init__(self._format())
+
+    @classmethod
+    def at(cls, loc, message):
+        """A CompileError at an IR location ("file:line", maybe after "grad of: "), the caret
+        under the start of the statement."""
+        where = loc[len("grad of: "):] if loc and loc.startswith("grad of: ") else loc
+        filename, _, line = (where or "").rpartition(":")
+        if not line.isdigit():
+            return cls(message)
+        text = linecache.getline(filename, int(line))
+        return cls(message, filename, int(line), len(text) - len(text.lstrip()), text or None)
 
     def _format(self):
         if self.line is None:

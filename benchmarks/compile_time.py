@@ -1,10 +1,30 @@
-"""Compile time of the front end + Python backend: from decoration to the first result for a
-30-line function (target <= 20 ms), split by stage.
+"""Compile time.
 
-Run: python benchmarks/compile_time.py
+1. Front end + Python backend: from decoration to the first result for a 30-line function
+   (target <= 20 ms), split by stage.
+2. Growth with the length of a function: the cold compile time (on-disk cache off) of the
+   primal and of `grad` of generated functions of 250, 500, 1000 and 2000 lines (straight-line
+   code with branches and small loops accumulating into an array, `long_source`) on the LLVM
+   backend, in CPU seconds split by stage (front end, AD, passes, LLVM IR, entry point, LLVM
+   optimisation, codegen, link; "other" is the rest: printing the LLVM IR, the generated
+   entry point's setup, Python overhead), with the time per line and the growth factor per
+   doubling (2.0 is linear).
+
+Run: python benchmarks/compile_time.py [--lines 250,500,1000,2000] [--profile N]
+(--profile N also prints cProfile's hottest functions for grad of the N-line function.)
 """
 
+import argparse
+import contextlib
+import cProfile
+import importlib
+import importlib.util
+import io
+import os
+import pstats
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -61,7 +81,7 @@ def stage_times(args):
     return t1 - t0, t2 - t1, t3 - t2, t4 - t3
 
 
-def main():
+def thirty_line_section():
     x, y = np.random.default_rng(0).standard_normal((2, 100))
     args = (x, y, 100)
     runs = []
@@ -75,6 +95,165 @@ def main():
           f"(target <= 20 ms)")
     for name, t in zip(("lower", "passes", "emit source", "load"), stages):
         print(f"  {name:12s} {t * 1e3:6.2f} ms")
+
+
+# -- growth with the length of a function ----------------------------------------------------
+
+def long_source(lines, name="long_function"):
+    """`def name(x, c)` of exactly `lines` lines (x: float64[8], c: float): blocks of
+    straight-line math, a branch and a small loop accumulating into an array."""
+    body = ["s = 0.0", "acc = np.zeros(4)", "t0 = c", "b0 = x[1]"]
+    n = 0
+    while 1 + len(body) + 10 + 1 <= lines:
+        n += 1
+        i, j = n % 8, (3 * n + 1) % 8
+        body += [
+            f"a{n} = math.sin(t{n - 1}) * x[{i}] + 0.5 * b{n - 1}",
+            f"b{n} = math.tanh(a{n} * x[{j}] - b{n - 1} * 0.25)",
+            f"t{n} = a{n} * b{n} + math.cos(t{n - 1}) * 0.5",
+            f"if t{n} > 0:",
+            f"    s += t{n} * x[{i}]",
+            "else:",
+            f"    s -= 0.5 * t{n} * t{n}",
+            "for k in range(3):",
+            f"    acc[k + {n % 2}] += a{n} * x[k + {j % 5}] - b{n} * 0.125",
+            f"s = s * 0.999 + acc[{n % 4}] * 0.001",
+        ]
+    while 1 + len(body) + 1 < lines:
+        body.append(f"s += x[{len(body) % 8}] * 0.001")
+    body.append(f"return s + acc[0] - acc[3] + t{n}")
+    return f"def {name}(x, c):\n" + "".join(f"    {line}\n" for line in body)
+
+
+_loaded = [0]
+
+
+def load_long_function(lines, directory):
+    """The `lines`-line function, written to a new file in `directory` (the compiler reads
+    the source) and imported."""
+    _loaded[0] += 1
+    path = Path(directory) / f"long_function_{lines}_{_loaded[0]}.py"
+    path.write_text("import math\n\nimport numpy as np\n\n\n" + long_source(lines))
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.long_function
+
+
+# stage name -> (module, attribute) whose calls are timed (a missing one is skipped)
+STAGES = {
+    "front end": ("adcompile.api", "lower_function"),
+    "AD": ("adcompile.api", "vjp_function"),
+    "passes": ("adcompile.passes.pipeline", "run"),
+    "LLVM IR": ("adcompile.backends.llvm.native", "lower_kernel"),
+    "entry": ("adcompile.backends.llvm.native", "build_entry"),
+    "LLVM opt": ("adcompile.backends.llvm.jit", "optimize"),
+    "codegen": ("adcompile.backends.llvm.jit", "emit_object"),
+    "link": ("adcompile.backends.llvm.jit", "link"),
+}
+
+
+@contextlib.contextmanager
+def timed_stages():
+    """Accumulate the time spent in each of STAGES' functions into the yielded dict."""
+    totals, saved = {}, []
+
+    def wrap(stage, fn):
+        def timed(*args, **kwargs):
+            t0 = time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                totals[stage] = totals.get(stage, 0.0) + time.process_time() - t0
+        return timed
+
+    for stage, (module_name, attribute) in STAGES.items():
+        module = importlib.import_module(module_name)
+        if hasattr(module, attribute):
+            saved.append((module, attribute, getattr(module, attribute)))
+            setattr(module, attribute, wrap(stage, getattr(module, attribute)))
+    try:
+        yield totals
+    finally:
+        for module, attribute, fn in saved:
+            setattr(module, attribute, fn)
+
+
+@contextlib.contextmanager
+def cache_off():
+    old = os.environ.get("ADCOMPILE_CACHE_DIR")
+    os.environ["ADCOMPILE_CACHE_DIR"] = "off"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["ADCOMPILE_CACHE_DIR"]
+        else:
+            os.environ["ADCOMPILE_CACHE_DIR"] = old
+
+
+def cold_compile(fn, what):
+    """(total seconds, {stage: seconds}) of a fresh compile of the primal or of grad, from
+    adcompile() to the first result. CPU time of this process (compiling is single-threaded,
+    so it is the wall time of a quiet machine, and other processes do not inflate it)."""
+    from adcompile import grad
+
+    x, c = np.linspace(-1.0, 1.0, 8), 0.3
+    with cache_off(), timed_stages() as stages:
+        t0 = time.process_time()
+        f = adcompile(fn)
+        (f if what == "primal" else grad(f, argnums=(0, 1)))(x, c)
+        total = time.process_time() - t0
+    return total, stages
+
+
+def growth_section(sizes, directory):
+    adcompile(thirty_lines)(np.zeros(3), np.zeros(3), 3)  # LLVM and the imports are warm
+    names = list(STAGES)
+    print("\ncold compile (ADCOMPILE_CACHE_DIR=off), LLVM backend, CPU seconds by stage "
+          "(x2: time / time at half the lines):")
+    print(f"{'':8s}{'lines':>6s}{'total':>8s}{'ms/line':>8s}{'x2':>6s}"
+          + "".join(f"{n:>10s}" for n in names) + f"{'other':>8s}")
+    for what in ("primal", "grad"):
+        totals = {}
+        for lines in sizes:
+            total, stages = cold_compile(load_long_function(lines, directory), what)
+            totals[lines] = total
+            half = totals.get(lines / 2)
+            growth = f"{total / half:6.2f}" if half else f"{'':6s}"
+            print(f"{what:8s}{lines:6d}{total:8.2f}{total / lines * 1e3:8.2f}{growth}"
+                  + "".join(f"{stages.get(n, 0.0):10.2f}" for n in names)
+                  + f"{total - sum(stages.values()):8.2f}")
+
+
+def profile_section(lines, directory):
+    from adcompile import grad
+
+    fn = load_long_function(lines, directory)
+    x, c = np.linspace(-1.0, 1.0, 8), 0.3
+    profile = cProfile.Profile()
+    with cache_off():
+        profile.enable()
+        grad(adcompile(fn), argnums=(0, 1))(x, c)
+        profile.disable()
+    out = io.StringIO()
+    pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(15)
+    print(f"\ncProfile, grad of the {lines}-line function (cold), by own time:")
+    print(out.getvalue())
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lines", default="250,500,1000,2000",
+                        help="comma-separated function lengths for the growth section")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="also profile grad of the N-line function")
+    args = parser.parse_args()
+    thirty_line_section()
+    with tempfile.TemporaryDirectory() as directory:
+        growth_section([int(n) for n in args.lines.split(",")], directory)
+        if args.profile:
+            profile_section(args.profile, directory)
 
 
 if __name__ == "__main__":

@@ -73,17 +73,18 @@ class _Transform:
         """Arrays the function writes into need a tangent even when not differentiated."""
         from adcompile.ir.nodes import walk
 
+        differentiated = set(self.tan)
         for op in walk(fn.body):
             if op.prim != "store":
                 continue
             root = op.operands[0]
             while root.owner is not None and root.owner.prim == "load":
                 root = root.owner.operands[0]
-            if root in self.tan:
-                raise CompileError(
-                    f"{op.loc}: the function writes into '{root.name}', an argument being "
-                    f"differentiated; differentiate a version that writes into a new array "
-                    f"(np.empty_like({root.name}) filled from {root.name})")
+            if root in differentiated:
+                raise CompileError.at(
+                    op.loc, f"the function writes into '{root.name}', an argument being "
+                            f"differentiated; differentiate a version that writes into a new "
+                            f"array (np.empty_like({root.name}) filled from {root.name})")
             if root.owner is not None:
                 continue
             if root.type.dtype in ("f32", "f64"):

@@ -18,6 +18,8 @@ ops backwards:
 The derivative of each primitive comes from runtime/rules through the IR ops namespace.
 """
 
+import bisect
+
 from adcompile.ad.adjoints import (ADJOINTS, QUOTIENT, ZERO_DERIVATIVE,
                                    quotient_args)
 from adcompile.ad.ir_ops import IROps
@@ -135,8 +137,7 @@ class _Reverse:
             dead_code(result)
         dead_code(result)
         constant_fold(result)  # e.g. adjoints passed unchanged through branches
-        for forward, backward in self.fusable:
-            _fuse_loops(body, forward, backward)
+        _fuse_loops(body, self.fusable)
         return result
 
     def seed(self, out, cot, adj):
@@ -746,7 +747,7 @@ def _remove(block, dead):
 _FUSABLE_EFFECTS = ("add_at", "yield", "if", "for", "while")
 
 
-def _fuse_loops(body, forward, backward):
+def _fuse_loops(body, pairs):
     """Run a reversed loop's body inside its forward loop when that cannot change what it
     computes, so a loop like Rosenbrock's value+gradient makes one pass over memory instead
     of two. It holds when the reversed loop
@@ -754,54 +755,115 @@ def _fuse_loops(body, forward, backward):
       from values defined before the forward loop),
     - only accumulates into shadow arrays (add_at), which no code between the two loops reads,
     - carries adjoints it never changes (s_bar of `s += ...`), initialised before the loop.
-    Then iteration order only changes the order of the additions into the shadow arrays."""
-    ops = body.ops
-    if forward not in ops or backward not in ops:
-        return False
-    start, end = ops.index(forward), ops.index(backward)
-    if start > end:
-        return False
-    before = {v for op in ops[:start] for v in op.results}
-    region = backward.regions[0]
-    index, carried = region.params[0], region.params[1:]
-    term = region.terminator
-    if list(term.operands) != list(carried):
-        return False  # the adjoints it carries change from one iteration to the next
-    inits = backward.operands[3:]
-    if not all(v in before or v.owner is None for v in inits):
-        return False
-    written = {_root(op.operands[0]) for op in walk(body) if op.prim in ("store", "add_at")}
-    targets = set()
-    inside = {index, *carried}
-    for op in walk(region):
-        if not PRIMS[op.prim].pure and op.prim not in _FUSABLE_EFFECTS:
+    Then iteration order only changes the order of the additions into the shadow arrays.
+    `pairs` (forward loop, its reversed loop) are tried in order, each on the program the
+    earlier fusions left; `_Fusion` does it in time linear in the size of `body`."""
+    fusion = _Fusion(body)
+    for forward, backward in pairs:
+        fusion.fuse(forward, backward)
+    fusion.flush()
+
+
+class _Fusion:
+    """The state `_fuse_loops` keeps across pairs. Instead of rescanning the body for each
+    pair, it indexes the top-level ops once: each op's position, where each top-level value
+    is defined, the arrays anything writes, and where the ops that load or store each
+    written array are. A fusion moves ops that load no written array and store nothing, and
+    removes the reversed loop, so the index stays true; its results are replaced by their
+    initial values lazily (resolved when read, applied to the body at the end). Replacing
+    values that are not scalars could change the arrays the index names, so such a fusion is
+    applied to the body at once and the body reindexed."""
+
+    def __init__(self, body):
+        self.body = body
+        self.replace = {}     # results of removed reversed loops -> their initial values
+        self.removed = set()  # the reversed loops fused so far
+        self.index()
+
+    def index(self):
+        ops = self.body.ops
+        self.position = {op: k for k, op in enumerate(ops)}
+        self.defined_at = {v: k for k, op in enumerate(ops) for v in op.results}
+        self.written = {_root(op.operands[0]) for op in walk(self.body)
+                        if op.prim in ("store", "add_at")}
+        self.accesses = {}  # written array -> positions of the ops loading or storing it
+        for k, op in enumerate(ops):
+            for o in walk_op(op):
+                if o.prim in ("load", "store"):
+                    root = _root(o.operands[0])
+                    if root in self.written:
+                        at = self.accesses.setdefault(root, [])
+                        if not at or at[-1] != k:
+                            at.append(k)
+
+    def resolve(self, value):
+        while value in self.replace:
+            value = self.replace[value]
+        return value
+
+    def flush(self):
+        """Apply the pending removals and replacements to the body, and reindex it."""
+        if not self.removed and not self.replace:
+            return
+        self.body.ops = [op for op in self.body.ops if op not in self.removed]
+        if self.replace:
+            for op in walk(self.body):
+                op.operands = [self.resolve(v) for v in op.operands]
+        self.replace, self.removed = {}, set()
+        self.index()
+
+    def fuse(self, forward, backward):
+        position = self.position
+        if forward not in position or backward not in position or backward in self.removed:
             return False
-        if op.prim == "load" and _root(op.operands[0]) in written:
+        start, end = position[forward], position[backward]
+        if start > end:
             return False
-        if op.prim == "add_at":
-            targets.add(_root(op.operands[0]))
-        inside.update(op.results)
-        for r in op.regions:
-            inside.update(r.params)
-    for op in walk(region):
-        for v in op.operands:
-            if v not in inside and v not in before and v.owner is not None:
-                return False  # needs a value computed after the forward loop
-    for op in ops[start + 1:end]:
-        for o in walk_op(op):
-            if o.prim in ("load", "store", "add_at") and _root(o.operands[0]) in targets \
-                    and o.prim != "add_at":
+
+        def before(v):  # defined by a top-level op before the forward loop
+            return self.defined_at.get(v, start) < start
+
+        region = backward.regions[0]
+        index, carried = region.params[0], region.params[1:]
+        term = region.terminator
+        if [self.resolve(v) for v in term.operands] != list(carried):
+            return False  # the adjoints it carries change from one iteration to the next
+        inits = [self.resolve(v) for v in backward.operands[3:]]
+        if not all(before(v) or v.owner is None for v in inits):
+            return False
+        targets = set()
+        inside = {index, *carried}
+        for op in walk(region):
+            if not PRIMS[op.prim].pure and op.prim not in _FUSABLE_EFFECTS:
                 return False
-    # substitute: the reversed loop's index is the forward loop's; its adjoints are constant
-    fwd_region = forward.regions[0]
-    subst = {index: fwd_region.params[0], **dict(zip(carried, inits))}
-    moved = region.ops[:-1]
-    for op in moved:
-        for o in walk_op(op):
-            o.operands = [subst.get(v, v) for v in o.operands]
-    fwd_region.ops[-1:-1] = moved
-    replace = dict(zip(backward.results, inits))
-    body.ops.remove(backward)
-    for op in walk(body):
-        op.operands = [replace.get(v, v) for v in op.operands]
-    return True
+            if op.prim == "load" and _root(op.operands[0]) in self.written:
+                return False
+            if op.prim == "add_at":
+                targets.add(_root(op.operands[0]))
+            inside.update(op.results)
+            for r in op.regions:
+                inside.update(r.params)
+        for op in walk(region):
+            for v in op.operands:
+                v = self.resolve(v)
+                if v not in inside and not before(v) and v.owner is not None:
+                    return False  # needs a value computed after the forward loop
+        for root in targets:  # no code between the loops loads or stores a target
+            at = self.accesses.get(root, ())
+            k = bisect.bisect_right(at, start)
+            if k < len(at) and at[k] < end:
+                return False
+        # substitute: the reversed loop's index is the forward loop's; its adjoints are
+        # constant
+        fwd_region = forward.regions[0]
+        subst = {index: fwd_region.params[0], **dict(zip(carried, inits))}
+        moved = region.ops[:-1]
+        for op in moved:
+            for o in walk_op(op):
+                o.operands = [subst.get(v, v) for v in o.operands]
+        fwd_region.ops[-1:-1] = moved
+        self.replace.update(zip(backward.results, inits))
+        self.removed.add(backward)
+        if not all(isinstance(r.type, T.Scalar) for r in backward.results):
+            self.flush()
+        return True

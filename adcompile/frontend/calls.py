@@ -95,6 +95,9 @@ def _math(lw, spec, node):
     arity = 2 if prim in ("atan2", "hypot", "copysign", "fmod", "pow", "maximum",
                           "minimum") else 1
     args = [_arg(lw, node, i, arity) for i in range(arity)]
+    if prim == "trunc" and lib == "math_int" and args[0].type == T.F32:
+        raise lw.error(node, "math.trunc() of a np.float32 is a TypeError in Python (numpy's "
+                             "float32 has no __trunc__); use math.floor/math.ceil or int()")
     attrs = {"lib": "math" if lib.startswith("math") else "numpy"}
     if lib == "math_int":
         attrs["int_result"] = True

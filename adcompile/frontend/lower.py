@@ -371,6 +371,8 @@ class Lowerer:
             dims = [self.b.const(0, T.INT) for _ in range(type.ndim)]
             return self.b.value("alloc", dims, {"dtype": type.dtype, "ndim": type.ndim,
                                                 "fill": 0})
+        if isinstance(type, T.Tuple):  # a tuple returned on some paths only
+            return self.b.value("tuple", [self._placeholder(t, name) for t in type.items])
         raise CompileError(f"variable {name!r} is not defined on every path")
 
     # -- loops ------------------------------------------------------------------------------
@@ -413,6 +415,10 @@ class Lowerer:
                 args.append(self.b.const(1, T.INT))
             if _is_const(args[2], 0):
                 raise self.error(it, "range() step must not be zero")
+            if args[2].owner is None or args[2].owner.prim != "const":
+                nonzero = self.b.value("ne", (args[2], self.b.const(0, T.INT)), node=it)
+                self.b.emit("assert", (nonzero,), {"message": "range() step must not be zero",
+                                                   "exception": "ValueError"}, it)
             return args[0], args[1], args[2], None
         iterable = self.as_value(self.expr(it), it)
         if not isinstance(iterable.type, T.Array) or iterable.type.ndim == 0:
@@ -428,9 +434,23 @@ class Lowerer:
             self.statements(node.body)
             self.env.pop(CNT, None)
 
-        carried = self.carried_names(node.body)
+        carried = self.carried_names(node.body) | self.carried_target(node)
         results = self.build_loop(node, carried, "for", [start, stop, step], body)
         self.finish_loop(carried, results, node)
+        self.after_loop_target(node, carried)
+
+    def carried_target(self, node):
+        """The loop variable keeps its last value after the loop (Python's semantics): it is
+        carried when it has a value before the loop, which it keeps after zero iterations."""
+        name = node.target.id
+        value = self.env.get(name)
+        return {name} if value is not None and not isinstance(value, Static) else set()
+
+    def after_loop_target(self, node, carried):
+        """Without a value before the loop, reading the loop variable after it is refused (it
+        is unbound after zero iterations)."""
+        if node.target.id not in carried:
+            self.env[node.target.id] = Undefined(None)
 
     def bind_loop_target(self, node, index, array):
         if array is None:
@@ -463,9 +483,10 @@ class Lowerer:
             self.env.pop(CNT, None)
             self.env[counter] = self.b.value("add", (i, step))
 
-        carried = self.carried_names(node.body) | {counter, BRK}
+        carried = self.carried_names(node.body) | {counter, BRK} | self.carried_target(node)
         results = self.build_loop(node, carried, "while", [], body, cond)
         self.finish_loop(carried, results, node)
+        self.after_loop_target(node, carried)
         self.env.pop(counter, None)
         self.env.pop(BRK, None)
 
@@ -687,17 +708,30 @@ class Lowerer:
         raise self.error(node, "~ is not supported (bitwise operators come later)")
 
     def expr_Compare(self, node):
-        values = [self.as_value(self.expr(node.left), node)]
-        result = None
-        for op, right in zip(node.ops, node.comparators):
-            prim = _COMPARE.get(type(op))
-            if prim is None:
-                raise self.error(node, f"the comparison {type(op).__name__} is not supported")
-            rhs = self.as_value(self.expr(right), right)
-            cmp = self.b.value(prim, (values[-1], rhs), node=node)
-            values.append(rhs)
-            result = cmp if result is None else self.logical(result, cmp, is_and=True)
-        return result
+        """`a < b <= c` is `a < b and b <= c` with b evaluated once: c only when a < b."""
+        left = self.as_value(self.expr(node.left), node)
+        return self.compare_chain(left, list(zip(node.ops, node.comparators)), node)
+
+    def compare_chain(self, left, rest, node):
+        (op, right), rest = rest[0], rest[1:]
+        prim = _COMPARE.get(type(op))
+        if prim is None:
+            raise self.error(node, f"the comparison {type(op).__name__} is not supported")
+        rhs = self.as_value(self.expr(right), right)
+        cmp = self.b.value(prim, (left, rhs), node=node)
+        if not rest:
+            return cmp
+        if all(isinstance(r, (ast.Name, ast.Constant)) for _, r in rest):
+            return self.logical(cmp, self.compare_chain(rhs, rest, node), is_and=True)
+
+        def evaluate():  # the rest may raise (an index, a division): only when cmp holds
+            self.env["__bool"] = self.compare_chain(rhs, rest, node)
+
+        def keep():
+            self.env["__bool"] = cmp
+
+        self.lower_if(cmp, evaluate, keep, node)
+        return self.env.pop("__bool")
 
     def condition(self, value, node):
         value = self.as_value(value, node)

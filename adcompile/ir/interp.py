@@ -5,6 +5,7 @@ int/float/bool, strong scalars as numpy scalars, arrays as numpy arrays. Every b
 checked against this interpreter.
 """
 
+import builtins
 import math
 import operator
 
@@ -96,12 +97,30 @@ def _typed(fn):
     return impl
 
 
+COMPLEX_POWER = ("a negative float raised to a fractional power is a complex number, which "
+                 "compiled code does not compute")
+
+
+def real_pow(a, b):
+    """Python's `a ** b` for Python numbers, with ValueError where that is a complex number
+    (`(-8.0) ** (1 / 3)`). The Python backend calls it where a complex result is possible."""
+    result = a**b
+    if type(result) is complex:
+        raise ValueError(COMPLEX_POWER)
+    return result
+
+
 def _pow(op, args):
     a, b = args
     t = op.results[0].type
+    lib = op.attrs.get("lib")
+    if lib == "math":
+        return [convert(math.pow(a, b), t)]
     if t.is_float and isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer)):
-        a = float(a)
-    return [convert(a**b, t)]
+        a = convert(a, t)  # integers to a power that may be negative: computed in floats
+    if lib == "numpy":
+        return [convert(np.power(a, b), t)]
+    return [convert(real_pow(a, b), t)]
 
 
 def _math(op, args):
@@ -150,7 +169,7 @@ def _add_at(op, args):
 def _assert(op, args):
     if not args[0]:
         message = op.attrs.get("message") or f"assert {op.attrs.get('source', '')} failed"
-        raise AssertionError(message)
+        raise getattr(builtins, op.attrs.get("exception", "AssertionError"))(message)
     return []
 
 

@@ -38,29 +38,48 @@ def accumulate_in_registers(fn):
 
 
 def _block(block):
-    for op in list(block.ops):
+    """One forward pass: `pending` holds the zero-filled 1-d arrays allocated so far in
+    `block` that no op since their allocation has used (in allocation order), so a loop's
+    candidates are found without rescanning the ops before it."""
+    pending = {}  # array -> its allocation's position in the block
+    before, after = {}, {}  # loop -> ops to insert before / after it
+    for position, op in enumerate(list(block.ops)):
         for region in op.regions:
             _block(region)
-        if op.prim == "for":
-            for array in _candidates(block, op):
+        if op.prim == "for" and pending:
+            for array in _candidates(op, pending):
                 plan = _plan(op, array)
                 if plan is not None:
-                    _rewrite(block, op, array, *plan)
+                    zero, ops = _rewrite(op, array, *plan)
+                    before.setdefault(op, []).append(zero)
+                    after[op] = ops + after.get(op, [])
+        if pending:
+            for o in _walk_op(op):
+                for v in o.operands:
+                    pending.pop(v, None)
+        if op.prim == "alloc":
+            fill = op.attrs.get("fill")
+            if fill == 0 and not isinstance(fill, bool) and op.attrs.get("ndim") == 1:
+                pending[op.result] = position
+    if before:
+        ops = []
+        for op in block.ops:
+            ops += before.get(op, ())
+            ops.append(op)
+            ops += after.get(op, ())
+        block.ops = ops
 
 
-def _candidates(block, loop):
-    """Zero-filled 1-d arrays allocated before `loop` in `block` and unused until it."""
-    ops = block.ops
-    at = ops.index(loop)
-    found = []
-    for k, op in enumerate(ops[:at]):
-        fill = op.attrs.get("fill")
-        if op.prim == "alloc" and fill == 0 and not isinstance(fill, bool) and \
-                op.attrs.get("ndim") == 1:
-            array = op.result
-            if not any(array in o.operands for between in ops[k + 1:at] for o in walk_op(between)):
-                found.append(array)
-    return found
+def _walk_op(op):
+    return walk_op(op) if op.regions else (op,)
+
+
+def _candidates(loop, pending):
+    """The arrays of `pending` (zero-filled, 1-d, allocated before `loop` in its block and
+    unused until it) that the top level of the loop's body adds into, in allocation order:
+    `_plan` refuses the others."""
+    targets = {op.operands[0] for op in loop.regions[0].ops if op.prim == "add_at"}
+    return sorted((a for a in targets if a in pending), key=pending.__getitem__)
 
 
 def _plan(loop, array):
@@ -112,17 +131,17 @@ def _offset(idx, index):
     return c if idx.owner.prim == "add" else -c
 
 
-def _rewrite(block, loop, array, offsets, lo, hi, step):
+def _rewrite(loop, array, offsets, lo, hi, step):
     """Window slot j holds element i + edge[j]: slot 0 is stored as it leaves at the end of
     the iteration, the last slot enters at 0.0, the others are carried (as slot j - 1 of the
-    next iteration, whose index is i + step)."""
+    next iteration, whose index is i + step). Returns the constant 0.0 that goes before the
+    loop and the ops that go after it."""
     element = array.type.element
     edge = [lo + j for j in range(hi - lo + 1)] if step == 1 else \
         [hi - j for j in range(hi - lo + 1)]
     slot = {c: j for j, c in enumerate(edge)}
     body = loop.regions[0]
     zero = Op("const", [], [element], {"value": 0.0, "type": element})
-    block.ops.insert(block.ops.index(loop), zero)
     carried = [Value(element, f"{array.name or 'a'}_{j}") for j in range(len(edge) - 1)]
     window = carried + [zero.result]
     index_of, loc_of = {}, {}
@@ -155,8 +174,7 @@ def _rewrite(block, loop, array, offsets, lo, hi, step):
     if finals:
         after += _flush(loop, array, finals, edge, step, loc_of, ran)
     after += _zero_the_rest(loop, array, lo, hi, step, ran, zero.result)
-    at = block.ops.index(loop) + 1
-    block.ops[at:at] = after
+    return zero, after
 
 
 def _flush(loop, array, finals, edge, step, loc_of, ran):

@@ -20,7 +20,9 @@ def common_subexpressions(fn):
 
 
 def _block(block, seen, replace, readonly):
-    seen = dict(seen)
+    """`seen` holds the keys of the ops that dominate this point; the keys this block adds
+    are removed again when it ends (a scoped table: no copy per region)."""
+    added = []
     for op in block.ops:
         op.operands = [replace.get(v, v) for v in op.operands]
         for region in op.regions:
@@ -37,7 +39,12 @@ def _block(block, seen, replace, readonly):
             replace[op.result] = earlier
         else:
             seen[key] = op.result
+            added.append(key)
+    for key in added:
+        del seen[key]
 
 
 def _freeze(attrs):
+    if not attrs:
+        return ()
     return tuple(sorted((k, repr(v)) for k, v in attrs.items()))

@@ -42,6 +42,7 @@ class _Entry:
         self.release_gil = release_gil
         self.exact = exact
         self.layouts = iter(kernel.layouts)
+        self.strings = None  # how many `.str` globals the module has (counted once)
 
     # -- helpers ----------------------------------------------------------------------------
     def declare(self, name, ret, args, var_arg=False):
@@ -70,7 +71,10 @@ class _Entry:
 
     def string(self, text):
         data = bytearray(text.encode("utf-8")) + b"\0"
-        name = f".str{len([g for g in self.module.global_values if g.name.startswith('.str')])}"
+        if self.strings is None:
+            self.strings = sum(g.name.startswith(".str") for g in self.module.global_values)
+        name = f".str{self.strings}"
+        self.strings += 1
         g = opaque(ir.GlobalVariable(self.module, ir.ArrayType(I8, len(data)), name=name))
         g.global_constant = True
         g.linkage = "private"

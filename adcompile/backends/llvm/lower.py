@@ -655,15 +655,15 @@ class _Lowering:
         return self.convert(self.v(op.operands[0]), src, dst)
 
     def float_to_int(self, value, python, loc):
-        """int(x), math.floor(x)...: NaN is Python's and numpy's ValueError; a value outside
-        64 bits is an OverflowError for a Python int (which would grow) and numpy's
-        INT64_MIN for np.int64 (LLVM's fptosi of it would be undefined)."""
-        code = self.error("ValueError", "cannot convert float NaN to integer", loc)
-        self.check(self.b.fcmp_unordered("uno", value, value), code)
+        """int(x), math.floor(x)... of a Python float, or to a Python int (`python`): NaN is
+        a ValueError, and a value outside 64 bits an OverflowError (a Python int would grow).
+        numpy's conversions give INT64_MIN for both (LLVM's fptosi of them is undefined)."""
         limit = ir.Constant(value.type, 2.0 ** 63)
         inside = self.b.and_(self.b.fcmp_ordered("<", value, limit),
                              self.b.fcmp_ordered(">=", value, self.b.fneg(limit)))
         if python:
+            code = self.error("ValueError", "cannot convert float NaN to integer", loc)
+            self.check(self.b.fcmp_unordered("uno", value, value), code)
             code = self.error("OverflowError", "cannot convert a float this large (or "
                               "infinite) to a 64-bit integer", loc)
             self.check(self.b.not_(inside), code)
@@ -682,8 +682,9 @@ class _Lowering:
         a, b = self.operands_as(op, t)
         bigger = op.prim in ("max", "maximum")
         pred = ">" if bigger else "<"
-        if not t.is_float:
-            return self.b.select(self.b.icmp_signed(pred, b, a), b, a)
+        if not t.is_float:  # bools compare unsigned: True is 1, not -1
+            compare = self.b.icmp_unsigned if t.dtype == "bool" else self.b.icmp_signed
+            return self.b.select(compare(pred, b, a), b, a)
         if op.prim in ("maximum", "minimum"):  # numpy: NaN wins
             keep_a = self.b.or_(self.b.fcmp_ordered(pred + "=", a, b),
                                 self.b.fcmp_unordered("uno", a, a))
@@ -763,7 +764,8 @@ class _Lowering:
     def assertion(self, op):
         message = op.attrs.get("message") or f"assert {op.attrs.get('source', '')} failed"
         code = len(self.errors) + 2
-        self.errors[code] = ("AssertionError", message.replace("%", "%%"))
+        exception = op.attrs.get("exception", "AssertionError")
+        self.errors[code] = (exception, message.replace("%", "%%"))
         cond = self.v(op.operands[0])
         self.check(self.b.not_(cond), code)
 
@@ -875,7 +877,12 @@ class _Lowering:
         offset = self.index(array, self.typed_indices(op.operands[1:-1]), op.loc,
                             checked=not op.attrs.get("in_bounds"))
         ptr = self.element(array, offset) if offset is not None else array.data
-        self.store_mem(array, ptr, self.v(value), value.type)
+        stored = self.v(value)
+        if value.type.is_float and array.dtype == "i64":  # numpy converts as int() does
+            stored, value_type = self.float_to_int(stored, True, op.loc), T.I64
+        else:
+            value_type = value.type
+        self.store_mem(array, ptr, stored, value_type)
 
     def add_at(self, op):
         """array[idx] += value; a whole sub-array when value is an array (a seed) or when

@@ -6,19 +6,31 @@ named after the user's, constants inlined, structured control flow kept as if/fo
 if-results share one variable name with the block arguments they merge, as the user wrote them.
 The source is registered with linecache under its own file name, so tracebacks, `inspect` and
 pdb show it.
+
+Names. The emitted code reads a few names from its module: `np`, `math`, the helpers below and
+the builtins it calls (`float`, `range`, `min`, ...). The user's names never shadow them: a
+parameter or local that would (a local `float` in code that calls float()) is renamed
+(`float_1`), and a helper the function itself is named after (`def np(a)`, `def float(a)`) is
+bound under another name (`_np`, `_float`) in that function's module, so the emitted function
+keeps the user's name.
 """
 
 import ast
+import builtins
+import functools
 import itertools
 import keyword
 import linecache
 import math
 import re
+import unicodedata
 
 import astor
 import numpy as np
 
 from adcompile.ir import types as T
+from adcompile.ir.interp import real_pow
+from adcompile.ir.tape import Tape
 
 _COMMENT = "__adcompile_comment__"
 _counter = itertools.count()
@@ -35,7 +47,12 @@ _NP_NAMES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "atan2": "arc
 
 def emit_source(fn):
     """The Python source of IR function `fn`."""
-    return _Emitter(fn).source()
+    emitter = _Emitter(fn)
+    text = emitter.source()
+    clashes = emitter.used & emitter.local_names
+    if clashes:  # a user's name shadows a global the code reads: emit again, renaming it
+        text = _Emitter(fn, reserved=clashes).source()
+    return text
 
 
 def load(fn, source=None):
@@ -43,11 +60,11 @@ def load(fn, source=None):
     source = source or emit_source(fn)
     filename = f"<adcompile:{fn.name}:{next(_counter)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    from adcompile.ir.tape import Tape
-
-    namespace = {"np": np, "math": math, "_erf": _erf, "_Tape": Tape}
+    name = _function_name(fn)
+    namespace = {alias: _GLOBALS[g] for g, alias in _aliases(name).items()
+                 if alias != g or g in _HELPERS}
     exec(compile(source, filename, "exec"), namespace)
-    return namespace[fn.name]
+    return namespace[name]
 
 
 def _comment(loc):
@@ -65,23 +82,72 @@ def _erf(x, name="erf"):
     return type(x)(fn(x)) if isinstance(x, np.floating) else fn(x)
 
 
+# what the emitted code may read from its module (besides keywords): helpers bound by load(),
+# and builtins
+_HELPERS = {"np": np, "math": math, "_erf": _erf, "_Tape": Tape, "_pow": real_pow}
+_BUILTINS = ("float", "int", "bool", "range", "min", "max", "abs")
+_GLOBALS = {**_HELPERS, **{b: getattr(builtins, b) for b in _BUILTINS}}
+
+
+def _function_name(fn):
+    """The name of the emitted function: the IR function's, made an identifier if need be."""
+    name = _identifier(fn.name)
+    return name + "_" if keyword.iskeyword(name) else name
+
+
+def _identifier(text):
+    """`text` (NFKC-normalised, as Python normalises identifiers) with every character that
+    cannot appear in an identifier replaced by `_`, and a leading digit prefixed."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+        text = "".join(c if ("a" + c).isidentifier() else "_" for c in text)
+    else:
+        text = re.sub(r"\W", "_", text)
+    if not text:
+        return "t"
+    return "v" + text if text[0].isdigit() else text
+
+
+def _aliases(function_name):
+    """global -> the name the emitted code reads it by: its own, unless the function is called
+    that (then an underscore is prepended; locals never start with one)."""
+    aliases = {}
+    for g in _GLOBALS:
+        alias = g
+        while alias == function_name or alias in _GLOBALS and alias != g:
+            alias = "_" + alias
+        aliases[g] = alias
+    return aliases
+
+
 class _Emitter:
-    def __init__(self, fn):
+    def __init__(self, fn, reserved=()):
         self.fn = fn
+        self.fn_name = _function_name(fn)
+        self.aliases = _aliases(self.fn_name)
         self.names = {}
-        self.taken = set(keyword.kwlist) | {"np", "math", "_erf", "_Tape"}
+        # locals never start with "_", so they can only shadow np, math and the builtins:
+        # emit_source() finds which of those the code reads and any local called so, and
+        # emits the function again with them reserved
+        self.taken = set(keyword.kwlist) | set(reserved)
+        self.next_suffix = {}  # base name -> the next suffix fresh() tries
+        self.local_names = set()
+        self.used = set()  # the globals the code reads (by their aliases)
         self.last_loc = None
 
     # -- names ------------------------------------------------------------------------------
     def fresh(self, hint):
-        base = re.sub(r"\W", "_", (hint or "t").lstrip("_")) or "t"
-        if base[0].isdigit():
-            base = "v" + base
-        name, k = base, 1
+        """A new variable name from `hint`: the hint itself (made an identifier), or the hint
+        with the smallest numeric suffix `_k` not yet taken."""
+        base = _identifier((hint or "t").lstrip("_"))
+        k = self.next_suffix.get(base, 0)
+        name = f"{base}_{k}" if k else base
         while name in self.taken:
-            name = f"{base}_{k}"
             k += 1
+            name = f"{base}_{k}"
+        self.next_suffix[base] = k + 1
         self.taken.add(name)
+        self.local_names.add(name)
         return name
 
     def name_of(self, value):
@@ -90,10 +156,38 @@ class _Emitter:
             name = self.names[value] = self.fresh(value.name)
         return name
 
+    def glob(self, name):
+        """A read of global `name` (a helper or a builtin)."""
+        alias = self.aliases[name]
+        self.used.add(alias)
+        return ast.Name(alias, ast.Load())
+
+    def call(self, name, args, **kwargs):
+        """A call of global `name`, or of an attribute of one (`np.sin`)."""
+        head, *rest = name.split(".")
+        func = self.glob(head)
+        for part in rest:
+            func = _attr(func, part)
+        keywords = [ast.keyword(k, v) for k, v in kwargs.items()]
+        return ast.Call(func, list(args), keywords)
+
+    def to_type(self, node, t):
+        """`node` converted to scalar type `t` (`float(node)`, `np.float32(node)`)."""
+        return self.call(_CASTS[(t.dtype, t.weak)], [node])
+
+    def literal(self, value, type):
+        if isinstance(value, float) and not math.isfinite(value):
+            node = self.call("float", [ast.Constant(repr(value))])
+        else:
+            node = ast.Constant(value)
+        if isinstance(type, T.Scalar) and not type.weak:
+            return self.to_type(node, type)
+        return node
+
     def expr(self, value):
         owner = value.owner
         if owner is not None and owner.prim == "const":
-            return _literal(owner.attrs["value"], owner.attrs["type"])
+            return self.literal(owner.attrs["value"], owner.attrs["type"])
         return ast.Name(self.name_of(value), ast.Load())
 
     def target(self, value):
@@ -103,11 +197,9 @@ class _Emitter:
     def source(self):
         args = [ast.arg(self.name_of(p)) for p in self.fn.params]
         body = self.block(self.fn.body)
-        fdef = ast.FunctionDef(self.fn.name, ast.arguments([], args, None, [], [], None, []),
+        fdef = ast.FunctionDef(self.fn_name, ast.arguments([], args, None, [], [], None, []),
                                body or [ast.Pass()], [], None)
-        module = ast.Module([fdef], [])
-        ast.fix_missing_locations(module)
-        text = astor.to_source(module)
+        text = astor.to_source(ast.Module([fdef], []))  # astor needs no line numbers
         return re.sub(r"(?m)^(\s*)(\"\"\"|'|\")" + _COMMENT + r" (.*?)(\"\"\"|'|\")$",
                       r"\1# \3", text)
 
@@ -138,14 +230,14 @@ class _Emitter:
         if prim == "not":
             return ast.UnaryOp(ast.Not(), args[0])
         if prim == "truth":
-            return _call("bool", args)
+            return self.call("bool", args)
         if prim == "cast":
             to = op.attrs["to"]
-            return _call(_CASTS[(to.dtype, to.weak)], args)
+            return self.to_type(args[0], to)
         if prim in ("min", "max"):
-            return self.cast_to(op, _call(prim, args))
+            return self.cast_to(op, self.call(prim, args))
         if prim == "abs" and not op.attrs.get("lib"):
-            return _call("abs", args)
+            return self.call("abs", args)
         if prim == "shape":
             return _subscript(_attr(args[0], "shape"), ast.Constant(op.attrs["axis"]))
         if prim == "size":
@@ -158,15 +250,15 @@ class _Emitter:
         if prim == "tuple":
             return ast.Tuple(args, ast.Load())
         if prim == "tape_new":
-            return _call("_Tape", [ast.Constant(op.attrs["item"])])
+            return self.call("_Tape", [ast.Constant(op.attrs["item"])])
         if prim == "tape_pop":
             t = op.result.type
             node = ast.Call(_attr(args[0], "pop"), [], [])
-            return _call(_CASTS[(t.dtype, t.weak)], [node]) if isinstance(t, T.Scalar) else node
+            return self.to_type(node, t) if isinstance(t, T.Scalar) else node
         if prim == "select":
             return self.cast_to(op, ast.IfExp(args[0], args[1], args[2]), op.operands[1:])
         if prim == "sign":
-            return self.cast_to(op, _call("np.sign", args))
+            return self.numpy_call(op, "sign", args)
         if prim == "and":
             return ast.BoolOp(ast.And(), args)
         if prim == "tuple_get":
@@ -175,44 +267,61 @@ class _Emitter:
 
     def binary(self, op, args):
         t = op.result.type
-        if op.prim == "pow" and t.is_float and all(
-                v.type.is_int or v.type.dtype == "bool" for v in op.operands):
-            args = [_call("float", [args[0]]), args[1]]
+        if op.prim == "pow":
+            lib = op.attrs.get("lib")
+            types = [v.type for v in op.operands]
+            if t.is_float and all(u.is_int or u.dtype == "bool" for u in types):
+                # integers to a power that may be negative: computed in floats
+                args, types = [self.to_type(args[0], t), args[1]], [t, types[1]]
+            if lib == "math":  # math.pow: ValueError where ** is complex or divides by zero
+                node = self.call("math.pow", args)  # a Python float
+                return node if t == T.FLOAT else self.to_type(node, t)
+            if lib == "numpy":
+                return self.numpy_call(op, "power", args, tuple(types))
+            if _may_be_complex(op, types):
+                return self.call("_pow", args)
         node = ast.BinOp(args[0], _BINARY[op.prim](), args[1])
         if t.dtype == "i64" and not t.weak and all(v.type.dtype == "bool"
                                                    for v in op.operands):
-            return _call("np.int64", [node])
+            return self.call("np.int64", [node])
         return node
 
     def cast_to(self, op, node, operands=None):
         t = op.result.type
         if all(v.type == t for v in (op.operands if operands is None else operands)):
             return node
-        return _call(_CASTS[(t.dtype, t.weak)], [node])
+        return self.to_type(node, t)
 
     def math(self, op, args):
         if op.attrs.get("lib") == "math":
             name = {"abs": "fabs"}.get(op.prim, op.prim)
-            node = _call(f"math.{name}", args)
-            return node
+            node = self.call(f"math.{name}", args)  # a Python float (int for floor/ceil/trunc)
+            returns = T.INT if name in ("floor", "ceil", "trunc") else T.FLOAT
+            return node if op.result.type == returns else self.to_type(node, op.result.type)
         if op.prim in ("erf", "erfc"):
-            return _call("_erf", args + [ast.Constant(op.prim)])
-        name = _NP_NAMES.get(op.prim, op.prim)
-        node = _call(f"np.{name}", args)
+            return self.call("_erf", args + [ast.Constant(op.prim)])
+        return self.numpy_call(op, _NP_NAMES.get(op.prim, op.prim), args)
+
+    def numpy_call(self, op, name, args, types=None):
+        """`np.name(args)` (of operands of IR types `types`, the op's by default), converted
+        to the op's type where numpy's result differs from it (a Python number for a weak
+        type: `float(np.sign(x))`)."""
+        node = self.call(f"np.{name}", args)
         t = op.result.type
-        if any(v.type.weak for v in op.operands) and not t.weak:
-            return node  # numpy already returns float64 scalars for Python numbers
+        types = types or tuple(v.type for v in op.operands)
+        if t.weak or _numpy_dtype(name, types) != T.NUMPY[t.dtype]:
+            return self.to_type(node, t)
         return node
 
     def alloc(self, op, args):
         ndim = op.attrs["ndim"]
         shape = ast.Tuple(args[:ndim], ast.Load())
-        dtype = _attr(ast.Name("np", ast.Load()), T.NUMPY[op.attrs["dtype"]].name)
+        dtype = _attr(self.glob("np"), T.NUMPY[op.attrs["dtype"]].name)
         fill = op.attrs["fill"]
         if fill == "value":
-            return _call("np.full", [shape, args[ndim]], dtype=dtype)
+            return self.call("np.full", [shape, args[ndim]], dtype=dtype)
         fn = {0: "np.zeros", 1: "np.ones", None: "np.empty"}[fill]
-        return _call(fn, [shape], dtype=dtype)
+        return self.call(fn, [shape], dtype=dtype)
 
     # -- statements -------------------------------------------------------------------------
     def op_const(self, op):
@@ -240,7 +349,12 @@ class _Emitter:
 
     def op_assert(self, op):
         message = op.attrs.get("message") or f"assert {op.attrs.get('source', '')} failed"
-        return [ast.Assert(self.expr(op.operands[0]), ast.Constant(message))]
+        exception = op.attrs.get("exception")
+        if exception is None:
+            return [ast.Assert(self.expr(op.operands[0]), ast.Constant(message))]
+        error = ast.Call(ast.Name(exception, ast.Load()), [ast.Constant(message)], [])
+        fails = ast.UnaryOp(ast.Not(), self.expr(op.operands[0]))
+        return [ast.If(fails, [ast.Raise(error, None)], [])]
 
     def op_return(self, op):
         return [ast.Return(self.expr(op.operands[0]) if op.operands else None)]
@@ -265,7 +379,7 @@ class _Emitter:
         range_args = [start, stop, step]
         if _is_literal(step, 1):
             range_args = [stop] if _is_literal(start, 0) else [start, stop]
-        loop = ast.For(self.target(body.params[0]), _call("range", range_args),
+        loop = ast.For(self.target(body.params[0]), self.call("range", range_args),
                        self.region_with_yield(body, op.results) or [ast.Pass()], [], None)
         return inits + [loop]
 
@@ -325,27 +439,39 @@ class _Emitter:
                            ast.Tuple([self.expr(v) for _, v in pairs], ast.Load()))]
 
 
-def _literal(value, type):
-    if isinstance(value, float) and not math.isfinite(value):
-        node = _call("float", [ast.Constant(repr(value))])
-    else:
-        node = ast.Constant(value)
-    if isinstance(type, T.Scalar) and not type.weak:
-        return _call(_CASTS[(type.dtype, False)], [node])
-    return node
+def _may_be_complex(op, types):
+    """Whether Python's `a ** b` (of IR types `types`) can be a complex number here: a
+    Python-number base that may be negative, raised to a Python float that may be fractional."""
+    base, exponent = op.operands
+    if not (op.result.type.weak and types[0].weak and types[0].dtype != "bool" and
+            types[1].weak and types[1].is_float):
+        return False
+    b, e = _constant(base), _constant(exponent)
+    if e is not None and (not math.isfinite(e) or float(e).is_integer()):
+        return False
+    return b is None or b < 0
+
+
+def _constant(value):
+    owner = value.owner
+    return owner.attrs["value"] if owner is not None and owner.prim == "const" else None
+
+
+@functools.lru_cache(maxsize=None)
+def _numpy_dtype(name, types):
+    """The dtype numpy's `np.name` returns for operands of IR scalar types `types`."""
+    samples = [T.NUMPY[t.dtype].type(1) if not t.weak else
+               {"bool": True, "i64": 1, "f64": 1.0}[t.dtype] for t in types]
+    with np.errstate(all="ignore"):
+        try:
+            return np.asarray(getattr(np, name)(*samples)).dtype
+        except (TypeError, ValueError):
+            return None
 
 
 def _is_literal(node, value):
     return isinstance(node, ast.Constant) and node.value == value and \
         type(node.value) is type(value)
-
-
-def _call(name, args, **kwargs):
-    func = None
-    for part in name.split("."):
-        func = ast.Name(part, ast.Load()) if func is None else _attr(func, part)
-    keywords = [ast.keyword(k, v) for k, v in kwargs.items()]
-    return ast.Call(func, list(args), keywords)
 
 
 def _attr(node, name):
