@@ -167,11 +167,12 @@ class _Transform:
         t_array = self.tan.get(array)
         t_value = self.tan.get(value)
         if t_array is None:
-            if t_value is not None:
-                raise CompileError("a value that depends on a differentiated argument is "
-                                   "stored into an array without a derivative; allocate it "
-                                   "with np.zeros/np.empty in the function instead")
-            return
+            if t_value is not None and array.type.dtype in ("f32", "f64"):
+                raise CompileError.at(op.loc, "a value that depends on a differentiated "
+                                      "argument is stored into an array without a derivative; "
+                                      "allocate it with np.zeros/np.empty in the function "
+                                      "instead")
+            return  # an int or bool array: what is stored there has no derivative
         if t_value is None:
             t_value = self.b.const(0.0, T.Scalar(t_array.type.dtype))
         self.b.emit("store", [t_array] + [self.val[v] for v in index] + [t_value])

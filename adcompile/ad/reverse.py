@@ -258,7 +258,11 @@ class _Reverse:
         """Shadow arrays follow their primal: allocations and views of shadowed arrays."""
         if op.prim == "alloc" and op.results[0] in self.active:
             r = op.results[0]
-            dims = [self.val[v] for v in op.operands[:op.attrs["ndim"]]]
+            ndim = op.attrs["ndim"]
+            if op.attrs["fill"] == "value" and op.operands[ndim] in self.active:
+                raise CompileError.at(op.loc, "reverse mode does not differentiate np.full's "
+                                      "fill value yet; fill the array with a loop instead")
+            dims = [self.val[v] for v in op.operands[:ndim]]
             self.shadow[r] = self.b.value("alloc", dims, dict(op.attrs, fill=0),
                                           name=f"{r.name or 'a'}_bar")
         elif op.prim == "load" and isinstance(op.results[0].type, T.Array) and \

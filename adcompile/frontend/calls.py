@@ -101,8 +101,8 @@ def _math(lw, spec, node):
     attrs = {"lib": "math" if lib.startswith("math") else "numpy"}
     if lib == "math_int":
         attrs["int_result"] = True
-    if prim == "abs" and lib == "numpy":
-        attrs["keep_int"] = True
+    if prim in ("abs", "floor", "ceil", "trunc") and lib == "numpy":
+        attrs["keep_int"] = True  # numpy 2 keeps integers integers here
     if prim == "pow":
         if lib == "math":
             args = [lw.b.cast(a, T.FLOAT) for a in args]

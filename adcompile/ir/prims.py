@@ -133,7 +133,7 @@ def _math_result(t, attrs):
             return T.INT
         return T.FLOAT
     if attrs.get("keep_int") and t.is_int:
-        return t
+        return T.Scalar(t.dtype)  # a numpy scalar, also of a Python int
     return T.Scalar(t.dtype if t.is_float else "f64")
 
 
@@ -149,7 +149,8 @@ def may_raise(op):
     out of range, Python numbers divided by zero, a math.* domain or range error, NaN or an
     infinity converted to an int. Such an op is kept even when its result is unused, so that a
     derivative program raises what its function raises. Not counted: Python ints or floats
-    outgrowing 64 bits in + - * ** (the derivative code of such an op overflows too)."""
+    outgrowing 64 bits in + - * and ** with a constant exponent (the derivative code of such
+    an op overflows too)."""
     if not op.loc or op.loc.startswith("grad of"):
         return False  # the compiler's own index arithmetic and derivative code do not raise
     name, t = op.prim, op.results[0].type if op.results else None
@@ -157,6 +158,12 @@ def may_raise(op):
         return not op.attrs.get("in_bounds")
     if name in ("div", "floordiv", "mod"):
         return all(x.type.weak for x in op.operands)
+    if name == "pow":  # math.pow's errors; 0.0 ** -1 and a complex result of Python floats
+        exponent = op.operands[1].owner
+        constant = exponent is not None and exponent.prim == "const" and \
+            float(exponent.attrs["value"]) >= 0 and float(exponent.attrs["value"]).is_integer()
+        return op.attrs.get("lib") == "math" or (
+            all(x.type.weak for x in op.operands) and not constant)
     if name in UNARY_MATH or name in BINARY_MATH:
         return op.attrs.get("lib") == "math" or (t.is_int and not op.attrs.get("keep_int"))
     if name == "cast":
