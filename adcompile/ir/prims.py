@@ -84,6 +84,8 @@ def _neg(ts, attrs):
 @prim("abs", 1)
 def _abs(ts, attrs):
     t = _numeric(ts[0], "abs()")
+    if attrs.get("lib") == "math":  # math.fabs: always a Python float
+        return [T.FLOAT]
     return [_numpy_result(T.INT if t.dtype == "bool" else t, attrs)]
 
 
