@@ -1,0 +1,689 @@
+"""Random-program fuzzer: whole generated modules (fuzzgen.py) run as plain Python, on the
+reference interpreter, the Python backend and the LLVM backend, must agree exactly.
+
+Agreement: the same result (floats bit for bit, NaN equal to NaN, -0.0 apart from 0.0, the
+same Python/numpy scalar types, arrays with equal dtype, shape and elements), the same
+contents of the array arguments afterwards (functions write into them), or the same exception
+type. The oracle is the program run by CPython, except where compiled code is specified to
+raise instead: a Python int leaving int64 (OverflowError; returning CPython's big int is fine
+too) and a float power with a complex result (ValueError). A located CompileError is a refusal,
+recorded but not a failure; an unlocated one, an InternalError or any other exception type is.
+One allowance: the LLVM backend calls libm where numpy has its own SIMD transcendental
+functions, so programs using np.sin/np.exp/np.tanh... may differ there by a few ulps (noted).
+
+Programs returning one finite float are also differentiated: `grad` on all three backends
+(equal to 1e-12), one of value_and_grad/jvp/vjp on LLVM, and central finite differences of
+the Python function (checked with two steps first, so kinks are skipped).
+
+    python -m pytest tests/compiler/test_fuzz.py              # the fixed slice of seeds
+    python -m pytest tests/compiler/test_fuzz.py --time 300   # fresh seeds for 300 s
+    python -m pytest tests/compiler/test_fuzz.py --fuzz-seed 123 -s   # replay one seed
+
+A failure prints the seed, the program (minimized by deleting statements while the failure
+persists) and its arguments. Compiled code that crashes the process leaves the program it was
+running in $TMPDIR/adcompile-fuzz-current.py; one that never returns is stopped by a watchdog
+that prints the program and ends the process. Seeds failing through compiler bugs already
+triaged (/tmp/fuzz_report.md, by class name) are listed in KNOWN and xfail strictly.
+"""
+
+import collections
+import copy
+import importlib.util
+import itertools
+import math
+import os
+import re
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import adcompile as ac
+from adcompile.errors import CompileError, InternalError
+from adcompile.ir.nodes import walk
+from tests.compiler import fuzzgen
+from tests.compiler.fuzzgen import F64, FLOAT, ArrayType
+
+BACKENDS = ("interp", "python", "llvm")
+SLICE = range(500)
+# seed -> the open bug class (/tmp/fuzz_report.md) that makes it fail; strict: a fix XPASSes
+KNOWN = {
+    207: "DCE_RAISES: an unused np.int64(math.ceil(1e300)) is deleted (interp, python)",
+    217: "LLVM_BIG_CONST: 3 * 4611686018427387904 folded and wrapped to int64 on llvm",
+    312: "GRAD_RAISES: the derivative of math.pow overflows (OverflowError) on interp",
+}
+# numpy's own (SIMD) transcendental functions may differ from libm's in the last bits
+NUMPY_ULP = re.compile(r"np\.(sin|cos|tan|exp|log|log1p|expm1|tanh|sinh|cosh|log2|log10|"
+                       r"arcsin|arccos|arctan|arctan2|hypot|power)\(")
+_files = itertools.count()
+
+
+# -- pytest wiring ----------------------------------------------------------------------------
+
+def pytest_generate_tests(metafunc):
+    config = metafunc.config
+    if "fuzz_seed" in metafunc.fixturenames:
+        replay = config.getoption("--fuzz-seed")
+        if replay is not None:
+            params = [replay]
+        elif config.getoption("--time"):
+            params = []
+        else:
+            params = [pytest.param(s, marks=pytest.mark.xfail(strict=True, reason=KNOWN[s]))
+                      if s in KNOWN else s for s in SLICE]
+        metafunc.parametrize("fuzz_seed", params, ids=str)
+    if "fuzz_time" in metafunc.fixturenames:
+        seconds = config.getoption("--time")
+        metafunc.parametrize("fuzz_time", [seconds] if seconds else [], ids=str)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    return tmp_path_factory.mktemp("fuzz")
+
+
+_minimizations_left = [3]  # per session: a regression failing many seeds stays quick
+
+
+def test_fuzz_seed(fuzz_seed, workdir, request):
+    replay = request.config.getoption("--fuzz-seed") is not None
+    program = fuzzgen.generate(fuzz_seed)
+    result = check_program(program, workdir, thorough=replay)
+    if replay:
+        print(program.render())
+        print(result.summary())
+    if result.findings:
+        small = program
+        if replay or (fuzz_seed not in KNOWN and _minimizations_left[0] > 0):
+            _minimizations_left[0] -= 1
+            small = minimize(program, result.findings[0], workdir)
+        pytest.fail(describe(program, result, small), pytrace=False)
+
+
+def test_fuzz_for_time(fuzz_time, workdir, capsys):
+    """--time SECONDS: fresh random seeds until the time is spent; every failing seed is
+    printed as found, one program per kind of failure is minimized at the end."""
+    start, tried, failed, refusals = time.monotonic(), 0, [], collections.Counter()
+    base = int.from_bytes(os.urandom(4), "little") * 1000
+    while time.monotonic() - start < fuzz_time:
+        seed = base + tried
+        tried += 1
+        program = fuzzgen.generate(seed)
+        result = check_program(program, workdir)
+        refusals.update(r.split(": ", 2)[-1][:100] for r in result.refusals)  # no file:line
+        if result.findings:
+            failed.append((program, result))
+            with capsys.disabled():
+                print(("\n" if len(failed) == 1 else "") +
+                      f"fuzz seed {seed}: {result.findings[0].headline()}", flush=True)
+    with capsys.disabled():
+        print(f"\nfuzzed {tried} programs in {time.monotonic() - start:.0f} s: "
+              f"{len(failed)} failed; refusals (located CompileErrors): "
+              f"{sum(refusals.values())}" + "".join(f"\n    {n} x {text}"
+                                                    for text, n in refusals.most_common(10)))
+    if failed:
+        pytest.fail(_time_report(failed, tried, workdir), pytrace=False)
+
+
+def _time_report(failed, tried, workdir):
+    """One minimized program per distinct set of failure kinds (at most 5), then the seeds."""
+    kinds = {}
+    for program, result in failed:
+        key = frozenset(f.signature() for f in result.findings)
+        kinds.setdefault(key, []).append((program, result))
+    reports = [describe(p, r, minimize(p, r.findings[0], workdir, budget=30.0))
+               for (p, r), *_ in list(kinds.values())[:5]]
+    seeds = "\n".join(f"  {p.seed}: {r.findings[0].headline()}" for p, r in failed)
+    return f"{len(failed)} of {tried} programs failed\n{seeds}\n\n" + "\n\n".join(reports)
+
+
+# -- running programs -------------------------------------------------------------------------
+
+@dataclass
+class Outcome:
+    value: object = None
+    exc: BaseException = None
+    arrays: list = field(default_factory=list)  # the array arguments after the call
+    exc_type: type = None  # the exception type expected (oracle outcomes)
+    why: str = "python"  # oracle outcomes: "python", "int64 overflow" or "complex power"
+
+    def describe(self):
+        if self.exc is not None or self.exc_type is not None:
+            name = (self.exc_type or type(self.exc)).__name__
+            text = str(self.exc).split("\n")[0][:200] if self.exc is not None else self.why
+            return f"raises {name}" + (f" ({text})" if text else "")
+        return f"returns {show(self.value)}"
+
+
+@dataclass
+class Finding:
+    kind: str  # what went wrong, without values: the minimizer keeps it
+    backend: str
+    arg_index: int
+    detail: str
+
+    def signature(self):
+        return self.kind, self.backend
+
+    def headline(self):
+        return f"{self.backend}: {self.kind} (argument set {self.arg_index})"
+
+
+@dataclass
+class Result:
+    findings: list = field(default_factory=list)
+    refusals: list = field(default_factory=list)
+    notes: list = field(default_factory=list)  # accepted differences (numpy's last bits...)
+    invalid: str = None  # the oracle itself failed (a minimizer candidate that broke)
+    stats: collections.Counter = field(default_factory=collections.Counter)
+
+    def summary(self):
+        lines = [f.headline() + "\n    " + f.detail for f in self.findings]
+        lines += ["refusal: " + r for r in self.refusals] + ["note: " + n for n in self.notes]
+        return "\n".join(lines) or "all agree"
+
+
+def show(value):
+    if isinstance(value, np.ndarray):
+        return f"{value.dtype}{list(value.shape)} {np.array2string(value, threshold=20)}"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(show(v) for v in value) + ")"
+    return repr(value)
+
+
+def load(source, workdir, stem):
+    """Write `source` to a real file (the compiler reads its functions' source) and import."""
+    path = workdir / f"{stem}_{next(_files)}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run(fn, args):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            value = fn(*args)
+        except Exception as e:  # noqa: BLE001 - every exception is an outcome to compare
+            return Outcome(exc=e, arrays=_arrays(args))
+    return Outcome(value=value, arrays=_arrays(args))
+
+
+def _arrays(args):
+    return [a for a in args if isinstance(a, np.ndarray)]
+
+
+def fresh(arg_set):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fuzzgen.make_args(arg_set)
+
+
+def oracle(plain, checked, arg_set):
+    """The acceptable outcomes: CPython's, an OverflowError wherever a Python int left int64
+    (with the array arguments as they were there), and ValueError instead of a complex power.
+    `checked` is the checked rendering's module."""
+    clean = run(plain, fresh(arg_set))
+    args = fresh(arg_set)
+    checked._ARRAYS[:] = _arrays(args)
+    checked._OVERFLOWS.clear()
+    strict = run(checked.program, args)
+    outcomes = [Outcome(exc_type=OverflowError, arrays=arrays, why="int64 overflow")
+                for arrays in checked._OVERFLOWS]
+    if type(strict.exc).__name__ == "ComplexResult":
+        return outcomes + [Outcome(exc_type=ValueError, arrays=strict.arrays,
+                                   why="complex power")]
+    return [_expect(clean)] + outcomes
+
+
+def _expect(outcome):
+    if outcome.exc is not None:
+        outcome.exc_type = type(outcome.exc)
+    return outcome
+
+
+# -- comparing --------------------------------------------------------------------------------
+
+def same(got, expected, rel=0.0):
+    """Equal results: same types all the way down, floats equal bit for bit (NaNs equal to
+    each other) or, with rel > 0, within that relative difference."""
+    if type(got) is not type(expected):
+        return False
+    if isinstance(expected, tuple):
+        return len(got) == len(expected) and all(same(g, e, rel) for g, e in zip(got,
+                                                                                   expected))
+    if isinstance(expected, np.ndarray):
+        return got.dtype == expected.dtype and got.shape == expected.shape and \
+            _equal_elements(got, expected, rel)
+    if isinstance(expected, (float, np.floating)):
+        return _equal_elements(np.asarray(got), np.asarray(expected), rel)
+    return got == expected
+
+
+def _equal_elements(got, expected, rel):
+    if got.dtype.kind != "f":
+        return bool(np.array_equal(got, expected))
+    nan = np.isnan(expected)
+    if not np.array_equal(np.isnan(got), nan):
+        return False
+    g, e = got[~nan], expected[~nan]
+    if rel:
+        with np.errstate(all="ignore"):
+            return bool(np.all((g == e) | (np.abs(g - e) <= rel * np.abs(e))))
+    return bool(np.array_equal(g, e) and np.array_equal(np.signbit(g), np.signbit(e)))
+
+
+def agrees(got, expected, rel=0.0):
+    if expected.exc_type is not None:
+        if type(got.exc) is not expected.exc_type:
+            return False
+    elif got.exc is not None or not same(got.value, expected.value, rel):
+        return False
+    return len(got.arrays) == len(expected.arrays) and all(
+        same(g, e, rel) for g, e in zip(got.arrays, expected.arrays))
+
+
+def classify(got, expected):
+    """What kind of disagreement (the minimizer keeps the kind while it deletes)."""
+    exp = next((e for e in expected if e.exc_type is None), expected[0])
+    if got.exc is not None and any(type(got.exc) is e.exc_type for e in expected):
+        exp = next(e for e in expected if type(got.exc) is e.exc_type)
+    if isinstance(got.exc, InternalError):
+        return "InternalError"
+    if got.exc is not None and exp.exc_type is None:
+        return f"raises {type(got.exc).__name__}, Python returns"
+    if got.exc is None and exp.exc_type is not None:
+        return f"returns, Python raises {exp.exc_type.__name__}"
+    if got.exc is not None:
+        return f"raises {type(got.exc).__name__}, Python raises {exp.exc_type.__name__}"
+    if not same(got.value, exp.value):
+        if _types(got.value) != _types(exp.value):
+            return "wrong result type"
+        return "wrong result value"
+    return "array arguments differ afterwards"
+
+
+def _types(value):
+    if isinstance(value, tuple):
+        return tuple(_types(v) for v in value)
+    return type(value), getattr(value, "dtype", None)
+
+
+# -- checking one program ---------------------------------------------------------------------
+
+CURRENT = Path(tempfile.gettempdir()) / "adcompile-fuzz-current.py"
+
+
+def check_program(program, workdir, backends=BACKENDS, grads=True, thorough=True):
+    """Run `program` everywhere on each of its argument sets and collect the disagreements:
+    results, then (grads) gradients and one of value_and_grad/jvp/vjp. Each derivative is a
+    compilation: unless `thorough` (the fixed slice, to keep its time), the second is checked
+    for every third seed only, and programs of more than GRAD_IR_LIMIT IR ops get no
+    derivatives.
+    The program is also written to CURRENT first: if compiled code crashes the process, that
+    file says which program it was."""
+    CURRENT.write_text(f"# fuzz seed {program.seed}: the program test_fuzz.py was running\n"
+                       + program.render() + "\nARG_SETS = [\n" + "".join(
+                           "    [" + ", ".join(a.source() for a in args) + "],\n"
+                           for args in program.arg_sets) + "]\n")
+    with Watchdog(program):
+        return _check_program(program, workdir, backends, grads, thorough)
+
+
+class Watchdog:
+    """Compiled code cannot be interrupted (it runs without the GIL): a program still running
+    after `seconds` prints its seed and source and ends the process."""
+
+    def __init__(self, program, seconds=120.0):
+        self.program = program
+        self.timer = threading.Timer(seconds, self._expire)
+        self.timer.daemon = True
+
+    def __enter__(self):
+        self.timer.start()
+
+    def __exit__(self, *exc):
+        self.timer.cancel()
+
+    def _expire(self):
+        sys.__stderr__.write(f"\nfuzz seed {self.program.seed} still runs after "
+                             f"{self.timer.interval:.0f} s (an endless loop?); ending the "
+                             f"process. The program:\n{self.program.render()}\n")
+        sys.__stderr__.flush()
+        os._exit(3)
+
+
+def _check_program(program, workdir, backends, grads, thorough):
+    result = Result()
+    try:
+        plain = load(program.render(), workdir, f"fz{program.seed}").program
+        checked = load(program.render(checked=True), workdir, f"fzc{program.seed}")
+    except SyntaxError as e:
+        result.invalid = f"SyntaxError: {e}"
+        return result
+    compiled = {}
+    for backend in backends:
+        try:
+            compiled[backend] = ac.adcompile(plain, backend=backend,
+                                             verify=backend == "interp")
+        except Exception as e:  # noqa: BLE001
+            _compile_failure(result, backend, e)
+    # numpy's own transcendental functions may differ from libm's in the last bits
+    ulp_tolerance = 0.0 if not NUMPY_ULP.search(program.render()) else \
+        4 * float(np.finfo(np.float32 if program.uses_float32() else np.float64).eps)
+    for k, arg_set in enumerate(program.arg_sets):
+        expected = oracle(plain, checked, arg_set)
+        if isinstance(expected[0].exc, (NameError, SyntaxError)):
+            result.invalid = f"Python raises {expected[0].exc!r}"
+            return result
+        first = expected[0]
+        result.stats["Python " + (f"raises {first.exc_type.__name__}" if first.exc_type
+                                  else "returns")] += 1
+        for backend, fn in list(compiled.items()):
+            got = run(fn, fresh(arg_set))
+            _compare(result, backend, k, got, expected, ulp_tolerance)
+            if isinstance(got.exc, (CompileError, InternalError)):
+                del compiled[backend]  # the other sets have the same types: the same error
+        if grads and len(compiled) == len(BACKENDS):
+            check_gradients(result, program, checked, compiled, k, expected, thorough)
+    return result
+
+
+def _compile_failure(result, backend, e):
+    if isinstance(e, CompileError) and e.line is not None:
+        result.refusals.append(f"{backend}: {str(e).splitlines()[0]}")
+    else:
+        result.findings.append(Finding(f"decoration raises {type(e).__name__}", backend, -1,
+                                       repr(e)))
+
+
+def _compare(result, backend, k, got, expected, ulp_tolerance):
+    if isinstance(got.exc, CompileError) and got.exc.line is not None:
+        result.refusals.append(f"{backend}: {str(got.exc).splitlines()[0]}")
+        return
+    if any(agrees(got, e) for e in expected):
+        return
+    if backend == "llvm" and ulp_tolerance and any(agrees(got, e, ulp_tolerance)
+                                                   for e in expected):
+        result.notes.append(f"llvm: last-bit difference from numpy's functions (set {k})")
+        return
+    detail = f"Python {' or '.join(e.describe() for e in expected)}; {backend} " \
+             f"{got.describe()}"
+    if got.exc is None and expected[0].exc_type is None and same(got.value, expected[0].value):
+        detail += "; arrays after: " + ", ".join(show(a) for a in got.arrays) + " vs " + \
+            ", ".join(show(a) for a in expected[0].arrays)
+    result.findings.append(Finding(classify(got, expected), backend, k, detail))
+
+
+# -- gradients --------------------------------------------------------------------------------
+
+def differentiable(program):
+    """Indices of the arguments to differentiate: float64 scalars and float64 arrays that the
+    program does not write into."""
+    def wanted(i, t):
+        if isinstance(t, ArrayType):
+            return t.dtype == F64 and i not in program.main.writes
+        return t in (FLOAT, F64)
+
+    return tuple(i for i, t in enumerate(program.param_types()) if wanted(i, t))
+
+
+def check_gradients(result, program, checked, compiled, k, expected, thorough=True):
+    argnums = differentiable(program)
+    value = expected[0].value
+    if not argnums or len(expected) != 1 or expected[0].exc_type is not None or \
+            type(value) not in (float, np.float64) or not math.isfinite(value):
+        return
+    if not thorough and _ir_size(compiled["interp"], program.arg_sets[k]) > GRAD_IR_LIMIT:
+        return
+    arg_set = program.arg_sets[k]
+    result.stats["gradients checked"] += 1
+    grads = {}
+    for backend, fn in compiled.items():
+        got = run(_grad(fn, argnums), fresh(arg_set))
+        if got.exc is not None:
+            _grad_failure(result, backend, k, got.exc, "grad")
+            return
+        grads[backend] = got.value
+    reference = grads["interp"]
+    for backend in ("python", "llvm"):
+        if not _close(grads[backend], reference, 1e-12):
+            result.findings.append(Finding("grad differs between backends", backend, k,
+                                           f"interp {show(reference)}; {backend} "
+                                           f"{show(grads[backend])}"))
+    if thorough or program.seed % 3 == 0:
+        _check_mode(result, program, compiled["llvm"], k, argnums, value, reference)
+    _check_finite_differences(result, program, checked, k, argnums, value, reference)
+
+
+GRAD_IR_LIMIT = 200  # IR ops; the slice differentiates smaller programs only (time)
+_GRADS = {}
+
+
+def _ir_size(fn, arg_set):
+    return sum(1 for _ in walk(fn.specialize(*fresh(arg_set)).ir.body))
+
+
+def _grad(fn, argnums):
+    """One grad object per compiled function (its programs are cached on it)."""
+    key = (id(fn), argnums)
+    if key not in _GRADS or _GRADS[key][0] is not fn:
+        _GRADS.clear()  # only the program being checked is kept alive
+        _GRADS[key] = (fn, ac.grad(fn, argnums=argnums))
+    return _GRADS[key][1]
+
+
+def _grad_failure(result, backend, k, exc, what):
+    if isinstance(exc, CompileError) and exc.line is not None:
+        result.refusals.append(f"{backend} {what}: {str(exc).splitlines()[0]}")
+    else:
+        result.findings.append(Finding(f"{what} raises {type(exc).__name__}", backend, k,
+                                       f"{what} raises {exc!r} where the function returns"))
+
+
+def _close(got, expected, rtol):
+    if isinstance(expected, tuple):
+        return isinstance(got, tuple) and len(got) == len(expected) and all(
+            _close(g, e, rtol) for g, e in zip(got, expected))
+    g, e = np.asarray(got, dtype=float), np.asarray(expected, dtype=float)
+    if g.shape != e.shape or not np.array_equal(np.isnan(g), np.isnan(e)):
+        return False
+    ok = ~np.isnan(e)
+    with np.errstate(all="ignore"):
+        return bool(np.all((g[ok] == e[ok]) | (np.abs(g[ok] - e[ok]) <= rtol * np.abs(e[ok]))))
+
+
+def _check_mode(result, program, fn, k, argnums, value, grads):
+    """One of value_and_grad / jvp / vjp (by seed) on LLVM against grad and the value."""
+    mode = ("value_and_grad", "jvp", "vjp")[program.seed // 3 % 3]
+    args = fresh(program.arg_sets[k])
+    if mode == "vjp" and program.main.writes:
+        mode = "value_and_grad"  # vjp differentiates every float argument, written ones too
+    try:
+        with np.errstate(all="ignore"):
+            if mode == "value_and_grad":
+                out, derivative = ac.value_and_grad(fn, argnums=argnums)(*args)
+                ok = _close(derivative, grads, 1e-12)
+            elif mode == "vjp":
+                out, pullback = ac.vjp(fn, *args)
+                cotangents = pullback(1.0)
+                ok = _close(tuple(cotangents[i] for i in argnums), grads, 1e-12)
+            else:
+                out, ok = _check_jvp(fn, program, args, argnums, grads)
+    except Exception as e:  # noqa: BLE001
+        _grad_failure(result, "llvm", k, e, mode)
+        return
+    if not same(out, value):
+        result.findings.append(Finding(f"{mode} value differs from the function's", "llvm", k,
+                                       f"{show(out)} vs {show(value)}"))
+    elif not ok:
+        result.findings.append(Finding(f"{mode} differs from grad", "llvm", k,
+                                       f"grad {show(grads)}"))
+
+
+def _check_jvp(fn, program, args, argnums, grads):
+    rng = np.random.default_rng(program.seed)
+    tangents = [None] * len(args)
+    expected = 0.0
+    scale = 0.0
+    for i, g in zip(argnums, grads):
+        t = rng.uniform(-1, 1, np.shape(args[i]))
+        tangents[i] = t if isinstance(args[i], np.ndarray) else type(args[i])(t)
+        expected += float(np.sum(np.asarray(g) * t))
+        scale += float(np.sum(np.abs(np.asarray(g) * t)))
+    out, tangent = ac.jvp(fn, args, tangents)
+    if not math.isfinite(scale):
+        return out, True
+    if program.uses_float32():  # float32 values carry float32 tangents: rounded terms
+        return out, abs(float(tangent) - expected) <= 1e-5 * (scale + 1 + abs(float(out)))
+    return out, abs(float(tangent) - expected) <= 1e-10 * scale + 1e-300
+
+
+def _check_finite_differences(result, program, checked, k, argnums, value, grads):
+    """Central differences of the Python function against the gradient. Where float values
+    are rounded (floor, //, int(), float32...) a disagreement is only a note: steps finer than
+    the difference's (x * (1e20 // x)) make the gradient right and the difference wrong."""
+    rng = np.random.default_rng(program.seed * 7 + k)
+    rounds = program.rounds_floats()
+    for i, g in zip(argnums, grads):
+        arg = program.arg_sets[k][i]
+        coordinates = [None] if not isinstance(arg.ty, ArrayType) else \
+            [tuple(c) for c in rng.permutation(list(np.ndindex(*arg.value[0])))[:4]]
+        for c in coordinates:
+            ad = float(g if c is None else np.asarray(g)[c])
+            fd = _finite_difference(checked, program.arg_sets[k], i, c)
+            if fd is None:
+                continue
+            estimate, noise = fd
+            result.stats["finite differences compared"] += 1
+            if abs(ad - estimate) <= 1e-4 * max(abs(ad), abs(estimate)) + 1e3 * noise:
+                continue
+            where = f"argument {i}" + (f" element {c}" if c is not None else "")
+            text = f"{where}: grad {ad!r}, finite differences {estimate!r}"
+            if rounds:
+                result.notes.append("inconclusive finite differences (rounding): " + text)
+            else:
+                result.findings.append(Finding("grad disagrees with finite differences",
+                                               "llvm", k, text))
+
+
+def _finite_difference(checked, arg_set, i, c):
+    """A central difference whose two step sizes agree, with its rounding noise; None where the
+    function is not smooth (or not finite) near the point."""
+    x0 = float(_coordinate(fresh(arg_set)[i], c))
+    if not math.isfinite(x0) or abs(x0) > 1e8:
+        return None
+    h = 1e-4 * max(1.0, abs(x0))
+    estimates = []
+    for step in (h, h / 8):
+        values = [_evaluate(checked, arg_set, i, c, x0 + s) for s in (step, -step)]
+        if None in values:
+            return None
+        noise = 1e-15 * max(abs(v) for v in values) / step
+        estimates.append(((values[0] - values[1]) / (2 * step), noise))
+    (coarse, _), (fine, noise) = estimates
+    if not math.isfinite(coarse - fine) or \
+            abs(coarse - fine) > 1e-4 * max(abs(coarse), abs(fine)) + 1e2 * noise:
+        return None
+    return fine, noise
+
+
+def _coordinate(arg, c):
+    return arg if c is None else arg[c]
+
+
+def _evaluate(checked, arg_set, i, c, x):
+    args = fresh(arg_set)
+    if c is None:
+        args[i] = type(args[i])(x)
+    else:
+        args[i][c] = x
+    checked._ARRAYS[:] = _arrays(args)
+    out = run(checked.program, args)
+    if out.exc is not None or type(out.value) not in (float, np.float64) or \
+            not math.isfinite(out.value):
+        return None
+    return float(out.value)
+
+
+# -- minimizing and reporting -----------------------------------------------------------------
+
+def minimize(program, finding, workdir, budget=40.0):
+    """Delete statements (and unwrap ifs) while a finding of the same kind and backend stays;
+    only the failing argument set is kept."""
+    small = copy.deepcopy(program)
+    if finding.arg_index >= 0:
+        small.arg_sets = [program.arg_sets[finding.arg_index]]
+    deadline = time.monotonic() + budget
+    changed = True
+    while changed and time.monotonic() < deadline:
+        changed = False
+        for path in reversed(small.locations()):
+            if time.monotonic() > deadline:
+                break
+            for candidate in _candidates(small, path):
+                if _reproduces(candidate, finding, workdir):
+                    small, changed = candidate, True
+                    break
+        for h in reversed(range(len(small.helpers))):
+            candidate = copy.deepcopy(small)
+            del candidate.helpers[h]
+            if _reproduces(candidate, finding, workdir):
+                small, changed = candidate, True
+    return small
+
+
+def _candidates(program, path):
+    yield program.without(path)
+    stmts, index = program._resolve(path)
+    if isinstance(stmts[index], fuzzgen.If):
+        for b, block in enumerate(stmts[index].blocks()):
+            if block:
+                yield program.unwrapped(path, b)
+
+
+def _reproduces(candidate, finding, workdir):
+    kind, backend = finding.signature()
+    cross = "grad" in kind or "jvp" in kind or "vjp" in kind
+    try:
+        result = check_program(candidate, workdir, BACKENDS if cross else (backend,),
+                               grads=cross)
+    except Exception:  # noqa: BLE001 - a broken candidate is just not a reproducer
+        return False
+    return result.invalid is None and any(f.signature() == finding.signature()
+                                          for f in result.findings)
+
+
+def describe(program, result, small):
+    """The failure message: each kind of finding once, the (minimized) program, its
+    arguments and how to replay it."""
+    lines = [f"fuzz seed {program.seed}: " + result.findings[0].headline()]
+    seen = {}
+    for f in result.findings:
+        seen.setdefault(f.signature(), []).append(f)
+    for group in seen.values():
+        f = group[0]
+        also = sorted({g.arg_index for g in group[1:]} - {f.arg_index})
+        lines.append("  " + f.headline() + (f" (also sets {also})" if also else "") +
+                     "\n      " + f.detail)
+    minimized = small is not program
+    title = "minimized program" if minimized else "program (not minimized: replay the seed)"
+    lines += ["", f"{title} ({small.statement_count()} of {program.statement_count()} "
+                  f"statements):", small.render()]
+    k = 0 if minimized else max(result.findings[0].arg_index, 0)
+    lines += ["arguments:", "    args = ["] + \
+        [f"        {a.source()}," for a in small.arg_sets[k]] + ["    ]"]
+    lines += [f"replay: python -m pytest {__file__} --fuzz-seed {program.seed} -s"]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # python -m tests.compiler.test_fuzz SEED: print one program
+    print(fuzzgen.generate(int(sys.argv[1])).render())
