@@ -55,7 +55,6 @@ SLICE = range(500)
 # seed -> the open bug class (/tmp/fuzz_report.md) that makes it fail; strict: a fix XPASSes
 KNOWN = {
     207: "DCE_RAISES: an unused np.int64(math.ceil(1e300)) is deleted (interp, python)",
-    217: "LLVM_BIG_CONST: 3 * 4611686018427387904 folded and wrapped to int64 on llvm",
     312: "GRAD_RAISES: the derivative of math.pow overflows (OverflowError) on interp",
 }
 # numpy's own (SIMD) transcendental functions may differ from libm's in the last bits

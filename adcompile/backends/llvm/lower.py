@@ -432,6 +432,9 @@ class _Lowering:
         if t.dtype == "bool":
             return ir.Constant(I1, int(bool(value)))
         if t.dtype == "i64":
+            if not -2 ** 63 <= int(value) < 2 ** 63:  # a Python int the front end folded
+                self.check(ir.Constant(I1, 1), self.overflow_code(op))
+                return i64(0)
             return i64(int(value))
         return ir.Constant(REG[t.dtype], float(value))
 
