@@ -81,6 +81,7 @@ class _Reverse:
         self.clones = {}     # primal region op -> its copy in the forward pass
         self.fusable = []    # (forward loop, its reversed loop) candidates for _fuse_loops
         self.top_loop_tapes = []
+        self.uses = {}       # primal region op -> the values it uses (_uses)
 
     # -- driver -----------------------------------------------------------------------------
     def run(self):
@@ -525,20 +526,33 @@ class _Reverse:
         self.finish_region(op, "if", [cond], blocks, carried, adj)
 
     def carried_adjoints(self, op, adj):
-        """Active scalars defined outside `op` whose adjoints the reversed regions update."""
-        inside = set()
-        for region in op.regions:
-            inside.update(region.params)
-            for inner in walk(region):
-                inside.update(inner.results)
-        used = []
-        for region in op.regions:
-            for inner in walk(region):
-                for v in inner.operands:
-                    if v not in inside and v in self.active and isinstance(v.type, T.Scalar) \
-                            and v not in used:
-                        used.append(v)
-        return used
+        """Active scalars defined outside `op` whose adjoints the reversed regions update, in
+        the order of their first use. (Block arguments of regions nested in `op` count as
+        defined outside it, as they always have: only what the ops inside define is not.)"""
+        params = {p for region in op.regions for p in region.params}
+        return [v for v in self._uses(op) if v not in params and v in self.active
+                and isinstance(v.type, T.Scalar)]
+
+    def _uses(self, op):
+        """The values `op`'s regions use that no op inside them defines, in the order of
+        their first use (program order). Memoised, and built from the nested ops' own lists,
+        so an op nested in many others is scanned once, not once per enclosing op."""
+        uses = self.uses.get(op)
+        if uses is None:
+            inside = {v for region in op.regions for inner in region.ops
+                      for v in inner.results}
+            found = {}  # an ordered set
+            for region in op.regions:
+                for inner in region.ops:
+                    for v in inner.operands:
+                        if v not in inside:
+                            found[v] = None
+                    if inner.regions:
+                        for v in self._uses(inner):
+                            if v not in inside:
+                                found[v] = None
+            uses = self.uses[op] = list(found)
+        return uses
 
     def finish_region(self, op, prim, operands, blocks, carried, adj, extra=()):
         types = [v.type for v in carried]

@@ -168,8 +168,9 @@ def may_raise(op):
             all(x.type.weak for x in op.operands) and not constant)
     if name in UNARY_MATH or name in BINARY_MATH:
         return op.attrs.get("lib") == "math" or (t.is_int and not op.attrs.get("keep_int"))
-    if name == "cast":
-        return t.is_int and op.operands[0].type.is_float
+    if name == "cast":  # int(nan); np.int64() of a Python int past 64 bits (interp, python)
+        source = op.operands[0].type
+        return t.is_int and (source.is_float or (source.weak and not t.weak))
     return False
 
 

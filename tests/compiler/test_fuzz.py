@@ -54,7 +54,6 @@ BACKENDS = ("interp", "python", "llvm")
 SLICE = range(500)
 # seed -> the open bug class (/tmp/fuzz_report.md) that makes it fail; strict: a fix XPASSes
 KNOWN = {
-    207: "DCE_RAISES: an unused np.int64(math.ceil(1e300)) is deleted (interp, python)",
     312: "GRAD_RAISES: the derivative of math.pow overflows (OverflowError) on interp",
 }
 # numpy's own (SIMD) transcendental functions may differ from libm's in the last bits
