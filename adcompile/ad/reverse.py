@@ -91,10 +91,12 @@ class _Reverse:
             self.val[old] = new
             if on:
                 if not _float(old.type):
-                    raise ArgumentError(f"cannot differentiate with respect to '{old.name}', a "
-                                    f"{old.type}: only float scalars and arrays have gradients")
+                    raise ArgumentError(f"cannot differentiate with respect to '{old.name}', "
+                                        f"a {old.type}: only float scalars and arrays have "
+                                        f"gradients")
                 self.active.add(old)
         self._activity()
+        self._refuse_merged_tuples()  # after activity: tuples merged by control flow
         # arrays nothing writes into: the adjoint reloads their elements instead of taping
         self.written = {_root(op.operands[0]) for op in walk(fn.body)
                         if op.prim in ("store", "add_at")}
@@ -152,6 +154,18 @@ class _Reverse:
         adj[out] = cot
 
     # -- activity ---------------------------------------------------------------------------
+    def _refuse_merged_tuples(self):
+        """An if/for/while merging a tuple that depends on a differentiated argument (a tuple
+        returned from several places) has no adjoint yet: refuse it, located, rather than
+        lose its gradient."""
+        for op in walk(self.fn.body):
+            if op.prim in ("if", "for", "while") and any(
+                    isinstance(r.type, T.Tuple) and r in self.active for r in op.results):
+                raise CompileError.at(op.loc, "reverse mode does not differentiate a tuple "
+                                      "returned from several places (or carried by a loop) "
+                                      "yet; return a single value, or assign the items to "
+                                      "variables and return the tuple once at the end")
+
     def _activity(self):
         """Values that depend on a differentiated argument (a fixed point over loops)."""
         changed = True
@@ -218,7 +232,8 @@ class _Reverse:
         for src, param, yielded, result in pairs:
             on = src in self.active or (yielded is not None and yielded in self.active)
             for v in (param, result):
-                if on and v is not None and _float(v.type) and v not in self.active:
+                if on and v is not None and v not in self.active and \
+                        (_float(v.type) or isinstance(v.type, T.Tuple)):
                     self.active.add(v)
                     changed = True
         return changed
