@@ -178,6 +178,9 @@ class _Emitter:
     def literal(self, value, type):
         if isinstance(value, float) and not math.isfinite(value):
             node = self.call("float", [ast.Constant(repr(value))])
+        elif not isinstance(value, bool) and math.copysign(1.0, value) < 0:
+            # a unary minus, so that astor parenthesises it: (-2.0) ** y, not -2.0 ** y
+            node = ast.UnaryOp(ast.USub(), ast.Constant(-value))
         else:
             node = ast.Constant(value)
         if isinstance(type, T.Scalar) and not type.weak:
