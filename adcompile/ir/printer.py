@@ -10,14 +10,18 @@ class _Names:
         self.names = {}
         self.used = set()
         self.counter = 0
+        self.suffix = {}  # base name -> the k of its last `base.k` (used only grows)
 
     def define(self, value):
         base = value.name
         if base:
-            name, k = base, 1
-            while name in self.used:
+            name, k = base, self.suffix.get(base, 1)
+            if name in self.used:
                 name = f"{base}.{k}"
-                k += 1
+                while name in self.used:
+                    k += 1
+                    name = f"{base}.{k}"
+                self.suffix[base] = k
         else:
             while str(self.counter) in self.used:
                 self.counter += 1
