@@ -165,7 +165,8 @@ def may_raise(op):
         constant = exponent is not None and exponent.prim == "const" and \
             float(exponent.attrs["value"]) >= 0 and float(exponent.attrs["value"]).is_integer()
         return op.attrs.get("lib") == "math" or (
-            all(x.type.weak for x in op.operands) and not constant)
+            op.attrs.get("lib") != "numpy" and all(x.type.weak for x in op.operands)
+            and not constant)
     if name in UNARY_MATH or name in BINARY_MATH:
         return op.attrs.get("lib") == "math" or (t.is_int and not op.attrs.get("keep_int"))
     if name == "cast":  # int(nan); np.int64() of a Python int past 64 bits (interp, python)

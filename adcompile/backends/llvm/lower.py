@@ -544,9 +544,10 @@ class _Lowering:
             value = self.b.fmul(a, a, flags=self.flags)
         else:
             value = self.intrinsic("llvm.pow", [a, b])
-        if op.attrs.get("lib") == "math":
+        lib = op.attrs.get("lib")
+        if lib == "math":
             self.math_errors("pow", [a, b], value, op.loc)
-        elif self.python_numbers(op):
+        elif self.python_numbers(op) and lib != "numpy":  # np.power: inf and nan, no errors
             self.python_pow_errors(a, b, value, op.loc)
         return value
 
