@@ -1,8 +1,11 @@
 """Test-session settings: compiled code is cached in a directory of this session only, so the
 tests neither depend on nor fill the user's compile cache."""
 
+import gc
 import os
 import tempfile
+
+import pytest
 
 os.environ.setdefault("ADCOMPILE_CACHE_DIR",
                       tempfile.mkdtemp(prefix="adcompile-test-cache-"))
@@ -15,3 +18,15 @@ def pytest_addoption(parser):
                          "running the fixed slice of seeds")
     group.addoption("--fuzz-seed", type=int, default=None, metavar="N",
                     help="replay the fuzzer's program of seed N (prints it; use -s)")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _young_heap():
+    """Each test module starts with the objects earlier modules left frozen (gc.freeze), so
+    the tests that call gc.collect() (every PyTorch-comparison snippet does) scan only what
+    this module made, not thousands of compiled functions from before: a full collection of
+    the session's heap costs about a second."""
+    gc.collect()
+    gc.freeze()
+    yield
+    gc.unfreeze()

@@ -20,6 +20,7 @@ from adcompile.errors import ArgumentError, CompileError
 from adcompile.ir import types as T
 from adcompile.ir.builder import IRBuilder
 from adcompile.ir.nodes import Block, Function, Value
+from adcompile.ad.reverse import _same_shape
 from runtime.rules import RULES
 
 
@@ -75,10 +76,10 @@ class _Transform:
 
         differentiated = set(self.tan)
         for op in walk(fn.body):
-            if op.prim != "store":
+            if op.prim not in ("store", "assign", "iadd", "scatter_add", "mask_add"):
                 continue
             root = op.operands[0]
-            while root.owner is not None and root.owner.prim == "load":
+            while root.owner is not None and root.owner.prim in ("load", "slice", "transpose"):
                 root = root.owner.operands[0]
             if root in differentiated:
                 raise CompileError.at(
@@ -137,11 +138,213 @@ class _Transform:
                 continue
             needs = tuple(j == k for j in range(len(diff_operands)))
             part = RULES[rule_name](self.ops, t, needs, *args)[k]
+            if isinstance(result.type, T.Array) and not _same_shape(operand, result):
+                part = self.broadcast(part, r)  # a tangent has its primal's shape
             total = part if total is None else self.ops.add(total, part)
         self.tan[result] = self.b.cast(total, result.type) if total.type != result.type \
             else total
         if total.name is None:
             total.name = f"{result.name}_dot" if result.name else None
+
+    def broadcast(self, t, like):
+        """Tangent `t` (which broadcasts to `like`'s shape) as a new array of that shape."""
+        dims = self.ops.shape(like)
+        return self.b.value("copy", (self.b.value("broadcast_to", [t] + list(dims)),))
+
+    # -- whole arrays -----------------------------------------------------------------------
+    def linear(self, op, which=None):
+        """An op linear in its array operands (sum, reshape, views...): the tangent is the
+        op applied to the operands' tangents (zeros for the others)."""
+        self.clone(op)
+        which = range(len(op.operands)) if which is None else which
+        if not any(self.tan.get(op.operands[i]) is not None for i in which):
+            return
+        result = op.results[0]
+        if not _differentiable(result.type):
+            return
+        operands = [self.tangent_or_zero(v) if i in which else self.val[v]
+                    for i, v in enumerate(op.operands)]
+        attrs = dict(op.attrs)
+        if op.prim == "stack" and "dtype" in attrs:
+            attrs["dtype"] = result.type.dtype
+        self.tan[result] = self.b.value(op.prim, operands, attrs, name=_dot(result))
+
+    def op_sum(self, op):
+        self.linear(op)
+
+    def op_mean(self, op):
+        self.linear(op)
+
+    def op_reshape(self, op):
+        self.linear(op, (0,))
+
+    def op_transpose(self, op):
+        self.linear(op, (0,))
+
+    def op_slice(self, op):
+        self.linear(op, (0,))
+
+    def op_copy(self, op):
+        self.linear(op)
+
+    def op_take(self, op):
+        self.linear(op, (0,))
+
+    def op_mask(self, op):
+        self.linear(op, (0,))
+
+    def op_trace(self, op):
+        self.linear(op)
+
+    def op_sum_to(self, op):
+        self.linear(op, (0,))
+
+    def op_broadcast_to(self, op):
+        self.linear(op, (0,))
+
+    def op_stack(self, op):
+        self.linear(op)
+
+    def op_concatenate(self, op):
+        self.linear(op)
+
+    def op_argmax(self, op):
+        self.clone(op)
+
+    def op_argmin(self, op):
+        self.clone(op)
+
+    def op_arange(self, op):
+        self.clone(op)
+
+    def op_linspace(self, op):
+        self.clone(op)
+
+    def op_amax(self, op):
+        """Ties share the tangent evenly (as the reverse rule shares the cotangent)."""
+        self.clone(op)
+        t = self.tan.get(op.operands[0])
+        if t is None:
+            return
+        x, r = self.val[op.operands[0]], self.val[op.results[0]]
+        dims, keep = op.attrs.get("axis"), bool(op.attrs.get("keepdims"))
+        kept = r
+        if dims is not None and not keep:
+            shape = self.ops.shape(x)
+            kept = self.ops.reshape(r, tuple(1 if i in dims else n for i, n in enumerate(shape)))
+        hit = self.ops.cast_like(self.ops.eq(x, kept), t)
+        count = self.ops.sum(hit) if dims is None else self.ops.sum_dim(hit, dims, True)
+        share = self.ops.mul(t, self.ops.div(hit, count))
+        self.tan[op.results[0]] = self.b.value("sum", (share,), op.attrs, name=_dot(op.results[0]))
+
+    op_amin = op_amax
+
+    def op_prod(self, op):
+        """The tangent of a product: the sum of each tangent times the product of the other
+        elements (exact with zeros)."""
+        self.clone(op)
+        t = self.tan.get(op.operands[0])
+        if t is None:
+            return
+        x, r = self.val[op.operands[0]], self.val[op.results[0]]
+        dims, keep = op.attrs.get("axis"), bool(op.attrs.get("keepdims"))
+        kept = r
+        if dims is not None and not keep:
+            shape = self.ops.shape(x)
+            kept = self.ops.reshape(r, tuple(1 if i in dims else n for i, n in enumerate(shape)))
+        others = self.ops.prod_others(x, kept, dims)
+        self.tan[op.results[0]] = self.b.value("sum", (self.ops.mul(t, others),), op.attrs,
+                                               name=_dot(op.results[0]))
+
+    def op_diagonal(self, op):
+        self.linear(op, (0,))
+
+    def op_matmul(self, op):
+        self.clone(op)
+        (a, b), (ta, tb) = [self.val[v] for v in op.operands], \
+            [self.tan.get(v) for v in op.operands]
+        parts = []
+        if ta is not None:
+            parts.append(self.ops.matmul(ta, b))
+        if tb is not None:
+            parts.append(self.ops.matmul(a, tb))
+        if parts:
+            total = parts[0] if len(parts) == 1 else self.ops.add(parts[0], parts[1])
+            self.tan[op.results[0]] = total
+
+    def op_det(self, op):
+        self.clone(op)
+        t = self.tan.get(op.operands[0])
+        if t is not None:
+            a, r = self.val[op.operands[0]], self.val[op.results[0]]
+            inner = self.ops.sum(self.ops.mul(self.ops.mT(self.ops.inv(a)), t))
+            self.tan[op.results[0]] = self.ops.mul(r, inner)
+
+    def op_inv(self, op):
+        self.clone(op)
+        t = self.tan.get(op.operands[0])
+        if t is not None:
+            r = self.val[op.results[0]]
+            self.tan[op.results[0]] = self.ops.neg(self.ops.matmul(self.ops.matmul(r, t), r))
+
+    def op_solve(self, op):
+        self.clone(op)
+        (a, b), (ta, tb) = [self.val[v] for v in op.operands], \
+            [self.tan.get(v) for v in op.operands]
+        if ta is None and tb is None:
+            return
+        x = self.val[op.results[0]]
+        rhs = tb
+        if ta is not None:
+            moved = self.ops.neg(self.ops.matmul(ta, x))
+            rhs = moved if rhs is None else self.ops.add(rhs, moved)
+        self.tan[op.results[0]] = self.ops.solve(a, rhs)
+
+    def op_assign(self, op):
+        self.clone(op)
+        dst, value = op.operands
+        t_dst, t_value = self.tan.get(dst), self.tan.get(value)
+        if t_dst is None:
+            if t_value is not None and dst.type.dtype in ("f32", "f64"):
+                raise CompileError.at(op.loc, "a value that depends on a differentiated "
+                                      "argument is written into an array without a "
+                                      "derivative; allocate it in the function instead")
+            return
+        if t_value is None:
+            t_value = self.b.const(0.0, T.Scalar(t_dst.type.dtype))
+        self.b.emit("assign", [t_dst, t_value])
+
+    def op_iadd(self, op):
+        self.clone(op)
+        dst, value = op.operands
+        t_dst, t_value = self.tan.get(dst), self.tan.get(value)
+        kind = op.attrs.get("op", "add")
+        if kind not in ("add", "sub"):
+            if t_value is not None or t_dst is not None:
+                raise CompileError.at(op.loc, "the derivative of an in-place *= or /= on an "
+                                      "array slice is not supported yet; write "
+                                      "x[...] = x[...] * v")
+            return
+        if t_value is None:
+            return
+        if t_dst is None:
+            raise CompileError.at(op.loc, "a value that depends on a differentiated argument "
+                                  "is added into an array without a derivative; allocate it "
+                                  "in the function instead")
+        self.b.emit("iadd", [t_dst, t_value], op.attrs)
+
+    def op_scatter_add(self, op):
+        self.clone(op)
+        t_dst, t_value = self.tan.get(op.operands[0]), self.tan.get(op.operands[-1])
+        if t_value is not None and t_dst is not None:
+            index = [self.val[v] for v in op.operands[1:-1]]
+            self.b.emit("scatter_add", [t_dst] + index + [t_value])
+
+    def op_mask_add(self, op):
+        self.clone(op)
+        t_dst, t_value = self.tan.get(op.operands[0]), self.tan.get(op.operands[-1])
+        if t_value is not None and t_dst is not None:
+            self.b.emit("mask_add", [t_dst, self.val[op.operands[1]], t_value])
 
     def op_const(self, op):
         self.clone(op)

@@ -27,7 +27,7 @@ from adcompile.errors import ArgumentError, CompileError
 from adcompile.ir import types as T
 from adcompile.ir.builder import IRBuilder
 from adcompile.ir.nodes import Block, Function, Op, Value, walk, walk_op
-from adcompile.ir.prims import PRIMS
+from adcompile.ir.prims import ELEMENTWISE, PRIMS
 from adcompile.passes.dce import dead_code
 from adcompile.passes.simplify import constant_fold
 from runtime.rules import RULES
@@ -98,8 +98,19 @@ class _Reverse:
         self._activity()
         self._refuse_merged_tuples()  # after activity: tuples merged by control flow
         # arrays nothing writes into: the adjoint reloads their elements instead of taping
-        self.written = {_root(op.operands[0]) for op in walk(fn.body)
-                        if op.prim in ("store", "add_at")}
+        self.written = {_root(op.operands[0]) for op in walk(fn.body) if op.prim in _WRITES}
+        self.snapshots = {}  # (array op, operand index) -> copy taken before later writes
+        self.order = {op: k for k, op in enumerate(walk(fn.body))}
+        self.last_write = {}  # array root -> the position of the last op writing into it
+        for op in walk(fn.body):
+            if op.prim in _WRITES:
+                self.last_write[_root(op.operands[0])] = self.order[op]
+            for region in op.regions:  # a loop may write again after a later op read
+                for inner in walk(region):
+                    if inner.prim in _WRITES:
+                        root = _root(inner.operands[0])
+                        self.last_write[root] = max(self.last_write.get(root, 0),
+                                                    self.order[op] + len(self.order))
         ret = fn.body.terminator
         if not ret.operands:
             raise ArgumentError("the function returns nothing, so it has no gradient")
@@ -167,12 +178,18 @@ class _Reverse:
                                       "variables and return the tuple once at the end")
 
     def _activity(self):
-        """Values that depend on a differentiated argument (a fixed point over loops)."""
+        """Values that depend on a differentiated argument (a fixed point over loops) and,
+        for scalars, reach the output through differentiable operations: a value only
+        compared (`if x ** 0.5 > 1:`) gets no adjoint, whose zero would otherwise meet the
+        partial derivative (nan at x < 0) in a product."""
         changed = True
         while changed:
             changed = False
             for op in walk(self.fn.body):
                 changed |= self._propagate(op)
+        useful = _reaching_the_output(self.fn)
+        self.active = {v for v in self.active
+                       if not isinstance(v.type, T.Scalar) or v in useful}
 
     def _propagate(self, op):
         changed = False
@@ -189,7 +206,7 @@ class _Reverse:
                 self.active.add(r)
                 changed = True
             return changed
-        if op.prim == "store":
+        if op.prim in ("store", "assign", "iadd", "scatter_add", "mask_add"):
             array, value = op.operands[0], op.operands[-1]
             root = _root(array)
             if value in self.active and root not in self.active:
@@ -240,12 +257,18 @@ class _Reverse:
 
     # -- forward pass -----------------------------------------------------------------------
     def _shadows_for_params(self):
-        written = {_root(op.operands[0]) for op in walk(self.fn.body) if op.prim == "store"}
+        writes = {}
+        for op in walk(self.fn.body):
+            if op.prim in _WRITES:
+                writes.setdefault(_root(op.operands[0]), op)
         for p, on in zip(self.fn.params, self.active_params):
-            if on and p in written:
-                raise CompileError(f"the function writes into '{p.name}', an argument being "
-                                   f"differentiated; differentiate a version that writes into "
-                                   f"a new array (np.empty_like({p.name}))")
+            if on and p in writes:
+                op = writes[p]
+                through = " (through a view of it)" if op.operands[0] is not p else ""
+                raise CompileError.at(op.loc, f"the function writes into '{p.name}'{through}, "
+                                      f"an argument being differentiated; differentiate a "
+                                      f"version that writes into a new array "
+                                      f"(np.empty_like({p.name}) or {p.name}.copy())")
             if isinstance(p.type, T.Array) and _float(p.type) and (on or p in self.active):
                 self.shadow[p] = self.zeros_like(self.val[p], f"{p.name}_bar")
 
@@ -266,9 +289,26 @@ class _Reverse:
                           result_types=[r.type for r in op.results])
         for old, r in zip(op.results, new.results):
             self.val[old] = r
+        self.snapshot(op)
         self.forward_shadow(op)
         for old in op.results:
             self.remember(old)
+
+    def snapshot(self, op):
+        """An array op whose adjoint reads an array that is written later gets a copy of
+        it now (the adjoint runs after the writes)."""
+        if not op.results or op.results[0] not in self.active or op.prim in _VIEWS or \
+                op.prim in _WRITES or op.prim in ("load", "shape", "size", "alloc"):
+            return  # element loads are taped or reloaded as they always were
+        for k, v in enumerate(op.operands):
+            if isinstance(v.type, T.Array) and \
+                    self.last_write.get(_root(v), -1) > self.order.get(op, -1):
+                if self.depth > 0:
+                    raise CompileError.at(op.loc, "differentiating an array operation inside a "
+                                          "loop or branch that reads an array written later is "
+                                          "not supported yet; work on a copy (x.copy())")
+                self.snapshots[(op, k)] = self.b.value("copy", (self.val[v],),
+                                                       name=f"{v.name or 'a'}_saved")
 
     def forward_shadow(self, op):
         """Shadow arrays follow their primal: allocations and views of shadowed arrays."""
@@ -281,12 +321,16 @@ class _Reverse:
             dims = [self.val[v] for v in op.operands[:ndim]]
             self.shadow[r] = self.b.value("alloc", dims, dict(op.attrs, fill=0),
                                           name=f"{r.name or 'a'}_bar")
-        elif op.prim == "load" and isinstance(op.results[0].type, T.Array) and \
-                op.operands[0] in self.shadow:
-            r = op.results[0]
-            index = [self.val[v] for v in op.operands[1:]]
-            self.shadow[r] = self.b.value("load", [self.shadow[op.operands[0]]] + index,
-                                          name=f"{r.name or 'a'}_bar")
+        elif op.prim in _VIEWS + ("load",) and isinstance(op.results[0].type, T.Array):
+            if op.operands[0] in self.shadow:  # a view's shadow: the same view of the shadow
+                r = op.results[0]
+                rest = [self.val[v] for v in op.operands[1:]]
+                self.shadow[r] = self.b.value(op.prim, [self.shadow[op.operands[0]]] + rest,
+                                              op.attrs, name=f"{r.name or 'a'}_bar")
+        elif op.results and isinstance(op.results[0].type, T.Array) and \
+                op.results[0] in self.active and _float(op.results[0].type):
+            r = op.results[0]  # a new array: its adjoint accumulates in a new shadow array
+            self.shadow[r] = self.zeros_like(self.val[r], f"{r.name or 't'}_bar")
 
     def remember(self, old):
         """Push a value computed inside a region so its region's adjoint can pop it
@@ -314,31 +358,71 @@ class _Reverse:
                 self.top_loop_tapes.append(tape)
         return tape
 
+    def carried_arrays(self, op):
+        """The active array slots an if/for/while carries: (result index, init operand
+        index or None, {region index: (param index or None, yielded index)})."""
+        slots = []
+        for k, r in enumerate(op.results):
+            if not (isinstance(r.type, T.Array) and _float(r.type) and r in self.active):
+                continue
+            if op.prim == "if":
+                slots.append((k, None, {0: (None, k), 1: (None, k)}))
+            elif op.prim == "for":
+                slots.append((k, 3 + k, {0: (1 + k, k)}))
+            else:  # while: the head passes its params on to the body, which yields them back
+                slots.append((k, k, {0: (k, 1 + k), 1: (k, k)}))
+        return slots
+
     def forward_region_op(self, op):
+        """An active array carried by a loop or merged by an if carries its shadow array
+        alongside (an extra slot): each iteration's new array has its own shadow, and the
+        block parameter's shadow is the previous iteration's, so contributions reach it."""
+        slots = self.carried_arrays(op)
         regions = []
         outer = self.b.block
         if self.depth == 0:
             self.top_loop = op if op.prim == "for" else None
             self.top_loop_tapes = []
+        extra_inits = []
+        for k, init, _ in slots:
+            if init is not None:
+                v = op.operands[init]
+                extra_inits.append(self.shadow_or_zeros(v))
         self.depth += 1
-        for region in op.regions:
+        for i, region in enumerate(op.regions):
             block = Block([Value(p.type, p.name) for p in region.params])
             for old, new in zip(region.params, block.params):
                 self.val[old] = new
+            for k, init, where in slots:
+                param, _ = where[i]
+                if param is not None:
+                    old = region.params[param]
+                    shadow = Value(old.type, f"{old.name or 'a'}_bar")
+                    block.params.append(shadow)
+                    self.shadow[old] = shadow
             self.b.block = block
             for old in region.params:
                 self.remember(old)
             self.forward(region)
             term = region.terminator
-            self.b.emit(term.prim, [self.val[v] for v in term.operands])
+            extra = [self.shadow_or_zeros(term.operands[where[i][1]]) for _, _, where in slots]
+            if term.prim == "condition":
+                extra = [self.shadow[region.params[where[i][0]]] for _, _, where in slots]
+            self.b.emit(term.prim, [self.val[v] for v in term.operands] + extra)
             regions.append(block)
         self.depth -= 1
         self.b.block = outer
-        operands = [self.val[v] for v in op.operands]
-        new = self.b.emit(op.prim, operands, op.attrs, names=[r.name for r in op.results],
-                          loc=op.loc, result_types=[r.type for r in op.results])
+        operands = [self.val[v] for v in op.operands] + extra_inits
+        types = [r.type for r in op.results] + [op.results[k].type for k, _, _ in slots]
+        attrs = dict(op.attrs, result_types=types) if "result_types" in op.attrs else op.attrs
+        new = self.b.emit(op.prim, operands, attrs,
+                          names=[r.name for r in op.results] +
+                          [f"{op.results[k].name or 'a'}_bar" for k, _, _ in slots],
+                          loc=op.loc, result_types=types)
         new.regions = regions
         self.clones[op] = new
+        for j, (k, _, _) in enumerate(slots):
+            self.shadow[op.results[k]] = new.results[len(op.results) + j]
         for old, r in zip(op.results, new.results):
             self.val[old] = r
         if op.prim == "while":
@@ -347,6 +431,12 @@ class _Reverse:
             self.reserve_tapes(new, outer)
         for old in op.results:
             self.remember(old)
+
+    def shadow_or_zeros(self, v):
+        """The shadow of array `v` (a new zero one for an array without a derivative)."""
+        if v in self.shadow:
+            return self.shadow[v]
+        return self.zeros_like(self.val[v], f"{v.name or 'a'}_bar")
 
     def reserve_tapes(self, loop, outer):
         """A top-level counted loop pushes once per iteration: size its tapes up front."""
@@ -422,6 +512,9 @@ class _Reverse:
             return handler(op, adj, scope)
         if not op.results or op.results[0] not in self.active:
             return
+        if isinstance(op.results[0].type, T.Array) or \
+                any(isinstance(v.type, T.Array) for v in op.operands):
+            return self.reverse_array_op(op, adj, scope)
         g = adj.get(op.results[0])
         if g is None:
             return
@@ -449,6 +542,190 @@ class _Reverse:
         for v, grad in zip(diff, grads):
             if grad is not None:
                 self.accumulate(adj, v, grad)
+
+    # -- whole arrays -------------------------------------------------------------------------
+    def reverse_array_op(self, op, adj, scope):
+        """The adjoint of an op on whole arrays: its cotangent is its shadow array (or, for a
+        scalar result, its adjoint); contributions go into the operands' shadows in place."""
+        r = op.results[0]
+        if op.prim in _VIEWS or op.prim in ("alloc", "load", "shape", "size"):
+            return  # a view's shadow is a view of its operand's: already accumulated there
+        if isinstance(r.type, T.Array):
+            if r not in self.shadow and scope.shadows.get(r) is None and not _has_shadow(
+                    scope, r):
+                return
+            g = scope.shadow(r, self)
+        else:
+            g = adj.get(r)
+            if g is None:
+                return
+        xs = [self.snapshots.get((op, k)) or scope.get(v) for k, v in enumerate(op.operands)]
+        prim = op.prim
+        if prim == "cast":
+            if op.attrs["to"].is_float:
+                self.accumulate_into(op.operands[0], g, adj, scope)
+            return
+        if prim == "copy":
+            return self.accumulate_into(op.operands[0], g, adj, scope)
+        if prim == "reshape":
+            shape = self.ops.shape(xs[0])
+            return self.accumulate_into(op.operands[0], self.ops.reshape(g, shape), adj, scope)
+        if prim in ("sum", "mean", "amax", "amin"):
+            return self.reverse_reduction(op, g, xs, adj, scope)
+        if prim == "prod":
+            (grad,) = RULES["prod"](self.ops, g, (True,), xs[0], scope.get(r),
+                                    op.attrs.get("axis"), bool(op.attrs.get("keepdims")))
+            return self.accumulate_into(op.operands[0], grad, adj, scope)
+        if prim in ("matmul", "det", "inv", "solve"):
+            return self.reverse_linalg(op, g, xs, adj, scope)
+        if prim == "trace":
+            raise CompileError.at(op.loc, "the gradient of np.trace is not supported yet; use "
+                                  "a loop over the diagonal")
+        if prim == "stack":
+            return self.reverse_stack(op, g, adj, scope)
+        if prim == "concatenate":
+            return self.reverse_concatenate(op, g, xs, adj, scope)
+        if prim == "take":
+            if op.operands[0] in self.active:
+                self.b.emit("scatter_add", [scope.shadow(op.operands[0], self)] + xs[1:] + [g])
+            return
+        if prim == "mask":
+            if op.operands[0] in self.active:
+                self.b.emit("mask_add", [scope.shadow(op.operands[0], self), xs[1], g])
+            return
+        if prim in ZERO_DERIVATIVE or prim in ("argmax", "argmin"):
+            return
+        entry = ADJOINTS.get(prim)
+        if entry is None:
+            raise CompileError.at(op.loc, f"the gradient of '{prim}' on arrays is not "
+                                  f"supported yet")
+        rule_name, positions, args_fn = entry
+        if prim in QUOTIENT:
+            args = quotient_args(self.b, op, xs)
+            diff = list(op.operands)
+        else:
+            args = args_fn(op, xs, self.snapshots.get((op, -1)) or scope.get(r))
+            diff = [op.operands[i] for i in positions]
+        needs = tuple(v in self.active and _float(v.type) for v in diff)
+        if not any(needs):
+            return
+        grads = RULES[rule_name](self.ops, g, needs, *args)
+        for v, grad in zip(diff, grads):
+            if grad is not None:
+                fitted = grad if _same_shape(v, r) else self.sum_to(grad, scope.get(v))
+                self.accumulate_into(v, fitted, adj, scope)
+
+    def sum_to(self, g, like):
+        """g (broadcast from `like`'s shape) summed back to it."""
+        if not isinstance(g.type, T.Array):
+            return g
+        return self.b.value("sum_to", (g, like))
+
+    def accumulate_into(self, v, contribution, adj, scope):
+        """Add `contribution` to the adjoint of `v`: into its shadow array (in place), or to
+        its scalar adjoint (an array contribution summed first)."""
+        if v not in self.active or not _float(v.type) or contribution is None:
+            return
+        if isinstance(v.type, T.Array):
+            shadow = scope.shadow(v, self)
+            if isinstance(contribution.type, T.Array) and contribution.type.dtype != \
+                    v.type.dtype or isinstance(contribution.type, T.Scalar) and \
+                    contribution.type.dtype != v.type.dtype and not contribution.type.weak:
+                contribution = self.b.value("cast", (contribution,),
+                                            {"to": T.Scalar(v.type.dtype)})
+            self.b.emit("iadd", [shadow, contribution])
+            return
+        if isinstance(contribution.type, T.Array):
+            contribution = self.b.value("sum", (contribution,), {"axis": None,
+                                                                  "keepdims": False})
+        self.accumulate(adj, v, contribution)
+
+    def reverse_reduction(self, op, g, xs, adj, scope):
+        x = op.operands[0]
+        dims, keep = op.attrs.get("axis"), bool(op.attrs.get("keepdims"))
+        shape = self.ops.shape(xs[0])
+        if op.prim in ("sum", "mean"):
+            if dims is not None and not keep:
+                g = self.ops.reshape(g, tuple(1 if i in dims else n
+                                              for i, n in enumerate(shape)))
+            if op.prim == "mean":
+                count = self.b.value("size", (xs[0],)) if dims is None else \
+                    _product(self.b, [shape[i] for i in dims])
+                g = self.ops.div(g, count)
+            return self.accumulate_into(x, g, adj, scope)
+        grads = RULES["amax"](self.ops, g, (True,), xs[0], scope.get(op.results[0]), dims, keep)
+        self.accumulate_into(x, grads[0], adj, scope)
+
+    def reverse_linalg(self, op, g, xs, adj, scope):
+        r = scope.get(op.results[0])
+        if op.prim == "matmul":
+            needs = tuple(v in self.active and _float(v.type) for v in op.operands)
+            grads = RULES["matmul"](self.ops, g, needs, *xs)
+            for v, x, grad in zip(op.operands, xs, grads):
+                if grad is not None:
+                    if isinstance(v.type, T.Array) and v.type.ndim > 2:
+                        grad = self.sum_to(grad, x)  # batch axes that were broadcast
+                    self.accumulate_into(v, grad, adj, scope)
+            return
+        if op.prim == "det":
+            (grad,) = RULES["det"](self.ops, g, (True,), xs[0], r)
+        elif op.prim == "inv":
+            (grad,) = RULES["inv"](self.ops, g, (True,), r)
+        else:
+            needs = tuple(v in self.active and _float(v.type) for v in op.operands)
+            ga, gb = RULES["solve"](self.ops, g, needs, xs[0], r)
+            self.accumulate_into(op.operands[1], gb, adj, scope)
+            grad = ga
+        self.accumulate_into(op.operands[0], grad, adj, scope)
+
+    def reverse_stack(self, op, g, adj, scope):
+        axis = op.attrs["axis"]
+        whole = ("slice", False, False, False)
+        for k, v in enumerate(op.operands):
+            if v not in self.active or not _float(v.type):
+                continue
+            index = (whole,) * axis + (("int",),)
+            part = self.b.value("slice", (g, self.b.const(k)), {"index": index})
+            self.accumulate_into(v, part, adj, scope)
+
+    def reverse_concatenate(self, op, g, xs, adj, scope):
+        axis = op.attrs["axis"]
+        whole = ("slice", False, False, False)
+        start = self.b.const(0)
+        for v, x in zip(op.operands, xs):
+            stop = self.ops.add(start, self.b.value("shape", (x,), {"axis": axis}))
+            if v in self.active and _float(v.type):
+                index = (whole,) * axis + (("slice", True, True, False),)
+                part = self.b.value("slice", (g, start, stop), {"index": index})
+                self.accumulate_into(v, part, adj, scope)
+            start = stop
+
+    def rev_assign(self, op, adj, scope):
+        dst, value = op.operands
+        if dst not in self.shadow and not _has_shadow(scope, dst):
+            return
+        shadow = scope.shadow(dst, self)
+        if value in self.active and _float(value.type):
+            g = shadow if isinstance(value.type, T.Scalar) or _same_shape(value, dst) else \
+                self.sum_to(shadow, scope.get(value))
+            if isinstance(value.type, T.Array):
+                g = self.b.value("copy", (g,))  # read before the shadow is cleared
+            self.accumulate_into(value, g, adj, scope)
+        self.b.emit("assign", [shadow, self.b.const(0.0, T.Scalar(shadow.type.dtype))])
+
+    def rev_iadd(self, op, adj, scope):
+        dst, value = op.operands
+        if value not in self.active or not _float(value.type):
+            return
+        if op.attrs.get("op", "add") not in ("add", "sub"):
+            raise CompileError.at(op.loc, "the gradient of an in-place *= or /= on an array "
+                                  "slice is not supported yet; write x[...] = x[...] * v")
+        shadow = scope.shadow(dst, self)
+        g = shadow if isinstance(value.type, T.Scalar) or _same_shape(value, dst) else \
+            self.sum_to(shadow, scope.get(value))
+        if op.attrs.get("op") == "sub":
+            g = self.ops.neg(g)
+        self.accumulate_into(value, g, adj, scope)
 
     def rev_load(self, op, adj, scope):
         array = op.operands[0]
@@ -603,6 +880,9 @@ class _Reverse:
     def recomputable(self, op):
         """Cheap, pure, and computing the same value in the adjoint as in the forward pass:
         arithmetic, comparisons, squares, and elements of arrays nothing writes into."""
+        if op.prim not in ("load", "shape", "size") and any(
+                isinstance(v.type, T.Array) for v in list(op.results) + list(op.operands)):
+            return False  # whole-array results are taped, not recomputed
         if op.prim in _RECOMPUTE:
             return True
         if op.prim == "load":
@@ -660,7 +940,8 @@ class _Reverse:
         """A loop over the same iterations, body reversed: it carries the adjoints of the
         loop's carried values and of the outer scalars the body uses. With `index`, the
         bounds run the primal's range backwards and the loop variable is that index."""
-        loop_carried = [(k, r) for k, r in enumerate(op.results) if r in self.active]
+        loop_carried = [(k, r) for k, r in enumerate(op.results) if r in self.active and
+                        not isinstance(r.type, T.Array)]  # arrays: through their shadows
         outer_used = self.carried_adjoints(op, adj)
         state = [r for _, r in loop_carried] + outer_used
         counter = Value(T.INT, index.name if index is not None else "_")
@@ -735,10 +1016,124 @@ class _Scope:
         return reverse.counts[op]
 
 
+_NOT_DIFFERENTIABLE = ("eq", "ne", "lt", "le", "gt", "ge", "not", "truth", "shape", "size",
+                       "assert")
+
+
+def _reaching_the_output(fn):
+    """The values a derivative may flow through on its way to the result: the returned values,
+    values stored into arrays or tapes, and the operands of differentiable operations whose
+    results reach the output (a fixed point over regions; conservative everywhere else)."""
+    useful = set(fn.body.terminator.operands)
+    ops = list(walk(fn.body))
+    regions = [op for op in ops if op.regions]
+
+    def mark(values):
+        new = [v for v in values if v not in useful]
+        useful.update(new)
+        return bool(new)
+
+    changed = True
+    while changed:
+        changed = False
+        for op in reversed(ops):
+            if op.prim in ZERO_DERIVATIVE or op.prim in _NOT_DIFFERENTIABLE:
+                continue
+            if not op.results or op.prim in ("store", "add_at", "tape_push") or \
+                    any(r in useful for r in op.results):
+                if op.regions:
+                    continue  # region operands: below, result by result
+                changed |= mark(op.operands)
+        for op in regions:
+            changed |= mark(_region_flow(op, useful))
+    return useful
+
+
+def _region_flow(op, useful):
+    """The values of region op `op` (operands, block parameters, yielded values) that carry
+    a useful result or block parameter, and the conditions that steer them. A loop-carried
+    variable is useful in all its places or in none (the reverse loop carries its adjoint)."""
+    found = []
+    if op.prim == "if":
+        found.append(op.operands[0])
+        for region in op.regions:
+            found += [y for y, r in zip(region.terminator.operands, op.results) if r in useful]
+    elif op.prim == "for":
+        body = op.regions[0]
+        found += op.operands[:3]
+        for k, r in enumerate(op.results):
+            if r in useful or body.params[1 + k] in useful:
+                found += [op.operands[3 + k], body.params[1 + k], body.terminator.operands[k],
+                          r]
+    elif op.prim == "while":
+        head, body = op.regions
+        found.append(head.terminator.operands[0])
+        for k, r in enumerate(op.results):
+            if r in useful or head.params[k] in useful or body.params[k] in useful:
+                found += [op.operands[k], head.params[k], body.params[k],
+                          head.terminator.operands[1 + k], body.terminator.operands[k], r]
+    else:
+        found += op.operands
+        for region in op.regions:
+            found += region.params + list(region.terminator.operands)
+    return [v for v in found if v not in useful]
+
+
 def _root(array):
-    while array.owner is not None and array.owner.prim == "load":
+    """The array whose memory `array` is (a view's operand, followed to the first array)."""
+    while array.owner is not None and array.owner.prim in ("load", "slice", "transpose",
+                                                           "diagonal"):
         array = array.owner.operands[0]
     return array
+
+
+# views share their operand's memory (a row `load` is one too); ops that write array memory
+_VIEWS = ("slice", "transpose", "diagonal")
+_WRITES = ("store", "add_at", "assign", "iadd", "scatter_add", "mask_add")
+
+
+def _has_shadow(scope, v):
+    while scope is not None:
+        if v in scope.shadows:
+            return True
+        scope = scope.parent
+    return False
+
+
+def _shape_root(v):
+    """Values with the same shape root have the same shape: an elementwise op whose array
+    operands share a root has their shape (nothing was broadcast)."""
+    seen = 0
+    while v.owner is not None and seen < 64:
+        op = v.owner
+        if op.prim not in ELEMENTWISE:
+            break
+        arrays = [x for x in op.operands if isinstance(x.type, T.Array)]
+        if not arrays or any(x.type.ndim != v.type.ndim for x in arrays):
+            break
+        roots = {_shape_root(x) for x in arrays[1:]}
+        first = arrays[0]
+        if roots and roots != {_shape_root(first)}:
+            break
+        v, seen = first, seen + 1
+    return v
+
+
+def _same_shape(a, b):
+    """Whether arrays (or scalars) a and b certainly have the same shape."""
+    if isinstance(a.type, T.Scalar) and isinstance(b.type, T.Scalar):
+        return True
+    if not (isinstance(a.type, T.Array) and isinstance(b.type, T.Array)) or \
+            a.type.ndim != b.type.ndim:
+        return False
+    return _shape_root(a) is _shape_root(b)
+
+
+def _product(b, values):
+    result = values[0]
+    for v in values[1:]:
+        result = b.value("mul", (result, v))
+    return result
 
 
 def _prune_tapes(body):

@@ -1,11 +1,13 @@
 """Calls in compiled code: builtins, math and numpy scalar functions, array constructors,
 and other Python functions (inlined). One table maps each callable to its lowering."""
 
+import ast
 import builtins
 import math
 
 import numpy as np
 
+from adcompile.frontend import arrays
 from adcompile.ir import types as T
 
 MATH = {}
@@ -33,18 +35,25 @@ NUMPY[np.minimum] = ("minimum", "numpy")
 NUMPY[np.abs] = ("abs", "numpy")
 NUMPY[np.power] = ("pow", "numpy")
 
+_NP_SPELLING = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "atan2": "arctan2",
+                "pow": "power"}
 CASTS = {builtins.float: T.FLOAT, builtins.int: T.INT, builtins.bool: T.BOOL,
          np.float64: T.F64, np.float32: T.F32, np.int64: T.I64}
 ALLOC = {np.zeros: 0, np.ones: 1, np.empty: None}
 ALLOC_LIKE = {np.zeros_like: 0, np.ones_like: 1, np.empty_like: None}
 # every callable lowered here rather than inlined (frontend/fingerprint.py describes them by name)
-KNOWN = {*MATH, *NUMPY, *CASTS, *ALLOC, *ALLOC_LIKE, np.full, builtins.abs, builtins.min,
+KNOWN = {*MATH, *NUMPY, *CASTS, *ALLOC, *ALLOC_LIKE, *arrays.FUNCTIONS, np.full, builtins.abs, builtins.min,
          builtins.max, builtins.len, builtins.range}
 DTYPES = {np.float64: "f64", np.float32: "f32", np.int64: "i64", float: "f64", int: "i64",
           np.bool_: "bool", bool: "bool"}
 
 
 def lower_call(lw, fn, node):
+    if _hashable(fn) and fn in arrays.FUNCTIONS:
+        return arrays.FUNCTIONS[fn](lw, node, arrays._args(lw, node), arrays._keywords(lw, node))
+    if node.keywords and not all(k.arg == "dtype" for k in node.keywords):
+        raise lw.error(node, "keyword arguments are not supported here (only dtype= for array "
+                             "constructors, axis=/keepdims= for reductions)")
     for table, handler in ((MATH, _math), (NUMPY, _math)):
         if _hashable(fn) and fn in table:
             return handler(lw, table[fn], node)
@@ -71,9 +80,14 @@ def lower_call(lw, fn, node):
         args = [lw.as_value(lw.expr(a), a) for a in node.args]
         return lw.inline_call(node, target, args)
     name = getattr(fn, "__name__", type(fn).__name__)
-    raise lw.error(node, f"calling {name}() is not supported in compiled code (supported: "
-                         f"math and numpy scalar functions, abs/min/max/len/float/int, "
-                         f"np.zeros/ones/empty/full(_like), and Python functions)")
+    if getattr(fn, "__module__", "") and "numpy" in str(getattr(fn, "__module__", "")):
+        name = f"np.{name}" if "linalg" not in fn.__module__ else f"np.linalg.{name}"
+    nearest = arrays.NEAREST.get(fn) if _hashable(fn) else None
+    hint = f"; write it as {nearest}" if nearest else ""
+    raise lw.error(node, f"calling {name}() is not supported in compiled code{hint} "
+                         f"(supported: math and numpy elementwise functions, numpy reductions, "
+                         f"products, joins and constructors, abs/min/max/len/sum/float/int, "
+                         f"and Python functions)")
 
 
 def _hashable(fn):
@@ -95,14 +109,21 @@ def _math(lw, spec, node):
     arity = 2 if prim in ("atan2", "hypot", "copysign", "fmod", "pow", "maximum",
                           "minimum") else 1
     args = [_arg(lw, node, i, arity) for i in range(arity)]
-    if prim == "trunc" and lib == "math_int" and args[0].type == T.F32:
-        raise lw.error(node, "math.trunc() of a np.float32 is a TypeError in Python (numpy's "
-                             "float32 has no __trunc__); use math.floor/math.ceil or int()")
+    if lib.startswith("math") and any(isinstance(a.type, T.Array) for a in args):
+        raise lw.error(node, f"math.{node.func.attr if isinstance(node.func, ast.Attribute) else prim}"
+                             f"() of an array is a TypeError in Python; use the numpy function "
+                             f"(np.{_NP_SPELLING.get(prim, prim)})")
+    if prim == "trunc" and lib == "math_int" and isinstance(args[0].type, T.Scalar) and \
+            not args[0].type.weak and args[0].type.dtype != "f64":
+        kind = {"f32": "np.float32", "i64": "numpy integer", "bool": "numpy bool"}
+        raise lw.error(node, f"math.trunc() of a {kind[args[0].type.dtype]} is a TypeError in "
+                             f"Python (that numpy type has no __trunc__); use int(), "
+                             f"math.floor or math.ceil")
     attrs = {"lib": "math" if lib.startswith("math") else "numpy"}
     if lib == "math_int":
         attrs["int_result"] = True
-    if prim in ("abs", "floor", "ceil", "trunc") and lib == "numpy":
-        attrs["keep_int"] = True  # numpy 2 keeps integers integers here
+    if prim in ("abs", "floor", "ceil", "trunc", "maximum", "minimum") and lib == "numpy":
+        attrs["keep_int"] = True  # numpy 2 keeps integers integers (and booleans booleans)
     if prim == "pow":
         if lib == "math":
             args = [lw.b.cast(a, T.FLOAT) for a in args]

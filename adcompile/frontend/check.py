@@ -28,13 +28,13 @@ _ADVICE = {
     ast.Import: "import modules at module level, outside the compiled function",
     ast.ImportFrom: "import modules at module level, outside the compiled function",
     ast.Raise: "raise is not supported yet; use assert with a message",
-    ast.List: "lists are not supported; use a tuple or a numpy array",
+    ast.List: "lists are only supported as arguments (np.array([a, b]), np.stack([x, y])); "
+              "use a tuple or a numpy array",
     ast.Dict: "dicts are not supported; use arrays or separate variables",
     ast.Set: "sets are not supported",
     ast.JoinedStr: "strings are not supported in compiled code",
     ast.Starred: "star-unpacking is not supported; unpack elements one by one",
     ast.NamedExpr: "the walrus operator is not supported; assign on its own line",
-    ast.Slice: "slices are not supported yet; index elements one at a time",
     ast.Match: "match statements are not supported; use if/elif",
 }
 
@@ -45,8 +45,9 @@ def check_function(source):
     if not isinstance(fn, ast.FunctionDef):
         raise source.error(fn, "only plain functions (def) can be compiled")
     _check_arguments(source, fn.args)
+    arguments = _list_arguments(fn)
     for node in ast.walk(fn):
-        if node is fn:
+        if node is fn or node in arguments:
             continue
         advice = _ADVICE.get(type(node))
         if advice is not None:
@@ -57,6 +58,21 @@ def check_function(source):
             if not _is_docstring_or_message(fn, node):
                 raise source.error(node, "strings are not supported in compiled code (only "
                                          "as a docstring or an assert message)")
+
+
+def _list_arguments(fn):
+    """List displays written as call arguments (and lists nested in them)."""
+    found = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call):
+            stack = list(node.args) + [k.value for k in node.keywords]
+            while stack:
+                arg = stack.pop()
+                if isinstance(arg, (ast.List, ast.Tuple)):
+                    if isinstance(arg, ast.List):
+                        found.add(arg)
+                    stack.extend(arg.elts)
+    return found
 
 
 def _check_arguments(source, args):

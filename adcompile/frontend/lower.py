@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from adcompile.errors import ArgumentError, CompileError
-from adcompile.frontend import check, resolve
+from adcompile.frontend import arrays, check, resolve
 from adcompile.frontend.source import Source
 from adcompile.ir import types as T
 from adcompile.ir.nodes import Block, Function, Op, Value
@@ -209,6 +209,8 @@ class Lowerer:
         if op is None:
             raise self.error(node, f"the operator {type(node.op).__name__} is not supported")
         if isinstance(node.target, ast.Subscript):
+            if arrays.store(self, node.target, self.expr(node.value), node, op):
+                return
             array, indices = self.subscript_parts(node.target)
             old = self.b.value("load", [array] + indices, node=node)
             new = self.binary(op, old, self.expr(node.value), node)
@@ -218,6 +220,9 @@ class Lowerer:
             raise self.error(node.target, "augmented assignment needs a variable or an "
                                           "array element as target")
         old = self.read(node.target.id, node.target)
+        if isinstance(old.type, T.Array):  # numpy: in place, seen through every view
+            arrays.augment_in_place(self, old, op, self.expr(node.value), node)
+            return
         self.bind(node.target.id, self.binary(op, old, self.expr(node.value), node), node)
 
     def assign(self, target, value, node):
@@ -231,6 +236,8 @@ class Lowerer:
             for t, v in zip(target.elts, items):
                 self.assign(t, v, node)
         elif isinstance(target, ast.Subscript):
+            if arrays.store(self, target, value, node):
+                return
             array, indices = self.subscript_parts(target)
             self.store(array, indices, self.as_value(value, node), node)
         else:
@@ -505,11 +512,18 @@ class Lowerer:
             self.env[BRK] = self.b.const(False, T.BOOL)
 
         def cond():
-            c = self.condition(self.expr(node.test), node.test)
-            if exits:
-                go = self.b.value("not", (self.exit_flag_without_continue(),))
-                c = self.logical(go, c, is_and=True)
-            return c
+            if not exits:
+                return self.condition(self.expr(node.test), node.test)
+            go = self.b.value("not", (self.exit_flag_without_continue(),))
+
+            def test():  # after a break or return the test is not evaluated (it may raise)
+                self.env["__go"] = self.condition(self.expr(node.test), node.test)
+
+            def stop():
+                self.env["__go"] = go
+
+            self.lower_if(go, test, stop, node.test)
+            return self.env.pop("__go")
 
         def body(_):
             self.env[CNT] = self.b.const(False, T.BOOL)
@@ -681,11 +695,13 @@ class Lowerer:
     def expr_Tuple(self, node):
         return Static(tuple(self.expr(e) for e in node.elts))
 
+    def expr_List(self, node):  # only as an argument: np.array([...]), np.stack([...])
+        return Static(tuple(self.expr(e) for e in node.elts))
+
     def expr_BinOp(self, node):
         op = _BINOPS.get(type(node.op))
         if op is None:
-            raise self.error(node, f"the operator {type(node.op).__name__} is not supported "
-                                   f"(@ and bitwise operators come with whole-array support)")
+            raise self.error(node, f"the operator {type(node.op).__name__} is not supported")
         return self.binary(op, self.expr(node.left), self.expr(node.right), node)
 
     def binary(self, op, left, right, node):
@@ -704,8 +720,11 @@ class Lowerer:
         if isinstance(node.op, ast.UAdd):
             return value
         if isinstance(node.op, ast.Not):
+            if isinstance(value.type, T.Array):
+                raise self.error(node, "'not' of an array has no single truth value (numpy "
+                                       "raises ValueError); use ~ or np.logical_not")
             return self.b.value("not", (value,), node=node)
-        raise self.error(node, "~ is not supported (bitwise operators come later)")
+        return self.b.value("invert", (value,), node=node)
 
     def expr_Compare(self, node):
         """`a < b <= c` is `a < b and b <= c` with b evaluated once: c only when a < b."""
@@ -820,8 +839,12 @@ class Lowerer:
                 return self.b.value("size", (value,), node=node)
             if node.attr == "ndim":
                 return self.b.const(value.type.ndim)
+            found = arrays.attribute(self, value, node.attr, node)
+            if found is not None:
+                return found
         raise self.error(node, f"'{node.attr}' of a {value.type} is not supported (arrays "
-                               f"support .shape, .size and .ndim)")
+                               f"support .shape, .size, .ndim, .T and the methods "
+                               f"{', '.join(arrays.METHODS)})")
 
     def expr_Subscript(self, node):
         base = self.expr(node.value)
@@ -830,6 +853,11 @@ class Lowerer:
             if not (isinstance(index, Value) and index.owner and index.owner.prim == "const"):
                 raise self.error(node.slice, "tuples can only be indexed by integer constants")
             return base.obj[index.owner.attrs["value"]]
+        base = self.as_value(base, node.value)
+        if isinstance(base.type, T.Array):
+            found = arrays.subscript(self, node, base)
+            if found is not None:
+                return found
         array, indices = self.subscript_parts(node)
         if isinstance(array.type, T.Tuple):
             return self.tuple_item(array, indices, node)
@@ -853,14 +881,13 @@ class Lowerer:
         return array, values
 
     def expr_Call(self, node):
-        if node.keywords and not all(k.arg == "dtype" for k in node.keywords):
-            raise self.error(node, "keyword arguments are not supported here (only dtype= "
-                                   "for array constructors)")
         func = self.expr(node.func)
         if not isinstance(func, Static):
             raise self.error(node.func, "only functions can be called")
         from adcompile.frontend import calls
 
+        if isinstance(func.obj, arrays.Method):
+            return arrays.call_method(self, func.obj, node)
         return calls.lower_call(self, func.obj, node)
 
 
@@ -939,9 +966,10 @@ def _what(value):
 
 
 _DISPLAY = {RET: "returned", BRK: "broke", CNT: "skipping", RETVAL: "result", "__s": "pick",
-            "__l": "flag", "__bool": "either", "__ifexp": "choice"}
+            "__l": "flag", "__bool": "either", "__ifexp": "choice", "__go": "go"}
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
-           ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow"}
+           ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "matmul",
+           ast.BitAnd: "bit_and", ast.BitOr: "bit_or", ast.BitXor: "bit_xor"}
 _COMPARE = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt",
             ast.GtE: "ge"}

@@ -32,4 +32,8 @@ class IRBuilder:
     def cast(self, v, to):
         if v.type == to:
             return v
+        if isinstance(v.type, T.Array):  # an array's cast names the new element type
+            to = T.Scalar(to.dtype)
+            if v.type.dtype == to.dtype:
+                return v
         return self.value("cast", (v,), {"to": to}, name=v.name)

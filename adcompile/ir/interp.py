@@ -12,8 +12,17 @@ import operator
 import numpy as np
 
 from adcompile.errors import InternalError
+from adcompile.ir import array_impl
 from adcompile.ir import types as T
+from adcompile.ir.prims import ELEMENTWISE
 from adcompile.ir.tape import Tape
+
+_ARRAY = frozenset(array_impl.ARRAY_PRIMS)
+
+
+def _array_op(op, args):
+    value = array_impl.run(op, args)
+    return [array_impl.as_type(value, op.results[0].type)] if op.results else []
 
 _STRONG = {"f64": np.float64, "f32": np.float32, "i64": np.int64, "bool": np.bool_}
 _WEAK = {"f64": float, "i64": int, "bool": bool}
@@ -47,6 +56,11 @@ def _block(block, env):
         handler = _CONTROL.get(prim)
         if handler is not None:
             results = handler(op, env)
+        elif prim in _ARRAY:
+            results = _array_op(op, [env[v] for v in op.operands])
+        elif op.results and isinstance(op.results[0].type, T.Array) and prim in ELEMENTWISE:
+            value = array_impl.elementwise(op, [env[v] for v in op.operands])
+            results = [array_impl.as_type(value, op.results[0].type)]
         else:
             results = _IMPL[prim](op, [env[v] for v in op.operands])
         for r, value in zip(op.results, results):
@@ -118,7 +132,7 @@ def _pow(op, args):
         return [convert(math.pow(a, b), t)]
     if t.is_float and isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer)):
         a = convert(a, t)  # integers to a power that may be negative: computed in floats
-    if lib == "numpy":
+    if lib == "numpy" or op.attrs.get("ieee"):  # ieee: derivative code
         return [convert(np.power(a, b), t)]
     return [convert(real_pow(a, b), t)]
 
@@ -173,11 +187,17 @@ def _assert(op, args):
     return []
 
 
+def _div(op, args):
+    if op.attrs.get("ieee"):  # derivative code: inf and nan where Python raises
+        return [convert(np.divide(np.float64(args[0]), args[1]), op.results[0].type)]
+    return [convert(operator.truediv(*args), op.results[0].type)]
+
+
 _IMPL = {
     "const": lambda op, args: [convert(op.attrs["value"], op.attrs["type"])],
     "cast": lambda op, args: [convert(args[0], op.attrs["to"])],
     "add": _typed(operator.add), "sub": _typed(operator.sub), "mul": _typed(operator.mul),
-    "div": _typed(operator.truediv), "floordiv": _typed(operator.floordiv),
+    "div": _div, "floordiv": _typed(operator.floordiv),
     "mod": _typed(operator.mod), "pow": _pow,
     "neg": _typed(operator.neg), "abs": _typed(abs),
     "eq": _typed(operator.eq), "ne": _typed(operator.ne), "lt": _typed(operator.lt),

@@ -50,6 +50,21 @@ class Array:
     def element(self):
         return Scalar(self.dtype)
 
+    # an array's dtype is strong (numpy scalars and arrays never adopt another operand's dtype)
+    weak = False
+
+    @property
+    def is_float(self):
+        return self.dtype in ("f32", "f64")
+
+    @property
+    def is_int(self):
+        return self.dtype == "i64"
+
+    @property
+    def kind(self):
+        return _KIND[self.dtype]
+
 
 @dataclass(frozen=True)
 class Tuple:

@@ -4,34 +4,48 @@ primitive, operands and attributes) is replaced by the earlier op's result.
 Loads can see stores, so a load is merged only when it reads an array parameter and the
 function stores into no parameter (one parameter may be a view of another, so a store into any
 of them could change what a load reads). The reverse pass recomputes from reloaded elements,
-and this is what folds those reloads back into the forward pass's own."""
+and this is what folds those reloads back into the forward pass's own.
 
-from adcompile.ir.nodes import written_params
+Whole-array ops read memory too, and make new arrays: they are merged only in functions that
+write no array at all. Views (slice, transpose) are always merged: two views of the same
+memory with the same index see the same elements, written or not."""
+
+from adcompile.ir import types as T
+from adcompile.ir.nodes import walk, written_params
 from adcompile.ir.prims import PRIMS
 
 _NEVER = {"alloc", "tuple"}  # allocations are distinct objects
 
 
+_WRITES = {"store", "add_at", "assign", "iadd", "scatter_add", "mask_add"}
+_VIEWS = {"slice", "transpose", "shape", "size"}
+
+
 def common_subexpressions(fn):
     replace = {}
     readonly = set() if written_params(fn) else set(fn.params)
-    _block(fn.body, {}, replace, readonly)
+    arrays_frozen = not any(op.prim in _WRITES for op in walk(fn.body))
+    _block(fn.body, {}, replace, readonly, arrays_frozen)
     return fn
 
 
-def _block(block, seen, replace, readonly):
+def _block(block, seen, replace, readonly, arrays_frozen):
     """`seen` holds the keys of the ops that dominate this point; the keys this block adds
     are removed again when it ends (a scoped table: no copy per region)."""
     added = []
     for op in block.ops:
         op.operands = [replace.get(v, v) for v in op.operands]
         for region in op.regions:
-            _block(region, seen, replace, readonly)
+            _block(region, seen, replace, readonly, arrays_frozen)
         prim = PRIMS[op.prim]
         if op.prim == "load":
             if op.operands[0] not in readonly:
                 continue
         elif not prim.pure or op.prim in _NEVER or op.regions or len(op.results) != 1:
+            continue
+        elif not arrays_frozen and op.prim not in _VIEWS and (
+                isinstance(op.result.type, T.Array) or
+                any(isinstance(v.type, T.Array) for v in op.operands)):
             continue
         key = (op.prim, tuple(op.operands), _freeze(op.attrs), op.result.type)
         earlier = seen.get(key)

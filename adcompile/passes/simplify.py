@@ -5,6 +5,7 @@ exactly what the op would have computed at run time (errors, e.g. 1/0, are left 
 """
 
 from adcompile.ir import interp
+from adcompile.ir import types as T
 from adcompile.ir.nodes import walk
 
 _FOLDABLE = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "neg", "abs", "eq", "ne",
@@ -27,6 +28,8 @@ def _fold_identities(fn):
     for op in walk(fn.body):
         if len(op.results) != 1:
             continue
+        if isinstance(op.result.type, T.Array) and op.prim != "tuple_get":
+            continue  # x * 1 is a new array; x itself would alias it
         if op.prim == "mul":
             a, b = op.operands
             for const, other in ((a, b), (b, a)):

@@ -40,3 +40,46 @@ def addmm(ops, g, needs, m1, m2, beta, alpha, m1_colmajor=False, m2_colmajor=Fal
 
 def _scale(ops, g, factor):
     return g if factor == 1 else ops.mul(g, factor)
+
+
+@rule("matmul")
+def matmul(ops, g, needs, a, b):
+    """numpy's a @ b: a 1-d left operand is a row, a 1-d right operand a column, and the axis
+    they add is not in the result. (Batch axes that were broadcast are summed by the caller.)"""
+    ga = gb = None
+    if ops.ndim(a) == 1 and ops.ndim(b) == 1:
+        ga = ops.mul(g, b) if needs[0] else None
+        gb = ops.mul(g, a) if needs[1] else None
+    elif ops.ndim(a) == 1:
+        ga = ops.matmul(b, g) if needs[0] else None  # b (k, n) @ g (n,)
+        gb = ops.outer(a, g) if needs[1] else None
+    elif ops.ndim(b) == 1:
+        ga = ops.outer(g, b) if needs[0] else None
+        gb = ops.matmul(ops.mT(a), g) if needs[1] else None
+    else:
+        ga = ops.matmul(g, ops.mT(b)) if needs[0] else None
+        gb = ops.matmul(ops.mT(a), g) if needs[1] else None
+    return ga, gb
+
+
+@rule("det")
+def det(ops, g, needs, a, result):
+    """d det(A) = det(A) tr(A^-1 dA): the cotangent is g det(A) A^-T (A invertible)."""
+    return (ops.mul(ops.mul(g, result), ops.mT(ops.inv(a))),)
+
+
+@rule("inv")
+def inv(ops, g, needs, result):
+    """d A^-1 = -A^-1 dA A^-1: the cotangent is -A^-T g A^-T."""
+    inv_t = ops.mT(result)
+    return (ops.neg(ops.matmul(ops.matmul(inv_t, g), inv_t)),)
+
+
+@rule("solve")
+def solve(ops, g, needs, a, x):
+    """x = A^-1 b: b's cotangent solves A^T gb = g, and A's is -gb x^T."""
+    gb = ops.solve(ops.mT(a), g)
+    ga = None
+    if needs[0]:
+        ga = ops.neg(ops.outer(gb, x) if ops.ndim(x) == 1 else ops.matmul(gb, ops.mT(x)))
+    return ga, (gb if needs[1] else None)

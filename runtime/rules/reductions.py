@@ -165,3 +165,14 @@ def logsumexp(ops, g, needs, x, result, dims, keepdim):
     g = _unreduce(ops, g, shape, dims, keepdim)
     result = _unreduce(ops, result, shape, dims, keepdim)
     return (ops.mul(g, ops.exp(ops.sub(x, result))),)
+
+
+@rule("amax", "amin")
+def amax(ops, g, needs, x, result, dims, keepdim):
+    """max/min over `dims` (None: all): ties share the cotangent evenly, as PyTorch's amax."""
+    shape = ops.shape(x)
+    g = _unreduce(ops, g, shape, dims, keepdim)
+    result = _unreduce(ops, result, shape, dims, keepdim)
+    hit = ops.cast_like(ops.eq(x, result), g)
+    count = ops.sum(hit) if dims is None else ops.sum_dim(hit, dims, True)
+    return (ops.mul(ops.div(g, count), hit),)

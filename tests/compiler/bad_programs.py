@@ -116,7 +116,7 @@ def maybe_undefined(x):
 
 
 def slices(x):
-    return x[1:3]
+    return x[1.5:3]
 
 
 def float_index(x):
@@ -161,7 +161,7 @@ def uses_starred(x):
 
 
 def uses_bitwise(x):
-    return x & 1
+    return x & 1.5
 
 
 def iterates_over_scalar(x):
@@ -172,7 +172,7 @@ def iterates_over_scalar(x):
 
 
 def array_plus_array(x):
-    return x + x
+    return x @ 2.0
 
 
 def unsupported_math(x):

@@ -21,6 +21,7 @@ import json
 import math
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -797,3 +798,81 @@ def test_a_2000_line_function(tmp_path):
         np.testing.assert_allclose(g_x[k], fd, rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(g_c, (fn(x, c + eps) - fn(x, c - eps)) / (2 * eps), rtol=1e-5,
                                atol=1e-7)
+
+
+# =============================================================================================
+# 8. a gradient returns where its function returns; a loop test is not evaluated after return
+# =============================================================================================
+
+def sqrt_of(a):
+    return math.sqrt(a)
+
+
+def half_power(a):
+    return a ** 0.5
+
+
+def tiny_power(a, b):
+    return math.pow(a, b)
+
+
+def quotient(a, b):
+    return b / (a + 1.0)
+
+
+# Python floats at points where the derivative is infinite: like JAX and PyTorch, the
+# gradient is inf or nan there (derivative code computes as numpy does), not a Python error
+SINGULAR = [(sqrt_of, (0.0,), 0, math.inf), (half_power, (0.0,), 0, math.inf),
+            (tiny_power, (5e-324, 5e-324), 0, math.inf), (quotient, (-1.0 + 2.0**-52, 1e300), 0,
+                                                          -math.inf)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn,args,argnum,expected", SINGULAR,
+                         ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(SINGULAR)])
+def test_a_gradient_at_a_singular_point_is_infinite_not_an_error(fn, args, argnum, expected,
+                                                                  backend):
+    fn(*args)  # the function itself returns
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = ac.grad(compiled(fn, backend), argnums=argnum)(*args)
+        value, g2 = ac.value_and_grad(compiled(fn, backend), argnums=argnum)(*args)
+    assert type(g) is float and g == expected and g2 == expected
+    same(value, fn(*args))
+
+
+def while_returns_at_the_end(a, x):
+    i = 0
+    s = x
+    while a[i] * s > 0.0:  # a[len(a)] would be out of range: the return comes first
+        s = s * a[i]
+        i += 1
+        if i == len(a):
+            return s * x
+    return s
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_while_test_is_not_evaluated_after_a_return_in_its_body(backend):
+    a, x = np.array([1.5, 1.2, 1.1]), 0.7
+    f = compiled(while_returns_at_the_end, backend)
+    same(f(a, x), while_returns_at_the_end(a, x))
+    g_a, g_x = ac.grad(f, argnums=(0, 1))(a, x)
+    np.testing.assert_allclose(g_a, [x * x * 1.2 * 1.1, x * x * 1.5 * 1.1, x * x * 1.5 * 1.2])
+    np.testing.assert_allclose(g_x, 2 * x * 1.5 * 1.2 * 1.1)
+
+
+def compared_only(x):
+    if x ** 0.5 > 1.0 or np.sqrt(x) < -1.0:  # nan at x < 0: only compared, never differentiated
+        x = x * 2.0
+    return x * 3.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_value_only_compared_gets_no_adjoint(backend):
+    """Its adjoint would be zero, and zero times its nan partial derivative is nan."""
+    x = np.float64(-1.5)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert ac.grad(compiled(compared_only, backend))(x) == 3.0
+        assert ac.jvp(compiled(compared_only, backend), (x,), (np.float64(1.0),))[1] == 3.0

@@ -53,9 +53,7 @@ from tests.compiler.fuzzgen import F64, FLOAT, ArrayType
 BACKENDS = ("interp", "python", "llvm")
 SLICE = range(500)
 # seed -> the open bug class (/tmp/fuzz_report.md) that makes it fail; strict: a fix XPASSes
-KNOWN = {
-    312: "GRAD_RAISES: the derivative of math.pow overflows (OverflowError) on interp",
-}
+KNOWN = {}
 # numpy's own (SIMD) transcendental functions may differ from libm's in the last bits
 NUMPY_ULP = re.compile(r"np\.(sin|cos|tan|exp|log|log1p|expm1|tanh|sinh|cosh|log2|log10|"
                        r"arcsin|arccos|arctan|arctan2|hypot|power)\(")
@@ -540,9 +538,16 @@ def _check_jvp(fn, program, args, argnums, grads):
     out, tangent = ac.jvp(fn, args, tangents)
     if not math.isfinite(scale):
         return out, True
+    if math.isnan(float(tangent)) and not all(np.all(np.isfinite(a)) for a in args
+                                              if isinstance(a, (float, np.ndarray))):
+        return out, True  # forward mode's 0 * inf (a zero tangent through an infinite
+        # partial) is nan where reverse mode adds nothing; JAX does the same
     if program.uses_float32():  # float32 values carry float32 tangents: rounded terms
         return out, abs(float(tangent) - expected) <= 1e-5 * (scale + 1 + abs(float(out)))
-    return out, abs(float(tangent) - expected) <= 1e-10 * scale + 1e-300
+    # terms that cancel (d/dx of -x / x) leave rounding: a floor relative to the tangents
+    floor = 1e-12 * sum(float(np.sum(np.abs(tangents[i]))) for i in argnums) * (
+        1 + abs(float(out)))
+    return out, abs(float(tangent) - expected) <= 1e-10 * scale + floor + 1e-300
 
 
 def _check_finite_differences(result, program, checked, k, argnums, value, grads):

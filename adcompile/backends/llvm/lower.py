@@ -470,7 +470,7 @@ class _Lowering:
     def div(self, op):
         t = op.results[0].type
         a, b = self.operands_as(op, t)
-        if self.python_numbers(op):
+        if self.python_numbers(op) and not op.attrs.get("ieee"):  # ieee: derivative code
             code = self.error("ZeroDivisionError", "division by zero", op.loc)
             self.check(self.b.fcmp_ordered("==", b, zero(b.type)), code)
         return self.b.fdiv(a, b, flags=self.flags)
@@ -547,7 +547,8 @@ class _Lowering:
         lib = op.attrs.get("lib")
         if lib == "math":
             self.math_errors("pow", [a, b], value, op.loc)
-        elif self.python_numbers(op) and lib != "numpy":  # np.power: inf and nan, no errors
+        elif self.python_numbers(op) and lib != "numpy" and not op.attrs.get("ieee"):
+            # np.power and derivative code: inf and nan, no errors
             self.python_pow_errors(a, b, value, op.loc)
         return value
 
@@ -563,10 +564,16 @@ class _Lowering:
         finite_a = bld.fcmp_ordered("<", self.intrinsic("llvm.fabs", [a]), inf)
         finite_b = bld.fcmp_ordered("<", self.intrinsic("llvm.fabs", [b]), inf)
         fractional = bld.fcmp_ordered("!=", self.intrinsic("llvm.floor", [b]), b)
+        complex_ = bld.and_(bld.and_(bld.fcmp_ordered("<", a, zero_), finite_a),
+                            bld.and_(finite_b, fractional))
+        # CPython computes that complex power, which may itself overflow
+        magnitude = self.intrinsic("llvm.pow", [self.intrinsic("llvm.fabs", [a]), b])
+        huge = bld.fcmp_ordered("==", magnitude, inf)
+        code = self.error("OverflowError", "complex exponentiation: result too large", loc)
+        self.check(bld.and_(complex_, huge), code)
         code = self.error("ValueError", "a negative float raised to a fractional power is a "
                           "complex number, which compiled code does not compute", loc)
-        self.check(bld.and_(bld.and_(bld.fcmp_ordered("<", a, zero_), finite_a),
-                            bld.and_(finite_b, fractional)), code)
+        self.check(complex_, code)
         code = self.error("OverflowError", "float ** float: result too large", loc)
         self.check(bld.and_(bld.fcmp_ordered("==", self.intrinsic("llvm.fabs", [value]), inf),
                             bld.and_(finite_a, finite_b)), code)
@@ -689,8 +696,8 @@ class _Lowering:
         if not t.is_float:  # bools compare unsigned: True is 1, not -1
             compare = self.b.icmp_unsigned if t.dtype == "bool" else self.b.icmp_signed
             return self.b.select(compare(pred, b, a), b, a)
-        if op.prim in ("maximum", "minimum"):  # numpy: NaN wins
-            keep_a = self.b.or_(self.b.fcmp_ordered(pred + "=", a, b),
+        if op.prim in ("maximum", "minimum"):  # numpy: NaN wins, b of equals (0.0, -0.0)
+            keep_a = self.b.or_(self.b.fcmp_ordered(pred, a, b),
                                 self.b.fcmp_unordered("uno", a, a))
             return self.b.select(keep_a, a, b)
         # Python's max(a, b) keeps a unless b is larger
@@ -716,9 +723,9 @@ class _Lowering:
     def math(self, op):
         t = op.results[0].type
         dtype = t.dtype if t.is_float else "f64"
-        if t.is_int and op.attrs.get("keep_int"):
+        if not t.is_float and op.attrs.get("keep_int"):
             (a,) = self.operands_as(op, t)
-            return a  # floor/ceil/trunc/round of an integer
+            return a  # floor/ceil/trunc/round of an integer or a bool
         args = [self.convert(self.v(x), x.type, T.Scalar(dtype)) for x in op.operands]
         name = op.prim
         if name in ("floor", "ceil", "trunc", "round", "sqrt", "copysign"):

@@ -28,8 +28,10 @@ import unicodedata
 import astor
 import numpy as np
 
+from adcompile.ir import array_impl
 from adcompile.ir import types as T
 from adcompile.ir.interp import real_pow
+from adcompile.ir.prims import ELEMENTWISE
 from adcompile.ir.tape import Tape
 
 _COMMENT = "__adcompile_comment__"
@@ -42,6 +44,9 @@ _COMPARE = {"eq": ast.Eq, "ne": ast.NotEq, "lt": ast.Lt, "le": ast.LtE, "gt": as
 _CASTS = {("f64", True): "float", ("i64", True): "int", ("bool", True): "bool",
           ("f64", False): "np.float64", ("f32", False): "np.float32",
           ("i64", False): "np.int64", ("bool", False): "np.bool_"}
+_BITWISE = {"bit_and": ast.BitAnd, "bit_or": ast.BitOr, "bit_xor": ast.BitXor}
+# the numpy function an elementwise primitive's operator stands for (to predict its dtype)
+_NUMPY_UFUNC = {prim: name for prim, name in array_impl.NUMPY_NAMES.items()}
 _NP_NAMES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "atan2": "arctan2"}
 
 
@@ -79,13 +84,17 @@ def _comment(loc):
 
 def _erf(x, name="erf"):
     fn = getattr(math, name)
+    if isinstance(x, np.ndarray):
+        return np.vectorize(fn, otypes=[x.dtype if x.dtype.kind == "f" else np.float64])(x)
     return type(x)(fn(x)) if isinstance(x, np.floating) else fn(x)
 
 
 # what the emitted code may read from its module (besides keywords): helpers bound by load(),
 # and builtins
-_HELPERS = {"np": np, "math": math, "_erf": _erf, "_Tape": Tape, "_pow": real_pow}
-_BUILTINS = ("float", "int", "bool", "range", "min", "max", "abs")
+_HELPERS = {"np": np, "math": math, "_erf": _erf, "_Tape": Tape, "_pow": real_pow,
+            "_sum_to": array_impl.sum_to, "_stack": array_impl.stack,
+            "_diagonal": array_impl.diagonal}
+_BUILTINS = ("float", "int", "bool", "range", "min", "max", "abs", "sum")
 _GLOBALS = {**_HELPERS, **{b: getattr(builtins, b) for b in _BUILTINS}}
 
 
@@ -224,6 +233,9 @@ class _Emitter:
     # -- expressions for pure ops -----------------------------------------------------------
     def value_expr(self, op):
         prim, args = op.prim, [self.expr(v) for v in op.operands]
+        if prim in array_impl.ARRAY_PRIMS or (
+                op.results and isinstance(op.result.type, T.Array) and prim in ELEMENTWISE):
+            return self.array_expr(op, args)
         if prim in _BINARY:
             return self.binary(op, args)
         if prim in _COMPARE:
@@ -270,6 +282,8 @@ class _Emitter:
 
     def binary(self, op, args):
         t = op.result.type
+        if op.prim == "div" and op.attrs.get("ieee"):  # derivative code: inf, not an error
+            return self.numpy_call(op, "divide", args)
         if op.prim == "pow":
             lib = op.attrs.get("lib")
             types = [v.type for v in op.operands]
@@ -279,7 +293,7 @@ class _Emitter:
             if lib == "math":  # math.pow: ValueError where ** is complex or divides by zero
                 node = self.call("math.pow", args)  # a Python float
                 return node if t == T.FLOAT else self.to_type(node, t)
-            if lib == "numpy":
+            if lib == "numpy" or op.attrs.get("ieee"):  # ieee: derivative code
                 return self.numpy_call(op, "power", args, tuple(types))
             if _may_be_complex(op, types):
                 return self.call("_pow", args)
@@ -288,6 +302,133 @@ class _Emitter:
                                                    for v in op.operands):
             return self.call("np.int64", [node])
         return node
+
+    # -- whole arrays: numpy expressions ----------------------------------------------------
+    def array_expr(self, op, args):
+        prim, attrs, t = op.prim, op.attrs, op.result.type
+        if prim in _BINARY:
+            node = ast.BinOp(args[0], _BINARY[prim](), args[1])
+        elif prim in _COMPARE:
+            node = ast.Compare(args[0], [_COMPARE[prim]()], [args[1]])
+        elif prim in _BITWISE:
+            node = ast.BinOp(args[0], _BITWISE[prim](), args[1])
+        elif prim == "neg":
+            node = ast.UnaryOp(ast.USub(), args[0])
+        elif prim == "invert":
+            node = ast.UnaryOp(ast.Invert(), args[0])
+        elif prim == "not":
+            node = self.call("np.logical_not", args)
+        elif prim == "select":
+            node = self.call("np.where", args)
+        elif prim == "cast":
+            return ast.Call(_attr(args[0], "astype"), [self.dtype(t.dtype)], [])
+        elif prim in ("erf", "erfc"):
+            node = self.call("_erf", args + [ast.Constant(prim)])
+        elif prim in ELEMENTWISE:
+            node = self.call(f"np.{array_impl.NUMPY_NAMES[prim]}", args)
+        else:
+            return self.array_call(op, args)
+        types = [v.type for v in op.operands]
+        if prim != "select" and _numpy_dtype(_NUMPY_UFUNC.get(prim, prim), tuple(
+                T.Scalar(u.dtype, u.weak) for u in types)) != T.NUMPY[t.dtype]:
+            node = ast.Call(_attr(node, "astype"), [self.dtype(t.dtype)], [])
+        return node
+
+    def dtype(self, dtype):
+        return _attr(self.glob("np"), T.NUMPY[dtype].name)
+
+    def array_call(self, op, args):
+        prim, attrs, t = op.prim, op.attrs, op.result.type if op.results else None
+        if prim in ("sum", "mean", "prod", "amax", "amin", "argmax", "argmin"):
+            if attrs.get("sequential"):
+                return self.cast_to(op, self.call("sum", args), ())
+            name = {"amax": "max", "amin": "min"}.get(prim, prim)
+            axis = attrs.get("axis")
+            kwargs = {}
+            if axis is not None:
+                axis = axis[0] if len(axis) == 1 else ast.Tuple(
+                    [ast.Constant(a) for a in axis], ast.Load())
+                kwargs["axis"] = axis if isinstance(axis, ast.AST) else ast.Constant(axis)
+            if attrs.get("keepdims"):
+                kwargs["keepdims"] = ast.Constant(True)
+            return self.call(f"np.{name}", args, **kwargs)
+        if prim == "sum_to":
+            return self.call("_sum_to", [args[0], _attr(args[1], "shape")]) \
+                if isinstance(op.operands[1].type, T.Array) else self.to_type(
+                    self.call("np.sum", [args[0]]), t)
+        if prim in ("broadcast_to", "reshape"):
+            shape = ast.Tuple(args[1:], ast.Load())
+            return self.call(f"np.{prim}", [args[0], shape])
+        if prim == "transpose":
+            perm = attrs["perm"]
+            if list(perm) == list(range(len(perm)))[::-1]:
+                return _attr(args[0], "T")
+            return self.call("np.transpose", [args[0], ast.Tuple(
+                [ast.Constant(p) for p in perm], ast.Load())])
+        if prim == "slice":
+            return _subscript(args[0], self.index(attrs["index"], args[1:]))
+        if prim == "take":
+            index = args[1] if len(args) == 2 else ast.Tuple(args[1:], ast.Load())
+            return _subscript(args[0], index)
+        if prim == "mask":
+            return _subscript(args[0], args[1])
+        if prim == "matmul":
+            return ast.BinOp(args[0], ast.MatMult(), args[1])
+        if prim == "trace":
+            return self.call("np.trace", args)
+        if prim == "diagonal":
+            return self.call("_diagonal", args)
+        if prim in ("det", "inv", "solve"):
+            return self.call(f"np.linalg.{prim}", args)
+        if prim == "concatenate":
+            return self.call("np.concatenate", [ast.List(args, ast.Load())],
+                             axis=ast.Constant(attrs["axis"]))
+        if prim == "stack":
+            items = ast.List(args, ast.Load())
+            if attrs["axis"] == 0:
+                return self.call("np.array", [items], dtype=self.dtype(t.dtype))
+            return self.call("_stack", [items, ast.Constant(attrs["axis"]),
+                                        self.dtype(t.dtype)])
+        if prim in ("arange", "linspace"):
+            return self.call(f"np.{prim}", args, dtype=self.dtype(t.dtype))
+        if prim == "copy":
+            return ast.Call(_attr(args[0], "copy"), [], [])
+        raise NotImplementedError(prim)
+
+    def index(self, layout, values):
+        """A subscript for a `slice` op's index layout and its integer operands."""
+        values, items = list(values), []
+        for item in layout:
+            if item[0] == "int":
+                items.append(values.pop(0))
+            elif item[0] == "new":
+                items.append(ast.Constant(None))
+            else:
+                bounds = [values.pop(0) if present else None for present in item[1:]]
+                items.append(ast.Slice(*bounds))
+        if not items:
+            return ast.Constant(Ellipsis)
+        return items[0] if len(items) == 1 else ast.Tuple(items, ast.Load())
+
+    def op_assign(self, op):
+        dst, value = [self.expr(v) for v in op.operands]
+        return [ast.Assign([ast.Subscript(dst, ast.Constant(Ellipsis), ast.Store())], value)]
+
+    def op_iadd(self, op):
+        dst, value = [self.expr(v) for v in op.operands]
+        target = ast.Name(dst.id, ast.Store()) if isinstance(dst, ast.Name) else dst
+        fn = _BINARY[op.attrs.get("op", "add")]()
+        return [ast.AugAssign(ast.Subscript(target, ast.Constant(Ellipsis), ast.Store()), fn,
+                              value)]
+
+    def op_scatter_add(self, op):
+        dst, *index, value = [self.expr(v) for v in op.operands]
+        idx = index[0] if len(index) == 1 else ast.Tuple(index, ast.Load())
+        return [ast.Expr(self.call("np.add.at", [dst, idx, value]))]
+
+    def op_mask_add(self, op):
+        dst, mask, value = [self.expr(v) for v in op.operands]
+        return [ast.AugAssign(ast.Subscript(dst, mask, ast.Store()), ast.Add(), value)]
 
     def cast_to(self, op, node, operands=None):
         t = op.result.type

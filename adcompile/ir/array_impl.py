@@ -1,0 +1,186 @@
+"""numpy implementations of the whole-array primitives: the reference interpreter runs them,
+and the Python backend's generated code calls the few that numpy has no one-call spelling for
+(`sum_to`, `take`...). Each returns what numpy returns for the same Python expression, with the
+result converted to the op's IR dtype where numpy's differs (bool + bool is int64 in the IR)."""
+
+import math
+
+import numpy as np
+
+from adcompile.ir import types as T
+
+UFUNCS = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
+    "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power, "neg": np.negative,
+    "abs": np.abs, "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+    "gt": np.greater, "ge": np.greater_equal, "not": np.logical_not, "sign": np.sign,
+    "bit_and": np.bitwise_and, "bit_or": np.bitwise_or, "bit_xor": np.bitwise_xor,
+    "invert": np.invert, "sin": np.sin, "cos": np.cos, "tan": np.tan, "exp": np.exp,
+    "log": np.log, "log1p": np.log1p, "expm1": np.expm1, "sqrt": np.sqrt, "tanh": np.tanh,
+    "sinh": np.sinh, "cosh": np.cosh, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
+    "log2": np.log2, "log10": np.log10, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
+    "round": np.round, "atan2": np.arctan2, "hypot": np.hypot, "copysign": np.copysign,
+    "fmod": np.fmod, "maximum": np.maximum, "minimum": np.minimum,
+}
+# the numpy spelling of each elementwise primitive in generated code (np.<name>)
+NUMPY_NAMES = {prim: fn.__name__ for prim, fn in UFUNCS.items()}
+_ERF = {"erf": np.vectorize(math.erf, otypes=[np.float64]),
+        "erfc": np.vectorize(math.erfc, otypes=[np.float64])}
+
+
+def as_type(value, t):
+    """`value` (a numpy result) as IR type `t`: arrays keep their memory unless the dtype
+    differs; 0-d results become numpy scalars."""
+    if isinstance(t, T.Array):
+        want = T.NUMPY[t.dtype]
+        if not isinstance(value, np.ndarray):
+            return np.asarray(value, want)
+        return value if value.dtype == want else value.astype(want)
+    if isinstance(t, T.Scalar):
+        kind = {"f64": np.float64, "f32": np.float32, "i64": np.int64, "bool": np.bool_}
+        if t.weak:
+            return {"f64": float, "i64": int, "bool": bool}[t.dtype](value)
+        return kind[t.dtype](value)
+    return value
+
+
+def elementwise(op, args):
+    prim = op.prim
+    t = op.results[0].type
+    if prim == "select":
+        return np.where(*args)
+    if prim == "cast":
+        return np.asarray(args[0]).astype(T.NUMPY[t.dtype])
+    if prim in _ERF:
+        return _ERF[prim](*args)
+    if prim in ("pow", "div", "floordiv", "mod") and t.dtype in ("f32", "f64"):
+        # integers to a float result (x ** -1 of int arrays): computed in the float dtype
+        args = [np.asarray(a, T.NUMPY[t.dtype]) if _is_integral(a) else a for a in args]
+    return UFUNCS[prim](*args)
+
+
+def _is_integral(a):
+    return isinstance(a, (int, np.integer, bool, np.bool_)) or (
+        isinstance(a, np.ndarray) and a.dtype.kind in "biu")
+
+
+def _axis(op):
+    axis = op.attrs.get("axis")
+    return None if axis is None else tuple(axis)
+
+
+def reduction(op, args):
+    (x,) = args
+    fn = {"sum": np.sum, "mean": np.mean, "prod": np.prod, "amax": np.max, "amin": np.min}
+    if op.prim in fn:
+        return fn[op.prim](x, axis=_axis(op), keepdims=bool(op.attrs.get("keepdims")))
+    axis = _axis(op)
+    if axis is not None:
+        (axis,) = axis
+    arg = np.argmax if op.prim == "argmax" else np.argmin
+    return arg(x, axis=axis, keepdims=bool(op.attrs.get("keepdims")))
+
+
+def sum_to(g, shape):
+    """`g` summed to `shape` (the adjoint of broadcasting `shape` up to g's shape)."""
+    g = np.asarray(g)
+    if g.shape == tuple(shape):
+        return g
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
+                                      if n == 1 and g.shape[lead + i] != 1)
+    out = np.sum(g, axis=axes, keepdims=True) if axes else g
+    return out.reshape(shape)
+
+
+def index_key(items, values):
+    """A numpy basic-indexing key from a `slice` op's items and its integer operands."""
+    key, values = [], list(values)
+    for item in items:
+        if item[0] == "int":
+            key.append(values.pop(0))
+        elif item[0] == "new":
+            key.append(None)
+        else:
+            bounds = [values.pop(0) if present else None for present in item[1:]]
+            key.append(slice(*bounds))
+    return tuple(key)
+
+
+def diagonal(x):
+    """The main diagonal of matrix x as a view that can be written (np.diagonal's is
+    read-only): the shadow of a trace accumulates through it."""
+    n = min(x.shape)
+    return np.lib.stride_tricks.as_strided(x, (n,), (x.strides[0] + x.strides[1],))
+
+
+def stack(items, axis, dtype):
+    return np.stack([np.asarray(a) for a in items], axis=axis).astype(dtype, copy=False)
+
+
+def iadd(dst, value, name="add"):
+    UFUNCS[name](dst, value, out=dst, casting="unsafe")
+
+
+def run(op, args):
+    """The value of array primitive `op` (not an elementwise one) on numpy arguments."""
+    prim, attrs = op.prim, op.attrs
+    if prim in ("sum", "mean", "prod", "amax", "amin", "argmax", "argmin"):
+        return reduction(op, args)
+    if prim == "sum_to":
+        g, like = args
+        return sum_to(g, np.shape(like))
+    if prim == "broadcast_to":
+        return np.broadcast_to(args[0], tuple(int(d) for d in args[1:]))
+    if prim == "reshape":
+        return np.reshape(args[0], tuple(int(d) for d in args[1:]))
+    if prim == "transpose":
+        return np.transpose(args[0], attrs["perm"])
+    if prim == "slice":
+        return args[0][index_key(attrs["index"], args[1:])]
+    if prim == "take":
+        return args[0][tuple(args[1:])]
+    if prim == "mask":
+        return args[0][args[1]]
+    if prim == "matmul":
+        return np.matmul(*args)
+    if prim == "trace":
+        return np.trace(args[0])
+    if prim == "diagonal":
+        return diagonal(args[0])
+    if prim == "det":
+        return np.linalg.det(args[0])
+    if prim == "inv":
+        return np.linalg.inv(args[0])
+    if prim == "solve":
+        return np.linalg.solve(*args)
+    if prim == "concatenate":
+        return np.concatenate(args, axis=attrs["axis"])
+    if prim == "stack":
+        return stack(args, attrs["axis"], T.NUMPY[op.results[0].type.dtype])
+    if prim == "arange":
+        return np.arange(*args, dtype=T.NUMPY[op.results[0].type.dtype])
+    if prim == "linspace":
+        return np.linspace(args[0], args[1], int(args[2]),
+                           dtype=T.NUMPY[op.results[0].type.dtype])
+    if prim == "copy":
+        return np.array(args[0], copy=True)
+    if prim == "assign":
+        args[0][...] = args[1]
+        return None
+    if prim == "iadd":
+        iadd(args[0], args[1], attrs.get("op", "add"))
+        return None
+    if prim == "scatter_add":
+        np.add.at(args[0], tuple(args[1:-1]), args[-1])
+        return None
+    if prim == "mask_add":
+        args[0][args[1]] += args[2]
+        return None
+    raise KeyError(prim)
+
+
+ARRAY_PRIMS = ("sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "sum_to",
+               "broadcast_to", "reshape", "transpose", "slice", "take", "mask", "matmul",
+               "trace", "diagonal", "det", "inv", "solve", "concatenate", "stack", "arange", "linspace",
+               "copy", "assign", "iadd", "scatter_add", "mask_add")
