@@ -41,10 +41,14 @@ def index_items(lw, node, array):
             if ellipsis is not None:
                 raise lw.error(e, "an index can only have a single ellipsis ('...')")
             ellipsis = len(items)
-        elif isinstance(e, ast.Constant) and e.value is None or _is_newaxis(lw, e):
+        elif isinstance(e, ast.Constant) and e.value is None:
             items.append(("new",))
         else:
-            v = lw.as_value(lw.expr(e), e)
+            found = lw.expr(e)  # evaluated once: an index may call a function with effects
+            if getattr(found, "obj", 0) is None and not hasattr(found, "type"):
+                items.append(("new",))  # np.newaxis
+                continue
+            v = lw.as_value(found, e)
             if isinstance(v.type, T.Array) and v.type.dtype == "bool":
                 items.append(("mask", v, e))
             elif isinstance(v.type, T.Array) and v.type.dtype == "i64":
@@ -64,16 +68,6 @@ def index_items(lw, node, array):
     return items
 
 
-def _is_newaxis(lw, e):
-    if isinstance(e, (ast.Attribute, ast.Name)):
-        try:
-            value = lw.expr(e)
-        except Exception:  # noqa: BLE001 - not a static name: an ordinary index
-            return False
-        return getattr(value, "obj", 0) is None and not hasattr(value, "type")
-    return False
-
-
 def _int(lw, node):
     v = lw.as_value(lw.expr(node), node)
     if not (isinstance(v.type, T.Scalar) and v.type.dtype == "i64"):
@@ -86,8 +80,10 @@ def subscript(lw, node, array):
     boolean masks)."""
     items = index_items(lw, node, array)
     kinds = [it[0] for it in items]
-    if all(k == "int" for k in kinds):
-        return None  # the scalar-loop path: load (an element, or a row view)
+    if all(k == "int" for k in kinds):  # an element, or a row view
+        indices = [it[1] for it in items]
+        return lw.b.value("load", [array] + indices, node=node,
+                          name=element_name(array, indices))
     if "mask" in kinds:
         if len(items) != 1 or items[0][1].type.ndim > array.type.ndim:
             raise lw.error(node, "a boolean mask must be the only index, with at most the "
@@ -100,6 +96,17 @@ def subscript(lw, node, array):
                                  "x[rows, cols])")
         return lw.b.value("take", [array] + [it[1] for it in items], node=node)
     return view(lw, array, items, node)
+
+
+def element_name(array, indices):
+    """A readable name for a loaded element: x[i, j] -> x_i_j."""
+    parts = [array.name or "a"]
+    for v in indices:
+        if v.owner is not None and v.owner.prim == "const":
+            parts.append(str(v.owner.attrs["value"]).replace("-", "m"))
+        else:
+            parts.append(v.name or "k")
+    return "_".join(parts)
 
 
 def view(lw, array, items, node):
@@ -118,23 +125,29 @@ def view(lw, array, items, node):
                       name=f"{array.name or 'a'}_view")
 
 
-def store(lw, target, value, node, op=None):
-    """`target[...] = value` (op None) or `target[...] op= value` where the index has a slice,
-    None or '...': the value broadcast into a view. Returns False for element stores."""
+def store(lw, target, value_fn, node, op=None):
+    """`target[...] = value` (op None) or `target[...] op= value`: the value (from
+    value_fn(), called after the target is evaluated, as Python does) stored into an element,
+    or broadcast into a view where the index has a slice, None or '...'."""
     array = lw.as_value(lw.expr(target.value), target.value)
     if not isinstance(array.type, T.Array):
-        return False
+        raise lw.error(target, f"an index assignment needs an array, not {array.type}")
     items = index_items(lw, target, array)
     kinds = [it[0] for it in items]
     if all(k == "int" for k in kinds) and len(items) == array.type.ndim:
-        return False
+        indices = [it[1] for it in items]
+        if op is None:
+            lw.b.emit("store", [array] + indices + [lw.as_value(value_fn(), node)], node=node)
+            return True
+        old = lw.b.value("load", [array] + indices, node=node)
+        new = lw.binary(op, old, value_fn(), node)
+        lw.b.emit("store", [array] + indices + [new], node=node)
+        return True
     if "mask" in kinds or "array" in kinds:
         raise lw.error(target, "assigning through integer arrays or a boolean mask is not "
                                "supported; use np.where(mask, new, x) or a loop")
     dst = view(lw, array, items, target) if items else array
-    if not isinstance(dst.type, T.Array):  # every axis taken by an integer
-        return False
-    value = lw.as_value(value, node)
+    value = lw.as_value(value_fn(), node)
     if op is None:
         lw.b.emit("assign", (dst, value), node=node)
     else:

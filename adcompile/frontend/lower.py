@@ -209,13 +209,8 @@ class Lowerer:
         if op is None:
             raise self.error(node, f"the operator {type(node.op).__name__} is not supported")
         if isinstance(node.target, ast.Subscript):
-            if arrays.store(self, node.target, self.expr(node.value), node, op):
-                return
-            array, indices = self.subscript_parts(node.target)
-            old = self.b.value("load", [array] + indices, node=node)
-            new = self.binary(op, old, self.expr(node.value), node)
-            self.store(array, indices, new, node)
-            return
+            arrays.store(self, node.target, lambda: self.expr(node.value), node, op)
+            return  # (the value is evaluated after the target, as Python does)
         if not isinstance(node.target, ast.Name):
             raise self.error(node.target, "augmented assignment needs a variable or an "
                                           "array element as target")
@@ -236,10 +231,7 @@ class Lowerer:
             for t, v in zip(target.elts, items):
                 self.assign(t, v, node)
         elif isinstance(target, ast.Subscript):
-            if arrays.store(self, target, value, node):
-                return
-            array, indices = self.subscript_parts(target)
-            self.store(array, indices, self.as_value(value, node), node)
+            arrays.store(self, target, lambda: value, node)
         else:
             raise self.error(target, "this assignment target is not supported; assign to a "
                                      "variable, a tuple of variables or an array element")
@@ -263,9 +255,6 @@ class Lowerer:
         if len(items) != n:
             raise self.error(node, f"cannot unpack {len(items)} values into {n} names")
         return items
-
-    def store(self, array, indices, value, node):
-        self.b.emit("store", [array] + indices + [value], node=node)
 
     def stmt_Return(self, node):
         value = self.expr(node.value) if node.value is not None else None
@@ -855,30 +844,17 @@ class Lowerer:
             return base.obj[index.owner.attrs["value"]]
         base = self.as_value(base, node.value)
         if isinstance(base.type, T.Array):
-            found = arrays.subscript(self, node, base)
-            if found is not None:
-                return found
-        array, indices = self.subscript_parts(node)
-        if isinstance(array.type, T.Tuple):
-            return self.tuple_item(array, indices, node)
-        return self.b.value("load", [array] + indices, node=node,
-                            name=_element_name(array, indices))
+            return arrays.subscript(self, node, base)
+        if isinstance(base.type, T.Tuple):
+            index = self.as_value(self.expr(node.slice), node.slice)
+            return self.tuple_item(base, [index], node)
+        raise self.error(node, f"a {base.type} cannot be indexed (only arrays and tuples)")
 
     def tuple_item(self, value, indices, node):
         if len(indices) != 1 or not (indices[0].owner and indices[0].owner.prim == "const"):
             raise self.error(node, "tuples can only be indexed by integer constants")
         return self.b.value("tuple_get", (value,), {"index": indices[0].owner.attrs["value"]},
                             node)
-
-    def subscript_parts(self, node):
-        array = self.as_value(self.expr(node.value), node.value)
-        index = node.slice
-        elts = index.elts if isinstance(index, ast.Tuple) else [index]
-        values = [self.as_value(self.expr(e), e) for e in elts]
-        for v, e in zip(values, elts):
-            if not (isinstance(v.type, T.Scalar) and v.type.is_int):
-                raise self.error(e, f"array indices must be integers, not {v.type}")
-        return array, values
 
     def expr_Call(self, node):
         func = self.expr(node.func)
@@ -889,17 +865,6 @@ class Lowerer:
         if isinstance(func.obj, arrays.Method):
             return arrays.call_method(self, func.obj, node)
         return calls.lower_call(self, func.obj, node)
-
-
-def _element_name(array, indices):
-    """A readable name for a loaded element: x[i, j] -> x_i_j."""
-    parts = [array.name or "a"]
-    for v in indices:
-        if v.owner is not None and v.owner.prim == "const":
-            parts.append(str(v.owner.attrs["value"]).replace("-", "m"))
-        else:
-            parts.append(v.name or "k")
-    return "_".join(parts)
 
 
 def _same_const(a, b):

@@ -25,6 +25,17 @@ def _quick_source(fn):
         return None
     first = code.co_firstlineno
     last = max(_last_line(code), first)
+    # code CPython dropped as unreachable (`return b` after `if -7: return a`) has no
+    # position: the function goes on while lines are blank or indented past its `def`
+    indent = len(all_lines[first - 1]) - len(all_lines[first - 1].lstrip())
+    while last < len(all_lines):
+        line = all_lines[last]
+        if line.strip() and not line.lstrip().startswith("#") and \
+                len(line) - len(line.lstrip()) <= indent:
+            break
+        last += 1
+    while last > first and not all_lines[last - 1].strip():
+        last -= 1
     lines = all_lines[first - 1:last]
     try:
         module = ast.parse(textwrap.dedent("".join(lines)))

@@ -25,11 +25,13 @@ def _fold_identities(fn):
     its operand: derivative code produces many of them (the rule for x ** n is n * x ** (n-1),
     guarded against 0 ** -1). (A float x + 0 is not folded: it turns -0.0 into 0.0.)"""
     replace = {}
+    written = _written_arrays(fn)
     for op in walk(fn.body):
         if len(op.results) != 1:
             continue
-        if isinstance(op.result.type, T.Array) and op.prim != "tuple_get":
-            continue  # x * 1 is a new array; x itself would alias it
+        if isinstance(op.result.type, T.Array) and op.prim != "tuple_get" and (
+                op.result in written or any(v in written for v in op.operands)):
+            continue  # x * 1 is a new array: x itself would alias it, seen by a write
         if op.prim == "mul":
             a, b = op.operands
             for const, other in ((a, b), (b, a)):
@@ -61,6 +63,23 @@ def _fold_identities(fn):
     if replace:
         for op in walk(fn.body):
             op.operands = [_resolve(replace, v) for v in op.operands]
+
+
+_WRITES = ("store", "add_at", "assign", "iadd", "scatter_add", "mask_add")
+_VIEWS = ("load", "slice", "transpose", "diagonal")
+
+
+def _written_arrays(fn):
+    """Arrays something writes into, directly or through a view (and those views)."""
+    written = set()
+    for op in walk(fn.body):
+        if op.prim in _WRITES:
+            v = op.operands[0]
+            written.add(v)
+            while v.owner is not None and v.owner.prim in _VIEWS:
+                v = v.owner.operands[0]
+                written.add(v)
+    return written
 
 
 def _fold_loop_invariants(fn):

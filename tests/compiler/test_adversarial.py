@@ -876,3 +876,14 @@ def test_a_value_only_compared_gets_no_adjoint(backend):
         warnings.simplefilter("ignore")
         assert ac.grad(compiled(compared_only, backend))(x) == 3.0
         assert ac.jvp(compiled(compared_only, backend), (x,), (np.float64(1.0),))[1] == 3.0
+
+
+def constant_test_returns(a, b):
+    if -7:
+        return a
+    return b  # CPython drops this line's code as unreachable: the source must still have it
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_code_python_drops_as_unreachable_is_still_read(backend):
+    same(compiled(constant_test_returns, backend)(1.0, 2.0), 1.0)

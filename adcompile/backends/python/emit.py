@@ -143,6 +143,7 @@ class _Emitter:
         self.local_names = set()
         self.used = set()  # the globals the code reads (by their aliases)
         self.last_loc = None
+        self.like, self.hidden = _allocations_like(fn)
 
     # -- names ------------------------------------------------------------------------------
     def fresh(self, hint):
@@ -225,6 +226,8 @@ class _Emitter:
         return out
 
     def op(self, op):
+        if op in self.hidden:
+            return []  # a size only np.zeros_like(x) and the like read
         method = getattr(self, "op_" + op.prim, None)
         if method is not None:
             return method(op)
@@ -458,6 +461,12 @@ class _Emitter:
         return node
 
     def alloc(self, op, args):
+        like = self.like.get(op)
+        if like is not None:
+            fn = {0: "np.zeros_like", 1: "np.ones_like", None: "np.empty_like"}[
+                op.attrs["fill"]]
+            # (the dtype, as numpy's zeros_like would keep a big-endian array's byte order)
+            return self.call(fn, [self.expr(like)], dtype=self.dtype(op.attrs["dtype"]))
         ndim = op.attrs["ndim"]
         shape = ast.Tuple(args[:ndim], ast.Load())
         dtype = _attr(self.glob("np"), T.NUMPY[op.attrs["dtype"]].name)
@@ -581,6 +590,40 @@ class _Emitter:
             return [ast.Assign([self.target(t)], self.expr(v))]
         return [ast.Assign([ast.Tuple([self.target(t) for t, _ in pairs], ast.Store())],
                            ast.Tuple([self.expr(v) for _, v in pairs], ast.Load()))]
+
+
+def _allocations_like(fn):
+    """Derivative code's allocations shaped exactly like an array of their dtype ({alloc op:
+    that array}), and the `shape` ops only those read (not emitted: np.zeros_like(x) says it
+    all)."""
+    from adcompile.ir.nodes import walk
+
+    like, readers = {}, {}
+    if getattr(fn, "body", None) is None:
+        return like, set()
+    for op in walk(fn.body):
+        for v in op.operands:
+            readers.setdefault(v, []).append(op)
+        if op.prim != "alloc" or op.attrs["fill"] == "value" or \
+                (op.loc and not op.loc.startswith("grad of")):
+            continue  # (the user's own np.zeros((n, m)) stays as written)
+        dims = op.operands[: op.attrs["ndim"]]
+        owners = [d.owner for d in dims]
+        if not dims or any(o is None or o.prim != "shape" for o in owners):
+            continue
+        arrays = {o.operands[0] for o in owners}
+        if len(arrays) != 1:
+            continue
+        (array,) = arrays
+        if [o.attrs["axis"] for o in owners] == list(range(array.type.ndim)) and \
+                array.type.dtype == op.attrs["dtype"]:
+            like[op] = array
+    hidden = set()
+    for alloc in like:
+        for d in alloc.operands:
+            if all(reader in like for reader in readers.get(d, ())):
+                hidden.add(d.owner)
+    return like, hidden
 
 
 def _may_be_complex(op, types):
