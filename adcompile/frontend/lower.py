@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from adcompile.errors import ArgumentError, CompileError
-from adcompile.frontend import arrays, check, resolve
+from adcompile.frontend import arrays, check, resolve, shapes
 from adcompile.frontend.source import Source
 from adcompile.ir import types as T
 from adcompile.ir.nodes import Block, Function, Op, Value
@@ -57,6 +57,13 @@ class Builder:
             raise self.lowerer.error(node, str(e)) from None
         loc = self.lowerer.source.location(node) if node is not None else None
         op = Op(prim, operands, types, attrs, loc=loc, names=names)
+        if any(isinstance(t, T.Array) for t in types) or prim in ("matmul", "load", "store"):
+            try:
+                shape = shapes.infer(op, self.lowerer.static)
+            except ValueError as e:  # lengths the source fixes contradict each other
+                raise self.lowerer.error(node, str(e)) from None
+            if shape is not None:
+                self.lowerer.static[op.results[0]] = shape
         self.block.ops.append(op)
         return op
 
@@ -93,6 +100,7 @@ class Lowerer:
         self.b = Builder(self)
         self.env = {}
         self.loop_depth = 0
+        self.static = {}  # array value -> its shape where the source fixes it (shapes.py)
 
     def display(self, key):
         """The name shown for an environment entry (compiler entries get readable names)."""
@@ -145,6 +153,7 @@ class Lowerer:
         source = Source.of(fn)
         check.check_function(source)
         callee = Lowerer(source, self.stack + (fn,))
+        callee.static = self.static  # the caller's arrays keep their known shapes
         callee.b.block = self.b.block
         names = [a.arg for a in source.tree.args.args]
         if len(names) != len(args):
