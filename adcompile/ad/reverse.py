@@ -98,6 +98,8 @@ class _Reverse:
         self._activity()
         self._refuse_merged_tuples()  # after activity: tuples merged by control flow
         # arrays nothing writes into: the adjoint reloads their elements instead of taping
+        self.functional = _functional_arrays(fn, self.active)
+        self.array_adj = {}  # functional array -> its adjoint so far (an array value)
         self.written = {_root(op.operands[0]) for op in walk(fn.body) if op.prim in _WRITES}
         self.snapshots = {}  # (array op, operand index) -> copy taken before later writes
         self.order = {op: k for k, op in enumerate(walk(fn.body))}
@@ -135,7 +137,7 @@ class _Reverse:
         grads = []
         for old, on in zip(fn.params, self.active_params):
             if on:
-                grads.append(self.shadow[old] if isinstance(old.type, T.Array)
+                grads.append(self.array_gradient(old) if isinstance(old.type, T.Array)
                              else self.value_or_zero(adj.get(old), old.type))
         result = self.val[out]
         if with_value:
@@ -154,7 +156,24 @@ class _Reverse:
         _fuse_loops(body, self.fusable)
         return result
 
+    def array_gradient(self, p):
+        """An array argument's gradient: its shadow, or its functional adjoint as a new array
+        the caller owns (zeros when nothing reached it)."""
+        if p not in self.functional:
+            return self.shadow[p]
+        g = self.array_adj.get(p)
+        if g is None:
+            return self.zeros_like(self.val[p], f"{p.name}_bar")
+        if g.owner is None or g.owner.prim in _VIEWS + ("broadcast_to", "load"):
+            g = self.b.value("copy", (g,), name=f"{p.name}_bar")
+        if p.type.dtype != g.type.dtype:
+            g = self.b.value("cast", (g,), {"to": T.Scalar(p.type.dtype)})
+        return g
+
     def seed(self, out, cot, adj):
+        if isinstance(out.type, T.Array) and out in self.functional:
+            self.array_adj[out] = cot
+            return
         if isinstance(out.type, T.Array):
             if out in self.shadow:
                 self.b.emit("add_at", [self.shadow[out], cot])
@@ -269,7 +288,8 @@ class _Reverse:
                                       f"an argument being differentiated; differentiate a "
                                       f"version that writes into a new array "
                                       f"(np.empty_like({p.name}) or {p.name}.copy())")
-            if isinstance(p.type, T.Array) and _float(p.type) and (on or p in self.active):
+            if isinstance(p.type, T.Array) and _float(p.type) and (on or p in self.active) \
+                    and p not in self.functional:
                 self.shadow[p] = self.zeros_like(self.val[p], f"{p.name}_bar")
 
     def zeros_like(self, array, name):
@@ -328,7 +348,8 @@ class _Reverse:
                 self.shadow[r] = self.b.value(op.prim, [self.shadow[op.operands[0]]] + rest,
                                               op.attrs, name=f"{r.name or 'a'}_bar")
         elif op.results and isinstance(op.results[0].type, T.Array) and \
-                op.results[0] in self.active and _float(op.results[0].type):
+                op.results[0] in self.active and _float(op.results[0].type) and \
+                op.results[0] not in self.functional:
             r = op.results[0]  # a new array: its adjoint accumulates in a new shadow array
             self.shadow[r] = self.zeros_like(self.val[r], f"{r.name or 't'}_bar")
 
@@ -550,9 +571,12 @@ class _Reverse:
         r = op.results[0]
         if op.prim in _VIEWS or op.prim in ("alloc", "load", "shape", "size"):
             return  # a view's shadow is a view of its operand's: already accumulated there
-        if isinstance(r.type, T.Array):
-            if r not in self.shadow and scope.shadows.get(r) is None and not _has_shadow(
-                    scope, r):
+        if r in self.functional:
+            g = self.array_adj.get(r)
+            if g is None:
+                return  # nothing reached it: its operands get nothing from it
+        elif isinstance(r.type, T.Array):
+            if r not in self.shadow and not _has_shadow(scope, r):
                 return
             g = scope.shadow(r, self)
         else:
@@ -621,19 +645,31 @@ class _Reverse:
             return g
         return self.b.value("sum_to", (g, like))
 
-    def accumulate_into(self, v, contribution, adj, scope):
-        """Add `contribution` to the adjoint of `v`: into its shadow array (in place), or to
-        its scalar adjoint (an array contribution summed first)."""
+    def accumulate_into(self, v, contribution, adj, scope, exact=True):
+        """Add `contribution` to the adjoint of `v`: to its functional adjoint (a new array
+        value: `x_bar = g * y`, then `x_bar = x_bar + ...`), into its shadow array in place,
+        or to its scalar adjoint (an array contribution summed first). `exact`: the
+        contribution has v's shape (a reduction's broadcasts to it)."""
         if v not in self.active or not _float(v.type) or contribution is None:
             return
         if isinstance(v.type, T.Array):
-            shadow = scope.shadow(v, self)
             if isinstance(contribution.type, T.Array) and contribution.type.dtype != \
                     v.type.dtype or isinstance(contribution.type, T.Scalar) and \
                     contribution.type.dtype != v.type.dtype and not contribution.type.weak:
                 contribution = self.b.value("cast", (contribution,),
                                             {"to": T.Scalar(v.type.dtype)})
-            self.b.emit("iadd", [shadow, contribution])
+            if v in self.functional:
+                prev = self.array_adj.get(v)
+                if prev is not None:
+                    contribution = self.ops.add(prev, contribution)
+                elif not exact or not isinstance(contribution.type, T.Array):
+                    dims = self.ops.shape(scope.get(v))
+                    contribution = self.b.value("broadcast_to", [contribution] + list(dims))
+                self.array_adj[v] = contribution
+                if contribution.name is None and v.name:
+                    contribution.name = f"{v.name}_bar"
+                return
+            self.b.emit("iadd", [scope.shadow(v, self), contribution])
             return
         if isinstance(contribution.type, T.Array):
             contribution = self.b.value("sum", (contribution,), {"axis": None,
@@ -652,7 +688,7 @@ class _Reverse:
                 count = self.b.value("size", (xs[0],)) if dims is None else \
                     _product(self.b, [shape[i] for i in dims])
                 g = self.ops.div(g, count)
-            return self.accumulate_into(x, g, adj, scope)
+            return self.accumulate_into(x, g, adj, scope, exact=False)
         grads = RULES["amax"](self.ops, g, (True,), xs[0], scope.get(op.results[0]), dims, keep)
         self.accumulate_into(x, grads[0], adj, scope)
 
@@ -1100,6 +1136,85 @@ def _has_shadow(scope, v):
     return False
 
 
+# uses that need an array's adjoint in memory (element accumulation, views, writes) or in a
+# region (reversed loops and branches carry shadows, not values)
+_MEMORY_USES = frozenset(("load", "store", "add_at", "slice", "transpose", "diagonal",
+                          "assign", "iadd", "scatter_add", "mask_add", "take", "mask", "if",
+                          "for", "while", "yield", "condition", "tuple", "tape_push"))
+
+
+def _functional_arrays(fn, active):
+    """Active arrays whose adjoint can be an ordinary value (`x_bar = g * y`) instead of a
+    zero-filled shadow array updated in place: defined at the top level (arguments and
+    results of top-level ops other than views and allocations) and used only by top-level
+    whole-array operations."""
+    top = set(fn.params)
+    for op in fn.body.ops:
+        if op.prim not in ("alloc", "load", "slice", "transpose", "diagonal") and \
+                not op.regions:  # (a loop's or if's array result carries its shadow)
+            top.update(op.results)
+    candidates = {v for v in top if isinstance(v.type, T.Array) and _float(v.type)
+                  and v in active}
+    for op in fn.body.ops:
+        if op.prim in _MEMORY_USES:
+            candidates.difference_update(op.operands)
+        for region in op.regions:  # used inside a loop or branch
+            for inner in walk(region):
+                candidates.difference_update(inner.operands)
+    return candidates
+
+
+def _dims(v, memo=None):
+    """A symbolic length per axis of array v: equal keys mean equal lengths. An argument's
+    axis is ("dim", v, i, 0); x[a:] and x[:-a] of it are ("dim", v, i, a) (both max(n - a, 0));
+    elementwise ops without broadcasting keep their operands' keys; anything else gets keys
+    of its own."""
+    memo = {} if memo is None else memo
+    if v in memo:
+        return memo[v]
+    own = tuple(("own", v, i) for i in range(v.type.ndim))
+    op, result = v.owner, own
+    if op is not None and op.prim in ELEMENTWISE:
+        arrays = [_dims(x, memo) for x in op.operands if isinstance(x.type, T.Array)]
+        if arrays and all(len(a) == v.type.ndim and a == arrays[0] for a in arrays):
+            result = arrays[0]
+    elif op is not None and op.prim == "transpose":
+        base = _dims(op.operands[0], memo)
+        result = tuple(base[p] for p in op.attrs["perm"])
+    elif op is not None and op.prim == "slice":
+        result = _sliced_dims(op, _dims(op.operands[0], memo), own)
+    elif op is None:
+        result = tuple(("dim", v, i, 0) for i in range(v.type.ndim))
+    memo[v] = result
+    return result
+
+
+def _sliced_dims(op, base, own):
+    from adcompile.frontend.shapes import const_int
+
+    out, axis, values = [], 0, list(op.operands[1:])
+    for item in op.attrs["index"]:
+        if item[0] == "new":
+            out.append(("one",))
+            continue
+        key = base[axis] if axis < len(base) else None
+        axis += 1
+        if item[0] == "int":
+            values.pop(0)
+            continue
+        start, stop, step = (const_int(values.pop(0)) if present else "none"
+                             for present in item[1:])
+        if key is not None and key[0] == "dim" and step in ("none", 1) and \
+                (start == "none" or (start is not None and start >= 0)) and \
+                (stop == "none" or (stop is not None and stop < 0)):
+            cut = (0 if start == "none" else start) + (0 if stop == "none" else -stop)
+            out.append(key[:3] + (key[3] + cut,) if key[3] == 0 else ("own", op, axis))
+        else:
+            out.append(("own", op, axis))
+    out += list(base[axis:])
+    return tuple(out) if len(out) == len(own) else own
+
+
 def _shape_root(v):
     """Values with the same shape root have the same shape: an elementwise op whose array
     operands share a root has their shape (nothing was broadcast)."""
@@ -1126,7 +1241,7 @@ def _same_shape(a, b):
     if not (isinstance(a.type, T.Array) and isinstance(b.type, T.Array)) or \
             a.type.ndim != b.type.ndim:
         return False
-    return _shape_root(a) is _shape_root(b)
+    return _shape_root(a) is _shape_root(b) or _dims(a) == _dims(b)
 
 
 def _product(b, values):
