@@ -54,15 +54,22 @@ def _block(block, env):
                 return prim, (values[0] if values else None)
             return prim, values
         handler = _CONTROL.get(prim)
-        if handler is not None:
-            results = handler(op, env)
-        elif prim in _ARRAY:
-            results = _array_op(op, [env[v] for v in op.operands])
-        elif op.results and isinstance(op.results[0].type, T.Array) and prim in ELEMENTWISE:
-            value = array_impl.elementwise(op, [env[v] for v in op.operands])
-            results = [array_impl.as_type(value, op.results[0].type)]
-        else:
-            results = _IMPL[prim](op, [env[v] for v in op.operands])
+        try:
+            if handler is not None:
+                results = handler(op, env)
+            elif prim in _ARRAY:
+                results = _array_op(op, [env[v] for v in op.operands])
+            elif op.results and isinstance(op.results[0].type, T.Array) and prim in ELEMENTWISE:
+                value = array_impl.elementwise(op, [env[v] for v in op.operands])
+                results = [array_impl.as_type(value, op.results[0].type)]
+            else:
+                results = _IMPL[prim](op, [env[v] for v in op.operands])
+        except Exception as e:
+            if op.loc and handler is None:
+                from adcompile.backends.python.emit import add_location_note
+
+                add_location_note(e, op.loc)
+            raise
         for r, value in zip(op.results, results):
             env[r] = value
     raise InternalError("block without terminator")

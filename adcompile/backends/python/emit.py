@@ -69,7 +69,45 @@ def load(fn, source=None):
     namespace = {alias: _GLOBALS[g] for g, alias in _aliases(name).items()
                  if alias != g or g in _HELPERS}
     exec(compile(source, filename, "exec"), namespace)
-    return namespace[name]
+    generated = namespace[name]
+
+    @functools.wraps(generated)
+    def located(*args):
+        try:
+            return generated(*args)
+        except Exception as e:
+            _name_the_line(e, filename)
+            raise
+
+    return located
+
+
+def _name_the_line(error, filename):
+    """Add a note naming the user's line whose code raised `error` in the generated function
+    (the `# file:line` comment above the generated line that raised)."""
+    tb, lineno = error.__traceback__, None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            lineno = tb.tb_lineno
+        tb = tb.tb_next
+    if lineno is None:
+        return
+    lines = linecache.getlines(filename)
+    for text in reversed(lines[:lineno]):
+        text = text.strip()
+        if text.startswith("# ") and ":" in text:
+            add_location_note(error, text[2:])
+            return
+
+
+def add_location_note(error, where):
+    """Name `where` (file:line, or `grad of: <line>`) in the error's notes, once."""
+    notes = getattr(error, "__notes__", ())
+    if any(n.startswith("(compiled from ") for n in notes):
+        return
+    filename, _, line = where.rpartition(":")
+    text = linecache.getline(filename, int(line)).strip() if line.isdigit() else ""
+    error.add_note(f"(compiled from {where}" + (f": {text})" if text else ")"))
 
 
 def _comment(loc):
