@@ -397,6 +397,9 @@ class _Emitter:
             return self.call("_sum_to", [args[0], _attr(args[1], "shape")]) \
                 if isinstance(op.operands[1].type, T.Array) else self.to_type(
                     self.call("np.sum", [args[0]]), t)
+        if prim == "broadcast_to" and op in self.like:  # np.broadcast_to(g, t.shape)
+            return self.call("np.broadcast_to", [args[0],
+                                                 _attr(self.expr(self.like[op]), "shape")])
         if prim in ("broadcast_to", "reshape"):
             shape = ast.Tuple(args[1:], ast.Load())
             return self.call(f"np.{prim}", [args[0], shape])
@@ -642,10 +645,13 @@ def _allocations_like(fn):
     for op in walk(fn.body):
         for v in op.operands:
             readers.setdefault(v, []).append(op)
-        if op.prim != "alloc" or op.attrs["fill"] == "value" or \
+        if op.prim == "broadcast_to":
+            dims = op.operands[1:]
+        elif op.prim != "alloc" or op.attrs["fill"] == "value" or \
                 (op.loc and not op.loc.startswith("grad of")):
             continue  # (the user's own np.zeros((n, m)) stays as written)
-        dims = op.operands[: op.attrs["ndim"]]
+        else:
+            dims = op.operands[: op.attrs["ndim"]]
         owners = [d.owner for d in dims]
         if not dims or any(o is None or o.prim != "shape" for o in owners):
             continue
@@ -654,11 +660,12 @@ def _allocations_like(fn):
             continue
         (array,) = arrays
         if [o.attrs["axis"] for o in owners] == list(range(array.type.ndim)) and \
-                array.type.dtype == op.attrs["dtype"]:
+                (op.prim == "broadcast_to" or array.type.dtype == op.attrs["dtype"]):
             like[op] = array
     hidden = set()
     for alloc in like:
-        for d in alloc.operands:
+        dims = alloc.operands[1:] if alloc.prim == "broadcast_to" else alloc.operands
+        for d in dims:
             if all(reader in like for reader in readers.get(d, ())):
                 hidden.add(d.owner)
     return like, hidden
