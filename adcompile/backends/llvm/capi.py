@@ -27,13 +27,22 @@ SCALAR_VALUE = 16  # numpy scalars (np.float64, np.int64...) keep their value he
 ARRAY_DATA, ARRAY_NDIM, ARRAY_DIMS, ARRAY_STRIDES, ARRAY_DESCR, ARRAY_FLAGS = 16, 24, 32, 40, \
     56, 64
 DESCR_BYTEORDER, DESCR_TYPE_NUM = 26, 28
-C_CONTIGUOUS, ALIGNED, WRITEABLE = 0x1, 0x100, 0x400
+C_CONTIGUOUS, OWNDATA, ALIGNED, WRITEABLE = 0x1, 0x4, 0x100, 0x400
 TYPE_NUM = {"bool": np.dtype(np.bool_).num, "i64": np.dtype(np.int64).num,
             "f32": np.dtype(np.float32).num, "f64": np.dtype(np.float64).num}
 ITEMSIZE = {"bool": 1, "i64": 8, "f32": 4, "f64": 8}
 # indices into numpy's C-API table (stable across numpy 1.x and 2.x)
-_API = {"PyArray_DescrFromType": 45, "PyArray_Scalar": 60, "PyArray_Zeros": 183,
-        "PyArray_Empty": 184}
+_API = {"PyArray_DescrFromType": 45, "PyArray_Scalar": 60, "PyArray_NewFromDescr": 94,
+        "PyArray_Zeros": 183, "PyArray_Empty": 184, "PyArray_SetBaseObject": 282}
+# exceptions compiled code raises that are not builtins (bound as adc_exc_<name>)
+EXCEPTIONS = {"LinAlgError": np.linalg.LinAlgError}
+
+
+class _BufferTag:
+    """Its address marks the trailer of a buffer compiled code allocated (memory.py)."""
+
+
+_BUFFER_TAG = _BufferTag()
 
 
 class ABIError(RuntimeError):
@@ -94,7 +103,7 @@ def _probe():
         expect("dtype byteorder", _read(descr + DESCR_BYTEORDER, ctypes.c_char),
                a.dtype.byteorder.encode())
     api = _array_api()
-    table = (ctypes.c_void_p * 200).from_address(api)
+    table = (ctypes.c_void_p * 300).from_address(api)
     expect("_ARRAY_API[2] (PyArray_Type)", table[2], id(np.ndarray))
     zeros = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_int, ctypes.POINTER(ctypes.c_int64),
                               ctypes.c_void_p, ctypes.c_int)(table[_API["PyArray_Zeros"]])
@@ -103,10 +112,32 @@ def _probe():
     made = zeros(2, (ctypes.c_int64 * 2)(2, 3), descr_from_type(TYPE_NUM["f32"]), 0)
     expect("PyArray_Zeros", (type(made), made.shape, made.dtype, float(made.sum())),
            (np.ndarray, (2, 3), np.dtype(np.float32), 0.0))
+    _probe_views(table, expect)
     if problems:
         raise ABIError("the LLVM backend cannot use this Python/numpy build (" +
                        "; ".join(problems) + "); use backend='python'")
     return table
+
+
+def _probe_views(table, expect):
+    """PyArray_NewFromDescr over memory of ours, and PyArray_SetBaseObject, as the entry
+    point calls them to return views."""
+    base = np.arange(12.0)
+    new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
+                            ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64),
+                            ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)(
+        table[_API["PyArray_NewFromDescr"]])
+    set_base = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.py_object)(
+        table[_API["PyArray_SetBaseObject"]])
+    descr = np.dtype(np.float64)
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(descr))  # stolen
+    view = new(id(np.ndarray), id(descr), 2, (ctypes.c_int64 * 2)(2, 2),
+               (ctypes.c_int64 * 2)(16, 48), base.ctypes.data + 8, WRITEABLE, None)
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(base))  # stolen
+    set_base(view, base)
+    expect("PyArray_NewFromDescr", view.tolist(), [[1.0, 7.0], [3.0, 9.0]])
+    expect("PyArray_SetBaseObject", view.base is base, True)
+    expect("array flags (own data)", bool(base.flags.num & OWNDATA), base.flags.owndata)
 
 
 _symbols = None
@@ -123,8 +154,10 @@ def symbols():
             "adc_f64_type": id(np.float64), "adc_f32_type": id(np.float32),
             "adc_i64_type": id(np.int64), "adc_npbool_type": id(np.bool_),
             "adc_np_true": id(np.True_), "adc_np_false": id(np.False_),
-            "adc_miss": id(MISS), "adc_make_view": id(_make_view), "adc_none": id(None),
+            "adc_miss": id(MISS), "adc_none": id(None), "adc_buffer_tag": id(_BUFFER_TAG),
         }
+        for name, exception in EXCEPTIONS.items():
+            found[f"adc_exc_{name}"] = id(exception)
         for dtype, code in TYPE_NUM.items():
             found[f"adc_descr_{dtype}"] = id(np.dtype(T_NUMPY[dtype]))
         for name, index in _API.items():
@@ -136,22 +169,27 @@ def symbols():
 T_NUMPY = {"bool": np.bool_, "i64": np.int64, "f32": np.float32, "f64": np.float64}
 
 
+def lapack_symbols():
+    """{adc_lapack_<name>: address} of the LAPACK routines linalg.py calls, from scipy's
+    cython_lapack; empty without scipy (then compiled code factors matrices itself)."""
+    global _lapack
+    if _lapack is None:
+        try:
+            from scipy.linalg import cython_lapack
+        except ImportError:
+            _lapack = {}
+            return _lapack
+        get_name = ctypes.pythonapi.PyCapsule_GetName
+        get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+        get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+        get_pointer.restype = ctypes.c_void_p
+        get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+        found = {}
+        for name in ("dgetrf", "sgetrf", "dgetrs", "sgetrs"):
+            capsule = cython_lapack.__pyx_capi__[name]
+            found[f"adc_lapack_{name}"] = get_pointer(capsule, get_name(capsule))
+        _lapack = found
+    return _lapack
 
 
-def _make_view(base, byte_offset, ndim, *shape_and_strides):
-    """A numpy view of `base` for an array that compiled code returns and that is not a whole
-    argument or allocation (a row, a strided slice); strides are in elements."""
-    itemsize = base.itemsize
-    start = base.__array_interface__["data"][0] + byte_offset
-    return np.asarray(_ViewOf(base, start, shape_and_strides[:ndim],
-                              tuple(s * itemsize for s in shape_and_strides[ndim:])))
-
-
-class _ViewOf:
-    """Keeps the base array alive and describes the view through __array_interface__."""
-
-    def __init__(self, base, start, shape, strides):
-        self.base = base
-        self.__array_interface__ = {"data": (start, not base.flags.writeable), "shape": shape,
-                                    "strides": strides, "typestr": base.dtype.str,
-                                    "version": 3}
+_lapack = None

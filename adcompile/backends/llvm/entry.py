@@ -16,9 +16,10 @@ offsets come from `capi`, which checked them against the running interpreter.
 import llvmlite.ir as ir
 
 from adcompile.backends.llvm import capi
-from adcompile.backends.llvm.lower import (CONTEXT, CTX_ERR, CTX_NOWNED, CTX_OWNED,
-                                           CTX_TSTATE, F32, F64, I1, I8, I32, I64, MEM, PTR,
-                                           alloca, external, flat_types, i64, opaque)
+from adcompile.backends.llvm.memory import TAG, TR_BASE, TR_NELEMS, TR_NEXT, TR_PYOBJ, TR_TAG
+from adcompile.backends.llvm.values import (CONTEXT, CTX_ERR, CTX_TEMPS, CTX_TSTATE, F32, F64,
+                                            I1, I8, I32, I64, ITEMSIZE, MEM, PTR, alloca,
+                                            external, flat_types, i64, opaque)
 from adcompile.ir import types as T
 
 METH_FASTCALL = 0x80
@@ -111,19 +112,18 @@ class _Entry:
         failed = self.func.append_basic_block("failed")
         box_bb = self.func.append_basic_block("box")
         self.b.cbranch(self.b.icmp_signed("!=", status, ir.Constant(I32, 0)), failed, box_bb)
-        # error: set the exception for the kernel's code, release what it allocated
+        # error: set the exception for the kernel's code, free what it allocated
         self.b.position_at_end(failed)
         self.raise_error(status, ctx_field)
-        self.release(ctx_field)
+        self.release_buffers(ctx_field)
         self.b.ret(ir.Constant(PTR, None))
         # success: box the result, then release the arrays not handed back
         self.b.position_at_end(box_bb)
         values = [self.b.load(self.b.gep(out, [i64(0), ir.Constant(I32, k)],
                                          source_etype=result_struct), typ=t)
                   for k, t in enumerate(result_struct.elements)]
-        self.box_failed = ir.Constant(I1, 0)
         result = self.box(self.kernel.result_type, iter(values))
-        self.release(ctx_field)
+        self.release_buffers(ctx_field)
         self.b.ret(result)
         # an argument did not fit
         self.b.position_at_end(self.miss_bb)
@@ -133,25 +133,32 @@ class _Entry:
         self.b.position_at_end(self.error_bb)
         self.b.ret(ir.Constant(PTR, None))
 
-    def release(self, ctx_field):
-        owned = self.b.load(ctx_field(CTX_OWNED), typ=PTR)
-        n = self.b.load(ctx_field(CTX_NOWNED), typ=I64)
-        pre = self.b.block
+    def release_buffers(self, ctx_field):
+        """After boxing (or an error): free the buffers still on the context's list, and
+        drop our reference to the numpy arrays made to own those handed to Python."""
+        b = self.b
+        pre = b.block
         head = self.func.append_basic_block("release.head")
         body = self.func.append_basic_block("release.body")
         done = self.func.append_basic_block("release.end")
-        self.b.branch(head)
-        self.b.position_at_end(head)
-        i = self.b.phi(I64)
-        i.add_incoming(i64(0), pre)
-        self.b.cbranch(self.b.icmp_signed("<", i, n), body, done)
-        self.b.position_at_end(body)
-        obj = self.b.load(self.b.gep(owned, [i], source_etype=PTR), typ=PTR)
-        self.b.call(self.declare("Py_DecRef", ir.VoidType(), [PTR]), [obj])
-        i.add_incoming(self.b.add(i, i64(1)), self.b.block)
-        self.b.branch(head)
-        self.b.position_at_end(done)
-        self.b.call(self.declare("free", ir.VoidType(), [PTR]), [owned])
+        first = b.load(ctx_field(CTX_TEMPS), typ=PTR)
+        b.branch(head)
+        b.position_at_end(head)
+        trailer = b.phi(PTR)
+        trailer.add_incoming(first, pre)
+        b.cbranch(self.is_(trailer, ir.Constant(PTR, None)), done, body)
+        b.position_at_end(body)
+        nxt = self.field(trailer, 8 * TR_NEXT, PTR)  # read before the buffer may go
+        owner = self.field(trailer, 8 * TR_PYOBJ, PTR)
+        with b.if_else(self.is_(owner, ir.Constant(PTR, None))) as (ours, handed):
+            with ours:
+                b.call(self.declare("free", ir.VoidType(), [PTR]),
+                       [self.field(trailer, 8 * TR_BASE, PTR)])
+            with handed:
+                b.call(self.declare("Py_DecRef", ir.VoidType(), [PTR]), [owner])
+        trailer.add_incoming(nxt, b.block)
+        b.branch(head)
+        b.position_at_end(done)
 
     def raise_error(self, status, ctx_field):
         done = self.func.append_basic_block("raised")
@@ -162,7 +169,11 @@ class _Entry:
             bb = self.func.append_basic_block(f"raise{code}")
             switch.add_case(ir.Constant(I32, code), bb)
             with self.b.goto_block(bb):
-                exc = self.b.load(external(self.module, f"PyExc_{exception}", PTR), typ=PTR)
+                if exception in capi.EXCEPTIONS:  # not a builtin: the class object itself
+                    exc = self.symbol(f"adc_exc_{exception}")
+                else:
+                    exc = self.b.load(external(self.module, f"PyExc_{exception}", PTR),
+                                      typ=PTR)
                 self.b.call(fmt_fn, [exc, self.string(message)] + details)
                 self.b.branch(done)
         # the default (code 1, PYTHON_ERROR): numpy already set the exception
@@ -332,32 +343,127 @@ class _Entry:
         raise NotImplementedError(f"compiled functions cannot return {t}")
 
     def box_array(self, t, values):
-        """The array object itself when the value is a whole argument or allocation, else a
-        view of it (views always have fewer dimensions than their root)."""
+        """A numpy array for an array value: the argument or the returned buffer's array
+        itself when the value is all of it, else a view of that array (numpy's base)."""
         b = self.b
         obj, data = next(values), next(values)
         shape = [next(values) for _ in range(t.ndim)]
         strides = [next(values) for _ in range(t.ndim)]
-        whole = b.icmp_signed("==", self.field(obj, capi.ARRAY_NDIM, I32),
-                              ir.Constant(I32, t.ndim))
+        tag = self.field(obj, 8 * TR_TAG, PTR)
         pre = b.block
-        view_bb = self.func.append_basic_block("view")
+        buffer_bb = self.func.append_basic_block("box.buffer")
+        array_bb = self.func.append_basic_block("box.array")
+        b.cbranch(self.is_(tag, self.symbol(TAG)), buffer_bb, array_bb)
+        b.position_at_end(buffer_bb)
+        owner = self.owner_of(obj, t, data, shape, strides)
+        owned = b.block
+        b.branch(array_bb)
+        b.position_at_end(array_bb)
+        base = b.phi(PTR)
+        base.add_incoming(obj, pre)
+        base.add_incoming(owner, owned)
+        return self.array_of(base, t, data, shape, strides)
+
+    def owner_of(self, trailer, t, data, shape, strides):
+        """The numpy array that owns a returned buffer, made on first use: the returned
+        value itself when it is the whole buffer in C order, else a 1-d array over all of
+        it. numpy frees the memory when that array dies (it owns the data)."""
+        b = self.b
+        slot = b.gep(trailer, [i64(TR_PYOBJ)], source_etype=I64)
+        made = b.load(slot, typ=PTR)
+        pre = b.block
+        make_bb = self.func.append_basic_block("own.make")
+        done = self.func.append_basic_block("own.done")
+        b.cbranch(self.is_(made, ir.Constant(PTR, None)), make_bb, done)
+        b.position_at_end(make_bb)
+        start = self.field(trailer, 8 * TR_BASE, PTR)
+        nelems = self.field(trailer, 8 * TR_NELEMS, I64)
+        whole = b.and_(self.is_(data, start),
+                       b.icmp_signed("==", self.product(shape), nelems))
+        expected = i64(1)
+        for n, s in reversed(list(zip(shape, strides))):
+            whole = b.and_(whole, b.or_(b.icmp_signed("==", s, expected),
+                                        b.icmp_signed("==", n, i64(1))))
+            expected = b.mul(expected, n)
+        with b.if_else(whole) as (as_is, flat):
+            with as_is:
+                array = self.new_array_object(t.dtype, start, shape, strides)
+                as_is_end = b.block
+            with flat:
+                flat_array = self.new_array_object(t.dtype, start, [nelems], [i64(1)])
+                flat_end = b.block
+        owner = b.phi(PTR)
+        owner.add_incoming(array, as_is_end)
+        owner.add_incoming(flat_array, flat_end)
+        flags = b.gep(owner, [i64(capi.ARRAY_FLAGS)], source_etype=I8)
+        b.store(b.or_(b.load(flags, typ=I32), ir.Constant(I32, capi.OWNDATA)), flags)
+        b.store(owner, slot)
+        make_end = b.block
+        b.branch(done)
+        b.position_at_end(done)
+        result = b.phi(PTR)
+        result.add_incoming(made, pre)
+        result.add_incoming(owner, make_end)
+        return result
+
+    def product(self, shape):
+        n = i64(1)
+        for d in shape:
+            n = self.b.mul(n, d)
+        return n
+
+    def new_array_object(self, dtype, data, shape, strides, flags=capi.WRITEABLE):
+        """PyArray_NewFromDescr over memory we give (strides in elements)."""
+        b = self.b
+        dims = alloca(b, ir.ArrayType(I64, max(len(shape), 1)))
+        steps = alloca(b, ir.ArrayType(I64, max(len(shape), 1)))
+        for k, (n, s) in enumerate(zip(shape, strides)):
+            b.store(n, b.gep(dims, [i64(k)], source_etype=I64))
+            b.store(b.mul(s, i64(ITEMSIZE[dtype])), b.gep(steps, [i64(k)], source_etype=I64))
+        descr = self.symbol(f"adc_descr_{dtype}")
+        self.incref(descr)  # stolen
+        make = self.declare("adc_PyArray_NewFromDescr", PTR,
+                            [PTR, PTR, I32, PTR, PTR, PTR, I32, PTR])
+        flags = flags if isinstance(flags, ir.Value) else ir.Constant(I32, flags)
+        return b.call(make, [self.symbol("adc_ndarray_type"), descr, ir.Constant(I32, len(shape)),
+                             dims, steps, data, flags, ir.Constant(PTR, None)])
+
+    def array_of(self, base, t, data, shape, strides):
+        """`base` itself when the value is all of it (same data, shape and strides), else a
+        new view of it."""
+        b = self.b
+        compare_bb = self.func.append_basic_block("box.compare")
+        whole_bb = self.func.append_basic_block("box.whole")
+        view_bb = self.func.append_basic_block("box.view")
         done = self.func.append_basic_block("boxed")
-        b.cbranch(whole, done, view_bb)
+        maybe = b.and_(self.is_(data, self.field(base, capi.ARRAY_DATA, PTR)),
+                       b.icmp_signed("==", self.field(base, capi.ARRAY_NDIM, I32),
+                                     ir.Constant(I32, t.ndim)))
+        b.cbranch(maybe, compare_bb, view_bb)
+        b.position_at_end(compare_bb)
+        dims = self.field(base, capi.ARRAY_DIMS, PTR)
+        steps = self.field(base, capi.ARRAY_STRIDES, PTR)
+        same = ir.Constant(I1, 1)
+        for k, (n, s) in enumerate(zip(shape, strides)):
+            same_n = b.icmp_signed("==", b.load(b.gep(dims, [i64(k)], source_etype=I64),
+                                                typ=I64), n)
+            same_s = b.icmp_signed("==", b.load(b.gep(steps, [i64(k)], source_etype=I64),
+                                                typ=I64), b.mul(s, i64(ITEMSIZE[t.dtype])))
+            same = b.and_(same, b.and_(same_n, b.or_(same_s, b.icmp_signed("==", n, i64(1)))))
+        b.cbranch(same, whole_bb, view_bb)
+        b.position_at_end(whole_bb)
+        self.incref(base)
+        b.branch(done)
         b.position_at_end(view_bb)
-        offset = b.sub(b.ptrtoint(data, I64),
-                       b.ptrtoint(self.field(obj, capi.ARRAY_DATA, PTR), I64))
-        fmt = self.string("OLL" + "L" * (2 * t.ndim))
-        call = self.declare("PyObject_CallFunction", PTR, [PTR, PTR], var_arg=True)
-        view = b.call(call, [self.symbol("adc_make_view"), fmt, obj, offset,
-                             i64(t.ndim)] + shape + strides)
+        writeable = b.and_(self.field(base, capi.ARRAY_FLAGS, I32),
+                           ir.Constant(I32, capi.WRITEABLE))
+        view = self.new_array_object(t.dtype, data, shape, strides, writeable)
+        self.incref(base)  # stolen by SetBaseObject
+        b.call(self.declare("adc_PyArray_SetBaseObject", I32, [PTR, PTR]), [view, base])
         view_end = b.block
         b.branch(done)
         b.position_at_end(done)
         result = b.phi(PTR)
-        result.add_incoming(obj, pre)
+        result.add_incoming(base, whole_bb)
         result.add_incoming(view, view_end)
-        with b.if_then(whole):
-            self.incref(obj)
         return result
-

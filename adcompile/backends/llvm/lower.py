@@ -1,20 +1,21 @@
 """IR -> LLVM IR: the kernel of a compiled function, one lowering rule per primitive.
 
-Every IR value becomes a fixed list of LLVM values ("flattening"): a scalar is one register;
-an array is (owner object, data pointer, shape[n], strides[n]) with strides counted in
-elements, so an array argument is read once by the entry point and a view (`a[i]`) is just
-pointer arithmetic; a tuple is its items' lists concatenated; a tape is a pointer to a
-{buffer, top, capacity} slot the kernel owns. Loops and branches become LLVM control flow and
-merge flattened values with one phi per component.
+Every IR value becomes a fixed list of LLVM values ("flattening", `values.py`): a scalar is
+one register; an array is (owner, data pointer, shape[n], strides[n]) with strides counted in
+elements, so an array argument is read once by the entry point and a view (`a[i]`, `x[::2]`,
+`x.T`) is just pointer arithmetic; a tuple is its items' lists concatenated; a tape is a
+pointer to a {buffer, top, capacity} slot the kernel owns. Loops and branches become LLVM
+control flow and merge flattened values with one phi per component.
 
 The kernel is `i32 kernel(ctx*, flattened params..., out*)`. It returns 0, or the code of
 the error the Python function would have raised (see `Kernel.errors`); every exit, normal or
-not, goes through one cleanup block that frees the tapes. Arrays are allocated through numpy
-(with the GIL taken back for the call) and recorded in the context, so the entry point owns
-them: it hands back those the function returns and releases the rest. Floats follow IEEE
-unless fastmath is asked for; integer division and modulo follow Python (floor) semantics;
-indices wrap like Python's and are checked against the array's shape unless
-boundscheck=False.
+not, goes through one cleanup block that frees the tapes. Arrays made inside the kernel are
+malloc'd buffers with reference counts (`memory.py`), freed as soon as no value holds them;
+the entry point hands those the function returns to numpy. Whole-array primitives lower to
+loop nests (`arrays.py`), matrix factorisations to LAPACK or to our own LU (`linalg.py`).
+Floats follow IEEE unless fastmath is asked for; integer division and modulo follow Python
+(floor) semantics; indices wrap like Python's and are checked against the array's shape
+unless boundscheck=False.
 """
 
 import functools
@@ -23,126 +24,14 @@ import math
 
 import llvmlite.ir as ir
 
-from adcompile.backends.llvm import capi
+from adcompile.backends.llvm.arrays import ARRAY_RULES, ArrayLowering
+from adcompile.backends.llvm.linalg import LINALG_RULES, LinalgLowering
+from adcompile.backends.llvm.memory import MemoryLowering, origins
+from adcompile.backends.llvm.values import (CONTEXT, CTX_ERR, F32, F64, I1, I8, I32, I64, MEM,
+                                            OK, PTR, REG, TAPE, ArrayV, TapeV, TupleV, alloca,
+                                            external, flat, flat_types, i64, unflat, zero)
 from adcompile.ir import types as T
-
-I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
-PTR = ir.PointerType()
-F32, F64 = ir.FloatType(), ir.DoubleType()
-REG = {"f64": F64, "f32": F32, "i64": I64, "bool": I1}  # in registers
-MEM = {"f64": F64, "f32": F32, "i64": I64, "bool": I8}  # in memory (arrays, tapes)
-TAPE = ir.LiteralStructType([PTR, I64, I64])  # buffer, top, capacity
-# the context the entry point passes: thread state, owned objects (buffer, count, capacity)
-CONTEXT = ir.LiteralStructType([PTR, PTR, I64, I64, I64, I64, I64])
-CTX_TSTATE, CTX_OWNED, CTX_NOWNED, CTX_CAPOWNED, CTX_ERR = 0, 1, 2, 3, 4
-
-OK, PYTHON_ERROR = 0, 1  # PYTHON_ERROR: an exception is already set (numpy allocation failed)
-
-
-def zero(t):
-    return ir.Constant(t, 0.0 if t in (F32, F64) else 0)
-
-
-def i64(n):
-    return ir.Constant(I64, n)
-
-
-def opaque(value):
-    """llvmlite still types the pointers of allocas and globals; make them plain `ptr`."""
-    value.type = PTR
-    return value
-
-
-def alloca(builder, typ, name=""):
-    return opaque(builder.alloca(typ, name=name))
-
-
-def external(module, name, typ=I8):
-    """An object of the running interpreter, bound to `name` when the code is linked."""
-    g = module.globals.get(name)
-    if g is None:
-        g = opaque(ir.GlobalVariable(module, typ, name=name))
-        g.linkage = "external"
-    return g
-
-
-# -- flattened values ------------------------------------------------------------------------
-
-class ArrayV:
-    """An array in registers: its owning object, data pointer, shape and element strides."""
-
-    __slots__ = ("dtype", "obj", "data", "shape", "strides", "origin")
-
-    def __init__(self, dtype, obj, data, shape, strides, origin=None):
-        self.dtype, self.obj, self.data = dtype, obj, data
-        self.shape, self.strides = list(shape), list(strides)
-        self.origin = origin  # "arg", "alloc", or None (merged by a phi: unknown)
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    def flat(self):
-        return [self.obj, self.data, *self.shape, *self.strides]
-
-
-class TupleV:
-    __slots__ = ("items",)
-
-    def __init__(self, items):
-        self.items = list(items)
-
-    def flat(self):
-        return [x for item in self.items for x in flat(item)]
-
-
-class TapeV:
-    __slots__ = ("slot", "item")
-
-    def __init__(self, slot, item):
-        self.slot, self.item = slot, item
-
-    def flat(self):
-        return [self.slot]
-
-
-def flat(value):
-    return value.flat() if isinstance(value, (ArrayV, TupleV, TapeV)) else \
-        ([] if value is None else [value])
-
-
-def flat_types(t):
-    """The LLVM register types that represent an IR value of type t."""
-    if isinstance(t, T.Scalar):
-        return [REG[t.dtype]]
-    if isinstance(t, T.Array):
-        return [PTR, PTR] + [I64] * (2 * t.ndim)
-    if isinstance(t, T.Tuple):
-        return [x for item in t.items for x in flat_types(item)]
-    if isinstance(t, T.Tape):
-        return [PTR]
-    if isinstance(t, T.NoneType):
-        return []
-    raise NotImplementedError(f"the LLVM backend has no representation for {t}")
-
-
-def unflat(t, values):
-    """Rebuild a value of type t from its flattened LLVM values (consumes them from an
-    iterator)."""
-    if isinstance(t, T.Scalar):
-        return next(values)
-    if isinstance(t, T.Array):
-        obj, data = next(values), next(values)
-        shape = [next(values) for _ in range(t.ndim)]
-        strides = [next(values) for _ in range(t.ndim)]
-        return ArrayV(t.dtype, obj, data, shape, strides)
-    if isinstance(t, T.Tuple):
-        return TupleV(unflat(item, values) for item in t.items)
-    if isinstance(t, T.Tape):
-        return TapeV(next(values), t.item)
-    if isinstance(t, T.NoneType):
-        return None
-    raise NotImplementedError(f"the LLVM backend has no representation for {t}")
+from adcompile.ir.prims import ELEMENTWISE
 
 
 class Kernel:
@@ -156,7 +45,8 @@ class Kernel:
         self.layouts = layouts
 
 
-def lower_kernel(module, fn, name, layouts, target_data, fastmath=False, boundscheck=True):
+def lower_kernel(module, fn, name, layouts, target_data, fastmath=False, boundscheck=True,
+                 lapack=False):
     """Add the kernel of IR function `fn` to `module`. `layouts` has one entry per array
     leaf of the parameters, in order: "C" (C-contiguous, the innermost stride is 1) or "A"."""
     params = [t for p in fn.params for t in flat_types(p.type)]
@@ -166,6 +56,8 @@ def lower_kernel(module, fn, name, layouts, target_data, fastmath=False, boundsc
     func.linkage = "internal"
     lowering = _Lowering(module, func, fastmath, boundscheck)
     lowering.target_data = target_data
+    lowering.origin_of = origins(fn)
+    lowering.lapack = lapack
     lowering.start()
     args = iter(func.args[1:-1])
     layout_iter = iter(layouts)
@@ -183,7 +75,7 @@ def _set_name(value, name):
         value.name = name.replace(".", "_")
 
 
-class _Lowering:
+class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering):
     def __init__(self, module, func, fastmath, boundscheck):
         self.module = module
         self.func = func
@@ -192,6 +84,8 @@ class _Lowering:
         self.values = {}
         self.errors = {}
         self.b = None
+        self.origin_of = {}
+        self._deaths = {}
 
     # -- function skeleton ------------------------------------------------------------------
     def start(self):
@@ -268,23 +162,34 @@ class _Lowering:
     def v(self, value):
         return self.values[value]
 
+    def scalar_rule(self, prim):
+        return SCALAR_RULES[prim]
+
     # -- blocks -----------------------------------------------------------------------------
     def block(self, block):
-        """Lower the ops of `block`; returns its terminator's operands (flattened values)."""
-        for op in block.ops:
-            if op.prim in ("yield", "condition"):
-                return [self.v(x) for x in op.operands]
-            if op.prim == "return":
+        """Lower the ops of `block`; returns its terminator's operands (flattened values).
+        Arrays a value holds are released after the op that uses the value last; what the
+        terminator passes on is retained first (see memory.py)."""
+        dying = self.deaths_of(block)
+        self.release_dead(dying.get(-1, ()))
+        for k, op in enumerate(block.ops):
+            if op.prim in ("yield", "condition", "return"):
+                passed = [self.v(x) for x in op.operands]
+                for value in passed:
+                    self.retain(value)
+                self.release_dead(dying.get(k, ()))
+                if op.prim != "return":
+                    return passed
                 self.ret(op)
                 return None
             handler = RULES.get(op.prim)
             if handler is None:
                 raise NotImplementedError(f"the LLVM backend does not lower '{op.prim}'")
-            self.op = op
             result = handler(self, op)
             if op.results:
                 if len(op.results) == 1 and op.prim not in ("if", "for", "while"):
                     self.values[op.results[0]] = result
+            self.release_dead(dying.get(k, ()))
         return None
 
     def ret(self, op):
@@ -326,7 +231,7 @@ class _Lowering:
             for yielded, bb in incoming:
                 for phi, x in zip(phis, flat(yielded[k])):
                     phi.add_incoming(x, bb)
-            results.append(unflat(r.type, iter(phis)))
+            results.append(self.set_origin(unflat(r.type, iter(phis)), r))
         self.bind(op.results, results)
 
     def coerce(self, value, t):
@@ -352,6 +257,8 @@ class _Lowering:
     def lower_for(self, op):
         start, stop, step = (self.v(x) for x in op.operands[:3])
         inits = [self.v(x) for x in op.operands[3:]]
+        for value in inits:  # the carried values own their arrays
+            self.retain(value)
         body = op.regions[0]
         pre = self.b.block
         head = self.func.append_basic_block("for.head")
@@ -377,7 +284,7 @@ class _Lowering:
         self.b.position_at_end(loop)
         self.values[body.params[0]] = i
         for p, phis in zip(body.params[1:], carried):
-            self.values[p] = unflat(p.type, iter(phis))
+            self.values[p] = self.set_origin(unflat(p.type, iter(phis)), p)
         yielded = self.block(body)
         latch = self.b.block
         i.add_incoming(self.b.add(i, step, flags=["nsw"]), latch)
@@ -386,11 +293,13 @@ class _Lowering:
                 phi.add_incoming(x, latch)
         self.b.branch(head)
         self.b.position_at_end(done)
-        self.bind(op.results, [unflat(p.type, iter(phis))
-                               for p, phis in zip(body.params[1:], carried)])
+        self.bind(op.results, [self.set_origin(unflat(p.type, iter(phis)), r)
+                               for p, r, phis in zip(body.params[1:], op.results, carried)])
 
     def lower_while(self, op):
         head_region, body_region = op.regions
+        for x in op.operands:  # the carried values own their arrays
+            self.retain(self.v(x))
         pre = self.b.block
         head = self.func.append_basic_block("while.head")
         loop = self.func.append_basic_block("while.body")
@@ -403,14 +312,14 @@ class _Lowering:
             for phi, x in zip(phis, flat(self.coerce(self.v(init), p.type))):
                 phi.add_incoming(x, pre)
             carried.append(phis)
-            self.values[p] = unflat(p.type, iter(phis))
+            self.values[p] = self.set_origin(unflat(p.type, iter(phis)), p)
         cond, *passed = self.block(head_region)
         passed = [self.coerce(x, r.type) for x, r in zip(passed, op.results)]
         exit_bb = self.b.block
         self.b.cbranch(cond, loop, done)
         self.b.position_at_end(loop)
         for p, value in zip(body_region.params, passed):
-            self.values[p] = value
+            self.values[p] = value  # the values the head passed, which own their arrays
         yielded = self.block(body_region)
         for p, phis, y in zip(head_region.params, carried, yielded):
             for phi, x in zip(phis, flat(self.coerce(y, p.type))):
@@ -422,7 +331,7 @@ class _Lowering:
             phis = self.phis(flat_types(r.type), r.name or "")
             for phi, x in zip(phis, flat(value)):
                 phi.add_incoming(x, exit_bb)
-            results.append(unflat(r.type, iter(phis)))
+            results.append(self.set_origin(unflat(r.type, iter(phis)), r))
         self.bind(op.results, results)
 
     # -- scalars ----------------------------------------------------------------------------
@@ -631,6 +540,8 @@ class _Lowering:
 
     def abs(self, op):
         t = op.results[0].type
+        if t.dtype == "bool":  # np.abs(True) is True
+            return self.convert(self.v(op.operands[0]), op.operands[0].type, t)
         if op.attrs.get("lib") and not t.is_int:
             return self.math(op)
         (a,) = self.operands_as(op, t)
@@ -706,6 +617,8 @@ class _Lowering:
     def sign(self, op):
         t = op.results[0].type
         (a,) = self.operands_as(op, t)
+        if t.dtype == "bool":
+            return a
         if t.is_float:
             one = ir.Constant(a.type, 1.0)
             pos = self.b.fcmp_ordered(">", a, zero(a.type))
@@ -783,12 +696,27 @@ class _Lowering:
     def logical_and(self, op):
         return self.b.and_(self.v(op.operands[0]), self.v(op.operands[1]))
 
+    def bitwise(self, op):
+        """& | ^ of booleans (logical) or integers (bitwise, two's complement)."""
+        a, b = self.operands_as(op, op.results[0].type)
+        return {"bit_and": self.b.and_, "bit_or": self.b.or_,
+                "bit_xor": self.b.xor}[op.prim](a, b)
+
+    def invert(self, op):
+        """~x: logical not of a numpy bool, -(x + 1) of an integer (a Python bool is one)."""
+        (a,) = self.operands_as(op, op.results[0].type)
+        return self.b.not_(a)
+
     # -- tuples -----------------------------------------------------------------------------
     def tuple(self, op):
-        return TupleV(self.v(x) for x in op.operands)
+        value = TupleV(self.v(x) for x in op.operands)
+        self.retain(value)  # the tuple holds its arrays, as each item's value does
+        return value
 
     def tuple_get(self, op):
-        return self.v(op.operands[0]).items[op.attrs["index"]]
+        item = self.v(op.operands[0]).items[op.attrs["index"]]
+        self.retain(item)
+        return item
 
     # -- arrays -----------------------------------------------------------------------------
     def shape(self, op):
@@ -879,8 +807,9 @@ class _Lowering:
             ptr = self.element(array, offset) if k else array.data
             return self.load_mem(array, ptr)
         data = self.element(array, offset) if k else array.data
-        return ArrayV(array.dtype, array.obj, data, array.shape[k:], array.strides[k:],
-                      array.origin)
+        row = array.view(data, array.shape[k:], array.strides[k:])
+        self.retain(row)
+        return row
 
     def store(self, op):
         array = self.v(op.operands[0])
@@ -959,35 +888,16 @@ class _Lowering:
         level(0, [None] * (1 + len(others)))
 
     def alloc(self, op):
+        """np.zeros/ones/empty/full inside the kernel: a new buffer (numpy's ValueError for a
+        negative size)."""
         ndim, dtype, fill = op.attrs["ndim"], op.attrs["dtype"], op.attrs["fill"]
         dims = [self.convert(self.v(x), x.type, T.I64) for x in op.operands[:ndim]]
-        dims_type = ir.ArrayType(I64, max(ndim, 1))
-        dims_mem = alloca(self.allocas, dims_type)
-        for k, n in enumerate(dims):
-            self.b.store(n, self.b.gep(dims_mem, [i64(0), i64(k)],
-                                       source_etype=dims_type))
-        # zeros are written by the kernel (memset) rather than by calloc: a lazily zeroed
-        # page read and then written (an adjoint's a_bar[i, j] += ...) faults twice
-        maker = "PyArray_Empty"
-        descr = self.symbol(f"adc_descr_{dtype}")
-        ctx_field = self.b.gep(self.ctx, [i64(0), ir.Constant(I32, CTX_TSTATE)],
-                               source_etype=CONTEXT)
-        self.b.call(self.libc("PyEval_RestoreThread", ir.VoidType(), [PTR]),
-                    [self.b.load(ctx_field, typ=PTR)])
-        self.b.call(self.libc("Py_IncRef", ir.VoidType(), [PTR]), [descr])  # stolen below
-        obj = self.call_symbol(f"adc_{maker}", PTR, [I32, PTR, PTR, I32],
-                               [ir.Constant(I32, ndim), dims_mem, descr, ir.Constant(I32, 0)])
-        ok = self.b.call(self.own_fn(), [self.ctx, obj])
-        self.b.store(self.b.call(self.libc("PyEval_SaveThread", PTR, []), []), ctx_field)
-        self.check(self.b.icmp_signed("!=", ok, ir.Constant(I32, 0)), PYTHON_ERROR)
-        data = self.b.load(self.b.gep(obj, [i64(capi.ARRAY_DATA)], source_etype=I8), typ=PTR)
-        array = ArrayV(dtype, obj, data, dims, self.c_strides(dims), "alloc")
+        for n in dims:
+            code = self.error("ValueError", "negative dimensions are not allowed", op.loc)
+            self.check(self.b.icmp_signed("<", n, i64(0)), code)
+        array = self.new_array(dtype, dims, op.loc)
         if fill == 0:
-            size = i64(capi.ITEMSIZE[dtype])
-            for n in dims:
-                size = self.b.mul(size, n)
-            memset = self.module.declare_intrinsic("llvm.memset", [PTR, I64])
-            self.b.call(memset, [data, ir.Constant(I8, 0), size, ir.Constant(I1, 0)])
+            self.zero_fill(array)
         elif fill is not None:
             t = T.Scalar(dtype)
             if fill == "value":
@@ -996,9 +906,7 @@ class _Lowering:
             else:
                 value = self.convert(self.const_of(fill), T.FLOAT if isinstance(fill, float)
                                      else T.INT, t)
-            self.nest(array, [], lambda offs: self.store_mem(
-                array, self.element(array, offs[0]) if offs[0] is not None else array.data,
-                value, t))
+            self.fill(array, value, t)
         return array
 
     def const_of(self, value):
@@ -1007,53 +915,6 @@ class _Lowering:
         if isinstance(value, int):
             return i64(value)
         return ir.Constant(F64, float(value))
-
-    def own_fn(self):
-        """adc.own(ctx, obj): record a new array in the context (0), or report failure (1)
-        when numpy raised (obj is NULL) or the owner list cannot grow."""
-        fn = self.module.globals.get("adc.own")
-        if fn is not None:
-            return fn
-        fn = ir.Function(self.module, ir.FunctionType(I32, [PTR, PTR]), name="adc.own")
-        fn.linkage = "internal"
-        ctx, obj = fn.args
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
-        fail = fn.append_basic_block("fail")
-        has_obj = fn.append_basic_block("has_obj")
-        grow = fn.append_basic_block("grow")
-        put = fn.append_basic_block("put")
-        b.cbranch(b.icmp_unsigned("==", obj, ir.Constant(PTR, None)), fail, has_obj)
-        b.position_at_end(fail)
-        b.ret(ir.Constant(I32, 1))
-        b.position_at_end(has_obj)
-
-        def field(k):
-            return b.gep(ctx, [i64(0), ir.Constant(I32, k)], source_etype=CONTEXT)
-
-        n = b.load(field(CTX_NOWNED), typ=I64)
-        cap = b.load(field(CTX_CAPOWNED), typ=I64)
-        b.cbranch(b.icmp_signed("==", n, cap), grow, put)
-        b.position_at_end(grow)
-        new_cap = b.add(b.mul(cap, i64(2)), i64(8))
-        buf = b.call(self.libc("realloc", PTR, [PTR, I64]),
-                     [b.load(field(CTX_OWNED), typ=PTR), b.mul(new_cap, i64(8))])
-        no_memory = fn.append_basic_block("no_memory")
-        grown = fn.append_basic_block("grown")
-        b.cbranch(b.icmp_unsigned("==", buf, ir.Constant(PTR, None)), no_memory, grown)
-        b.position_at_end(no_memory)
-        b.call(self.libc("Py_DecRef", ir.VoidType(), [PTR]), [obj])
-        b.call(self.libc("PyErr_NoMemory", PTR, []), [])
-        b.ret(ir.Constant(I32, 1))
-        b.position_at_end(grown)
-        b.store(buf, field(CTX_OWNED))
-        b.store(new_cap, field(CTX_CAPOWNED))
-        b.branch(put)
-        b.position_at_end(put)
-        slot = b.gep(b.load(field(CTX_OWNED), typ=PTR), [n], source_etype=PTR)
-        b.store(obj, slot)
-        b.store(b.add(n, i64(1)), field(CTX_NOWNED))
-        b.ret(ir.Constant(I32, 0))
-        return fn
 
     # -- tapes ------------------------------------------------------------------------------
     def tape_item_type(self, item):
@@ -1093,6 +954,7 @@ class _Lowering:
         buf = self.b.load(self.tape_field(tape.slot, 0), typ=PTR)
         slot = self.b.gep(buf, [top], source_etype=item_type)
         value = self.coerce(value, op.operands[0].type.item)
+        self.retain(value)  # the tape holds the arrays it keeps; tape_pop hands them on
         for k, x in enumerate(flat(value)):
             if x.type == I1:
                 x = self.b.zext(x, I8)
@@ -1136,6 +998,16 @@ class _Lowering:
             self.tape_grow(tape.slot, needed, item_type)
 
 
+def _elementwise_or_scalar(rule):
+    @functools.wraps(rule)
+    def lower(self, op):
+        if isinstance(op.results[0].type, T.Array):
+            return self.elementwise(op)
+        return rule(self, op)
+
+    return lower
+
+
 def _where(loc):
     """', at file.py:12: <the line>' for error messages (% escaped for PyErr_Format)."""
     if not loc:
@@ -1164,6 +1036,8 @@ RULES = {
     "tape_new": _Lowering.tape_new, "tape_push": _Lowering.tape_push,
     "tape_pop": _Lowering.tape_pop, "tape_reserve": _Lowering.tape_reserve,
     "if": _Lowering.lower_if, "for": _Lowering.lower_for, "while": _Lowering.lower_while,
+    "bit_and": _Lowering.bitwise, "bit_or": _Lowering.bitwise, "bit_xor": _Lowering.bitwise,
+    "invert": _Lowering.invert,
 }
 for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
     RULES[_name] = _Lowering.compare
@@ -1171,3 +1045,10 @@ for _name in ("sin", "cos", "tan", "exp", "log", "log1p", "expm1", "sqrt", "tanh
               "cosh", "asin", "acos", "atan", "log2", "log10", "erf", "erfc", "floor", "ceil",
               "trunc", "round", "atan2", "hypot", "fmod", "copysign"):
     RULES[_name] = _Lowering.math
+# the scalar rules; an elementwise primitive with an array result runs its scalar rule on
+# each element inside a loop nest (arrays.py)
+SCALAR_RULES = dict(RULES)
+for _name in ELEMENTWISE:
+    RULES[_name] = _elementwise_or_scalar(SCALAR_RULES[_name])
+RULES.update({name: getattr(_Lowering, method) for name, method in ARRAY_RULES.items()})
+RULES.update({name: getattr(_Lowering, method) for name, method in LINALG_RULES.items()})

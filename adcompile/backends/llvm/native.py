@@ -18,8 +18,33 @@ from adcompile.backends.llvm.entry import METH_FASTCALL, build_entry
 from adcompile.backends.llvm.lower import lower_kernel
 from adcompile.errors import internal_errors
 from adcompile.ir import types as T
-from adcompile.ir.nodes import walk, written_params
+from adcompile.ir.nodes import walk
 from adcompile.ir.printer import print_function
+
+
+_LINALG = ("det", "inv", "solve")
+_WRITES = ("store", "add_at", "assign", "iadd", "scatter_add", "mask_add")
+_VIEWS = ("load", "slice", "transpose", "diagonal", "broadcast_to", "reshape")
+_MERGED = ("tuple_get", "if", "for", "while", "tape_pop")
+
+
+def written_params(fn):
+    """Indices of the parameters whose arrays `fn` may write into: ir.nodes.written_params
+    extended to whole-array writes (`x[1:] = v`, `x[i, :] += v`...) through views of any
+    kind. An array merged by a branch or a loop, or taken from a tuple, cannot be traced to
+    one parameter: then every parameter counts; arrays the function makes are its own."""
+    written = set()
+    for op in walk(fn.body):
+        if op.prim not in _WRITES:
+            continue
+        root = op.operands[0]
+        while root.owner is not None and root.owner.prim in _VIEWS:
+            root = root.owner.operands[0]
+        if root in fn.params:
+            written.add(fn.params.index(root))
+        elif root.owner is None or root.owner.prim in _MERGED:
+            return set(range(len(fn.params)))
+    return written
 
 
 class _MethodDef(ctypes.Structure):
@@ -53,15 +78,21 @@ class Variant:
         self.options = options
         self.exact = exact
         self.name = fn.name
-        self.written = written_params(fn)
-        key = jit.cache_key(print_function(fn), _locations(fn), layouts, options.key(), exact)
+        self.written = written_params(fn)  # (ours: whole-array writes count too)
+        # det/inv/solve call LAPACK when scipy has it, else our own LU (linalg.py)
+        imports = dict(capi.symbols())
+        if any(op.prim in _LINALG for op in walk(fn.body)):
+            imports.update(capi.lapack_symbols())
+        self.lapack = any(name.startswith("adc_lapack_") for name in imports)
+        key = jit.cache_key(print_function(fn), _locations(fn), layouts, options.key(), exact,
+                            self.lapack)
         obj = jit.cache_load(key)
         self.from_cache = obj is not None
         self._module = None
         if obj is None:
             obj = jit.emit_object(self.optimized())
             jit.cache_store(key, obj)
-        address, self._tracker = jit.link(obj, entry_symbol(fn.name), capi.symbols())
+        address, self._tracker = jit.link(obj, entry_symbol(fn.name), imports)
         self._name_bytes = self.name.encode()
         self._def = _MethodDef(self._name_bytes, address, METH_FASTCALL, None)
         # the builtin's `self` is this Variant: whoever holds the entry point keeps the
@@ -77,7 +108,8 @@ class Variant:
         module.triple = llvm.get_process_triple()
         module.data_layout = str(tm.target_data)
         kernel = lower_kernel(module, self.fn, kernel_symbol(self.name), self.layouts,
-                              tm.target_data, self.options.fastmath, self.options.boundscheck)
+                              tm.target_data, self.options.fastmath, self.options.boundscheck,
+                              self.lapack)
         build_entry(module, kernel, entry_symbol(self.name), self.written,
                     self.options.release_gil, self.exact)
         return module

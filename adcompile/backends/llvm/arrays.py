@@ -1,0 +1,1246 @@
+"""Whole-array primitives on the LLVM backend: each op becomes one loop nest over strided
+memory, with numpy's semantics (array_impl.py is the reference the tests hold us to).
+
+- Elementwise primitives broadcast at run time (the result shape comes from the operands'
+  shapes; a broadcast axis is read with stride 0; shapes that do not broadcast raise numpy's
+  ValueError naming the user's line) and run the primitive's *scalar* lowering rule on each
+  element, so an element of an array computes exactly what a numpy scalar of its dtype does.
+- Views (`slice`, `transpose`, `broadcast_to`, `reshape` where numpy makes a view) share
+  their operand's memory and owner; new arrays are buffers (memory.py).
+- Reductions run their loops in C order of the reduced axes, one accumulator per result
+  element: sums are sequential (numpy adds pairwise, so the last bits may differ), float32
+  sums and means accumulate in float64.
+- Stores into arrays (`assign`, `iadd`) read a source that may overlap the destination
+  through a copy, as numpy does.
+Inner loops are plain counted loops over element offsets, which LLVM vectorises when strides
+allow; fusing ops into one loop nest is later work.
+"""
+
+import llvmlite.ir as ir
+
+from adcompile.backends.llvm.values import (F64, I1, I8, I64, ITEMSIZE, MEM, PTR, REG,
+                                            ArrayV, i64, opaque, zero)
+from adcompile.ir import types as T
+from adcompile.ir.nodes import Op, Value
+from adcompile.ir.prims import PRIMS
+
+_FLOATS = ("f32", "f64")
+_SUM_ACC = {"f64": "f64", "f32": "f64", "i64": "i64", "bool": "i64"}
+_NO_IDENTITY = {
+    "amax": "zero-size array to reduction operation maximum which has no identity",
+    "amin": "zero-size array to reduction operation minimum which has no identity",
+    "argmax": "attempt to get argmax of an empty sequence",
+    "argmin": "attempt to get argmin of an empty sequence"}
+
+
+class ArrayLowering:
+    """The whole-array rules, mixed into the kernel's lowering (lower._Lowering)."""
+
+    # -- loops -----------------------------------------------------------------------------
+    def loop(self, n, body, start=None):
+        """for i in range(start or 0, n): body(i)."""
+        pre = self.b.block
+        head = self.func.append_basic_block("loop.head")
+        inside = self.func.append_basic_block("loop.body")
+        done = self.func.append_basic_block("loop.end")
+        self.b.branch(head)
+        self.b.position_at_end(head)
+        i = self.b.phi(I64, name="i")
+        i.add_incoming(start if start is not None else i64(0), pre)
+        self.b.cbranch(self.b.icmp_signed("<", i, n), inside, done)
+        self.b.position_at_end(inside)
+        body(i)
+        i.add_incoming(self.b.add(i, i64(1), flags=["nsw", "nuw"]), self.b.block)
+        self.b.branch(head)
+        self.b.position_at_end(done)
+
+    def loops(self, shape, strides, body, bases=None):
+        """Loops over every index of `shape` (C order); strides[k] are operand k's element
+        strides, one per axis; body(offsets) gets each operand's element offset (from
+        bases[k], default 0)."""
+        offsets = list(bases) if bases is not None else [i64(0)] * len(strides)
+
+        def level(axis, offsets):
+            if axis == len(shape):
+                body(offsets)
+                return
+            self.loop(shape[axis], lambda i: level(axis + 1, [
+                self.b.add(off, self.b.mul(i, s[axis])) for off, s in zip(offsets, strides)]))
+
+        level(0, offsets)
+
+    def at(self, array, offset):
+        return self.element(array, offset)
+
+    def read(self, array, offset):
+        return self.load_mem(array, self.at(array, offset))
+
+    def write(self, array, offset, value, dtype):
+        """Store a register of `dtype` into an element, converting as numpy's unsafe casts
+        do (floats to integers truncate; NaN and out-of-range values give INT64_MIN)."""
+        value = self.cast_to(value, dtype, array.dtype)
+        if array.dtype == "bool":
+            value = self.b.zext(value, I8)
+        self.alias_info(self.b.store(value, self.at(array, offset)), array)
+
+    def cast_to(self, value, src, dst):
+        if src == dst:
+            return value
+        if src in _FLOATS and dst == "i64":
+            return self.float_to_int(value, False, None)
+        return self.convert_reg(value, REG[dst], dst)
+
+    def count(self, shape):
+        n = i64(1)
+        for d in shape:
+            n = self.b.mul(n, d)
+        return n
+
+    def fill(self, array, value, t):
+        self.loops(array.shape, [array.strides],
+                   lambda offs: self.write(array, offs[0], value, t.dtype))
+
+    def zero_fill(self, array):
+        """All bits zero (a new, C-contiguous buffer)."""
+        size = self.b.mul(self.count(array.shape), i64(ITEMSIZE[array.dtype]))
+        memset = self.module.declare_intrinsic("llvm.memset", [PTR, I64])
+        self.b.call(memset, [array.data, ir.Constant(I8, 0), size, ir.Constant(I1, 0)])
+
+    def copy_into(self, dst, src, src_strides=None):
+        """dst[...] = src elementwise (same shape, or src_strides broadcasting it)."""
+        strides = src_strides if src_strides is not None else src.strides
+        self.loops(dst.shape, [dst.strides, strides], lambda offs: self.write(
+            dst, offs[0], self.read(src, offs[1]), src.dtype))
+
+    def copy_of(self, x, loc=None):
+        out = self.new_array(x.dtype, x.shape, loc)
+        self.copy_into(out, x)
+        return out
+
+    def fail_with(self, bad, exception, message, loc, *details):
+        code = self.error(exception, message, loc)
+        if details:
+            self.check_index(bad, code, *details)
+        else:
+            self.check(bad, code)
+
+    # -- broadcasting ----------------------------------------------------------------------
+    def broadcast(self, arrays, ndim, loc):
+        """numpy's broadcasting of `arrays` to `ndim` dimensions: (result shape, each array's
+        strides in the result's axes, 0 on broadcast axes)."""
+        shape = [None] * ndim
+        for a in arrays:
+            lead = ndim - a.ndim
+            for j, d in enumerate(a.shape):
+                k = lead + j
+                n = shape[k]
+                if n is None or n is d:
+                    shape[k] = d
+                    continue
+                one_d = self.b.icmp_signed("==", d, i64(1))
+                bad = self.b.and_(self.b.not_(one_d),
+                                  self.b.and_(self.b.icmp_signed("!=", n, i64(1)),
+                                              self.b.icmp_signed("!=", n, d)))
+                self.fail_with(bad, "ValueError", "operands could not be broadcast together "
+                               f"(sizes %lld and %lld on axis {k} of the result)", loc, n, d)
+                shape[k] = self.b.select(one_d, n, d)
+        shape = [i64(1) if n is None else n for n in shape]
+        return shape, [self.strides_in(a, shape) for a in arrays]
+
+    def strides_in(self, a, shape):
+        """a's strides as an operand broadcast to `shape` (a's axes aligned to the right)."""
+        lead = len(shape) - a.ndim
+        strides = [i64(0)] * lead
+        for j, (d, s) in enumerate(zip(a.shape, a.strides)):
+            if d is shape[lead + j]:
+                strides.append(s)
+            else:
+                strides.append(self.b.select(self.b.icmp_signed("==", d, i64(1)), i64(0), s))
+        return strides
+
+    def fit_into(self, value, shape, loc, what):
+        """Strides reading `value` broadcast into a destination of `shape` (numpy's
+        assignment rule: the value's shape must broadcast to the destination's, extra
+        leading axes of length 1 allowed)."""
+        lead = len(shape) - value.ndim
+        for j in range(max(0, -lead)):
+            self.fail_with(self.b.icmp_signed("!=", value.shape[j], i64(1)), "ValueError",
+                           f"{what}: a value of length %lld on axis {j} does not fit into an "
+                           f"array of {len(shape)} dimensions", loc, value.shape[j], i64(1))
+        strides = [i64(0)] * max(0, lead)
+        for j in range(max(0, -lead), value.ndim):
+            d, n = value.shape[j], shape[lead + j]
+            bad = self.b.and_(self.b.icmp_signed("!=", d, i64(1)),
+                              self.b.icmp_signed("!=", d, n))
+            self.fail_with(bad, "ValueError", f"{what}: could not broadcast a value of length "
+                           f"%lld into length %lld (axis {lead + j} of the destination)", loc,
+                           d, n)
+            strides.append(self.b.select(self.b.icmp_signed("==", d, i64(1)), i64(0),
+                                         value.strides[j]))
+        return strides
+
+    # -- elementwise -----------------------------------------------------------------------
+    def elementwise(self, op):
+        t = op.results[0].type
+        values = [self.v(x) for x in op.operands]
+        arrays = [v for v in values if isinstance(v, ArrayV)]
+        shape, strides = self.broadcast(arrays, t.ndim, op.loc)
+        out = self.new_array(t.dtype, shape, op.loc)
+        element_op, slots = self.element_op(op)
+        rule = self.scalar_rule(op.prim)
+        result_type = element_op.results[0].type
+
+        def body(offsets):
+            reads = iter(offsets[1:])
+            for slot, v in zip(slots, values):
+                if slot is not None:
+                    self.values[slot] = self.read(v, next(reads))
+            if op.prim == "pow" and not result_type.is_float:
+                self.negative_power_check(element_op)
+            self.write(out, offsets[0], rule(self, element_op), result_type.dtype)
+
+        self.loops(shape, [out.strides] + strides, body)
+        return out
+
+    def element_op(self, op):
+        """The op on one element: array operands replaced by values of their element type
+        (strong numpy scalars), scalar operands kept. Returns (op, slot per operand)."""
+        operands, slots = [], []
+        for x in op.operands:
+            if isinstance(x.type, T.Array):
+                slot = Value(x.type.element, x.name)
+                operands.append(slot)
+                slots.append(slot)
+            else:
+                operands.append(x)
+                slots.append(None)
+        attrs = dict(op.attrs)
+        if op.prim == "cast":  # astype converts as numpy does, never as int() does
+            attrs["to"] = T.Scalar(attrs["to"].dtype)
+        (result,) = PRIMS[op.prim].type_rule([v.type for v in operands], attrs)
+        if op.prim == "pow" and isinstance(op.results[0].type, T.Array):
+            result = T.Scalar(op.results[0].type.dtype)
+        return Op(op.prim, operands, [result], attrs, loc=op.loc), slots
+
+    def negative_power_check(self, op):
+        exponent = op.operands[1]
+        value = self.convert(self.v(exponent), exponent.type, T.I64)
+        self.fail_with(self.b.icmp_signed("<", value, i64(0)), "ValueError",
+                       "Integers to negative integer powers are not allowed.", op.loc)
+
+    # -- views -----------------------------------------------------------------------------
+    def transpose(self, op):
+        x = self.v(op.operands[0])
+        perm = op.attrs["perm"]
+        view = x.view(x.data, [x.shape[p] for p in perm], [x.strides[p] for p in perm])
+        self.retain(view)
+        return view
+
+    def diagonal(self, op):
+        """The main diagonal of a matrix: a view whose stride is the sum of the two."""
+        x = self.v(op.operands[0])
+        n = self.b.select(self.b.icmp_signed("<", x.shape[0], x.shape[1]), x.shape[0],
+                          x.shape[1])
+        view = x.view(x.data, [n], [self.b.add(x.strides[0], x.strides[1])])
+        self.retain(view)
+        return view
+
+    def slice(self, op):
+        """Basic indexing: integers (checked, wrapped), slices (clipped like Python's),
+        new axes; trailing axes whole."""
+        x = self.v(op.operands[0])
+        operands = iter(op.operands[1:])
+        offset, shape, strides, axis = i64(0), [], [], 0
+        for item in op.attrs["index"]:
+            if item[0] == "new":
+                shape.append(i64(1))
+                strides.append(i64(0))
+                continue
+            n, stride = x.shape[axis], x.strides[axis]
+            if item[0] == "int":
+                index = next(operands)
+                position = self.wrap_index(self.v(index), index.type, n, axis, op.loc)
+                offset = self.b.add(offset, self.b.mul(position, stride))
+            else:
+                bounds = [self.v(next(operands)) if present else None for present in item[1:]]
+                start, length, step = self.slice_bounds(n, *bounds, loc=op.loc)
+                offset = self.b.add(offset, self.b.mul(start, stride))
+                shape.append(length)
+                strides.append(self.b.mul(step, stride))
+            axis += 1
+        shape += x.shape[axis:]
+        strides += x.strides[axis:]
+        data = self.b.gep(x.data, [offset], source_etype=MEM[x.dtype])
+        if isinstance(op.results[0].type, T.Scalar):
+            return self.load_mem(x, data)
+        view = x.view(data, shape, strides)
+        self.retain(view)
+        return view
+
+    def wrap_index(self, index, irtype, n, axis, loc):
+        """A Python index into an axis of length n: wrapped, and checked (IndexError)."""
+        if irtype.dtype == "bool":
+            index = self.b.zext(index, I64)
+        wrapped = self.b.select(self.b.icmp_signed("<", index, i64(0)),
+                                self.b.add(index, n), index)
+        if self.boundscheck:
+            code = self.error("IndexError", "index %lld is out of bounds for axis "
+                              f"{axis} with size %lld", loc)
+            self.check_index(self.b.icmp_unsigned(">=", wrapped, n), code, index, n)
+        return wrapped
+
+    def slice_bounds(self, n, start, stop, step, loc):
+        """(start, length, step) of slice(start, stop, step) on an axis of length n, as
+        Python's slice.indices computes them (ValueError for a zero step)."""
+        b = self.b
+        if step is None:
+            step = i64(1)
+        elif not (isinstance(step, ir.Constant) and step.constant != 0):
+            self.fail_with(b.icmp_signed("==", step, i64(0)), "ValueError",
+                           "slice step cannot be zero", loc)
+        up = self.slice_up(n, start, stop, step)
+        if isinstance(step, ir.Constant) and step.constant > 0:
+            return up + (step,)
+        down = self.slice_down(n, start, stop, step)
+        if isinstance(step, ir.Constant):
+            return down + (step,)
+        positive = b.icmp_signed(">", step, i64(0))
+        return (b.select(positive, up[0], down[0]), b.select(positive, up[1], down[1]), step)
+
+    def clip(self, value, low, high):
+        b = self.b
+        value = b.select(b.icmp_signed("<", value, low), low, value)
+        return b.select(b.icmp_signed(">", value, high), high, value)
+
+    def slice_up(self, n, start, stop, step):
+        b = self.b
+
+        def bound(v, default):
+            if v is None:
+                return default
+            v = b.select(b.icmp_signed("<", v, i64(0)), b.add(v, n), v)
+            return self.clip(v, i64(0), n)
+
+        first, end = bound(start, i64(0)), bound(stop, n)
+        span = b.sub(end, first)
+        length = b.sdiv(b.add(span, b.sub(step, i64(1))), step)
+        return first, b.select(b.icmp_signed(">", span, i64(0)), length, i64(0))
+
+    def slice_down(self, n, start, stop, step):
+        b = self.b
+        last = b.sub(n, i64(1))
+
+        def bound(v, default):
+            if v is None:
+                return default
+            v = b.select(b.icmp_signed("<", v, i64(0)), b.add(v, n), v)
+            return self.clip(v, i64(-1), last)
+
+        first, end = bound(start, last), bound(stop, i64(-1))
+        span = b.sub(first, end)
+        length = b.sdiv(b.add(span, b.sub(b.neg(step), i64(1))), b.neg(step))
+        return first, b.select(b.icmp_signed(">", span, i64(0)), length, i64(0))
+
+    def broadcast_to(self, op):
+        x = self.v(op.operands[0])
+        dims = [self.convert(self.v(d), d.type, T.I64) for d in op.operands[1:]]
+        for n in dims:
+            self.fail_with(self.b.icmp_signed("<", n, i64(0)), "ValueError",
+                           "negative dimensions are not allowed", op.loc)
+        if not isinstance(x, ArrayV):
+            t = op.results[0].type
+            one = self.new_array(t.dtype, [], op.loc)
+            self.write(one, i64(0), x, op.operands[0].type.dtype)
+            return one.view(one.data, dims, [i64(0)] * len(dims))
+        if x.ndim > len(dims):
+            self.fail_with(ir.Constant(I1, 1), "ValueError", "broadcast_to: the array has "
+                           "more dimensions than the shape asked for", op.loc)
+        strides = self.fit_into(x, dims, op.loc, "broadcast_to")
+        view = x.view(x.data, dims, strides)
+        self.retain(view)
+        return view
+
+    def reshape(self, op):
+        """numpy's reshape (C order): a view when numpy makes one (the array is C-contiguous,
+        or its axes split and merge without gaps: numpy's _attempt_nocopy_reshape), else a
+        C-ordered copy."""
+        b = self.b
+        x = self.v(op.operands[0])
+        dims = self.reshape_dims(x, op)
+        strides = [self.scratch(I64, "stride") for _ in dims]
+        contiguous = self.is_c_contiguous(x)
+        c_strides = self.c_strides(dims)
+        for slot, stride in zip(strides, c_strides):
+            b.store(stride, slot)
+        view = b.or_(contiguous, self.nocopy_strides(x, dims, strides)) if dims else contiguous
+        pre_obj, pre_data = x.obj, x.data
+        copy_bb = self.func.append_basic_block("reshape.copy")
+        view_bb = self.func.append_basic_block("reshape.view")
+        done = self.func.append_basic_block("reshape.end")
+        b.cbranch(view, view_bb, copy_bb)
+        b.position_at_end(view_bb)
+        self.retain(x)
+        view_strides = [b.select(contiguous, c, b.load(slot, typ=I64))
+                        for c, slot in zip(c_strides, strides)]
+        view_end = b.block
+        b.branch(done)
+        b.position_at_end(copy_bb)
+        copied = self.copy_of(x, op.loc)
+        copy_end = b.block
+        b.branch(done)
+        b.position_at_end(done)
+        obj, data = b.phi(PTR), b.phi(PTR)
+        obj.add_incoming(pre_obj, view_end)
+        obj.add_incoming(copied.obj, copy_end)
+        data.add_incoming(pre_data, view_end)
+        data.add_incoming(copied.data, copy_end)
+        merged = []
+        for v, c in zip(view_strides, c_strides):
+            phi = b.phi(I64)
+            phi.add_incoming(v, view_end)
+            phi.add_incoming(c, copy_end)
+            merged.append(phi)
+        origin = "alloc" if x.origin == "alloc" else None
+        return ArrayV(x.dtype, obj, data, dims, merged, origin)
+
+    def nocopy_strides(self, x, dims, slots):
+        """numpy's _attempt_nocopy_reshape in C order: x's axes (those longer than 1) are
+        grouped with runs of new axes of the same total length; a group of old axes without
+        gaps between them is one stride sequence for the new ones. Writes the new strides
+        into `slots`; i1 whether that works (only meaningful for a non-empty array)."""
+        b = self.b
+        k = max(x.ndim, 1)
+        old_dims = self.scratch(ir.ArrayType(I64, k), "old_dims")
+        old_strides = self.scratch(ir.ArrayType(I64, k), "old_strides")
+        new_dims = self.scratch(ir.ArrayType(I64, len(dims)), "new_dims")
+        new_strides = self.scratch(ir.ArrayType(I64, len(dims)), "new_strides")
+
+        def cell(array, index, size):
+            return b.gep(array, [i64(0), index], source_etype=ir.ArrayType(I64, size))
+
+        old_n = i64(0)
+        for n, stride in zip(x.shape, x.strides):  # axes of length 1 do not matter
+            b.store(n, cell(old_dims, old_n, k))
+            b.store(stride, cell(old_strides, old_n, k))
+            old_n = b.add(old_n, b.zext(b.icmp_signed("!=", n, i64(1)), I64))
+        for j, n in enumerate(dims):
+            b.store(n, cell(new_dims, i64(j), len(dims)))
+        ok = b.call(self.nocopy_fn(k, len(dims)), [old_n, old_dims, old_strides, new_dims,
+                                                    new_strides])
+        for j, slot in enumerate(slots):
+            b.store(b.load(cell(new_strides, i64(j), len(dims)), typ=I64), slot)
+        return b.and_(ok, b.icmp_signed(">", self.count(x.shape), i64(0)))
+
+    def nocopy_fn(self, old_size, new_n):
+        """adc.nocopy_reshape.<old>.<new>(old_n, old_dims*, old_strides*, new_dims*,
+        new_strides*) -> i1: numpy's algorithm, line by line, for `new_n` new axes."""
+        name = f"adc.nocopy_reshape.{old_size}.{new_n}"
+        fn = self.module.globals.get(name)
+        if fn is not None:
+            return fn
+        fn = ir.Function(self.module, ir.FunctionType(I1, [I64, PTR, PTR, PTR, PTR]), name=name)
+        fn.linkage = "internal"
+        old_n, od, ost, nd, nst = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        v = _Locals(b, ("oi", "oj", "ni", "nj", "np", "op", "k"))
+        old = _Cells(b, old_size, od)
+        old_st = _Cells(b, old_size, ost)
+        new, new_st = _Cells(b, new_n, nd), _Cells(b, new_n, nst)
+        for var, value in (("oi", 0), ("oj", 1), ("ni", 0), ("nj", 1)):
+            v[var] = i64(value)
+
+        def grow():  # the smaller product takes the next axis
+            with b.if_else(b.icmp_signed("<", v["np"], v["op"])) as (new_side, old_side):
+                with new_side:
+                    v["np"] = b.mul(v["np"], new[v["nj"]])
+                    v["nj"] = b.add(v["nj"], i64(1))
+                with old_side:
+                    v["op"] = b.mul(v["op"], old[v["oj"]])
+                    v["oj"] = b.add(v["oj"], i64(1))
+
+        def no_gap():  # old axes oi..oj-1 must follow each other without gaps
+            after = b.add(v["k"], i64(1))
+            with b.if_then(b.icmp_signed("!=", old_st[v["k"]],
+                                         b.mul(old[after], old_st[after]))):
+                b.ret(ir.Constant(I1, 0))
+            v["k"] = after
+
+        def inner_stride():
+            k = v["k"]
+            new_st[b.sub(k, i64(1))] = b.mul(new_st[k], new[k])
+            v["k"] = b.sub(k, i64(1))
+
+        def group():
+            v["np"], v["op"] = new[v["ni"]], old[v["oi"]]
+            _while(b, lambda: b.icmp_signed("!=", v["np"], v["op"]), grow)
+            v["k"] = v["oi"]
+            _while(b, lambda: b.icmp_signed("<", v["k"], b.sub(v["oj"], i64(1))), no_gap)
+            last = b.sub(v["nj"], i64(1))
+            new_st[last] = old_st[b.sub(v["oj"], i64(1))]
+            v["k"] = last
+            _while(b, lambda: b.icmp_signed(">", v["k"], v["ni"]), inner_stride)
+            v["ni"], v["nj"] = v["nj"], b.add(v["nj"], i64(1))
+            v["oi"], v["oj"] = v["oj"], b.add(v["oj"], i64(1))
+
+        _while(b, lambda: b.and_(b.icmp_signed("<", v["ni"], i64(new_n)),
+                                 b.icmp_signed("<", v["oi"], old_n)), group)
+        # trailing new axes (of length 1) take the last stride
+        ni = v["ni"]
+        some = b.icmp_signed(">=", ni, i64(1))
+        last_stride = b.select(some, new_st[b.sub(b.select(some, ni, i64(1)), i64(1))], i64(1))
+        v["k"] = ni
+
+        def tail():
+            new_st[v["k"]] = last_stride
+            v["k"] = b.add(v["k"], i64(1))
+
+        _while(b, lambda: b.icmp_signed("<", v["k"], i64(new_n)), tail)
+        b.ret(ir.Constant(I1, 1))
+        return fn
+
+    def reshape_dims(self, x, op):
+        b = self.b
+        size = self.count(x.shape)
+        dims = [self.convert(self.v(d), d.type, T.I64) for d in op.operands[1:]]
+        unknown = [b.icmp_signed("==", d, i64(-1)) for d in dims]
+        known = i64(1)
+        n_unknown = i64(0)
+        for d, u in zip(dims, unknown):
+            self.fail_with(b.icmp_signed("<", d, i64(-1)), "ValueError",
+                           "negative dimensions are not allowed", op.loc)
+            known = b.mul(known, b.select(u, i64(1), d))
+            n_unknown = b.add(n_unknown, b.zext(u, I64))
+        self.fail_with(b.icmp_signed(">", n_unknown, i64(1)), "ValueError",
+                       "can only specify one unknown dimension", op.loc)
+        safe = b.select(b.icmp_signed("==", known, i64(0)), i64(1), known)
+        inferred = b.sdiv(size, safe)
+        dims = [b.select(u, inferred, d) for d, u in zip(dims, unknown)]
+        self.fail_with(b.icmp_signed("!=", self.count(dims), size), "ValueError",
+                       "cannot reshape array of size %lld into a shape of %lld elements",
+                       op.loc, size, b.mul(known, b.select(b.icmp_signed(
+                           "==", n_unknown, i64(0)), i64(1), inferred)))
+        return dims
+
+    def is_c_contiguous(self, x):
+        """Whether x's elements are in C order without gaps (numpy's flag: axes of length 1
+        do not count; an empty array is contiguous)."""
+        b = self.b
+        ok = ir.Constant(I1, 1)
+        expected = i64(1)
+        for n, s in reversed(list(zip(x.shape, x.strides))):
+            fine = b.or_(b.icmp_signed("==", n, i64(1)), b.icmp_signed("==", s, expected))
+            ok = b.and_(ok, fine)
+            expected = b.mul(expected, n)
+        return b.or_(ok, b.icmp_signed("==", expected, i64(0)))
+
+    # -- copies and construction -----------------------------------------------------------
+    def copy(self, op):
+        return self.copy_of(self.v(op.operands[0]), op.loc)
+
+    def concatenate(self, op):
+        axis = op.attrs["axis"]
+        t = op.results[0].type
+        arrays = [self.v(x) for x in op.operands]
+        first = arrays[0]
+        total = i64(0)
+        for k, a in enumerate(arrays):
+            for d in range(first.ndim):
+                if d == axis or k == 0:
+                    continue
+                self.fail_with(self.b.icmp_signed("!=", a.shape[d], first.shape[d]),
+                               "ValueError", "all the input array dimensions except for the "
+                               f"concatenation axis must match exactly, but along dimension "
+                               f"{d}, the array at index {k} has size %lld and the array at "
+                               f"index 0 has size %lld", op.loc, a.shape[d], first.shape[d])
+            total = self.b.add(total, a.shape[axis])
+        shape = list(first.shape)
+        shape[axis] = total
+        out = self.new_array(t.dtype, shape, op.loc)
+        start = i64(0)
+        for a in arrays:
+            data = self.at(out, self.b.mul(start, out.strides[axis]))
+            part_shape = list(shape)
+            part_shape[axis] = a.shape[axis]
+            self.copy_into(out.view(data, part_shape, out.strides), a)
+            start = self.b.add(start, a.shape[axis])
+        return out
+
+    def stack(self, op):
+        axis = op.attrs["axis"]
+        t = op.results[0].type
+        items = [(self.v(x), x.type) for x in op.operands]
+        first = items[0][0]
+        shape = list(first.shape) if isinstance(first, ArrayV) else []
+        for k, (item, _) in enumerate(items[1:], 1):
+            for d in range(len(shape)):
+                self.fail_with(self.b.icmp_signed("!=", item.shape[d], shape[d]), "ValueError",
+                               "all input arrays must have the same shape (the array at index "
+                               f"{k} has size %lld on axis {d}, the first %lld)", op.loc,
+                               item.shape[d], shape[d])
+        out_shape = shape[:axis] + [i64(len(items))] + shape[axis:]
+        out = self.new_array(t.dtype, out_shape, op.loc)
+        part_strides = out.strides[:axis] + out.strides[axis + 1:]
+        for k, (item, irtype) in enumerate(items):
+            data = self.at(out, self.b.mul(i64(k), out.strides[axis]))
+            part = out.view(data, shape, part_strides)
+            if isinstance(item, ArrayV):
+                self.copy_into(part, item)
+            else:
+                self.write(part, i64(0), item, irtype.dtype)
+        return out
+
+    def arange(self, op):
+        """np.arange(start, stop, step): the length from (stop - start) / step rounded up,
+        values filled as numpy fills them: v0 = start, v1 = start + step (both converted to
+        the result dtype), v[i] = v0 + i * (v1 - v0)."""
+        b = self.b
+        t = op.results[0].type
+        types = [x.type for x in op.operands]
+        common = T.promote(T.promote(types[0], types[1]), types[2])
+        cdtype = "i64" if common.dtype == "bool" else common.dtype
+        start, stop, step = (self.convert(self.v(x), x.type, T.Scalar(cdtype))
+                             for x in op.operands)
+        if cdtype in _FLOATS:
+            self.fail_with(b.fcmp_ordered("==", step, zero(step.type)), "ZeroDivisionError",
+                           "arange: step is zero (float division by zero)", op.loc)
+            q = b.fpext(b.fdiv(b.fsub(stop, start), step), F64) if cdtype == "f32" else \
+                b.fdiv(b.fsub(stop, start), step)
+            q = self.intrinsic("llvm.ceil", [q])
+            self.fail_with(b.fcmp_unordered("uno", q, q), "ValueError",
+                           "arange: cannot compute length", op.loc)
+            self.fail_with(b.fcmp_ordered(">=", q, ir.Constant(F64, 2.0 ** 62)), "ValueError",
+                           "Maximum allowed size exceeded", op.loc)
+            length = b.select(b.fcmp_ordered(">", q, ir.Constant(F64, 0.0)),
+                              b.fptosi(q, I64), i64(0))
+            second = b.fadd(start, step)
+        else:
+            self.fail_with(b.icmp_signed("==", step, i64(0)), "ZeroDivisionError",
+                           "division by zero", op.loc)
+            span = b.sub(stop, start)
+            # ceil(span / step) with floor division: -((-span) // step)
+            q = self.floor_div_i64(b.neg(span), step)
+            length = b.neg(q)
+            length = b.select(b.icmp_signed(">", length, i64(0)), length, i64(0))
+            second = b.add(start, step)
+        out = self.new_array(t.dtype, [length], op.loc)
+        first = self.cast_to(start, cdtype, t.dtype)
+        second = self.cast_to(second, cdtype, t.dtype)
+        delta = self.arith_of(t.dtype, "sub", second, first)
+
+        def body(i):
+            value = self.arith_of(t.dtype, "add", first, self.arith_of(
+                t.dtype, "mul", self.convert_reg(i, REG[t.dtype], t.dtype)
+                if t.dtype != "i64" else i, delta))
+            value = b.select(b.icmp_signed("==", i, i64(1)), second, value)
+            value = b.select(b.icmp_signed("==", i, i64(0)), first, value)
+            self.write(out, i, value, t.dtype)
+
+        self.loop(length, body)
+        return out
+
+    def floor_div_i64(self, a, d):
+        q = self.b.sdiv(a, d)
+        r = self.b.srem(a, d)
+        adjust = self.b.and_(self.b.icmp_signed("!=", r, i64(0)),
+                             self.b.icmp_unsigned("!=", self.b.icmp_signed("<", r, i64(0)),
+                                                  self.b.icmp_signed("<", d, i64(0))))
+        return self.b.select(adjust, self.b.sub(q, i64(1)), q)
+
+    def arith_of(self, dtype, name, a, b):
+        if dtype in _FLOATS:
+            return {"add": self.b.fadd, "sub": self.b.fsub, "mul": self.b.fmul}[name](a, b)
+        if dtype == "bool":
+            return {"add": self.b.or_, "sub": self.b.xor, "mul": self.b.and_}[name](a, b)
+        return {"add": self.b.add, "sub": self.b.sub, "mul": self.b.mul}[name](a, b)
+
+    def linspace(self, op):
+        """np.linspace(start, stop, num) as numpy computes it: i * step + start with
+        step = (stop - start) / (num - 1), the last value exactly stop."""
+        b = self.b
+        t = op.results[0].type
+        s_t, e_t, n_t = (x.type for x in op.operands)
+        common = T.promote(T.promote(s_t, e_t), T.FLOAT)
+        cdtype = common.dtype
+        ft = REG[cdtype]
+        start = self.convert(self.v(op.operands[0]), s_t, T.Scalar(cdtype))
+        stop = self.convert(self.v(op.operands[1]), e_t, T.Scalar(cdtype))
+        num = self.convert(self.v(op.operands[2]), n_t, T.I64)
+        self.fail_with(b.icmp_signed("<", num, i64(0)), "ValueError",
+                       "Number of samples, %lld, must be non-negative.", op.loc, num, i64(0))
+        out = self.new_array(t.dtype, [num], op.loc)
+        div = b.sub(num, i64(1))
+        delta = b.fsub(stop, start)
+        divf = b.sitofp(div, ft)
+        step = b.fdiv(delta, divf)
+        step_zero = b.fcmp_ordered("==", step, ir.Constant(ft, 0.0))
+        has_div = b.icmp_signed(">", div, i64(0))
+
+        def body(i):
+            x = b.sitofp(i, ft)
+            scaled = b.select(step_zero, b.fmul(b.fdiv(x, divf), delta), b.fmul(x, step))
+            y = b.fadd(b.select(has_div, scaled, b.fmul(x, delta)), start)
+            y = b.select(b.and_(has_div, b.icmp_signed("==", i, div)), stop, y)
+            if t.dtype == "i64":
+                y = self.intrinsic("llvm.floor", [y])
+            self.write(out, i, y, cdtype)
+
+        self.loop(num, body)
+        return out
+
+    # -- integer arrays and masks ----------------------------------------------------------
+    def take(self, op):
+        """x[i0, i1, ...] with integer arrays (broadcast together) on the leading axes."""
+        x = self.v(op.operands[0])
+        indices = [self.v(i) for i in op.operands[1:]]
+        k = len(indices)
+        t = op.results[0].type
+        ndim = max(i.ndim for i in indices)
+        bshape, bstrides = self.broadcast(indices, ndim, op.loc)
+        rest_shape, rest_strides = x.shape[k:], x.strides[k:]
+        if isinstance(t, T.Scalar):  # 0-d index arrays: one element
+            offset = self.gathered_offset(x, indices, [i64(0)] * k, op.loc)
+            return self.read(x, offset)
+        out = self.new_array(t.dtype, bshape + rest_shape, op.loc)
+        inner = out.strides[ndim:]
+
+        def position(offsets):
+            base = self.gathered_offset(x, indices, offsets[1:], op.loc)
+            self.loops(rest_shape, [inner, rest_strides],
+                       lambda offs: self.write(out, offs[0], self.read(x, offs[1]), x.dtype),
+                       bases=[offsets[0], base])
+
+        self.loops(bshape, [out.strides[:ndim]] + bstrides, position)
+        return out
+
+    def gathered_offset(self, x, indices, offsets, loc):
+        offset = i64(0)
+        for axis, (index, off) in enumerate(zip(indices, offsets)):
+            position = self.wrap_index(self.read(index, off), T.I64, x.shape[axis], axis, loc)
+            offset = self.b.add(offset, self.b.mul(position, x.strides[axis]))
+        return offset
+
+    def check_mask(self, x, m, loc):
+        for axis in range(m.ndim):
+            self.fail_with(self.b.icmp_signed("!=", x.shape[axis], m.shape[axis]),
+                           "IndexError", "boolean index did not match indexed array along "
+                           f"axis {axis}; size of axis is %lld but size of corresponding "
+                           "boolean axis is %lld", loc, x.shape[axis], m.shape[axis])
+
+    def count_true(self, m):
+        total = self.scratch(I64, "count")
+        self.b.store(i64(0), total)
+
+        def body(offs):
+            bit = self.b.zext(self.read(m, offs[0]), I64)
+            self.b.store(self.b.add(self.b.load(total, typ=I64), bit), total)
+
+        self.loops(m.shape, [m.strides], body)
+        return self.b.load(total, typ=I64)
+
+    def each_true(self, x, m, body):
+        """body(offset in x, k) for the k-th position where m is true (C order of m, which
+        covers x's leading axes)."""
+        k = self.scratch(I64, "k")
+        self.b.store(i64(0), k)
+
+        def visit(offs):
+            with self.b.if_then(self.read(m, offs[1])):
+                n = self.b.load(k, typ=I64)
+                body(offs[0], n)
+                self.b.store(self.b.add(n, i64(1)), k)
+
+        self.loops(m.shape, [x.strides[:m.ndim], m.strides], visit)
+
+    def mask(self, op):
+        """x[m]: the rows of x (over m's axes) where m is true, in one new first axis."""
+        x, m = self.v(op.operands[0]), self.v(op.operands[1])
+        self.check_mask(x, m, op.loc)
+        rest_shape, rest_strides = x.shape[m.ndim:], x.strides[m.ndim:]
+        out = self.new_array(x.dtype, [self.count_true(m)] + rest_shape, op.loc)
+
+        def copy_row(offset, k):
+            self.loops(rest_shape, [out.strides[1:], rest_strides], lambda offs: self.write(
+                out, offs[0], self.read(x, offs[1]), x.dtype),
+                bases=[self.b.mul(k, out.strides[0]), offset])
+
+        self.each_true(x, m, copy_row)
+        return out
+
+    # -- stores ----------------------------------------------------------------------------
+    def source(self, dst, value, loc, what):
+        """(value to read, its strides in dst's axes, whether it is a copy to release): an
+        array that may overlap dst is read through a copy, as numpy does."""
+        strides = self.fit_into(value, dst.shape, loc, what)
+        if {dst.origin, value.origin} == {"arg", "alloc"}:
+            return value, strides, False
+        overlap = self.may_overlap(dst, value)
+        pre = self.b.block
+        copy_bb = self.func.append_basic_block("overlap.copy")
+        done = self.func.append_basic_block("overlap.end")
+        self.b.cbranch(overlap, copy_bb, done)
+        self.b.position_at_end(copy_bb)
+        copied = self.copy_of(value, loc)
+        copy_end = self.b.block
+        copied_strides = self.strides_in_fit(copied, value, strides)
+        self.b.branch(done)
+        self.b.position_at_end(done)
+        obj, data = self.b.phi(PTR), self.b.phi(PTR)
+        obj.add_incoming(value.obj, pre)
+        obj.add_incoming(copied.obj, copy_end)
+        data.add_incoming(value.data, pre)
+        data.add_incoming(copied.data, copy_end)
+        merged = []
+        for s, c in zip(strides, copied_strides):
+            phi = self.b.phi(I64)
+            phi.add_incoming(s, pre)
+            phi.add_incoming(c, copy_end)
+            merged.append(phi)
+        read = ArrayV(value.dtype, obj, data, value.shape, value.strides, None)
+        return read, merged, overlap
+
+    def strides_in_fit(self, copied, value, fitted):
+        """The fitted strides, for the C-contiguous copy of `value` instead of value."""
+        lead = len(fitted) - value.ndim
+        out = list(fitted[:max(0, lead)])
+        for j in range(max(0, -lead), value.ndim):
+            out.append(self.b.select(self.b.icmp_signed("==", value.shape[j], i64(1)), i64(0),
+                                     copied.strides[j]))
+        return out
+
+    def done_with_source(self, read, overlap):
+        if overlap is False:
+            return
+        with self.b.if_then(overlap):
+            self.release(ArrayV(read.dtype, read.obj, read.data, [], [], "alloc"))
+
+    def extent(self, a):
+        """(lowest, highest + 1) byte addresses a's elements occupy, as integers, and whether
+        it has any."""
+        b = self.b
+        low, high = i64(0), i64(0)
+        empty = ir.Constant(I1, 0)
+        for n, s in zip(a.shape, a.strides):
+            reach = b.mul(b.sub(n, i64(1)), s)
+            negative = b.icmp_signed("<", reach, i64(0))
+            low = b.add(low, b.select(negative, reach, i64(0)))
+            high = b.add(high, b.select(negative, i64(0), reach))
+            empty = b.or_(empty, b.icmp_signed("==", n, i64(0)))
+        size = i64(ITEMSIZE[a.dtype])
+        base = b.ptrtoint(a.data, I64)
+        return (b.add(base, b.mul(low, size)), b.add(base, b.mul(b.add(high, i64(1)), size)),
+                empty)
+
+    def may_overlap(self, a, c):
+        b = self.b
+        a_low, a_high, a_empty = self.extent(a)
+        c_low, c_high, c_empty = self.extent(c)
+        meet = b.and_(b.icmp_unsigned("<", a_low, c_high), b.icmp_unsigned("<", c_low, a_high))
+        return b.and_(meet, b.not_(b.or_(a_empty, c_empty)))
+
+    def assign(self, op):
+        """dst[...] = value (broadcast into dst)."""
+        dst = self.v(op.operands[0])
+        value, vtype = self.v(op.operands[1]), op.operands[1].type
+        if not isinstance(value, ArrayV):
+            if vtype.is_float and dst.dtype == "i64" and vtype.weak:
+                value, vtype = self.float_to_int(value, True, op.loc), T.I64
+            self.fill(dst, value, vtype)
+            return
+        read, strides, overlap = self.source(dst, value, op.loc, "assignment")
+        self.loops(dst.shape, [dst.strides, strides], lambda offs: self.write(
+            dst, offs[0], self.read(read, offs[1]), read.dtype))
+        self.done_with_source(read, overlap)
+
+    def iadd(self, op):
+        """dst op= value in place (op is attrs["op"], default add), the result cast back to
+        dst's dtype (numpy's unsafe casting, as np.add(dst, v, out=dst, casting='unsafe'))."""
+        dst = self.v(op.operands[0])
+        value = self.v(op.operands[1])
+        name = op.attrs.get("op", "add")
+        combine = self.combiner(name, dst.dtype, op.operands[1], op.loc)
+        if not isinstance(value, ArrayV):
+            self.loops(dst.shape, [dst.strides], lambda offs: self.write(
+                dst, offs[0], combine(self.read(dst, offs[0]), value), combine.dtype))
+            return
+        read, strides, overlap = self.source(dst, value, op.loc, "augmented assignment")
+        self.loops(dst.shape, [dst.strides, strides], lambda offs: self.write(
+            dst, offs[0], combine(self.read(dst, offs[0]), self.read(read, offs[1])),
+            combine.dtype))
+        self.done_with_source(read, overlap)
+
+    def combiner(self, name, dtype, value_ir, loc):
+        """A function (old element, value element) -> new element register computing
+        `name` as a numpy scalar of dst's dtype would; its .dtype is the result's."""
+        left = Value(T.Scalar(dtype), "dst")
+        vtype = value_ir.type.element if isinstance(value_ir.type, T.Array) else value_ir.type
+        right = Value(vtype, "value")
+        (result,) = PRIMS[name].type_rule([left.type, right.type], {})
+        element_op = Op(name, [left, right], [result], {}, loc=loc)
+        rule = self.scalar_rule(name)
+
+        def combine(old, inc):
+            self.values[left] = old
+            self.values[right] = inc
+            if name == "pow" and not result.is_float:
+                self.negative_power_check(element_op)
+            return rule(self, element_op)
+
+        combine.dtype = result.dtype
+        return combine
+
+    def scatter_add(self, op):
+        """np.add.at(dst, (i0, i1, ...), value): unbuffered, repeated indices add again."""
+        dst = self.v(op.operands[0])
+        indices = [self.v(i) for i in op.operands[1:-1]]
+        value_ir = op.operands[-1]
+        value = self.v(value_ir)
+        k = len(indices)
+        combine = self.combiner("add", dst.dtype, value_ir, op.loc)
+        arrays = [i for i in indices if isinstance(i, ArrayV)]
+        ndim = max([i.ndim for i in arrays], default=0)
+        bshape, bstrides = self.broadcast(arrays, ndim, op.loc)
+        rest_shape, rest_strides = dst.shape[k:], dst.strides[k:]
+        full = bshape + rest_shape
+        vstrides = self.fit_into(value, full, op.loc, "np.add.at") \
+            if isinstance(value, ArrayV) else [i64(0)] * len(full)
+
+        def position(offsets):
+            base = i64(0)
+            reads = iter(offsets[2:])
+            for axis, index in enumerate(indices):
+                if isinstance(index, ArrayV):
+                    raw = self.read(index, next(reads))
+                else:
+                    raw = self.convert(index, op.operands[1 + axis].type, T.I64)
+                position = self.wrap_index(raw, T.I64, dst.shape[axis], axis, op.loc)
+                base = self.b.add(base, self.b.mul(position, dst.strides[axis]))
+
+            def add(offs):
+                inc = self.read(value, offs[1]) if isinstance(value, ArrayV) else value
+                self.write(dst, offs[0], combine(self.read(dst, offs[0]), inc), combine.dtype)
+
+            self.loops(rest_shape, [rest_strides, vstrides[ndim:]], add,
+                       bases=[base, offsets[1]])
+
+        self.loops(bshape, [[i64(0)] * ndim, vstrides[:ndim]] + bstrides, position)
+
+    def mask_add(self, op):
+        """dst[m] += value: value broadcast to (number of true positions,) + the shape of the
+        axes m does not cover, added in C order of m."""
+        dst, m = self.v(op.operands[0]), self.v(op.operands[1])
+        value_ir = op.operands[2]
+        value = self.v(value_ir)
+        self.check_mask(dst, m, op.loc)
+        combine = self.combiner("add", dst.dtype, value_ir, op.loc)
+        rest_shape, rest_strides = dst.shape[m.ndim:], dst.strides[m.ndim:]
+        if isinstance(value, ArrayV):
+            strides = self.fit_into(value, [self.count_true(m)] + rest_shape, op.loc,
+                                    "boolean index assignment")
+        else:
+            strides = [i64(0)] * (1 + len(rest_shape))
+
+        def add_row(offset, k):
+            def add(offs):
+                inc = self.read(value, offs[1]) if isinstance(value, ArrayV) else value
+                self.write(dst, offs[0], combine(self.read(dst, offs[0]), inc), combine.dtype)
+
+            self.loops(rest_shape, [rest_strides, strides[1:]], add,
+                       bases=[offset, self.b.mul(k, strides[0])])
+
+        self.each_true(dst, m, add_row)
+
+    # -- reductions ------------------------------------------------------------------------
+    def reduce(self, op):
+        x = self.v(op.operands[0])
+        t = op.results[0].type
+        axes = op.attrs.get("axis")
+        axes = tuple(range(x.ndim)) if axes is None else tuple(axes)
+        kept = [a for a in range(x.ndim) if a not in axes]
+        reduced_shape = [x.shape[a] for a in axes]
+        reduced_strides = [x.strides[a] for a in axes]
+        if op.prim in _NO_IDENTITY:  # numpy refuses to reduce nothing to something
+            empty = self.b.icmp_signed("==", self.count(reduced_shape), i64(0))
+            results = self.count([x.shape[a] for a in kept])
+            self.fail_with(self.b.and_(empty, self.b.icmp_signed(">", results, i64(0))),
+                           "ValueError", _NO_IDENTITY[op.prim], op.loc)
+        if isinstance(t, T.Scalar):
+            return self.reduce_at(op.prim, x, i64(0), reduced_shape, reduced_strides, t.dtype)
+        if op.attrs.get("keepdims"):
+            shape = [i64(1) if a in axes else x.shape[a] for a in range(x.ndim)]
+        else:
+            shape = [x.shape[a] for a in kept]
+        out = self.new_array(t.dtype, shape, op.loc)
+        out_strides = [out.strides[a] for a in kept] if op.attrs.get("keepdims") else \
+            out.strides
+
+        def each(offsets):
+            value = self.reduce_at(op.prim, x, offsets[1], reduced_shape, reduced_strides,
+                                   t.dtype)
+            self.write(out, offsets[0], value, t.dtype)
+
+        self.loops([x.shape[a] for a in kept], [out_strides, [x.strides[a] for a in kept]],
+                   each)
+        return out
+
+    def reduce_at(self, prim, x, base, shape, strides, dtype):
+        """One reduction over the elements of x at base + the index of `shape` (C order);
+        returns a register of `dtype`."""
+        b = self.b
+        if prim in ("sum", "mean"):
+            acc_dtype = "f64" if prim == "mean" else _SUM_ACC[x.dtype]
+        elif prim == "prod":
+            acc_dtype = dtype
+        else:
+            acc_dtype = x.dtype
+        acc_t = REG[acc_dtype]
+        acc = self.scratch(acc_t, "acc")
+        b.store(self.identity(prim, acc_dtype), acc)
+        index = None
+        if prim in ("argmax", "argmin"):
+            index, counter = self.scratch(I64, "best"), self.scratch(I64, "n")
+            b.store(i64(0), index)
+            b.store(i64(0), counter)
+
+        def body(offs):
+            value = self.cast_to(self.read(x, offs[0]), x.dtype, acc_dtype)
+            old = b.load(acc, typ=acc_t)
+            if index is None:
+                b.store(self.accumulate(prim, acc_dtype, old, value), acc)
+                return
+            n = b.load(counter, typ=I64)
+            better = self.better(prim, acc_dtype, value, old)
+            b.store(b.select(better, value, old), acc)
+            b.store(b.select(better, n, b.load(index, typ=I64)), index)
+            b.store(b.add(n, i64(1)), counter)
+
+        self.loops(shape, [strides], body, bases=[base])
+        if index is not None:
+            return b.load(index, typ=I64)
+        result = b.load(acc, typ=acc_t)
+        if prim == "mean":
+            result = b.fdiv(result, b.sitofp(self.count(shape), F64), flags=self.flags)
+        return self.cast_to(result, acc_dtype, dtype)
+
+    def identity(self, prim, dtype):
+        t = REG[dtype]
+        if prim in ("sum", "mean"):
+            return zero(t)
+        if prim == "prod":
+            return ir.Constant(t, 1.0 if dtype in _FLOATS else 1)
+        low = prim in ("amax", "argmax")  # start below everything (maximum), or above
+        if dtype in _FLOATS:
+            return ir.Constant(t, float("-inf") if low else float("inf"))
+        if dtype == "bool":
+            return ir.Constant(I1, 0 if low else 1)
+        return i64(-2 ** 63 if low else 2 ** 63 - 1)
+
+    def accumulate(self, prim, dtype, acc, value):
+        b = self.b
+        if prim in ("sum", "mean"):
+            return b.fadd(acc, value, flags=self.flags) if dtype in _FLOATS else \
+                b.add(acc, value)
+        if prim == "prod":
+            if dtype in _FLOATS:
+                return b.fmul(acc, value, flags=self.flags)
+            return b.and_(acc, value) if dtype == "bool" else b.mul(acc, value)
+        return b.select(self.better(prim, dtype, value, acc), value, acc)
+
+    def better(self, prim, dtype, value, best):
+        """Whether `value` replaces `best` in a max/min (numpy: NaN wins and stays; arg*:
+        the first of equal values and the first NaN)."""
+        b = self.b
+        bigger = prim in ("amax", "argmax")
+        if dtype in _FLOATS:
+            beats = b.fcmp_ordered(">" if bigger else "<", value, best)
+            nan = b.fcmp_unordered("uno", value, value)
+            if prim.startswith("arg"):
+                nan = b.and_(nan, b.fcmp_ordered("ord", best, best))
+            return b.or_(beats, nan)
+        if dtype == "bool":
+            return b.and_(value, b.not_(best)) if bigger else b.and_(b.not_(value), best)
+        return b.icmp_signed(">" if bigger else "<", value, best)
+
+    def trace(self, op):
+        a = self.v(op.operands[0])
+        t = op.results[0].type
+        n = self.b.select(self.b.icmp_signed("<", a.shape[0], a.shape[1]), a.shape[0],
+                          a.shape[1])
+        return self.reduce_at("sum", a, i64(0), [n], [self.b.add(a.strides[0], a.strides[1])],
+                              t.dtype)
+
+    def sum_to(self, op):
+        """g summed down to like's shape: leading axes, and axes where like has length 1."""
+        g, like = self.v(op.operands[0]), self.v(op.operands[1])
+        t = op.results[0].type
+        if not isinstance(g, ArrayV):
+            if isinstance(like, ArrayV):
+                raise NotImplementedError("sum_to of a number to an array's shape")
+            return self.cast_to(g, op.operands[0].type.dtype, t.dtype)
+        if not isinstance(like, ArrayV):
+            return self.reduce_at("sum", g, i64(0), g.shape, g.strides, t.dtype)
+        lead = g.ndim - like.ndim
+        if lead < 0:
+            raise NotImplementedError("sum_to of an array to a shape of more dimensions")
+        out = self.new_array(t.dtype, like.shape, op.loc)
+        self.zero_fill(out)
+        strides = [i64(0)] * lead
+        for k, n in enumerate(like.shape):
+            d = g.shape[lead + k]
+            one = self.b.icmp_signed("==", n, i64(1))
+            bad = self.b.and_(self.b.not_(one), self.b.icmp_signed("!=", n, d))
+            self.fail_with(bad, "ValueError", "sum_to: length %lld cannot be summed to length "
+                           f"%lld (axis {k})", op.loc, d, n)
+            strides.append(self.b.select(one, i64(0), out.strides[k]))
+        acc_dtype = _SUM_ACC[g.dtype] if t.dtype != "bool" else "bool"
+
+        def add(offs):
+            old = self.cast_to(self.read(out, offs[0]), t.dtype, acc_dtype)
+            value = self.cast_to(self.read(g, offs[1]), g.dtype, acc_dtype)
+            self.write(out, offs[0], self.accumulate("sum", acc_dtype, old, value), acc_dtype)
+
+        self.loops(g.shape, [strides, g.strides], add)
+        return out
+
+    # -- products --------------------------------------------------------------------------
+    def matmul(self, op):
+        """numpy's matmul: 1-d operands are vectors (the axis is dropped from the result),
+        leading axes are batches broadcast together. Each result element is a sum in order of
+        k; the loops run i, k, j so that the innermost one walks rows of b and of the result
+        (vectorisable, and the same order of additions)."""
+        a, c = self.v(op.operands[0]), self.v(op.operands[1])
+        t = op.results[0].type
+        dtype = t.dtype
+        if a.ndim == 1:
+            a_batch, m, k, sa_m, sa_k = [], i64(1), a.shape[0], i64(0), a.strides[0]
+        else:
+            a_batch, (m, k), (sa_m, sa_k) = a.shape[:-2], a.shape[-2:], a.strides[-2:]
+        if c.ndim == 1:
+            c_batch, k2, n, sc_k, sc_n = [], c.shape[0], i64(1), c.strides[0], i64(0)
+        else:
+            c_batch, (k2, n), (sc_k, sc_n) = c.shape[:-2], c.shape[-2:], c.strides[-2:]
+        self.fail_with(self.b.icmp_signed("!=", k, k2), "ValueError", "matmul: Input operand 1 "
+                       "has a mismatch in its core dimension 0, with gufunc signature (n?,k),"
+                       "(k,m?)->(n?,m?) (size %lld is different from %lld)", op.loc, k2, k)
+        if isinstance(t, T.Scalar):
+            return self.dot_at(a, c, i64(0), i64(0), k, sa_k, sc_k, dtype)
+        batch_ndim = max(len(a_batch), len(c_batch))
+        a_view = a.view(a.data, a_batch, a.strides[:len(a_batch)])
+        c_view = c.view(c.data, c_batch, c.strides[:len(c_batch)])
+        batch, (a_bs, c_bs) = self.broadcast([a_view, c_view], batch_ndim, op.loc)
+        shape = batch + ([m] if a.ndim > 1 else []) + ([n] if c.ndim > 1 else [])
+        out = self.new_array(dtype, shape, op.loc)
+        so_m = out.strides[batch_ndim] if a.ndim > 1 else i64(0)
+        so_n = out.strides[-1] if c.ndim > 1 else i64(0)
+
+        def one(offs):
+            o, oa, oc = offs
+            if c.ndim == 1:  # matrix times vector: one dot product per row
+                self.loop(m, lambda i: self.write(out, self.b.add(o, self.b.mul(i, so_m)),
+                                                  self.dot_at(a, c, self.b.add(
+                                                      oa, self.b.mul(i, sa_m)), oc, k, sa_k,
+                                                      sc_k, dtype), dtype))
+                return
+            self.product_rows(a, c, out, (o, oa, oc), (m, k, n),
+                              (so_m, so_n, sa_m, sa_k, sc_k, sc_n), dtype)
+
+        self.loops(batch, [out.strides[:batch_ndim], a_bs, c_bs], one)
+        return out
+
+    def dot_at(self, a, c, oa, oc, k, sa, sc, dtype):
+        b = self.b
+        acc = self.scratch(REG[dtype], "dot")
+        b.store(self.identity("sum", dtype), acc)
+
+        def body(i):
+            x = self.cast_to(self.read(a, b.add(oa, b.mul(i, sa))), a.dtype, dtype)
+            y = self.cast_to(self.read(c, b.add(oc, b.mul(i, sc))), c.dtype, dtype)
+            product = self.arith_of(dtype, "mul", x, y)
+            b.store(self.arith_of(dtype, "add", b.load(acc, typ=REG[dtype]), product), acc)
+
+        self.loop(k, body)
+        return b.load(acc, typ=REG[dtype])
+
+    def product_rows(self, a, c, out, offsets, sizes, strides, dtype):
+        b = self.b
+        o, oa, oc = offsets
+        m, k, n = sizes
+        so_m, so_n, sa_m, sa_k, sc_k, sc_n = strides
+
+        def row(i):
+            orow = b.add(o, b.mul(i, so_m))
+            self.loop(n, lambda j: self.write(out, b.add(orow, b.mul(j, so_n)),
+                                              zero(REG[dtype]), dtype))
+
+            def term(kk):
+                x = self.cast_to(self.read(a, b.add(b.add(oa, b.mul(i, sa_m)),
+                                                    b.mul(kk, sa_k))), a.dtype, dtype)
+                crow = b.add(oc, b.mul(kk, sc_k))
+
+                def update(j):
+                    where = b.add(orow, b.mul(j, so_n))
+                    y = self.cast_to(self.read(c, b.add(crow, b.mul(j, sc_n))), c.dtype, dtype)
+                    old = self.read(out, where)
+                    new = self.arith_of(dtype, "add", old, self.arith_of(dtype, "mul", x, y))
+                    self.write(out, where, new, dtype)
+
+                self.loop(n, update)
+
+            self.loop(k, term)
+
+        self.loop(m, row)
+
+
+def _while(b, cond, body):
+    """while cond(): body(), with builder b (in a function of its own)."""
+    head = b.append_basic_block("while.head")
+    inside = b.append_basic_block("while.body")
+    done = b.append_basic_block("while.end")
+    b.branch(head)
+    b.position_at_end(head)
+    b.cbranch(cond(), inside, done)
+    b.position_at_end(inside)
+    body()
+    b.branch(head)
+    b.position_at_end(done)
+
+
+class _Locals:
+    """Named i64 variables in stack slots: v["k"] reads one, v["k"] = x writes it."""
+
+    def __init__(self, b, names):
+        self._b = b
+        self._slots = {name: opaque(b.alloca(I64, name=name)) for name in names}
+
+    def __getitem__(self, name):
+        return self._b.load(self._slots[name], typ=I64)
+
+    def __setitem__(self, name, value):
+        self._b.store(value, self._slots[name])
+
+
+class _Cells:
+    """An [n x i64] array in memory indexed by i64 values."""
+
+    def __init__(self, b, n, base):
+        self._b, self._type, self._base = b, ir.ArrayType(I64, n), base
+
+    def _at(self, index):
+        return self._b.gep(self._base, [i64(0), index], source_etype=self._type)
+
+    def __getitem__(self, index):
+        return self._b.load(self._at(index), typ=I64)
+
+    def __setitem__(self, index, value):
+        self._b.store(value, self._at(index))
+
+
+ARRAY_RULES = {
+    "transpose": "transpose", "diagonal": "diagonal", "slice": "slice",
+    "broadcast_to": "broadcast_to", "reshape": "reshape", "copy": "copy",
+    "concatenate": "concatenate", "stack": "stack",
+    "arange": "arange", "linspace": "linspace", "take": "take", "mask": "mask",
+    "assign": "assign", "iadd": "iadd", "scatter_add": "scatter_add", "mask_add": "mask_add",
+    "sum": "reduce", "mean": "reduce", "prod": "reduce", "amax": "reduce", "amin": "reduce",
+    "argmax": "reduce", "argmin": "reduce", "trace": "trace", "sum_to": "sum_to",
+    "matmul": "matmul",
+}

@@ -1,0 +1,259 @@
+"""np.linalg.det / inv / solve on the LLVM backend, computed as numpy computes them.
+
+The matrix is copied into a column-major work buffer (numpy linearises it the same way),
+factored by LU with partial pivoting (getrf) and, for inv and solve, the right-hand side (the
+identity for inv) solved in place (getrs). numpy's gesv is getrf followed by getrs, so a
+singular matrix raises numpy.linalg.LinAlgError("Singular matrix") exactly when getrf reports
+a zero pivot, as numpy's does; det of a singular matrix is 0.0, and det is
+sign * exp(sum(log|u_ii|)) as in numpy.
+
+getrf/getrs are LAPACK's (scipy.linalg.cython_lapack's function pointers, bound when the code
+is linked) when scipy is installed, else our own unblocked LU with LAPACK's pivot choice (the
+first largest magnitude in the column) written here in LLVM IR; `lapack` in the lowering
+says which, and is part of the cache key.
+"""
+
+import llvmlite.ir as ir
+
+from adcompile.backends.llvm.values import I32, I64, PTR, REG, i32, i64, zero
+
+SINGULAR = "Singular matrix"
+
+
+class LinalgLowering:
+    """det, inv and solve, mixed into the kernel's lowering (lower._Lowering)."""
+
+    def square(self, a, loc):
+        bad = self.b.icmp_signed("!=", a.shape[0], a.shape[1])
+        self.fail_with(bad, "LinAlgError", "Last 2 dimensions of the array must be square",
+                       loc)
+        return a.shape[0]
+
+    def column_major(self, a, dtype, loc):
+        """A new buffer holding the n x k array a (a vector: n x 1) in column-major order."""
+        n = a.shape[0]
+        k = a.shape[1] if a.ndim == 2 else i64(1)
+        work = self.new_array(dtype, [k, n], loc)  # C order of the transpose
+        strides = [i64(1), n][:a.ndim]
+        self.copy_into(work.view(work.data, a.shape, strides), a)
+        return work
+
+    def factor(self, work, n, dtype, loc):
+        """getrf in place on the column-major n x n buffer; returns (pivots buffer, info)."""
+        pivots = self.new_array("i64", [n], loc)  # room for n int32 (LAPACK's ints)
+        if self.lapack:
+            info = self.lapack_call(f"{_prefix(dtype)}getrf", [n, n, work.data, self.lead(n),
+                                                                pivots.data], info=True)
+        else:
+            info = self.own_getrf(work.data, pivots.data, n, dtype)
+        return pivots, info
+
+    def solve_factored(self, work, pivots, rhs, n, nrhs, dtype):
+        if self.lapack:
+            trans = self.scratch(ir.IntType(8), "trans")
+            self.b.store(ir.Constant(ir.IntType(8), ord("N")), trans)
+            lead = self.lead(n)
+            self.lapack_call(f"{_prefix(dtype)}getrs", [trans, n, nrhs, work.data, lead,
+                                                         pivots.data, rhs.data, lead], info=True)
+        else:
+            self.own_getrs(work.data, pivots.data, rhs.data, n, nrhs, dtype)
+
+    # -- the primitives ----------------------------------------------------------------------
+    def det(self, op):
+        a = self.v(op.operands[0])
+        dtype = op.results[0].type.dtype
+        n = self.square(a, op.loc)
+        work = self.column_major(a, dtype, op.loc)
+        pivots, info = self.factor(work, n, dtype, op.loc)
+        t = REG[dtype]
+        sign, logdet = self.scratch(t, "sign"), self.scratch(t, "logdet")
+        b = self.b
+        b.store(ir.Constant(t, 1.0), sign)
+        b.store(zero(t), logdet)
+
+        def term(i):
+            u = b.load(self.at_raw(work.data, b.add(i, b.mul(i, n)), dtype), typ=t)
+            pivot = b.load(self.at_raw(pivots.data, i, "i32"), typ=I32)
+            swapped = b.icmp_signed("!=", b.sext(pivot, I64), b.add(i, i64(1)))
+            negative = b.fcmp_ordered("<", u, zero(t))
+            flip = b.xor(swapped, negative)
+            old = b.load(sign, typ=t)
+            b.store(b.select(flip, b.fneg(old), old), sign)
+            magnitude = self.intrinsic("llvm.fabs", [u])
+            b.store(b.fadd(b.load(logdet, typ=t), self.call_math("log", [magnitude], dtype)),
+                    logdet)
+
+        self.loop(n, term)
+        value = b.fmul(b.load(sign, typ=t), self.call_math("exp", [b.load(logdet, typ=t)],
+                                                            dtype))
+        self.release(work)
+        self.release(pivots)
+        return b.select(b.icmp_signed("==", info, i64(0)), value, zero(t))
+
+    def inv(self, op):
+        a = self.v(op.operands[0])
+        dtype = op.results[0].type.dtype
+        n = self.square(a, op.loc)
+        work = self.column_major(a, dtype, op.loc)
+        pivots, info = self.factor(work, n, dtype, op.loc)
+        self.fail_with(self.b.icmp_signed("!=", info, i64(0)), "LinAlgError", SINGULAR, op.loc)
+        rhs = self.new_array(dtype, [n, n], op.loc)
+        self.zero_fill(rhs)
+        one = ir.Constant(REG[dtype], 1.0)
+        self.loop(n, lambda i: self.write(rhs, self.b.mul(i, self.b.add(n, i64(1))), one,
+                                          dtype))
+        self.solve_factored(work, pivots, rhs, n, n, dtype)
+        out = self.new_array(dtype, [n, n], op.loc)
+        self.copy_into(out, rhs.view(rhs.data, [n, n], [i64(1), n]))
+        for buffer in (work, pivots, rhs):
+            self.release(buffer)
+        return out
+
+    def solve(self, op):
+        a, rhs_in = self.v(op.operands[0]), self.v(op.operands[1])
+        dtype = op.results[0].type.dtype
+        n = self.square(a, op.loc)
+        signature = "(m,m),(m)->(m)" if rhs_in.ndim == 1 else "(m,m),(m,n)->(m,n)"
+        self.fail_with(self.b.icmp_signed("!=", rhs_in.shape[0], n), "ValueError",
+                       "solve: Input operand 1 has a mismatch in its core dimension 0, with "
+                       f"gufunc signature {signature} (size %lld is different from %lld)",
+                       op.loc, rhs_in.shape[0], n)
+        work = self.column_major(a, dtype, op.loc)
+        pivots, info = self.factor(work, n, dtype, op.loc)
+        self.fail_with(self.b.icmp_signed("!=", info, i64(0)), "LinAlgError", SINGULAR, op.loc)
+        rhs = self.column_major(rhs_in, dtype, op.loc)
+        nrhs = rhs_in.shape[1] if rhs_in.ndim == 2 else i64(1)
+        self.solve_factored(work, pivots, rhs, n, nrhs, dtype)
+        out = self.new_array(dtype, rhs_in.shape, op.loc)
+        self.copy_into(out, rhs.view(rhs.data, rhs_in.shape, [i64(1), n][:rhs_in.ndim]))
+        for buffer in (work, pivots, rhs):
+            self.release(buffer)
+        return out
+
+    # -- LAPACK --------------------------------------------------------------------------------
+    def lead(self, n):
+        """A leading dimension LAPACK accepts: max(n, 1)."""
+        return self.b.select(self.b.icmp_signed("<", n, i64(1)), i64(1), n)
+
+    def lapack_call(self, name, args, info=False):
+        """Call LAPACK's `name` (Fortran: every argument by reference); i64 arguments are
+        passed as int32, pointers as they are. Returns INFO as an i64."""
+        refs = []
+        for value in args:
+            if value.type == PTR:
+                refs.append(value)
+                continue
+            slot = self.scratch(I32, "arg")
+            self.b.store(self.b.trunc(value, I32), slot)
+            refs.append(slot)
+        status = None
+        if info:
+            status = self.scratch(I32, "info")
+            self.b.store(i32(0), status)
+            refs.append(status)
+        fn = self.libc(f"adc_lapack_{name}", ir.VoidType(), [PTR] * len(refs))
+        self.b.call(fn, refs)
+        return self.b.sext(self.b.load(status, typ=I32), I64) if info else None
+
+    # -- our own LU (without scipy) ------------------------------------------------------------
+    def at_raw(self, base, index, dtype):
+        etype = I32 if dtype == "i32" else REG[dtype]
+        return self.b.gep(base, [index], source_etype=etype)
+
+    def own_getrf(self, w, pivots, n, dtype):
+        """LAPACK's dgetf2 on the column-major n x n matrix at w: for each column, the first
+        row of largest magnitude is the pivot (1-based in `pivots`), rows are swapped, the
+        column below is divided by the pivot and the trailing matrix updated. INFO is the
+        (1-based) column of the first zero pivot, or 0."""
+        b, t = self.b, REG[dtype]
+        info = self.scratch(I64, "info")
+        b.store(i64(0), info)
+
+        def ref(row, col):
+            return self.at_raw(w, b.add(row, b.mul(col, n)), dtype)
+
+        def column(j):
+            best, where = self.scratch(t, "best"), self.scratch(I64, "pivot")
+            b.store(ir.Constant(t, -1.0), best)
+            b.store(j, where)
+
+            def look(i):
+                magnitude = self.intrinsic("llvm.fabs", [b.load(ref(i, j), typ=t)])
+                larger = b.fcmp_ordered(">", magnitude, b.load(best, typ=t))
+                b.store(b.select(larger, magnitude, b.load(best, typ=t)), best)
+                b.store(b.select(larger, i, b.load(where, typ=I64)), where)
+
+            self.loop(n, look, start=j)
+            p = b.load(where, typ=I64)
+            b.store(b.trunc(b.add(p, i64(1)), I32), self.at_raw(pivots, j, "i32"))
+            pivot = b.load(ref(p, j), typ=t)
+            nonzero = b.fcmp_unordered("!=", pivot, zero(t))
+            with b.if_else(nonzero) as (use, singular):
+                with use:
+                    with b.if_then(b.icmp_signed("!=", p, j)):
+                        self.loop(n, lambda c: self.swap(ref(j, c), ref(p, c), t))
+                    self.loop(n, lambda i: b.store(b.fdiv(b.load(ref(i, j), typ=t), pivot),
+                                                   ref(i, j)), start=b.add(j, i64(1)))
+                with singular:
+                    first = b.icmp_signed("==", b.load(info, typ=I64), i64(0))
+                    b.store(b.select(first, b.add(j, i64(1)), b.load(info, typ=I64)), info)
+
+            def update(c):
+                factor = b.load(ref(j, c), typ=t)
+                self.loop(n, lambda i: b.store(b.fsub(b.load(ref(i, c), typ=t), b.fmul(
+                    b.load(ref(i, j), typ=t), factor)), ref(i, c)), start=b.add(j, i64(1)))
+
+            self.loop(n, update, start=b.add(j, i64(1)))
+
+        self.loop(n, column)
+        return b.load(info, typ=I64)
+
+    def swap(self, p, q, t):
+        x, y = self.b.load(p, typ=t), self.b.load(q, typ=t)
+        self.b.store(y, p)
+        self.b.store(x, q)
+
+    def own_getrs(self, w, pivots, rhs, n, nrhs, dtype):
+        """LAPACK's dgetrs ('N'): the row swaps applied to the right-hand sides, then L (unit
+        diagonal) and U solved column by column as dtrsm does."""
+        b, t = self.b, REG[dtype]
+
+        def lu(row, col):
+            return b.load(self.at_raw(w, b.add(row, b.mul(col, n)), dtype), typ=t)
+
+        def rhs_column(c):
+            def x(row):
+                return self.at_raw(rhs, b.add(row, b.mul(c, n)), dtype)
+
+            def swap_row(j):
+                p = b.sub(b.sext(b.load(self.at_raw(pivots, j, "i32"), typ=I32), I64), i64(1))
+                with b.if_then(b.icmp_signed("!=", p, j)):
+                    self.swap(x(j), x(p), t)
+
+            self.loop(n, swap_row)
+
+            def forward(k):
+                xk = b.load(x(k), typ=t)
+                self.loop(n, lambda i: b.store(b.fsub(b.load(x(i), typ=t),
+                                                      b.fmul(xk, lu(i, k))), x(i)),
+                          start=b.add(k, i64(1)))
+
+            self.loop(n, forward)
+
+            def backward(step):
+                k = b.sub(b.sub(n, i64(1)), step)
+                xk = b.fdiv(b.load(x(k), typ=t), lu(k, k))
+                b.store(xk, x(k))
+                self.loop(k, lambda i: b.store(b.fsub(b.load(x(i), typ=t),
+                                                      b.fmul(xk, lu(i, k))), x(i)))
+
+            self.loop(n, backward)
+
+        self.loop(nrhs, rhs_column)
+
+
+def _prefix(dtype):
+    return "s" if dtype == "f32" else "d"
+
+
+LINALG_RULES = {"det": "det", "inv": "inv", "solve": "solve"}

@@ -1,0 +1,285 @@
+"""Arrays the kernel allocates: buffers, reference counts, and when they are released.
+
+A buffer is one `malloc` block: the elements first, then a 64-byte *trailer* (below). The
+owner of an array value made by the kernel is its trailer, so the data pointer can be handed
+to numpy as memory numpy frees itself (with `free`, as for any array that owns memory it did
+not allocate) when the array is returned to Python.
+
+Reference counting, decided while compiling:
+- every IR value holding arrays (an array, a tuple of them) holds one reference on the owner
+  of each array, from its definition to its last use in the block that defines it (a use
+  inside a nested region counts as a use by the op that owns the region). A new array starts
+  with the reference of its value; a view (`a[i]`, `slice`, `transpose`...) takes one more;
+- after the op that uses a value last, the value's references are released (a buffer whose
+  count drops to zero is freed at once, also inside loops);
+- values that cross a merge take their own reference: the operands of `yield`, `condition`
+  and `return` are retained before the region's dying values are released, and a loop's
+  initial values are retained on entry, so a loop-carried array or an if-result owns what it
+  holds whatever the branch or iteration;
+- a tape holds a reference to each array pushed on it, which its pop hands on.
+
+Arguments (and their views) are never counted: their owners are numpy arrays that outlive the
+call. Where an owner is not known while compiling (a value merged by a branch or a loop from
+both kinds), the code tests the type pointer at byte 8, which a numpy array and a trailer
+both have. Every live buffer is also on a doubly linked list in the call's context: an error
+exit (an IndexError halfway through a loop) leaves through the cleanup block without
+releasing anything, and the entry point then frees every buffer still on the list, so error
+exits do not leak; after a normal return the list holds only the buffers handed to Python.
+"""
+
+import llvmlite.ir as ir
+
+from adcompile.ir import types as T
+from adcompile.ir.nodes import walk, walk_op
+from adcompile.backends.llvm.values import (CONTEXT, CTX_TEMPS, I1, I32, I64, ITEMSIZE, PTR,
+                                            ArrayV, TupleV, alloca, arrays_in, external,
+                                            has_arrays, i64)
+
+# the trailer, in 8-byte slots
+TR_COUNT, TR_TAG, TR_PREV, TR_NEXT, TR_BASE, TR_PYOBJ, TR_NELEMS = range(7)
+TRAILER = 64
+TAG = "adc_buffer_tag"  # what slot TR_TAG holds: bound to a private object's address
+
+_VIEWS = ("load", "slice", "transpose", "broadcast_to", "diagonal")
+_UNKNOWN = object()
+
+
+# -- what an array's owner is, when that is known while compiling ---------------------------
+
+def origins(fn):
+    """{IR value of array type: "arg" | "alloc" | None}: whether the value's owner is always
+    an argument, always a buffer the kernel allocated, or may be either. A fixed point over
+    the loops (values only move from unknown to known to mixed)."""
+    found = {}
+    for p in fn.params:
+        if isinstance(p.type, T.Array):
+            found[p] = "arg"
+    changed = [True]
+
+    def join(value, origin):
+        if not isinstance(value.type, T.Array) or origin is _UNKNOWN:
+            return
+        old = found.get(value, _UNKNOWN)
+        new = origin if old is _UNKNOWN or old == origin else None
+        if new != old or value not in found:
+            found[value] = new
+            changed[0] = True
+
+    def of(value):
+        return found.get(value, _UNKNOWN)
+
+    while changed[0]:
+        changed[0] = False
+        for op in walk(fn.body):
+            _visit(op, join, of)
+    return found
+
+
+def _visit(op, join, of):
+    if not op.results and op.prim not in ("for", "while"):
+        return
+    prim = op.prim
+    if prim in _VIEWS and isinstance(op.operands[0].type, T.Array):
+        join(op.results[0], of(op.operands[0]))
+    elif prim == "reshape":  # a view when the memory allows one, else a copy
+        source = of(op.operands[0])
+        join(op.results[0], source if source in ("alloc", _UNKNOWN) else None)
+    elif prim == "tuple_get":
+        owner = op.operands[0].owner
+        if owner is not None and owner.prim == "tuple":
+            join(op.results[0], of(owner.operands[op.attrs["index"]]))
+        else:
+            join(op.results[0], None)
+    elif prim == "tape_pop":
+        join(op.results[0], None)
+    elif prim == "if":
+        for region in op.regions:
+            for r, y in zip(op.results, region.terminator.operands):
+                join(r, of(y))
+    elif prim == "for":
+        body = op.regions[0]
+        for p, r, init, y in zip(body.params[1:], op.results, op.operands[3:],
+                                 body.terminator.operands):
+            for v in (p, r):
+                join(v, of(init))
+                join(v, of(y))
+    elif prim == "while":
+        head, body = op.regions
+        for p, init, y in zip(head.params, op.operands, body.terminator.operands):
+            join(p, of(init))
+            join(p, of(y))
+        for p, r, passed in zip(body.params, op.results, head.terminator.operands[1:]):
+            join(p, of(passed))
+            join(r, of(passed))
+    else:
+        for r in op.results:
+            join(r, "alloc")
+
+
+# -- when values die --------------------------------------------------------------------------
+
+def deaths(block):
+    """{op index: values holding arrays, defined in `block` (or its parameters), whose last
+    use is that op}; index -1 for parameters never used."""
+    last = {}
+    for k, op in enumerate(block.ops):
+        for nested in walk_op(op):
+            for v in nested.operands:
+                last[v] = k
+    found = {}
+    defined = [(p, -1) for p in block.params]
+    defined += [(r, k) for k, op in enumerate(block.ops) for r in op.results]
+    for v, k in defined:
+        if has_arrays(v.type):
+            found.setdefault(last.get(v, k), []).append(v)
+    return found
+
+
+class MemoryLowering:
+    """Buffers and reference counts, mixed into the kernel's lowering."""
+
+    # -- buffers ---------------------------------------------------------------------------
+    def new_array(self, dtype, shape, loc=None):
+        """A new C-contiguous array of `shape` (i64 values), uninitialised; a MemoryError
+        when malloc fails or the size does not fit in 64 bits."""
+        b = self.b
+        count = i64(1)
+        too_big = ir.Constant(I1, 0)
+        for n in shape:
+            pair = b.smul_with_overflow(count, n)
+            count = b.extract_value(pair, 0)
+            too_big = b.or_(too_big, b.extract_value(pair, 1))
+        pair = b.smul_with_overflow(count, i64(ITEMSIZE[dtype]))
+        too_big = b.or_(too_big, b.extract_value(pair, 1))
+        nbytes = b.select(too_big, i64(-1), b.extract_value(pair, 0))
+        trailer = b.call(self.buffer_fn(), [self.ctx, nbytes, count])
+        code = self.error("MemoryError", "cannot allocate an array this large", loc)
+        self.check(b.icmp_unsigned("==", trailer, ir.Constant(PTR, None)), code)
+        data = b.load(self.slot(trailer, TR_BASE), typ=PTR)
+        return ArrayV(dtype, trailer, data, shape, self.c_strides(shape), "alloc")
+
+    def slot(self, trailer, k, builder=None):
+        return (builder or self.b).gep(trailer, [i64(k)], source_etype=I64)
+
+    def buffer_fn(self):
+        """adc.buffer(ctx, nbytes, nelems): a new buffer with a reference count of 1, on the
+        context's list; returns its trailer, or null (no memory, or nbytes < 0)."""
+        fn = self.module.globals.get("adc.buffer")
+        if fn is not None:
+            return fn
+        fn = ir.Function(self.module, ir.FunctionType(PTR, [PTR, I64, I64]), name="adc.buffer")
+        fn.linkage = "internal"
+        ctx, nbytes, nelems = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        fail = fn.append_basic_block("fail")
+        go = fn.append_basic_block("malloc")
+        made = fn.append_basic_block("made")
+        b.cbranch(b.icmp_signed("<", nbytes, i64(0)), fail, go)
+        b.position_at_end(fail)
+        b.ret(ir.Constant(PTR, None))
+        b.position_at_end(go)
+        rounded = b.and_(b.add(nbytes, i64(15)), i64(-16))
+        total = b.add(rounded, i64(TRAILER))
+        base = b.call(self.libc("malloc", PTR, [I64]), [total])
+        b.cbranch(b.icmp_unsigned("==", base, ir.Constant(PTR, None)), fail, made)
+        b.position_at_end(made)
+        trailer = b.gep(base, [rounded], source_etype=ir.IntType(8))
+        head_field = b.gep(ctx, [i64(0), ir.Constant(I32, CTX_TEMPS)], source_etype=CONTEXT)
+        head = b.load(head_field, typ=PTR)
+        for k, value in ((TR_COUNT, i64(1)), (TR_TAG, external(self.module, TAG)),
+                         (TR_PREV, ir.Constant(PTR, None)), (TR_NEXT, head), (TR_BASE, base),
+                         (TR_PYOBJ, ir.Constant(PTR, None)), (TR_NELEMS, nelems)):
+            b.store(value, self.slot(trailer, k, b))
+        with b.if_then(b.icmp_unsigned("!=", head, ir.Constant(PTR, None))):
+            b.store(trailer, self.slot(head, TR_PREV, b))
+        b.store(trailer, head_field)
+        b.ret(trailer)
+        return fn
+
+    def unbuffer_fn(self):
+        """adc.unbuffer(ctx, trailer): take a buffer off the context's list and free it."""
+        fn = self.module.globals.get("adc.unbuffer")
+        if fn is not None:
+            return fn
+        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR]),
+                         name="adc.unbuffer")
+        fn.linkage = "internal"
+        ctx, trailer = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        prev = b.load(self.slot(trailer, TR_PREV, b), typ=PTR)
+        nxt = b.load(self.slot(trailer, TR_NEXT, b), typ=PTR)
+        null = ir.Constant(PTR, None)
+        head_field = b.gep(ctx, [i64(0), ir.Constant(I32, CTX_TEMPS)], source_etype=CONTEXT)
+        with b.if_else(b.icmp_unsigned("==", prev, null)) as (first, middle):
+            with first:
+                b.store(nxt, head_field)
+            with middle:
+                b.store(nxt, self.slot(prev, TR_NEXT, b))
+        with b.if_then(b.icmp_unsigned("!=", nxt, null)):
+            b.store(prev, self.slot(nxt, TR_PREV, b))
+        b.call(self.libc("free", ir.VoidType(), [PTR]),
+               [b.load(self.slot(trailer, TR_BASE, b), typ=PTR)])
+        b.ret_void()
+        return fn
+
+    # -- reference counts ------------------------------------------------------------------
+    def is_buffer(self, array):
+        """i1: the array's owner is a buffer (not an argument)."""
+        tag = self.b.load(self.slot(array.obj, TR_TAG), typ=PTR)
+        return self.b.icmp_unsigned("==", tag, external(self.module, TAG))
+
+    def counted(self, array, body):
+        """Run body() where the array's owner is a buffer."""
+        if array.origin == "arg":
+            return
+        if array.origin == "alloc":
+            body()
+            return
+        with self.b.if_then(self.is_buffer(array)):
+            body()
+
+    def retain(self, value):
+        """One more reference on the owner of every array in a flattened value."""
+        for array in arrays_in(value):
+            def inc(array=array):
+                field = self.slot(array.obj, TR_COUNT)
+                self.b.store(self.b.add(self.b.load(field, typ=I64), i64(1)), field)
+
+            self.counted(array, inc)
+
+    def release(self, value):
+        """One reference less on the owner of every array in a flattened value; a buffer
+        nobody holds is freed."""
+        for array in arrays_in(value):
+            def dec(array=array):
+                field = self.slot(array.obj, TR_COUNT)
+                left = self.b.sub(self.b.load(field, typ=I64), i64(1))
+                self.b.store(left, field)
+                with self.b.if_then(self.b.icmp_signed("==", left, i64(0)), likely=False):
+                    self.b.call(self.unbuffer_fn(), [self.ctx, array.obj])
+
+            self.counted(array, dec)
+
+    def release_dead(self, values):
+        for v in values:
+            if v in self.values:
+                self.release(self.values[v])
+
+    def deaths_of(self, block):
+        found = self._deaths.get(id(block))
+        if found is None:
+            found = self._deaths[id(block)] = deaths(block)
+        return found
+
+    def set_origin(self, value, irvalue):
+        """The owner kind the static analysis found for a merged value (a phi)."""
+        if isinstance(value, ArrayV):
+            value.origin = self.origin_of.get(irvalue)
+        elif isinstance(value, TupleV):
+            for a in arrays_in(value):
+                a.origin = None
+        return value
+
+    def scratch(self, typ, name=""):
+        """A stack slot in the entry block (promoted to a register by LLVM)."""
+        return alloca(self.allocas, typ, name)

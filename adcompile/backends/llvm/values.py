@@ -1,0 +1,158 @@
+"""How IR values live in LLVM registers ("flattening"), shared by the kernel lowering
+(lower.py, arrays.py, linalg.py) and the entry point (entry.py).
+
+Every IR value becomes a fixed list of LLVM values: a scalar is one register; an array is
+(owner, data pointer, shape[n], strides[n]) with strides counted in elements; a tuple is its
+items' lists concatenated; a tape is a pointer to a {buffer, top, capacity} slot. The owner of
+an array is the numpy array it was passed in as (arguments and their views), or the trailer of
+a buffer the kernel allocated (see `memory.py`); both keep a type pointer at byte 8, which is
+how code that cannot know statically tells them apart.
+"""
+
+import llvmlite.ir as ir
+
+from adcompile.ir import types as T
+
+I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+PTR = ir.PointerType()
+F32, F64 = ir.FloatType(), ir.DoubleType()
+REG = {"f64": F64, "f32": F32, "i64": I64, "bool": I1}  # in registers
+MEM = {"f64": F64, "f32": F32, "i64": I64, "bool": I8}  # in memory (arrays, tapes)
+ITEMSIZE = {"f64": 8, "f32": 4, "i64": 8, "bool": 1}
+TAPE = ir.LiteralStructType([PTR, I64, I64])  # buffer, top, capacity
+# the context the entry point passes: thread state, the list of live kernel-allocated buffers,
+# two integers for an error message (an index and a size)
+CONTEXT = ir.LiteralStructType([PTR, PTR, I64, I64])
+CTX_TSTATE, CTX_TEMPS, CTX_ERR = 0, 1, 2
+
+OK, PYTHON_ERROR = 0, 1  # PYTHON_ERROR: an exception is already set
+
+
+def zero(t):
+    return ir.Constant(t, 0.0 if t in (F32, F64) else 0)
+
+
+def i64(n):
+    return ir.Constant(I64, n)
+
+
+def i32(n):
+    return ir.Constant(I32, n)
+
+
+def opaque(value):
+    """llvmlite still types the pointers of allocas and globals; make them plain `ptr`."""
+    value.type = PTR
+    return value
+
+
+def alloca(builder, typ, name=""):
+    return opaque(builder.alloca(typ, name=name))
+
+
+def external(module, name, typ=I8):
+    """An object of the running interpreter, bound to `name` when the code is linked."""
+    g = module.globals.get(name)
+    if g is None:
+        g = opaque(ir.GlobalVariable(module, typ, name=name))
+        g.linkage = "external"
+    return g
+
+
+class ArrayV:
+    """An array in registers: its owner, data pointer, shape and element strides. `origin`
+    says what the owner is, when that is known while compiling: "arg" (an argument array,
+    never counted), "alloc" (a buffer the kernel allocated, reference counted) or None
+    (either: decided at run time)."""
+
+    __slots__ = ("dtype", "obj", "data", "shape", "strides", "origin")
+
+    def __init__(self, dtype, obj, data, shape, strides, origin=None):
+        self.dtype, self.obj, self.data = dtype, obj, data
+        self.shape, self.strides = list(shape), list(strides)
+        self.origin = origin
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def flat(self):
+        return [self.obj, self.data, *self.shape, *self.strides]
+
+    def view(self, data, shape, strides):
+        """Another view of the same owner."""
+        return ArrayV(self.dtype, self.obj, data, shape, strides, self.origin)
+
+
+class TupleV:
+    __slots__ = ("items",)
+
+    def __init__(self, items):
+        self.items = list(items)
+
+    def flat(self):
+        return [x for item in self.items for x in flat(item)]
+
+
+class TapeV:
+    __slots__ = ("slot", "item")
+
+    def __init__(self, slot, item):
+        self.slot, self.item = slot, item
+
+    def flat(self):
+        return [self.slot]
+
+
+def flat(value):
+    return value.flat() if isinstance(value, (ArrayV, TupleV, TapeV)) else \
+        ([] if value is None else [value])
+
+
+def arrays_in(value):
+    """The arrays of a flattened value (itself, or the items of a tuple, recursively)."""
+    if isinstance(value, ArrayV):
+        return [value]
+    if isinstance(value, TupleV):
+        return [a for item in value.items for a in arrays_in(item)]
+    return []
+
+
+def has_arrays(t):
+    if isinstance(t, T.Array):
+        return True
+    return isinstance(t, T.Tuple) and any(has_arrays(item) for item in t.items)
+
+
+def flat_types(t):
+    """The LLVM register types that represent an IR value of type t."""
+    if isinstance(t, T.Scalar):
+        return [REG[t.dtype]]
+    if isinstance(t, T.Array):
+        return [PTR, PTR] + [I64] * (2 * t.ndim)
+    if isinstance(t, T.Tuple):
+        return [x for item in t.items for x in flat_types(item)]
+    if isinstance(t, T.Tape):
+        return [PTR]
+    if isinstance(t, T.NoneType):
+        return []
+    raise NotImplementedError(f"the LLVM backend has no representation for {t}")
+
+
+def unflat(t, values):
+    """Rebuild a value of type t from its flattened LLVM values (consumes them from an
+    iterator)."""
+    if isinstance(t, T.Scalar):
+        return next(values)
+    if isinstance(t, T.Array):
+        obj, data = next(values), next(values)
+        shape = [next(values) for _ in range(t.ndim)]
+        strides = [next(values) for _ in range(t.ndim)]
+        return ArrayV(t.dtype, obj, data, shape, strides)
+    if isinstance(t, T.Tuple):
+        return TupleV(unflat(item, values) for item in t.items)
+    if isinstance(t, T.Tape):
+        return TapeV(next(values), t.item)
+    if isinstance(t, T.NoneType):
+        return None
+    raise NotImplementedError(f"the LLVM backend has no representation for {t}")

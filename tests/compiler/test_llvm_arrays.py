@@ -1,0 +1,802 @@
+"""Whole-array primitives on the LLVM backend (issue 11): every array primitive runs natively
+and gives the interpreter's (and plain numpy's) answer.
+
+CASES is a table of small array functions (defined below, at module level: adcompile reads
+their source) with argument sets; each runs with backend="llvm", with backend="interp" and as
+plain numpy, and the three must agree: the same kind of object, dtype and shape, values equal
+(integers and booleans exactly; floats to rtol 1e-12, float32 to 1e-5). Every array argument
+is also passed in other layouts holding the same values (a strided view, Fortran order, a
+reversed view), so each op meets non-contiguous operands, and the arguments afterwards must
+hold what numpy leaves in them. Then: the runtime errors numpy raises (broadcasting, indices,
+singular matrices...), memory (returned arrays own their data, temporaries do not leak, also
+on error exits and in loops), and det/inv/solve without LAPACK (our own LU).
+"""
+
+import gc
+import sys
+
+import numpy as np
+import pytest
+
+import adcompile as ac
+from adcompile.backends.llvm import capi
+
+# -- the functions ------------------------------------------------------------------------------
+
+
+def add(x, y):
+    return x + y
+
+
+def affine(x, w, b):
+    return x * w + b
+
+
+def arith_mix(x, y):
+    return (x - y) / (x * x + 1.0) - 2.0 * y ** 2
+
+
+def int_arith(a, b):
+    return a // b, a % b, a * b - a, -a, abs(a)
+
+
+def int_true_division(a, b):
+    return a / b
+
+
+def int_power(a):
+    return a ** 3 + 2 ** a
+
+
+def float_power(x, y):
+    return np.abs(x) ** y, x ** 2, x ** -1.0
+
+
+def compare(x, y):
+    return x < y, x >= 0.5, x == y, x != y
+
+
+def logic(p, q):
+    return p & q, p | q, p ^ q, ~p, p == q
+
+
+def int_bits(a, b):
+    return a & b, a | b, a ^ b, ~a
+
+
+def bool_arith(p, q):
+    return p + q, p * q
+
+
+def where(x, y):
+    return np.where(x > 0.0, x, y), np.where(x > 0.0, 1.0, 0.0)
+
+
+def casts(x):
+    return x.astype(np.int64), x.astype(np.float32), x.astype(np.bool_)
+
+
+def unary_math(x):
+    return np.sin(x), np.exp(x), np.tanh(x), np.floor(x), np.ceil(x), np.sqrt(np.abs(x))
+
+
+def log_of(x):
+    return np.log(x), np.log1p(x), np.expm1(x)
+
+
+def binary_math(x, y):
+    return np.maximum(x, y), np.minimum(x, y), np.arctan2(x, y), np.hypot(x, y)
+
+
+def clip(x):
+    return np.clip(x, -0.5, 0.5)
+
+
+def f32_keeps_precision(x):
+    return x * 2.0 + np.float32(1.5), np.sin(x)
+
+
+def int_math(a):
+    return np.sqrt(a), np.maximum(a, 2)
+
+
+def reductions(x):
+    return np.sum(x), np.mean(x), np.max(x), np.min(x), np.prod(x), np.argmax(x), np.argmin(x)
+
+
+def axis_reductions(x):
+    return (np.sum(x, axis=0), np.mean(x, axis=1), np.max(x, axis=1, keepdims=True),
+            np.min(x, axis=(0, 1)), x.prod(axis=1), np.argmax(x, axis=0), np.argmin(x, axis=1),
+            x.sum(axis=0, keepdims=True))
+
+
+def reductions_3d(x):
+    return (np.sum(x, axis=(0, 2)), np.sum(x, axis=(0, 2), keepdims=True), np.max(x, axis=2),
+            np.mean(x, axis=(1, 2)), np.argmax(x, axis=1))
+
+
+def int_reductions(a):
+    return np.sum(a), np.sum(a, axis=0), np.prod(a, axis=1), np.max(a), np.argmin(a), np.mean(a)
+
+
+def bool_reductions(p):
+    return np.sum(p), np.sum(p, axis=0), np.max(p), np.argmax(p), np.mean(p)
+
+
+def builtin_sum(x):
+    return sum(x)
+
+
+def views(x):
+    return x[1:], x[::-1], x[:, 0], x[None], x.T, x[1:-1, ::2], x[-1]
+
+
+def slice_bounds(x, i, j, k):
+    return x[i:j:k], x[i:], x[:j], x[::k], x[-100:100], x[5:1], x[j:i:-1]
+
+
+def scalar_of_slice(x, i):
+    return x[i, 0] + x[-1, i]
+
+
+def transposes(x):
+    return np.transpose(x, (1, 0, 2)), x.T, x.transpose()
+
+
+def reshapes(x):
+    return x.reshape(3, 4), x.reshape(-1, 2), x.ravel(), x.reshape(12)
+
+
+def reshape_writes_through(x):
+    y = x.reshape(2, -1)
+    y[0, 1] = 100.0
+    z = x[::2].reshape(-1)
+    z[0] = -1.0
+    return y, z
+
+
+def write_through_view(n):
+    y = np.zeros((3, n))
+    v = y[1:, ::2]
+    v[0, 0] = 5.0
+    r = y[2]
+    r[1] = 7.0
+    return y
+
+
+def slice_assign(x, v):
+    y = np.zeros((4, 3))
+    y[1:] = x
+    y[0, :] += v
+    y[:, 2] = -1.0
+    return y
+
+
+def augmented(x, v):
+    y = x.copy()
+    y += v
+    y *= 2.0
+    y -= 1.0
+    return y
+
+
+def int_in_place(a, b):
+    y = a.copy()
+    y //= 2
+    y %= 3
+    y += b
+    y *= y
+    y ^= 5
+    return y
+
+
+def bool_in_place(p, q):
+    y = p.copy()
+    y &= q
+    y |= p[0]
+    return y
+
+
+def shift_in_place(x):
+    y = x.copy()
+    y[1:] = y[:-1]
+    return y
+
+
+def shift_back(x):
+    y = x.copy()
+    y[:-1] += y[1:]
+    return y
+
+
+def write_into_argument(x, v):
+    x[1:] = v
+    x[0] += 1.0
+    return x
+
+
+def matmuls(a, b):
+    return a @ b, a @ b[:, 0], a[0] @ b, a[0] @ b[:, 0]
+
+
+def batched(a, b):
+    return a @ b
+
+
+def int_matmul(a, b):
+    return a @ b
+
+
+def dot_and_outer(x, y):
+    return np.dot(x, y), np.outer(x, y)
+
+
+def literals(a, b):
+    return np.array([a, b, a + b]), np.array([[a, b], [b, a]]), np.array([1, 2, 3])
+
+
+def construction(n, m):
+    return np.zeros((n, m)), np.ones(n), np.full((m, n), 2.5), np.zeros(n, dtype=np.int64)
+
+
+def joins(x, y):
+    return (np.concatenate([x, y]), np.concatenate([x, y], axis=1), np.stack([x, y]),
+            np.stack([x, y], axis=2), np.concatenate([x, x.astype(np.float32)]))
+
+
+def ranges(n, start, step):
+    return (np.arange(n), np.arange(start, n, step), np.arange(0.0, 1.0, 0.1),
+            np.arange(n, 0, -3), np.linspace(0.0, 1.0, n), np.linspace(start, 2, 7))
+
+
+def integer_indexing(x, idx, rows, cols):
+    return x[idx], x[rows, cols], x[rows]
+
+
+def boolean_indexing(x):
+    return x[x > 0.0], x[x[:, 0] > 0.0]
+
+
+def linalg(a, b):
+    return np.linalg.det(a), np.linalg.inv(a), np.linalg.solve(a, b), np.linalg.solve(a, a)
+
+
+def trace_and_diagonal(a):
+    return np.trace(a), np.trace(a @ a), np.diagonal(a)
+
+
+def carried_array(x, n):
+    y = x
+    for i in range(n):
+        y = y * 0.5 + x
+    return y
+
+
+def array_from_branches(x, flag):
+    if flag:
+        y = x * 2.0
+    else:
+        y = x[::-1]
+    return y + 1.0
+
+
+def while_halving(x):
+    y = x.copy()
+    while np.max(np.abs(y)) > 1.0:
+        y = y / 2.0
+    return y
+
+
+def temporaries_in_loop(x, n):
+    s = 0.0
+    for i in range(n):
+        t = np.exp(x * i) - x
+        s += np.sum(t[1:] * t[:-1])
+    return s
+
+
+def tuple_of_one(x):
+    y = x * 2.0
+    return y, y, y[0]
+
+
+def returns_views_of_temporary(x):
+    y = x + 1.0
+    return y.T, y[1:]
+
+
+def softmax(x):
+    e = np.exp(x - np.max(x, axis=1, keepdims=True))
+    return e / np.sum(e, axis=1, keepdims=True)
+
+
+def mlp(x, w1, b1, w2):
+    h = np.tanh(x @ w1 + b1)
+    return np.mean((h @ w2) ** 2)
+
+
+# -- argument sets --------------------------------------------------------------------------------
+
+def _n(*shape, seed=0, dtype=np.float64):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def _i(*shape, seed=0, low=-5, high=6):
+    return np.random.default_rng(seed).integers(low, high, shape).astype(np.int64)
+
+
+def _b(*shape, seed=0):
+    return np.random.default_rng(seed).random(shape) > 0.5
+
+
+def _spd(n, seed=0, dtype=np.float64):
+    a = _n(n, n, seed=seed)
+    return (a @ a.T + n * np.eye(n)).astype(dtype)
+
+
+A34 = _n(3, 4)
+CASES = [
+    (add, [(A34, _n(4, seed=1)), (A34, _n(3, 1, seed=1)), (_n(2, 1, 3), _n(4, 1)),
+           (np.zeros((0, 3)), _n(3)), (A34, 2.0), (1, _n(3))]),
+    (affine, [(_n(5, 3), _n(3, seed=1), 0.5), (_n(5, 3), 2.0, _n(5, 1, seed=2))]),
+    (arith_mix, [(_n(6), _n(6, seed=1)), (_n(2, 3, dtype=np.float32), 0.25)]),
+    (int_arith, [(_i(7), _i(7, seed=1)), (_i(3, 4), 3), (-7, _i(5, seed=2))]),
+    (int_true_division, [(_i(6), _i(6, seed=1)), (_i(4), 2)]),
+    (int_power, [(_i(6, low=0, high=5),)]),
+    (float_power, [(_n(6), _n(6, seed=1)), (_n(3, 2, dtype=np.float32), 1.5)]),
+    (compare, [(_n(5), _n(5, seed=1)), (_i(4), 1), (_n(3, 2), _n(2, seed=3))]),
+    (logic, [(_b(6), _b(6, seed=1)), (_b(2, 3), True)]),
+    (int_bits, [(_i(6), _i(6, seed=1)), (_i(2, 3), 6)]),
+    (bool_arith, [(_b(6), _b(6, seed=1))]),
+    (where, [(_n(7), _n(7, seed=1)), (_n(3, 2), 0.0)]),
+    (casts, [(_n(7) * 3,), (np.array([0.0, -0.0, 1.5, -2.5, np.nan]),)]),
+    (unary_math, [(_n(8),), (_n(2, 3, dtype=np.float32),)]),
+    (log_of, [(np.abs(_n(6)) + 0.1,)]),
+    (binary_math, [(_n(6), _n(6, seed=1)), (np.array([1.0, np.nan, -0.0]), 0.0)]),
+    (clip, [(_n(9),)]),
+    (f32_keeps_precision, [(_n(5, dtype=np.float32),)]),
+    (int_math, [(_i(6, low=0),)]),
+    (reductions, [(_n(7),), (_n(3, 4),), (_n(2, 3, dtype=np.float32),),
+                  (np.array([1.0, np.nan, 3.0]),)]),
+    (axis_reductions, [(_n(3, 4),), (_n(1, 5),)]),
+    (reductions_3d, [(_n(2, 3, 4),)]),
+    (int_reductions, [(_i(3, 4),)]),
+    (bool_reductions, [(_b(3, 4),)]),
+    (builtin_sum, [(_n(6),)]),
+    (views, [(_n(4, 5),)]),
+    (slice_bounds, [(_n(9), 1, 7, 2), (_n(9), -3, 100, 3), (_n(9), 7, -8, -2),
+                    (_n(0), 0, 0, 1)]),
+    (scalar_of_slice, [(_n(4, 3), 1), (_n(4, 3), -2)]),
+    (transposes, [(_n(2, 3, 4),)]),
+    (reshapes, [(_n(12),), (_n(4, 3),), (_n(2, 6).T,)]),
+    (reshape_writes_through, [(_n(12),), (_n(4, 6),), (_n(6, 4)[:, ::2],)]),
+    (write_through_view, [(5,)]),
+    (slice_assign, [(_n(3, 3), _n(3, seed=1)), (_n(3), 2.0)]),
+    (augmented, [(_n(3, 4), _n(4, seed=1)), (_n(2, 2), 3.0)]),
+    (int_in_place, [(_i(3, 4), _i(4, seed=1)), (_i(5), 2)]),
+    (bool_in_place, [(_b(3, 4), _b(3, 4, seed=1))]),
+    (shift_in_place, [(_n(6),), (_n(4, 2),)]),
+    (shift_back, [(_n(6),)]),
+    (write_into_argument, [(_n(5), _n(4, seed=1)), (_n(4, 3), 0.5)]),
+    (matmuls, [(_n(3, 4), _n(4, 5, seed=1)), (_n(3, 4, dtype=np.float32),
+                                              _n(4, 2, seed=1, dtype=np.float32)),
+               (np.zeros((1, 0)), np.zeros((0, 3)))]),
+    (batched, [(_n(2, 3, 4), _n(4, 5, seed=1)), (_n(3, 4), _n(2, 4, 2, seed=1)),
+               (_n(2, 1, 3, 4), _n(5, 4, 2, seed=1)), (_n(4), _n(2, 4, 3, seed=1))]),
+    (int_matmul, [(_i(3, 4), _i(4, 2, seed=1)), (_b(3, 4), _b(4, 2, seed=1))]),
+    (dot_and_outer, [(_n(5), _n(5, seed=1))]),
+    (literals, [(1.5, 2.0), (np.float32(1.5), np.float32(2.0)), (3, 4)]),
+    (construction, [(3, 2), (0, 4)]),
+    (joins, [(_n(2, 3), _n(2, 3, seed=1)), (_i(2, 2), _i(2, 2, seed=1))]),
+    (ranges, [(10, 2, 3), (0, -1, 2), (5, 1.5, 0.5)]),
+    (integer_indexing, [(_n(5, 3), np.array([0, -1, 2, 2]), np.array([1, 4]),
+                         np.array([0, -2]))]),
+    (boolean_indexing, [(_n(5, 3),), (np.zeros((0, 2)),)]),
+    (linalg, [(_spd(4), _n(4, seed=1)), (_spd(3, dtype=np.float32),
+                                         _n(3, seed=1, dtype=np.float32)),
+              (_n(3, 3, seed=5), _n(3, seed=1)), (np.zeros((0, 0)), np.zeros(0))]),
+    (trace_and_diagonal, [(_n(3, 3),), (_n(3, 4)[:, :3],), (_i(3, 3),)]),
+    (carried_array, [(_n(4), 5), (_n(2, 3), 0)]),
+    (array_from_branches, [(_n(5), True), (_n(5), False)]),
+    (while_halving, [(_n(6) * 10,)]),
+    (temporaries_in_loop, [(_n(5) * 0.1, 4)]),
+    (tuple_of_one, [(_n(3),)]),
+    (returns_views_of_temporary, [(_n(2, 3),)]),
+    (softmax, [(_n(4, 5),), (_n(3, 2, dtype=np.float32),)]),
+    (mlp, [(_n(6, 3), _n(3, 4, seed=1), _n(4, seed=2), _n(4, 2, seed=3))]),
+]
+
+
+# -- layouts -------------------------------------------------------------------------------------
+
+def strided(a):
+    """The same values through a view with gaps (every other element of a bigger array)."""
+    if a.ndim == 0:
+        return a
+    big = np.zeros(a.shape[:-1] + (2 * a.shape[-1],), a.dtype)
+    view = big[..., ::2]
+    view[...] = a
+    return view
+
+
+def fortran(a):
+    return np.asfortranarray(a)
+
+
+def reversed_view(a):
+    if a.ndim == 0:
+        return a
+    return a[::-1].copy()[::-1]
+
+
+LAYOUTS = {"C": lambda a: a.copy(), "strided": strided, "F": fortran, "reversed": reversed_view}
+
+
+def _with_layout(args, layout):
+    return tuple(LAYOUTS[layout](a) if isinstance(a, np.ndarray) else a for a in args)
+
+
+PARAMS = [pytest.param(fn, k, layout, id=f"{fn.__name__}-{k}-{layout}")
+          for fn, arg_sets in CASES for k in range(len(arg_sets))
+          for layout in (LAYOUTS if any(isinstance(a, np.ndarray) and a.ndim
+                                        for a in arg_sets[k]) else ("C",))]
+ARGS = {fn: arg_sets for fn, arg_sets in CASES}
+
+
+def check_same(ours, expected, what):
+    if isinstance(expected, tuple):
+        assert isinstance(ours, tuple) and len(ours) == len(expected), what
+        for k, (o, e) in enumerate(zip(ours, expected)):
+            check_same(o, e, f"{what}[{k}]")
+        return
+    if isinstance(expected, np.ndarray):
+        assert isinstance(ours, np.ndarray), f"{what}: {type(ours).__name__}, not an array"
+        assert ours.shape == expected.shape, f"{what}: shape {ours.shape} != {expected.shape}"
+    else:
+        assert not isinstance(ours, np.ndarray), f"{what}: an array, numpy gives a scalar"
+        assert type(ours) is type(expected) or np.asarray(ours).dtype == np.asarray(
+            expected).dtype, f"{what}: {type(ours).__name__} != {type(expected).__name__}"
+    assert np.asarray(ours).dtype == np.asarray(expected).dtype, \
+        f"{what}: dtype {np.asarray(ours).dtype} != {np.asarray(expected).dtype}"
+    if np.asarray(expected).dtype.kind in "biu":
+        np.testing.assert_array_equal(ours, expected, err_msg=what)
+    else:
+        rtol = 1e-5 if np.asarray(expected).dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(ours, expected, rtol=rtol, atol=rtol, equal_nan=True,
+                                   err_msg=what)
+
+
+_COMPILED = {}
+
+
+def compiled(fn, backend):
+    key = (fn, backend)
+    if key not in _COMPILED:
+        _COMPILED[key] = ac.adcompile(fn, backend=backend)
+    return _COMPILED[key]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("fn,k,layout", PARAMS)
+def test_llvm_matches_interp_and_numpy(fn, k, layout):
+    args = ARGS[fn][k]
+    expected_args = _with_layout(args, layout)
+    expected = fn(*expected_args)
+    for backend in ("interp", "llvm"):
+        backend_args = _with_layout(args, layout)
+        got = compiled(fn, backend)(*backend_args)
+        check_same(got, expected, f"{fn.__name__} on {backend}")
+        for a, e in zip(backend_args, expected_args):
+            if isinstance(e, np.ndarray):
+                check_same(a, e, f"{fn.__name__} on {backend}: an argument afterwards")
+
+
+# -- runtime errors: numpy's exception types, naming the user's line ------------------------------
+
+def take_rows(x, idx):
+    return x[idx]
+
+
+def row_of(x, i):
+    return x[i, :]
+
+
+def masked(x, m):
+    return x[m]
+
+
+def reshaped(x, n):
+    return x.reshape(n, -1)
+
+
+def stepped(x, k):
+    return x[::k]
+
+
+def inverse(a):
+    return np.linalg.inv(a)
+
+
+def solved(a, b):
+    return np.linalg.solve(a, b)
+
+
+def determinant(a):
+    return np.linalg.det(a)
+
+
+def joined(x, y):
+    return np.concatenate([x, y], axis=1)
+
+
+def stacked(x, y):
+    return np.stack([x, y])
+
+
+def assign_rows(x, v):
+    y = x.copy()
+    y[1:] = v
+    return y
+
+
+def sized(n):
+    return np.zeros(n)
+
+
+def counted(n, step):
+    return np.arange(0, n, step)
+
+
+def spaced(n):
+    return np.linspace(0.0, 1.0, n)
+
+
+def largest(x):
+    return np.max(x, axis=1)
+
+
+def where_largest(x):
+    return np.argmax(x)
+
+
+def int_power_of(a, b):
+    return a ** b
+
+
+def errors_inside_loop(x, n):
+    s = 0.0
+    for i in range(n):
+        t = x * float(i)
+        s += t[i]
+    return s
+
+
+SINGULAR = np.array([[1.0, 2.0], [2.0, 4.0]])
+ERRORS = [
+    (add, (_n(3), _n(4)), ValueError),
+    (add, (_n(2, 3), _n(2, 1, 4)), ValueError),
+    (matmuls, (_n(3, 4), _n(3, 4)), ValueError),
+    (batched, (_n(2, 3, 4), _n(3, 4, 5)), ValueError),
+    (take_rows, (_n(3, 2), np.array([0, 3])), IndexError),
+    (take_rows, (_n(3, 2), np.array([-4])), IndexError),
+    (row_of, (_n(3, 2), 3), IndexError),
+    (row_of, (_n(3, 2), -4), IndexError),
+    (masked, (_n(3, 2), np.array([[True, False]] * 2)), IndexError),
+    (reshaped, (_n(6), 4), ValueError),
+    (stepped, (_n(6), 0), ValueError),
+    (inverse, (SINGULAR,), np.linalg.LinAlgError),
+    (inverse, (np.zeros((3, 3)),), np.linalg.LinAlgError),
+    (inverse, (_n(2, 3),), np.linalg.LinAlgError),
+    (solved, (SINGULAR, _n(2)), np.linalg.LinAlgError),
+    (solved, (_spd(3), _n(4)), ValueError),
+    (joined, (_n(2, 3), _n(3, 3)), ValueError),
+    (stacked, (_n(3), _n(4)), ValueError),
+    (assign_rows, (_n(4, 3), _n(2, 3)), ValueError),
+    (sized, (-1,), ValueError),
+    (counted, (5, 0), ZeroDivisionError),
+    (spaced, (-2,), ValueError),
+    (largest, (np.zeros((3, 0)),), ValueError),
+    (where_largest, (np.zeros(0),), ValueError),
+    (int_power_of, (_i(3), -1), ValueError),
+    (errors_inside_loop, (_n(3), 5), IndexError),
+]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("fn,args,error", ERRORS,
+                         ids=[f"{fn.__name__}-{error.__name__}" for fn, args, error in ERRORS])
+def test_errors_are_numpys(fn, args, error):
+    with pytest.raises(error):
+        fn(*args)
+    with pytest.raises(error) as raised:
+        compiled(fn, "llvm")(*args)
+    assert "test_llvm_arrays.py:" in str(raised.value)
+
+
+def test_singular_det_is_zero():
+    for a in (SINGULAR, np.zeros((3, 3))):
+        assert compiled(determinant, "llvm")(a) == np.linalg.det(a) == 0.0
+
+
+# -- memory --------------------------------------------------------------------------------------
+
+def rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * __import__("os").sysconf("SC_PAGE_SIZE")
+
+
+def _growth(call, n, start):
+    for k in range(n):
+        call()
+        if k == start:
+            gc.collect()
+            before = rss_bytes()
+    gc.collect()
+    return rss_bytes() - before
+
+
+def fail_after_temporaries(x, i):
+    y = np.exp(x) + x
+    z = y[::2] * 2.0
+    return z[i, 0]
+
+
+def test_temporaries_are_freed():
+    """About 8 MB of temporaries per call (several per loop iteration, carried arrays, a
+    branch result): thousands of calls must not grow memory, also when every call raises
+    halfway through."""
+    x = _n(1000, 125)
+    calls = [(temporaries_in_loop, (x, 3)), (carried_array, (x, 4)),
+             (array_from_branches, (x, False)), (softmax, (x,)), (tuple_of_one, (x,))]
+    for fn, args in calls:
+        f = compiled(fn, "llvm")
+        assert _growth(lambda: f(*args), 300, 30) < 32 * 2**20, fn.__name__
+    failing = compiled(fail_after_temporaries, "llvm")
+
+    def fail():
+        with pytest.raises(IndexError):
+            failing(x, 10_000)
+
+    assert _growth(fail, 300, 30) < 32 * 2**20
+
+
+PEAK = """
+import resource, sys
+import numpy as np
+import adcompile as ac
+sys.path.insert(0, {root!r})
+from tests.compiler import test_llvm_arrays as t
+f = ac.adcompile(t.{name}, backend="llvm")
+x = np.linspace(0.0, 1e-3, 131072)  # 1 MiB
+f(x, 2)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+f(x, 100)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+"""
+
+
+@pytest.mark.parametrize("name", ["temporaries_in_loop", "carried_array"])
+def test_loops_free_each_iterations_temporaries(name):
+    """The peak memory of a loop making several 1 MiB temporaries per iteration (and carrying
+    one from iteration to iteration) does not grow with the number of iterations: each
+    iteration's buffers are freed when they die, not when the function returns."""
+    import os
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-c", PEAK.format(root=root, name=name)],
+                         capture_output=True, text=True, check=True, cwd=root)
+    grown_kib = int(out.stdout.split()[-1])
+    assert grown_kib < 32 * 1024, f"peak memory grew by {grown_kib} KiB over 100 iterations"
+
+
+def test_returned_arrays_own_their_memory():
+    x = _n(3, 4)
+    y = compiled(affine, "llvm")(x, 2.0, 1.0)
+    assert y.flags.owndata and y.flags.writeable and y.flags.c_contiguous
+    assert sys.getrefcount(y) == 2 and not np.shares_memory(y, x)
+    a, b, row = compiled(tuple_of_one, "llvm")(x)
+    assert a is b and np.shares_memory(row, a) and row.base is a
+    t, tail = compiled(returns_views_of_temporary, "llvm")(x)
+    assert np.shares_memory(t, tail) and not np.shares_memory(t, x)
+    np.testing.assert_array_equal(t, (x + 1.0).T)
+    base = t.base
+    del t
+    tail[0, 0] = 99.0  # the memory outlives the other view
+    assert base.flags.owndata and base[4] == 99.0
+    v = compiled(views, "llvm")(x)
+    assert all(np.shares_memory(part, x) for part in v)
+    assert v[0].base is x and v[4].base is x
+
+
+def test_views_of_arguments_write_through():
+    x = _n(5)
+    before = x.copy()
+    out = compiled(write_into_argument, "llvm")(x, _n(4, seed=3))
+    assert out is x and x[0] == before[0] + 1.0
+    np.testing.assert_array_equal(x[1:], _n(4, seed=3))
+
+
+# -- det, inv and solve without LAPACK (our own LU) -----------------------------------------------
+
+@pytest.fixture
+def without_lapack(monkeypatch):
+    monkeypatch.setattr(capi, "_lapack", {})
+
+
+@pytest.mark.parametrize("a,b", [(_spd(4), _n(4, seed=1)), (_n(5, 5, seed=7), _n(5, 2, seed=2)),
+                                 (_spd(3, dtype=np.float32), _n(3, seed=1, dtype=np.float32)),
+                                 (np.array([[0.0, 1.0], [1.0, 0.0]]), _n(2, seed=4)),
+                                 (np.zeros((0, 0)), np.zeros(0))])
+def test_own_lu_matches_numpy(without_lapack, a, b):
+    f = ac.adcompile(linalg, backend="llvm")
+    check_same(f(a, b), linalg(a, b), "linalg without LAPACK")
+    assert not f.specialize(a, b).callable.last.lapack
+    with pytest.raises(np.linalg.LinAlgError):
+        ac.adcompile(inverse, backend="llvm")(SINGULAR)
+    assert ac.adcompile(determinant, backend="llvm")(SINGULAR) == 0.0
+
+
+# -- scalars: the new bitwise primitives -----------------------------------------------------------
+
+def scalar_bits(p, q, a, b):
+    return p & q, p | q, p ^ q, a & b, a | b, a ^ b, ~a, p & a
+
+
+@pytest.mark.parametrize("args", [(True, False, 6, -3), (np.True_, np.True_, np.int64(5), 12),
+                                  (False, np.False_, -1, np.int64(0))])
+def test_scalar_bitwise(args):
+    check_same(compiled(scalar_bits, "llvm")(*args), scalar_bits(*args), "bitwise")
+
+
+def test_threads_allocate_independently():
+    """Kernels run without the GIL; each call keeps its own list of buffers."""
+    import threading
+
+    x = _n(50, 40)
+    f = compiled(softmax, "llvm")
+    expected = softmax(x)
+    errors = []
+
+    def work():
+        for _ in range(200):
+            if not np.allclose(f(x), expected, rtol=1e-12):
+                errors.append("wrong result")
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+@pytest.mark.parametrize("fn", [softmax, reductions, mlp, linalg, matmuls, axis_reductions])
+def test_fastmath_and_unchecked_variants(fn):
+    """fastmath=True may reorder sums (close, not equal); boundscheck=False changes nothing
+    for indices in range."""
+    args = ARGS[fn][0]
+    expected = fn(*args)
+    check_same(ac.adcompile(fn, backend="llvm", boundscheck=False)(*args), expected, "unchecked")
+    fast = ac.adcompile(fn, backend="llvm", fastmath=True)(*args)
+    for got, want in zip(fast if isinstance(fast, tuple) else (fast,),
+                         expected if isinstance(expected, tuple) else (expected,)):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+
+
+def fill_tail(x, v):
+    x[1:] = v
+    x.T[0] += 1.0
+
+
+def test_whole_array_writes_count_as_writes():
+    """A function writing into an argument only through views (`x[1:] = v`) refuses a
+    read-only array, as numpy does, and writes back into one it ran on a copy of."""
+    f = compiled(fill_tail, "llvm")
+    ro = np.zeros(4)
+    ro.setflags(write=False)
+    with pytest.raises(ValueError, match="read-only"):
+        f(ro, 1.0)
+    for x in (np.zeros(4, dtype=">f8"), np.zeros(4)):
+        f(x, 2.0)
+        np.testing.assert_array_equal(x, [1.0, 2.0, 2.0, 2.0])
