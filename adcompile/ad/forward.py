@@ -320,10 +320,14 @@ class _Transform:
         t_dst, t_value = self.tan.get(dst), self.tan.get(value)
         kind = op.attrs.get("op", "add")
         if kind not in ("add", "sub"):
+            if kind in ("mul", "div") and t_value is None:
+                if t_dst is not None:  # d(x * c) = c dx
+                    self.b.emit("iadd", [t_dst, self.val[value]], op.attrs)
+                return
             if t_value is not None or t_dst is not None:
-                raise CompileError.at(op.loc, "the derivative of an in-place *= or /= on an "
-                                      "array slice is not supported yet; write "
-                                      "x[...] = x[...] * v")
+                raise CompileError.at(op.loc, "the derivative of an in-place operation other "
+                                      "than += and -= (or *= and /= by a constant) on an "
+                                      "array is not supported yet; write x = x * v")
             return
         if t_value is None:
             return

@@ -132,7 +132,10 @@ class IROps:
 
     # -- whole arrays ----------------------------------------------------------------------
     def reshape(self, g, shape):
-        return self.b.value("reshape", [self._v(g)] + [self._v(d) for d in shape])
+        g = self._v(g)
+        if not isinstance(g.type, T.Array):  # a full reduction's scalar: it broadcasts as is
+            return g
+        return self.b.value("reshape", [g] + [self._v(d) for d in shape])
 
     def expand(self, g, shape):
         """Broadcasting is implicit in every consumer (elementwise ops, accumulation)."""

@@ -681,7 +681,7 @@ class _Reverse:
         dims, keep = op.attrs.get("axis"), bool(op.attrs.get("keepdims"))
         shape = self.ops.shape(xs[0])
         if op.prim in ("sum", "mean"):
-            if dims is not None and not keep:
+            if dims is not None and not keep and isinstance(g.type, T.Array):
                 g = self.ops.reshape(g, tuple(1 if i in dims else n
                                               for i, n in enumerate(shape)))
             if op.prim == "mean":
@@ -699,7 +699,8 @@ class _Reverse:
             grads = RULES["matmul"](self.ops, g, needs, *xs)
             for v, x, grad in zip(op.operands, xs, grads):
                 if grad is not None:
-                    if isinstance(v.type, T.Array) and v.type.ndim > 2:
+                    if isinstance(v.type, T.Array) and (v.type.ndim > 2 or _ndim(
+                            op.results[0]) > 2):
                         grad = self.sum_to(grad, x)  # batch axes that were broadcast
                     self.accumulate_into(v, grad, adj, scope)
             return
@@ -751,11 +752,18 @@ class _Reverse:
 
     def rev_iadd(self, op, adj, scope):
         dst, value = op.operands
-        if value not in self.active or not _float(value.type):
+        kind = op.attrs.get("op", "add")
+        active = value in self.active and _float(value.type)
+        if kind in ("mul", "div") and not active:
+            if dst in self.shadow or _has_shadow(scope, dst):  # d(x * c) = c dx
+                self.b.emit("iadd", [scope.shadow(dst, self), scope.get(value)], {"op": kind})
             return
-        if op.attrs.get("op", "add") not in ("add", "sub"):
-            raise CompileError.at(op.loc, "the gradient of an in-place *= or /= on an array "
-                                  "slice is not supported yet; write x[...] = x[...] * v")
+        if not active:
+            return
+        if kind not in ("add", "sub"):
+            raise CompileError.at(op.loc, "the gradient of an in-place operation other than "
+                                  "+= and -= (or *= and /= by a constant) on an array is not "
+                                  "supported yet; write x = x * v")
         shadow = scope.shadow(dst, self)
         g = shadow if isinstance(value.type, T.Scalar) or _same_shape(value, dst) else \
             self.sum_to(shadow, scope.get(value))
@@ -1242,6 +1250,10 @@ def _same_shape(a, b):
             a.type.ndim != b.type.ndim:
         return False
     return _shape_root(a) is _shape_root(b) or _dims(a) == _dims(b)
+
+
+def _ndim(v):
+    return v.type.ndim if isinstance(v.type, T.Array) else 0
 
 
 def _product(b, values):

@@ -161,10 +161,9 @@ def augment_in_place(lw, dst, op, value, node):
     value = lw.as_value(value, node)
     if op == "matmul":
         raise lw.error(node, "@= is not supported; write x = x @ y")
-    element = value.type.element if isinstance(value.type, T.Array) else value.type
     try:
         from adcompile.ir.prims import PRIMS
-        (result,) = PRIMS[op].type_rule([dst.type.element, element], {})
+        (result,) = PRIMS[op].type_rule([dst.type, value.type], {})
     except TypeError as e:
         raise lw.error(node, str(e)) from None
     if result.kind > dst.type.element.kind:
@@ -601,6 +600,32 @@ def _sign(lw, node, args, kw):
     return lw.b.value("sign", (lw.as_value(args[0], node),), node=node)
 
 
+def _logical_not(lw, node, args, kw):
+    x = lw.as_value(args[0], node)
+    if x.type.dtype != "bool":
+        x = lw.b.value("ne", (x, lw.b.const(0)), node=node)
+    return lw.b.value("not", (x,), node=node) if isinstance(x.type, T.Array) else \
+        lw.b.cast(lw.b.value("not", (x,), node=node), T.Scalar("bool"), node)
+
+
+def _logical(prim):
+    def lower(lw, node, args, kw):
+        a, b = (lw.as_value(x, node) for x in args)
+        a, b = (v if v.type.dtype == "bool" else lw.b.value("ne", (v, lw.b.const(0)), node=node)
+                for v in (a, b))
+        return lw.b.value(prim, (a, b), node=node)
+
+    return lower
+
+
+def _round(lw, node, args, kw):
+    if len(args) > 1 or kw:
+        raise lw.error(node, "np.round() with decimals is not supported; use "
+                             "np.round(x * 10.0 ** k) / 10.0 ** k")
+    x = lw.as_value(args[0], node)
+    return lw.b.value("round", (x,), {"lib": "numpy", "keep_int": True}, node)
+
+
 def _linalg(prim):
     def lower(lw, node, args, kw):
         return lw.b.value(prim, [lw.as_value(a, node) for a in args], node=node)
@@ -624,6 +649,22 @@ def _norm(lw, node, args, kw):
     return lw.b.value("sqrt", (total,), {"lib": "numpy"}, node)
 
 
+def _eye(lw, node, args, kw):
+    """np.eye(n) / np.identity(n): zeros with ones written on the diagonal (a view)."""
+    _check_keywords(lw, node, kw, ("dtype",), "np.eye()")
+    if len(args) != 1:
+        raise lw.error(node, "np.eye() is supported with one size (a square matrix)")
+    n = lw.as_value(args[0], node)
+    if not (isinstance(n.type, T.Scalar) and n.type.is_int):
+        raise lw.error(node, f"np.eye() needs an integer size, not {n.type}")
+    dtype = _dtype_of(lw, kw["dtype"][1], node) if "dtype" in kw else "f64"
+    eye = lw.b.value("alloc", (n, n), {"dtype": dtype, "ndim": 2, "fill": 0}, node,
+                     name="eye")
+    diagonal = lw.b.value("diagonal", (eye,), node=node)
+    lw.b.emit("assign", (diagonal, lw.b.const(1)), node=node)
+    return eye
+
+
 def _full_like(lw, node, args, kw):
     raise lw.error(node, "np.full_like() is not supported; use np.full(x.shape, value)")
 
@@ -640,9 +681,10 @@ FUNCTIONS = {
     np.concatenate: _concatenate, np.stack: _stack, np.array: _np_array,
     np.asarray: _np_array, np.arange: _arange, np.linspace: _linspace, np.where: _where,
     np.clip: _clip, np.square: _square, np.reciprocal: _reciprocal, np.logaddexp: _logaddexp,
-    np.sign: _sign, np.copy: _copy, np.linalg.det: _linalg("det"),
+    np.sign: _sign, np.copy: _copy, np.logical_not: _logical_not, np.round: _round,
+    np.logical_and: _logical("bit_and"), np.logical_or: _logical("bit_or"), np.linalg.det: _linalg("det"),
     np.linalg.inv: _linalg("inv"), np.linalg.solve: _linalg("solve"), np.linalg.norm: _norm,
-    builtins.sum: _builtin_sum, np.full_like: _full_like,
+    builtins.sum: _builtin_sum, np.full_like: _full_like, np.eye: _eye, np.identity: _eye,
 }
 _METHOD_FUNCTIONS = {
     "sum": FUNCTIONS[np.sum], "mean": FUNCTIONS[np.mean], "prod": FUNCTIONS[np.prod],
@@ -652,7 +694,7 @@ _METHOD_FUNCTIONS = {
     "squeeze": _squeeze, "trace": _trace, "diagonal": _diagonal,
 }
 # numpy functions that are not supported, with the nearest supported spelling
-NEAREST = {np.einsum: "@, np.dot or np.sum of a product", np.cumsum: "a loop",
+NEAREST = {np.einsum: "@, np.dot or np.sum of a product (x * y)", np.cumsum: "a loop",
            np.sort: None, np.unique: None, np.diff: "x[1:] - x[:-1]",
            np.cross: "the components written out", np.tensordot: "@ or np.dot",
            np.average: "np.sum(w * x) / np.sum(w)",
@@ -660,4 +702,10 @@ NEAREST = {np.einsum: "@, np.dot or np.sum of a product", np.cumsum: "a loop",
            np.exp2: "2.0 ** x", np.cbrt: "np.sign(x) * np.abs(x) ** (1/3)",
            np.fft.fft: None, np.vstack: "np.stack or np.concatenate",
            np.hstack: "np.concatenate", np.tile: "np.concatenate", np.repeat: "np.concatenate",
-           np.diag: "a loop or np.eye-free construction", np.eye: "np.zeros and a loop"}
+           np.diag: "np.diagonal(x) to read, or np.eye(n) * v to build",
+           np.nansum: "np.sum(np.where(x != x, 0.0, x)) (x != x is NaN)",
+           np.nanmean: "np.sum and a count of x == x", np.linalg.pinv:
+           "np.linalg.inv (square, invertible) or np.linalg.solve",
+           np.linalg.eigh: None, np.linalg.svd: None, np.linalg.lstsq: "np.linalg.solve of "
+           "the normal equations (A.T @ A, A.T @ b)", np.isnan: "x != x", np.all: "np.min of the boolean array", np.any: "np.max of the boolean "
+           "array"}

@@ -76,18 +76,25 @@ def lower_call(lw, fn, node):
     if _hashable(fn) and fn in ALLOC_LIKE:
         return _alloc_like(lw, ALLOC_LIKE[fn], node)
     target = getattr(fn, "__wrapped__", fn)  # an @adcompile function: its Python function
-    if callable(target) and hasattr(target, "__code__"):
+    if callable(target) and hasattr(target, "__code__") and not _from_numpy(fn):
         args = [lw.as_value(lw.expr(a), a) for a in node.args]
         return lw.inline_call(node, target, args)
     name = getattr(fn, "__name__", type(fn).__name__)
-    if getattr(fn, "__module__", "") and "numpy" in str(getattr(fn, "__module__", "")):
-        name = f"np.{name}" if "linalg" not in fn.__module__ else f"np.linalg.{name}"
+    if _from_numpy(fn):
+        name = f"np.linalg.{name}" if "linalg" in fn.__module__ else \
+            f"np.fft.{name}" if "fft" in fn.__module__ else f"np.{name}"
     nearest = arrays.NEAREST.get(fn) if _hashable(fn) else None
     hint = f"; write it as {nearest}" if nearest else ""
     raise lw.error(node, f"calling {name}() is not supported in compiled code{hint} "
                          f"(supported: math and numpy elementwise functions, numpy reductions, "
                          f"products, joins and constructors, abs/min/max/len/sum/float/int, "
                          f"and Python functions)")
+
+
+def _from_numpy(fn):
+    """numpy's own Python functions are refused by name, never compiled from numpy's source."""
+    module = getattr(fn, "__module__", None) or ""
+    return module == "numpy" or module.startswith("numpy.")
 
 
 def _hashable(fn):

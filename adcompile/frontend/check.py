@@ -55,19 +55,22 @@ def check_function(source):
             raise source.error(node, f"{_describe(what)} is not supported in compiled code: "
                                      f"{advice}")
         if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
-            if not _is_docstring_or_message(fn, node):
+            if not _is_docstring_or_message(fn, node) and node not in arguments:
                 raise source.error(node, "strings are not supported in compiled code (only "
                                          "as a docstring or an assert message)")
 
 
 def _list_arguments(fn):
-    """List displays written as call arguments (and lists nested in them)."""
+    """List displays written as call arguments (and lists nested in them), and strings
+    passed directly (dtype="float64"; the call itself decides whether it takes them)."""
     found = set()
     for node in ast.walk(fn):
         if isinstance(node, ast.Call):
             stack = list(node.args) + [k.value for k in node.keywords]
             while stack:
                 arg = stack.pop()
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    found.add(arg)
                 if isinstance(arg, (ast.List, ast.Tuple)):
                     if isinstance(arg, ast.List):
                         found.add(arg)

@@ -57,7 +57,8 @@ class Builder:
             raise self.lowerer.error(node, str(e)) from None
         loc = self.lowerer.source.location(node) if node is not None else None
         op = Op(prim, operands, types, attrs, loc=loc, names=names)
-        if any(isinstance(t, T.Array) for t in types) or prim in ("matmul", "load", "store"):
+        if any(isinstance(t, T.Array) for t in types) or prim in ("matmul", "load", "store",
+                                                                  "assign", "iadd"):
             try:
                 shape = shapes.infer(op, self.lowerer.static)
             except ValueError as e:  # lengths the source fixes contradict each other
@@ -654,6 +655,9 @@ class Lowerer:
             return self.b.const(node.value)
         if node.value is None:
             return Static(None)
+        if isinstance(node.value, (str, bytes)):
+            raise self.error(node, "strings are not supported in compiled code (only as a "
+                                   "docstring or an assert message)")
         raise self.error(node, f"constants of type {type(node.value).__name__} are not "
                                f"supported")
 

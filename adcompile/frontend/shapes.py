@@ -16,7 +16,11 @@ from adcompile.ir.prims import ELEMENTWISE
 
 
 def const_int(v):
+    """The value of an integer constant (-1 is a negated one), else None."""
     owner = v.owner
+    if owner is not None and owner.prim == "neg":
+        inner = const_int(owner.operands[0])
+        return None if inner is None else -inner
     if owner is not None and owner.prim == "const" and isinstance(owner.attrs["value"], int) \
             and not isinstance(owner.attrs["value"], bool):
         return owner.attrs["value"]
@@ -29,6 +33,19 @@ def infer(op, known):
     r = op.results[0].type if op.results else None
     if op.prim in ("load", "store"):
         return _element(known.get(op.operands[0]), op.operands[1:], r)
+    if op.prim in ("assign", "iadd"):
+        dst, value = (known.get(v) if isinstance(v.type, T.Array) else () for v in op.operands)
+        if dst is not None and value is not None:
+            try:
+                fits = len(value) <= len(dst) and (
+                    broadcast([dst, value], len(dst)) == dst or None in dst)
+            except ValueError:
+                fits = False
+            if not fits:
+                raise ValueError(f"a value of shape {_show(value)} cannot be stored into "
+                                 f"an array (or slice) of shape {_show(dst)} (numpy raises "
+                                 f"ValueError)")
+        return None
     if not isinstance(r, T.Array):
         if op.prim == "matmul":
             _matmul(*[known.get(v) for v in op.operands])
@@ -61,7 +78,11 @@ def infer(op, known):
     if prim in ("copy", "cast", "inv"):
         return args[0]
     if prim == "solve":
-        return args[1]
+        a, b = args
+        if a is not None and b is not None and None not in (a[1], b[0]) and a[1] != b[0]:
+            raise ValueError(f"np.linalg.solve(): a {_show(a)} matrix and a right-hand side "
+                             f"of shape {_show(b)} do not fit (numpy raises ValueError)")
+        return b
     if prim == "arange":
         start, stop, step = (_number(v) for v in op.operands)
         if None in (start, stop, step) or step == 0:
@@ -131,7 +152,14 @@ def _mismatch(shapes):
     return f"these shapes cannot be broadcast together: {shown} (numpy raises ValueError)"
 
 
+def _show(shape):
+    return "(" + ", ".join("?" if n is None else str(n) for n in shape) + \
+        ("," if len(shape) == 1 else "") + ")"
+
+
 def _reshape(shape, dims):
+    if dims.count(-1) > 1:
+        raise ValueError("reshape(): only one size can be -1 (numpy raises ValueError)")
     if None in dims:
         return tuple(d if d is None or d >= 0 else None for d in dims)
     if shape is not None and None not in shape:

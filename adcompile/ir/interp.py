@@ -227,7 +227,7 @@ _IMPL = {
 }
 for _name in ("sin", "cos", "tan", "exp", "log", "log1p", "expm1", "sqrt", "tanh", "sinh",
               "cosh", "asin", "acos", "atan", "log2", "log10", "erf", "erfc", "floor", "ceil",
-              "trunc", "atan2", "hypot", "copysign", "fmod", "maximum", "minimum"):
+              "trunc", "round", "atan2", "hypot", "copysign", "fmod", "maximum", "minimum"):
     _IMPL[_name] = _math
 _ABS = _IMPL["abs"]
 _IMPL["abs"] = lambda op, args: _math(op, args) if op.attrs.get("lib") else _ABS(op, args)

@@ -104,18 +104,25 @@ def walk_op(op):
         yield from walk(region)
 
 
+WRITES = ("store", "add_at", "assign", "iadd", "scatter_add", "mask_add")
+VIEWS = ("load", "slice", "transpose", "diagonal", "broadcast_to", "reshape")
+
+
 def written_params(fn):
-    """Indices of the parameters whose arrays `fn` may store into (store, add_at). An array
+    """Indices of the parameters whose arrays `fn` may write into (store, add_at, assign,
+    iadd, scatter_add, mask_add; through any view, reshape included as it may be one). An
+    array made inside the function (np.zeros, x.copy(), x * 2) is not an argument's; one
     reached through a tuple or merged by a branch or loop cannot be traced to one parameter:
     then every parameter counts."""
     written = set()
     for op in walk(fn.body):
-        if op.prim in ("store", "add_at"):
+        if op.prim in WRITES:
             root = op.operands[0]
-            while root.owner is not None and root.owner.prim == "load":
+            while root.owner is not None and root.owner.prim in VIEWS:
                 root = root.owner.operands[0]
             if root in fn.params:
                 written.add(fn.params.index(root))
-            elif root.owner is None or root.owner.prim != "alloc":
+            elif root.owner is None or root.owner.prim in ("if", "for", "while", "tuple_get",
+                                                           "tape_pop"):
                 return set(range(len(fn.params)))
     return written

@@ -642,8 +642,9 @@ def _arange(ts, attrs):
     """np.arange(start, stop, step) (numbers)."""
     element = T.promote(T.promote(_numeric(ts[0], "np.arange()"), _numeric(ts[1], "np.arange()")),
                         _numeric(ts[2], "np.arange()"))
+    # numpy: integers give int64, any float (float32 too) float64
     return [T.Array(attrs.get("dtype") or ("i64" if element.dtype in ("i64", "bool") else
-                                          "f64" if element.weak else element.dtype), 1)]
+                                          "f64"), 1)]
 
 
 @prim("linspace", 3)
@@ -653,7 +654,9 @@ def _linspace(ts, attrs):
         _numeric(t, "np.linspace()")
     if not (isinstance(ts[2], T.Scalar) and ts[2].is_int):
         raise TypeError("np.linspace(): num must be an integer")
-    return [T.Array(attrs.get("dtype") or "f64", 1)]
+    # numpy: the type of start, stop and a float (float32 bounds stay float32)
+    bounds = T.promote(T.promote(ts[0], ts[1]), T.FLOAT)
+    return [T.Array(attrs.get("dtype") or bounds.dtype, 1)]
 
 
 @prim("copy", 1)
