@@ -800,3 +800,52 @@ def test_whole_array_writes_count_as_writes():
     for x in (np.zeros(4, dtype=">f8"), np.zeros(4)):
         f(x, 2.0)
         np.testing.assert_array_equal(x, [1.0, 2.0, 2.0, 2.0])
+
+
+# -- the entry point's method definition outlives the builtin -----------------------------------
+
+COLLECT = """
+import gc, os, sys
+sys.path.insert(0, {tests!r})
+os.environ["ADCOMPILE_CACHE_DIR"] = "off"
+import numpy as np
+import adcompile as ac
+from test_llvm_arrays import chain_loop
+
+for _ in range(3):
+    f = ac.adcompile(chain_loop)
+    g = ac.grad(f)
+    y0 = np.linspace(0.1, 0.4, 4)
+    value, grad = f(y0), g(y0)
+    del f, g
+    gc.collect()  # each Variant <-> entry point cycle is collected here
+print("ok")
+"""
+
+
+def chain_loop(y0):
+    y = y0
+    for _ in range(2):
+        dy = np.zeros_like(y)
+        dy[1:-1] = y[:-2] - 2.0 * y[1:-1] + y[2:]
+        y = y + dy
+    return np.sum(y**2)
+
+
+def test_collecting_a_variant_does_not_free_its_method_definition():
+    """Regression: an entry point's PyMethodDef was a ctypes Structure held by its Variant,
+    and the builtin's `self` is the Variant (a reference cycle). Collecting the cycle runs
+    tp_clear on every object in it: the Variant dropped the structure, ctypes freed its buffer,
+    and the builtin's dealloc then read `ml_flags` from freed memory (a segfault at
+    interpreter exit after the gradient of rk4_energy). In a child process whose freed memory
+    is overwritten (glibc's MALLOC_PERTURB_), so reading it crashes every time."""
+    import os
+    import subprocess
+
+    tests = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(tests))
+    env = dict(os.environ, PYTHONMALLOC="malloc", MALLOC_PERTURB_="255")
+    child = subprocess.run([sys.executable, "-c", COLLECT.format(tests=tests)], env=env,
+                           capture_output=True, text=True, cwd=root, timeout=600)
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert child.stdout.split()[-1] == "ok"

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import adcompile as ac
-from adcompile.backends.llvm import capi, entry, lower, native
+from adcompile.backends.llvm import arrays, capi, entry, linalg, lower, memory, native, values
 from adcompile.frontend import calls
 from adcompile.ir import prims
 
@@ -75,7 +75,8 @@ def _definable(name):
     return name.isidentifier()
 
 
-_RAW = set().union(*(strings_naming_symbols(m) for m in (lower, entry, native)))
+_RAW = set().union(*(strings_naming_symbols(m) for m in (lower, entry, native, arrays,
+                                                           linalg, memory, values)))
 INTRINSICS = {s[len("llvm."):] for s in _RAW if s.startswith("llvm.")}
 LIBM = math_primitives() | INTRINSICS
 DERIVED = (LIBM | {n + "f" for n in LIBM} | {s.removeprefix("llvm.") for s in _RAW}
@@ -89,6 +90,7 @@ FLOOR = set("""
     PyEval_SaveThread PyEval_RestoreThread PyArray_Empty PyArray_Zeros PyArray_Scalar
     PyExc_IndexError PyExc_ValueError PyExc_ZeroDivisionError PyExc_OverflowError
     adc_own adc_miss adc_none adc_true adc_descr_f64 adc_PyArray_Empty adc_make_view
+    adc_lapack_dgetrf adc_lapack_dgetrs adc_lapack_sgetrf adc_lapack_sgetrs
     entry kernel tanh_entry main_entry status ctx out cleanup body np math _erf _Tape
 """.split())
 NON_ASCII = ["größe", "δx", "λ", "変数", "µ", "ﬁt"]  # µ and ﬁ are NFKC-normalised by Python

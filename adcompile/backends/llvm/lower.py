@@ -19,6 +19,7 @@ unless boundscheck=False.
 """
 
 import functools
+import os
 import linecache
 import math
 
@@ -28,7 +29,7 @@ from adcompile.backends.llvm.arrays import ARRAY_RULES, ArrayLowering
 from adcompile.backends.llvm.linalg import LINALG_RULES, LinalgLowering
 from adcompile.backends.llvm.memory import MemoryLowering, origins
 from adcompile.backends.llvm.values import (CONTEXT, CTX_ERR, F32, F64, I1, I8, I32, I64, MEM,
-                                            OK, PTR, REG, TAPE, ArrayV, TapeV, TupleV, alloca,
+                                            OK, PTR, REG, TAPE, ArrayV, TapeV, TupleV, alloca, arrays_in,
                                             external, flat, flat_types, i64, unflat, zero)
 from adcompile.ir import types as T
 from adcompile.ir.prims import ELEMENTWISE
@@ -86,6 +87,7 @@ class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering):
         self.b = None
         self.origin_of = {}
         self._deaths = {}
+        self.outlined_fns = {}  # key -> (function, result template, output types)
 
     # -- function skeleton ------------------------------------------------------------------
     def start(self):
@@ -185,12 +187,123 @@ class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering):
             handler = RULES.get(op.prim)
             if handler is None:
                 raise NotImplementedError(f"the LLVM backend does not lower '{op.prim}'")
-            result = handler(self, op)
+            if self.outlines(op):
+                result = self.outlined(op, handler)
+            else:
+                result = handler(self, op)
             if op.results:
                 if len(op.results) == 1 and op.prim not in ("if", "for", "while"):
                     self.values[op.results[0]] = result
             self.release_dead(dying.get(k, ()))
         return None
+
+    # -- array ops in functions of their own -----------------------------------------------
+    def outlines(self, op):
+        """Whether op's loop nest goes into a function of its own (see outlined)."""
+        if not OUTLINE or self.outlined_fns is None:
+            return False
+        if op.prim in _OUTLINED:
+            pass
+        elif op.prim in ELEMENTWISE and len(op.results) == 1:
+            if not isinstance(op.results[0].type, T.Array):
+                return False
+        else:
+            return False
+        return not any(isinstance(x.type, T.Tape) for x in op.operands)
+
+    def outlined(self, op, handler):
+        """Lower an array op in its own internal noinline function `i32 (ctx, values...,
+        out*)` and call it: LLVM's O3 pipeline is superlinear in a function's size, and a
+        kernel of a few hundred array ops inlined into one function took tens of seconds.
+        The function's parameters are the distinct non-constant LLVM values of the operands
+        (constants stay constants, shared values one parameter, so what the rule knows while
+        compiling, a unit stride or two equal shapes, it still knows); functions are shared
+        by every op with the same key (primitive, attributes, location, types, that pattern
+        of parameters and constants, and the owners' kinds), so rk4's four identical steps
+        call one function per op. The result's components that are operand components or
+        constants are rebuilt from them; the others come back through `out`."""
+        values = [self.values.get(x) for x in op.operands]
+        params, index, pattern = [], {}, []
+        for v in values:
+            for c in flat(v):
+                if isinstance(c, ir.Constant):
+                    pattern.append(("c", str(c)))
+                    continue
+                k = index.get(id(c))
+                if k is None:
+                    k = index[id(c)] = len(params)
+                    params.append(c)
+                pattern.append(("p", k))
+        key = (op.prim, repr(sorted(op.attrs.items(), key=lambda kv: kv[0])), op.loc,
+               tuple(repr(x.type) for x in op.operands), tuple(repr(r.type) for r in op.results),
+               tuple(pattern), tuple(a.origin for v in values for a in arrays_in(v)),
+               tuple(p.type for p in params))
+        made = self.outlined_fns.get(key)
+        if made is None:
+            made = self.outlined_fns[key] = self.outline(op, handler, values, params, index)
+        fn, template, outputs = made
+        out_type = ir.LiteralStructType(outputs)
+        out = self.scratch(out_type, "out") if outputs else ir.Constant(PTR, None)
+        status = self.b.call(fn, [self.ctx] + params + [out])
+        fail_bb = self.func.append_basic_block("op.fail")
+        cont_bb = self.func.append_basic_block("op.ok")
+        self.b.cbranch(self.b.icmp_signed("!=", status, ir.Constant(I32, OK)), fail_bb,
+                       cont_bb)
+        self.b.position_at_end(fail_bb)
+        self.exit(status)
+        self.b.position_at_end(cont_bb)
+        comps = []
+        for kind, x in template[1]:
+            if kind == "c":
+                comps.append(x)
+            elif kind == "p":
+                comps.append(params[x])
+            else:
+                comps.append(self.b.load(self.b.gep(out, [i64(0), ir.Constant(I32, x)],
+                                                    source_etype=out_type), typ=outputs[x]))
+        return _rebuild(template[0], iter(comps))
+
+    def outline(self, op, handler, values, params, index):
+        fnty = ir.FunctionType(I32, [PTR] + [p.type for p in params] + [PTR])
+        fn = ir.Function(self.module, fnty,
+                         name=f"adc.op.{op.prim}.{len(self.outlined_fns)}")
+        fn.linkage = "internal"
+        fn.attributes.add("noinline")
+        sub = _Lowering(self.module, fn, False, self.boundscheck)
+        sub.flags = self.flags
+        sub.errors = self.errors  # one table of error codes for the kernel
+        sub.origin_of = self.origin_of
+        sub.target_data = getattr(self, "target_data", None)
+        sub.lapack = getattr(self, "lapack", False)
+        sub.outlined_fns = None  # an outlined op lowers its nested work inline
+        if hasattr(self, "_scopes"):
+            sub._scopes = self._scopes
+        sub.start()
+        args = fn.args[1:-1]
+        by_id = {id(p): a for p, a in zip(params, args)}
+        for x, v in zip(op.operands, values):
+            if v is not None:
+                sub.values[x] = _rebuild(v, iter([by_id.get(id(c), c) for c in flat(v)]))
+        result = handler(sub, op)
+        if not hasattr(self, "_scopes") and hasattr(sub, "_scopes"):
+            self._scopes = sub._scopes
+        arg_index = {id(a): k for k, a in enumerate(args)}
+        template, outputs = [], []
+        for c in flat(result):
+            if isinstance(c, ir.Constant):
+                template.append(("c", c))
+            elif id(c) in arg_index:
+                template.append(("p", arg_index[id(c)]))
+            else:
+                template.append(("o", len(outputs)))
+                outputs.append(c)
+        if outputs:
+            out_type = ir.LiteralStructType([c.type for c in outputs])
+            for k, c in enumerate(outputs):
+                sub.b.store(c, sub.b.gep(sub.out, [i64(0), ir.Constant(I32, k)],
+                                         source_etype=out_type))
+        sub.finish()
+        return fn, (result, template), [c.type for c in outputs]
 
     def ret(self, op):
         if op.operands:
@@ -1006,6 +1119,31 @@ def _elementwise_or_scalar(rule):
         return rule(self, op)
 
     return lower
+
+
+def _rebuild(value, comps):
+    """A value of value's structure (dtypes, owner kinds) holding the components `comps`."""
+    if isinstance(value, ArrayV):
+        obj, data = next(comps), next(comps)
+        shape = [next(comps) for _ in value.shape]
+        strides = [next(comps) for _ in value.strides]
+        return ArrayV(value.dtype, obj, data, shape, strides, value.origin)
+    if isinstance(value, TupleV):
+        return TupleV([_rebuild(item, comps) for item in value.items])
+    if isinstance(value, TapeV):
+        return TapeV(next(comps), value.item)
+    if value is None:
+        return None
+    return next(comps)
+
+
+# array ops that run a loop nest (views and reshape stay inline; elementwise primitives with
+# an array result too): see _Lowering.outlined. ADCOMPILE_LLVM_OUTLINE=0 inlines them all.
+_OUTLINED = frozenset(["copy", "concatenate", "stack", "arange", "linspace", "take", "mask",
+                       "assign", "iadd", "scatter_add", "mask_add", "sum", "mean", "prod",
+                       "amax", "amin", "argmax", "argmin", "trace", "sum_to", "matmul",
+                       "det", "inv", "solve"])
+OUTLINE = os.environ.get("ADCOMPILE_LLVM_OUTLINE", "1") != "0"
 
 
 def _where(loc):

@@ -8,6 +8,7 @@ which checks the arguments itself; only when they do not fit does Python pick th
 """
 
 import ctypes
+import struct
 import linecache
 
 import llvmlite.ir as ir
@@ -47,9 +48,18 @@ def written_params(fn):
     return written
 
 
-class _MethodDef(ctypes.Structure):
-    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p),
-                ("ml_flags", ctypes.c_int), ("ml_doc", ctypes.c_char_p)]
+def _method_def(name_bytes, address):
+    """A PyMethodDef in a bytes object, and its address.
+
+    Not a ctypes Structure: the builtin's `self` keeps its method definition alive, but when a
+    reference cycle through the builtin is collected, the collector calls tp_clear on every
+    object of the garbage, and a ctypes object's tp_clear frees its buffer (a 32-byte
+    structure is not stored inline); meth_dealloc then read `ml_flags` from freed memory (a
+    segfault at interpreter exit). A bytes object is not tracked by the collector and a
+    tuple has no tp_clear, so both outlive the builtin that points into them."""
+    name_address = ctypes.cast(ctypes.c_char_p(name_bytes), ctypes.c_void_p).value
+    data = struct.pack("PPi4xP", name_address, address, METH_FASTCALL, 0)
+    return data, ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value
 
 
 _new_builtin = ctypes.pythonapi.PyCFunction_NewEx
@@ -93,11 +103,13 @@ class Variant:
             obj = jit.emit_object(self.optimized())
             jit.cache_store(key, obj)
         address, self._tracker = jit.link(obj, entry_symbol(fn.name), imports)
-        self._name_bytes = self.name.encode()
-        self._def = _MethodDef(self._name_bytes, address, METH_FASTCALL, None)
-        # the builtin's `self` is this Variant: whoever holds the entry point keeps the
-        # method definition and the JIT'd code it points to alive (the cycle is collectable)
-        self.entry = _new_builtin(ctypes.addressof(self._def), self, None)
+        name_bytes = self.name.encode()
+        method_def, def_address = _method_def(name_bytes, address)
+        # the builtin's `self` is (definition, name, this Variant): whoever holds the entry
+        # point keeps the method definition and the JIT'd code it points to alive. The tuple
+        # (no tp_clear) and the bytes (untracked) survive the collection of the cycle
+        # Variant -> entry -> self tuple -> Variant until the builtin itself is freed.
+        self.entry = _new_builtin(def_address, (method_def, name_bytes, self), None)
 
     def llvm_module(self):
         """The LLVM IR before optimisation."""
