@@ -24,6 +24,15 @@ from adcompile.ad.reverse import _same_shape
 from runtime.rules import RULES
 
 
+# ops linear in their array operands (None: all of them; else those positions): the tangent
+# is the op applied to the tangents
+_LINEAR = {"sum": None, "mean": None, "copy": None, "trace": None, "stack": None,
+           "concatenate": None, "reshape": (0,), "transpose": (0,), "slice": (0,), "take": (0,),
+           "mask": (0,), "sum_to": (0,), "broadcast_to": (0,), "diagonal": (0,)}
+# ops whose results have no tangent (integers, constants)
+_CONSTANT = ("argmax", "argmin", "arange", "linspace")
+
+
 def jvp_function(fn, active):
     """The JVP of IR function `fn`; `active[i]` says whether parameter i is differentiated."""
     t = _Transform(fn, active)
@@ -98,6 +107,10 @@ class _Transform:
             handler = getattr(self, "op_" + op.prim, None)
             if handler is not None:
                 handler(op)
+            elif op.prim in _LINEAR:
+                self.linear(op, _LINEAR[op.prim])
+            elif op.prim in _CONSTANT:
+                self.clone(op)
             else:
                 self.scalar(op)
 
@@ -169,57 +182,6 @@ class _Transform:
             attrs["dtype"] = result.type.dtype
         self.tan[result] = self.b.value(op.prim, operands, attrs, name=_dot(result))
 
-    def op_sum(self, op):
-        self.linear(op)
-
-    def op_mean(self, op):
-        self.linear(op)
-
-    def op_reshape(self, op):
-        self.linear(op, (0,))
-
-    def op_transpose(self, op):
-        self.linear(op, (0,))
-
-    def op_slice(self, op):
-        self.linear(op, (0,))
-
-    def op_copy(self, op):
-        self.linear(op)
-
-    def op_take(self, op):
-        self.linear(op, (0,))
-
-    def op_mask(self, op):
-        self.linear(op, (0,))
-
-    def op_trace(self, op):
-        self.linear(op)
-
-    def op_sum_to(self, op):
-        self.linear(op, (0,))
-
-    def op_broadcast_to(self, op):
-        self.linear(op, (0,))
-
-    def op_stack(self, op):
-        self.linear(op)
-
-    def op_concatenate(self, op):
-        self.linear(op)
-
-    def op_argmax(self, op):
-        self.clone(op)
-
-    def op_argmin(self, op):
-        self.clone(op)
-
-    def op_arange(self, op):
-        self.clone(op)
-
-    def op_linspace(self, op):
-        self.clone(op)
-
     def op_amax(self, op):
         """Ties share the tangent evenly (as the reverse rule shares the cotangent)."""
         self.clone(op)
@@ -256,8 +218,6 @@ class _Transform:
         self.tan[op.results[0]] = self.b.value("sum", (self.ops.mul(t, others),), op.attrs,
                                                name=_dot(op.results[0]))
 
-    def op_diagonal(self, op):
-        self.linear(op, (0,))
 
     def op_matmul(self, op):
         self.clone(op)

@@ -548,21 +548,25 @@ class _Reverse:
         entry = ADJOINTS.get(op.prim)
         if entry is None:
             return
-        rule_name, positions, args_fn = entry
         xs = [scope.get(v) for v in op.operands]
+        for v, grad in self.rule_grads(op, entry, xs, scope.get(op.results[0]), g):
+            self.accumulate(adj, v, grad)
+
+    def rule_grads(self, op, entry, xs, result, g):
+        """(operand, contribution) pairs of the op's rule for cotangent `g`, for the active
+        operands; `xs` are the operands' values, `result` the result's."""
+        rule_name, positions, args_fn = entry
         if op.prim in QUOTIENT:
             args = quotient_args(self.b, op, xs)
             diff = list(op.operands)
         else:
-            args = args_fn(op, xs, scope.get(op.results[0]))
+            args = args_fn(op, xs, result)
             diff = [op.operands[i] for i in positions]
         needs = tuple(v in self.active and _float(v.type) for v in diff)
         if not any(needs):
-            return
+            return []
         grads = RULES[rule_name](self.ops, g, needs, *args)
-        for v, grad in zip(diff, grads):
-            if grad is not None:
-                self.accumulate(adj, v, grad)
+        return [(v, grad) for v, grad in zip(diff, grads) if grad is not None]
 
     # -- whole arrays -------------------------------------------------------------------------
     def reverse_array_op(self, op, adj, scope):
@@ -623,21 +627,9 @@ class _Reverse:
         if entry is None:
             raise CompileError.at(op.loc, f"the gradient of '{prim}' on arrays is not "
                                   f"supported yet")
-        rule_name, positions, args_fn = entry
-        if prim in QUOTIENT:
-            args = quotient_args(self.b, op, xs)
-            diff = list(op.operands)
-        else:
-            args = args_fn(op, xs, self.snapshots.get((op, -1)) or scope.get(r))
-            diff = [op.operands[i] for i in positions]
-        needs = tuple(v in self.active and _float(v.type) for v in diff)
-        if not any(needs):
-            return
-        grads = RULES[rule_name](self.ops, g, needs, *args)
-        for v, grad in zip(diff, grads):
-            if grad is not None:
-                fitted = grad if _same_shape(v, r) else self.sum_to(grad, scope.get(v))
-                self.accumulate_into(v, fitted, adj, scope)
+        for v, grad in self.rule_grads(op, entry, xs, scope.get(r), g):
+            fitted = grad if _same_shape(v, r) else self.sum_to(grad, scope.get(v))
+            self.accumulate_into(v, fitted, adj, scope)
 
     def sum_to(self, g, like):
         """g (broadcast from `like`'s shape) summed back to it."""

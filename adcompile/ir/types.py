@@ -16,14 +16,8 @@ NUMPY = {"bool": np.dtype(np.bool_), "i64": np.dtype(np.int64), "f32": np.dtype(
          "f64": np.dtype(np.float64)}
 
 
-@dataclass(frozen=True)
-class Scalar:
-    dtype: str
-    weak: bool = False
-
-    def __str__(self):
-        return {"bool": "bool", "i64": "int", "f64": "float"}[self.dtype] if self.weak else \
-            self.dtype
+class _Elements:
+    """What a scalar type and an array type say alike about their element type."""
 
     @property
     def is_float(self):
@@ -39,7 +33,17 @@ class Scalar:
 
 
 @dataclass(frozen=True)
-class Array:
+class Scalar(_Elements):
+    dtype: str
+    weak: bool = False
+
+    def __str__(self):
+        return {"bool": "bool", "i64": "int", "f64": "float"}[self.dtype] if self.weak else \
+            self.dtype
+
+
+@dataclass(frozen=True)
+class Array(_Elements):
     dtype: str
     ndim: int
 
@@ -52,18 +56,6 @@ class Array:
 
     # an array's dtype is strong (numpy scalars and arrays never adopt another operand's dtype)
     weak = False
-
-    @property
-    def is_float(self):
-        return self.dtype in ("f32", "f64")
-
-    @property
-    def is_int(self):
-        return self.dtype == "i64"
-
-    @property
-    def kind(self):
-        return _KIND[self.dtype]
 
 
 @dataclass(frozen=True)
