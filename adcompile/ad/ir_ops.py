@@ -96,6 +96,9 @@ class IROps:
         return self._bin("le", a, b)
 
     def logical_and(self, a, b):
+        a, b = self._v(a), self._v(b)
+        if isinstance(a.type, T.Array) or isinstance(b.type, T.Array):
+            return self._bin("bit_and", a, b)  # of two masks: elementwise
         return self._bin("and", a, b)
 
     def where(self, cond, a, b):

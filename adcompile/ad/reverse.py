@@ -515,8 +515,28 @@ class _Reverse:
             adj[old] = self.b.cast(adj[old], old.type)
 
     def reverse(self, block, adj, scope):
+        views = []  # functional views reached, whose contributions are not in yet
         for op in reversed(block.ops[:-1]):
+            if op.prim in _VIEWS and op.results[0] in self.functional:
+                views.append(op)
+                continue
+            if op.prim not in ("const", "shape", "size"):
+                self.flush_views(views, scope)
             self.reverse_op(op, adj, scope)
+        self.flush_views(views, scope)
+
+    def flush_views(self, views, scope):
+        """Add what the uses of functional views contributed into their bases' shadows, in
+        program order: views made one after the other (x[1:], x[:-1]) are flushed together,
+        stores the LLVM backend runs as one forward loop (fusion.py)."""
+        saved_loc = self.b.loc
+        for op in reversed(views):
+            g = self.array_adj.get(op.results[0])
+            if g is not None:
+                self.b.loc = f"grad of: {op.loc}" if op.loc else saved_loc
+                self.b.emit("iadd", [scope.shadow(op.results[0], self), g])
+        self.b.loc = saved_loc
+        views.clear()
 
     def reverse_op(self, op, adj, scope):
         saved_loc = self.b.loc
@@ -1146,11 +1166,18 @@ _MEMORY_USES = frozenset(("load", "store", "add_at", "slice", "transpose", "diag
 def _functional_arrays(fn, active):
     """Active arrays whose adjoint can be an ordinary value (`x_bar = g * y`) instead of a
     zero-filled shadow array updated in place: defined at the top level (arguments and
-    results of top-level ops other than views and allocations) and used only by top-level
-    whole-array operations."""
+    results of top-level ops other than allocations and views) and used only by top-level
+    whole-array operations. A top-level view of an array nothing writes into qualifies too:
+    its contributions are added up as values and go into its base's shadow once, where the
+    view is made (`x_bar[:-1] += g1 + g2` rather than one update per use of x[:-1]; see
+    flush_views)."""
+    written = {_root(op.operands[0]) for op in walk(fn.body) if op.prim in _WRITES}
     top = set(fn.params)
     for op in fn.body.ops:
-        if op.prim not in ("alloc", "load", "slice", "transpose", "diagonal") and \
+        if op.prim in _VIEWS:
+            if _root(op.operands[0]) not in written:
+                top.update(op.results)
+        elif op.prim not in ("alloc", "load") and \
                 not op.regions:  # (a loop's or if's array result carries its shadow)
             top.update(op.results)
     candidates = {v for v in top if isinstance(v.type, T.Array) and _float(v.type)

@@ -18,6 +18,7 @@ allow; fusing ops into one loop nest is later work.
 
 import llvmlite.ir as ir
 
+from adcompile.backends.llvm.fusion import LazyV, Pack
 from adcompile.backends.llvm.values import (F64, I1, I8, I64, ITEMSIZE, MEM, PTR, REG,
                                             ArrayV, i64, opaque, zero)
 from adcompile.ir import types as T
@@ -33,12 +34,20 @@ _NO_IDENTITY = {
     "argmin": "attempt to get argmin of an empty sequence"}
 
 
+def accumulated(prim, dtype, result):
+    """The dtype a reduction of `dtype` elements to a `result` accumulates in."""
+    if prim in ("sum", "mean"):
+        return "f64" if prim == "mean" else _SUM_ACC[dtype]
+    return result if prim == "prod" else dtype
+
+
 class ArrayLowering:
     """The whole-array rules, mixed into the kernel's lowering (lower._Lowering)."""
 
     # -- loops -----------------------------------------------------------------------------
     def loop(self, n, body, start=None):
         """for i in range(start or 0, n): body(i)."""
+        first = start if start is not None else i64(0)
         pre = self.b.block
         head = self.func.append_basic_block("loop.head")
         inside = self.func.append_basic_block("loop.body")
@@ -46,7 +55,7 @@ class ArrayLowering:
         self.b.branch(head)
         self.b.position_at_end(head)
         i = self.b.phi(I64, name="i")
-        i.add_incoming(start if start is not None else i64(0), pre)
+        i.add_incoming(first, pre)
         self.b.cbranch(self.b.icmp_signed("<", i, n), inside, done)
         self.b.position_at_end(inside)
         body(i)
@@ -65,14 +74,34 @@ class ArrayLowering:
                 body(offsets)
                 return
             self.loop(shape[axis], lambda i: level(axis + 1, [
-                self.b.add(off, self.b.mul(i, s[axis])) for off, s in zip(offsets, strides)]))
+                self.advance(off, i, s[axis]) for off, s in zip(offsets, strides)]))
 
         level(0, offsets)
+
+    def advance(self, offset, i, stride):
+        """offset + i * stride; a lazy value's offsets and strides are Packs (one per leaf)."""
+        if isinstance(stride, Pack):
+            offsets = offset.items if isinstance(offset, Pack) else [offset] * len(stride.items)
+            return Pack([self.b.add(o, self.b.mul(i, s)) for o, s in zip(offsets, stride.items)])
+        return self.b.add(offset, self.b.mul(i, stride))
+
+    def zero_where(self, cond, stride):
+        """The stride, or 0 where `cond` (an axis broadcast from length 1)."""
+        if isinstance(stride, Pack):
+            return Pack([self.b.select(cond, i64(0), s) for s in stride.items])
+        return self.b.select(cond, i64(0), stride)
+
+    @staticmethod
+    def no_stride(a):
+        """The stride of an axis `a` is broadcast along (0, for each leaf of a lazy value)."""
+        return Pack([i64(0)] * a.width) if isinstance(a, LazyV) else i64(0)
 
     def at(self, array, offset):
         return self.element(array, offset)
 
     def read(self, array, offset):
+        if isinstance(array, LazyV):
+            return self.lazy_element(array, offset)
         return self.load_mem(array, self.at(array, offset))
 
     def write(self, array, offset, value, dtype):
@@ -150,12 +179,12 @@ class ArrayLowering:
     def strides_in(self, a, shape):
         """a's strides as an operand broadcast to `shape` (a's axes aligned to the right)."""
         lead = len(shape) - a.ndim
-        strides = [i64(0)] * lead
+        strides = [self.no_stride(a)] * lead
         for j, (d, s) in enumerate(zip(a.shape, a.strides)):
             if d is shape[lead + j]:
                 strides.append(s)
             else:
-                strides.append(self.b.select(self.b.icmp_signed("==", d, i64(1)), i64(0), s))
+                strides.append(self.zero_where(self.b.icmp_signed("==", d, i64(1)), s))
         return strides
 
     def fit_into(self, value, shape, loc, what):
@@ -167,7 +196,7 @@ class ArrayLowering:
             self.fail_with(self.b.icmp_signed("!=", value.shape[j], i64(1)), "ValueError",
                            f"{what}: a value of length %lld on axis {j} does not fit into an "
                            f"array of {len(shape)} dimensions", loc, value.shape[j], i64(1))
-        strides = [i64(0)] * max(0, lead)
+        strides = [self.no_stride(value)] * max(0, lead)
         for j in range(max(0, -lead), value.ndim):
             d, n = value.shape[j], shape[lead + j]
             bad = self.b.and_(self.b.icmp_signed("!=", d, i64(1)),
@@ -175,16 +204,18 @@ class ArrayLowering:
             self.fail_with(bad, "ValueError", f"{what}: could not broadcast a value of length "
                            f"%lld into length %lld (axis {lead + j} of the destination)", loc,
                            d, n)
-            strides.append(self.b.select(self.b.icmp_signed("==", d, i64(1)), i64(0),
-                                         value.strides[j]))
+            strides.append(self.zero_where(self.b.icmp_signed("==", d, i64(1)),
+                                           value.strides[j]))
         return strides
 
     # -- elementwise -----------------------------------------------------------------------
     def elementwise(self, op):
         t = op.results[0].type
         values = [self.v(x) for x in op.operands]
-        arrays = [v for v in values if isinstance(v, ArrayV)]
+        arrays = [v for v in values if isinstance(v, (ArrayV, LazyV))]
         shape, strides = self.broadcast(arrays, t.ndim, op.loc)
+        if op.results[0] in self.fusion.lazy:
+            return self.lazy_value(op, values, shape, strides)
         out = self.new_array(t.dtype, shape, op.loc)
         element_op, slots = self.element_op(op)
         rule = self.scalar_rule(op.prim)
@@ -771,7 +802,7 @@ class ArrayLowering:
         """(value to read, its strides in dst's axes, whether it is a copy to release): an
         array that may overlap dst is read through a copy, as numpy does."""
         strides = self.fit_into(value, dst.shape, loc, what)
-        if {dst.origin, value.origin} == {"arg", "alloc"}:
+        if isinstance(value, LazyV) or {dst.origin, value.origin} == {"arg", "alloc"}:
             return value, strides, False
         overlap = self.may_overlap(dst, value)
         pre = self.b.block
@@ -841,7 +872,7 @@ class ArrayLowering:
         """dst[...] = value (broadcast into dst)."""
         dst = self.v(op.operands[0])
         value, vtype = self.v(op.operands[1]), op.operands[1].type
-        if not isinstance(value, ArrayV):
+        if not isinstance(value, (ArrayV, LazyV)):
             if vtype.is_float and dst.dtype == "i64" and vtype.weak:
                 value, vtype = self.float_to_int(value, True, op.loc), T.I64
             self.fill(dst, value, vtype)
@@ -858,7 +889,7 @@ class ArrayLowering:
         value = self.v(op.operands[1])
         name = op.attrs.get("op", "add")
         combine = self.combiner(name, dst.dtype, op.operands[1], op.loc)
-        if not isinstance(value, ArrayV):
+        if not isinstance(value, (ArrayV, LazyV)):
             self.loops(dst.shape, [dst.strides], lambda offs: self.write(
                 dst, offs[0], combine(self.read(dst, offs[0]), value), combine.dtype))
             return
@@ -986,12 +1017,7 @@ class ArrayLowering:
         """One reduction over the elements of x at base + the index of `shape` (C order);
         returns a register of `dtype`."""
         b = self.b
-        if prim in ("sum", "mean"):
-            acc_dtype = "f64" if prim == "mean" else _SUM_ACC[x.dtype]
-        elif prim == "prod":
-            acc_dtype = dtype
-        else:
-            acc_dtype = x.dtype
+        acc_dtype = accumulated(prim, x.dtype, dtype)
         acc_t = REG[acc_dtype]
         acc = self.scratch(acc_t, "acc")
         b.store(self.identity(prim, acc_dtype), acc)
@@ -1072,7 +1098,7 @@ class ArrayLowering:
         """g summed down to like's shape: leading axes, and axes where like has length 1."""
         g, like = self.v(op.operands[0]), self.v(op.operands[1])
         t = op.results[0].type
-        if not isinstance(g, ArrayV):
+        if not isinstance(g, (ArrayV, LazyV)):
             if isinstance(like, ArrayV):
                 raise NotImplementedError("sum_to of a number to an array's shape")
             return self.cast_to(g, op.operands[0].type.dtype, t.dtype)
@@ -1134,14 +1160,21 @@ class ArrayLowering:
 
         def one(offs):
             o, oa, oc = offs
+            sizes, strides = (m, k, n), (so_m, so_n, sa_m, sa_k, sc_k, sc_n)
             if c.ndim == 1:  # matrix times vector: one dot product per row
-                self.loop(m, lambda i: self.write(out, self.b.add(o, self.b.mul(i, so_m)),
-                                                  self.dot_at(a, c, self.b.add(
-                                                      oa, self.b.mul(i, sa_m)), oc, k, sa_k,
-                                                      sc_k, dtype), dtype))
-                return
-            self.product_rows(a, c, out, (o, oa, oc), (m, k, n),
-                              (so_m, so_n, sa_m, sa_k, sc_k, sc_n), dtype)
+                def loops():
+                    self.loop(m, lambda i: self.write(
+                        out, self.b.add(o, self.b.mul(i, so_m)), self.dot_at(
+                            a, c, self.b.add(oa, self.b.mul(i, sa_m)), oc, k, sa_k, sc_k,
+                            dtype), dtype))
+            else:
+                def loops():
+                    self.product_rows(a, c, out, (o, oa, oc), sizes, strides, dtype)
+            if getattr(self, "blas", False) and dtype in _FLOATS and \
+                    a.dtype == c.dtype == dtype:
+                self.blas_or_loops(a, c, out, (o, oa, oc), sizes, strides, loops)
+            else:
+                loops()
 
         self.loops(batch, [out.strides[:batch_ndim], a_bs, c_bs], one)
         return out

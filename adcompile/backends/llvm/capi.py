@@ -174,22 +174,40 @@ def lapack_symbols():
     cython_lapack; empty without scipy (then compiled code factors matrices itself)."""
     global _lapack
     if _lapack is None:
-        try:
-            from scipy.linalg import cython_lapack
-        except ImportError:
-            _lapack = {}
-            return _lapack
-        get_name = ctypes.pythonapi.PyCapsule_GetName
-        get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
-        get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-        get_pointer.restype = ctypes.c_void_p
-        get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-        found = {}
-        for name in ("dgetrf", "sgetrf", "dgetrs", "sgetrs"):
-            capsule = cython_lapack.__pyx_capi__[name]
-            found[f"adc_lapack_{name}"] = get_pointer(capsule, get_name(capsule))
-        _lapack = found
+        _lapack = _capsules("cython_lapack", ("dgetrf", "sgetrf", "dgetrs", "sgetrs"),
+                            "adc_lapack_")
     return _lapack
 
 
 _lapack = None
+
+
+def blas_symbols():
+    """{adc_blas_<name>: address} of the BLAS routines matrix products call (gemm, gemv),
+    from scipy's cython_blas; empty without scipy (then products run our own loops)."""
+    global _blas
+    if _blas is None:
+        _blas = _capsules("cython_blas", ("dgemm", "sgemm", "dgemv", "sgemv"),
+                          "adc_blas_")
+    return _blas
+
+
+_blas = None
+
+
+def _capsules(module, names, prefix):
+    try:
+        import importlib
+        found_module = importlib.import_module(f"scipy.linalg.{module}")
+    except ImportError:
+        return {}
+    get_name = ctypes.pythonapi.PyCapsule_GetName
+    get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype = ctypes.c_void_p
+    get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    found = {}
+    for name in names:
+        capsule = found_module.__pyx_capi__[name]
+        found[f"{prefix}{name}"] = get_pointer(capsule, get_name(capsule))
+    return found

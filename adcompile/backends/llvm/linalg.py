@@ -18,6 +18,7 @@ import llvmlite.ir as ir
 from adcompile.backends.llvm.values import I32, I64, PTR, REG, i32, i64, zero
 
 SINGULAR = "Singular matrix"
+BLAS_MIN = 8192  # multiply-adds from which a matrix product calls BLAS
 
 
 class LinalgLowering:
@@ -155,6 +156,117 @@ class LinalgLowering:
         self.b.call(fn, refs)
         return self.b.sext(self.b.load(status, typ=I32), I64) if info else None
 
+    # -- BLAS products ---------------------------------------------------------------------
+    def blas_or_loops(self, a, c, out, offsets, sizes, strides, loops):
+        """out = a @ c for one (m x k) @ (k x n) product at `offsets`, as numpy's matmul
+        computes it once it is worth a call (BLAS_MIN multiply-adds): BLAS gemm when no
+        length is 1, gemv for a row times a matrix or a matrix times a column, provided BLAS
+        can address the operands (one unit stride, the other at least a row's length;
+        vectors: a positive stride); else `loops()` (numpy's own loops add in order of k,
+        as ours do). BLAS orders each sum its own way."""
+        b = self.b
+        o, oa, oc = offsets
+        m, k, n = sizes
+        so_m, so_n, sa_m, sa_k, sc_k, sc_n = strides
+        big = b.icmp_signed(">=", b.mul(b.mul(m, n), k), i64(BLAS_MIN))
+        for d in (m, n, k):
+            big = b.and_(big, b.icmp_signed("<", d, i64(2 ** 31 - 1)))
+        one_m, one_n = b.icmp_signed("==", m, i64(1)), b.icmp_signed("==", n, i64(1))
+        some_k = b.icmp_signed(">", k, i64(1))
+        # C^T = C'^T A^T in column-major terms: gemm(op_c, op_a, n, m, k, c, a, out^T)
+        a_trans, a_ld, a_ok = self.blas_layout(m, k, sa_m, sa_k)
+        c_trans, c_ld, c_ok = self.blas_layout(k, n, sc_k, sc_n)
+        o_trans, o_ld, o_ok = self.blas_layout(m, n, so_m, so_n)
+        gemm = b.and_(b.and_(a_ok, c_ok), b.and_(o_ok, b.not_(o_trans)))
+        gemm = b.and_(gemm, b.and_(some_k, b.not_(b.or_(one_m, one_n))))
+        for s in (a_ld, c_ld, o_ld):
+            gemm = b.and_(gemm, b.icmp_signed("<", s, i64(2 ** 31 - 1)))
+        # a row times a matrix: out_row = C^T a_row; a matrix times a column: out = A c
+        ct_trans, ct_ld, ct_ok = self.blas_layout(n, k, sc_n, sc_k)
+        row_gemv = b.and_(b.and_(one_m, b.not_(one_n)), b.and_(ct_ok, some_k))
+        row_gemv = b.and_(row_gemv, self.blas_vector(sa_k, so_n, ct_ld))
+        col_gemv = b.and_(b.and_(one_n, b.not_(one_m)), b.and_(a_ok, some_k))
+        col_gemv = b.and_(col_gemv, self.blas_vector(sc_k, so_m, a_ld))
+        dtype = out.dtype
+        p = _prefix(dtype)
+        one, nothing = ir.Constant(REG[dtype], 1.0), zero(REG[dtype])
+        blas = b.and_(big, b.or_(gemm, b.or_(row_gemv, col_gemv)))
+        with b.if_else(blas) as (call, alone):
+            with call:
+                with b.if_else(gemm) as (matrices, vector):
+                    with matrices:
+                        self.blas_call(f"{p}gemm", [
+                            _char(b, c_trans), _char(b, a_trans), n, m, k, one,
+                            self.element(c, oc), c_ld, self.element(a, oa), a_ld, nothing,
+                            self.element(out, o), o_ld])
+                    with vector:
+                        with b.if_else(row_gemv) as (row, col):
+                            with row:
+                                self.gemv(ct_trans, n, k, c, oc, ct_ld, a, oa, sa_k, out, o,
+                                          so_n)
+                            with col:
+                                self.gemv(a_trans, m, k, a, oa, a_ld, c, oc, sc_k, out, o,
+                                          so_m)
+            with alone:
+                loops()
+
+    def gemv(self, transposed, rows, cols, matrix, offset, ld, x, x_offset, incx, y, y_offset,
+             incy):
+        """y = M x for the rows x cols matrix M (in BLAS's terms `transposed`: stored as a
+        column-major cols x rows matrix, which gemv is told to transpose back)."""
+        b = self.b
+        trans = b.select(transposed, ir.Constant(ir.IntType(8), ord("N")),
+                         ir.Constant(ir.IntType(8), ord("T")))
+        dtype = y.dtype
+        self.blas_call(f"{_prefix(dtype)}gemv", [
+            trans, b.select(transposed, rows, cols), b.select(transposed, cols, rows),
+            ir.Constant(REG[dtype], 1.0), self.element(matrix, offset), ld,
+            self.element(x, x_offset), incx, zero(REG[dtype]), self.element(y, y_offset),
+            incy])
+
+    def blas_vector(self, incx, incy, ld):
+        b = self.b
+        ok = b.and_(b.icmp_signed(">=", incx, i64(1)), b.icmp_signed(">=", incy, i64(1)))
+        for s in (incx, incy, ld):
+            ok = b.and_(ok, b.icmp_signed("<", s, i64(2 ** 31 - 1)))
+        return ok
+
+    def blas_layout(self, rows, cols, r, c):
+        """How BLAS addresses a rows x cols matrix with element strides (r, c): (whether it
+        is transposed as column-major, its leading dimension, whether it can)."""
+        b = self.b
+        one_row = b.icmp_signed("==", rows, i64(1))
+        one_col = b.icmp_signed("==", cols, i64(1))
+        wide = self.lead(cols)
+        tall = self.lead(rows)
+        row_ld = b.select(one_row, wide, r)
+        row_major = b.and_(b.icmp_signed("==", c, i64(1)), b.or_(
+            one_row, b.icmp_signed(">=", r, wide)))
+        col_ld = b.select(one_col, tall, c)
+        col_major = b.and_(b.icmp_signed("==", r, i64(1)), b.or_(
+            one_col, b.icmp_signed(">=", c, tall)))
+        # row-major is column-major of the transpose: BLAS is told "not transposed" for it
+        transposed = b.not_(row_major)
+        return transposed, b.select(row_major, row_ld, col_ld), b.or_(row_major, col_major)
+
+    def blas_call(self, name, args):
+        """Call BLAS's `name` (Fortran: every argument by reference); i64 arguments are
+        passed as int32, pointers as they are, other registers through a stack slot."""
+        refs = []
+        for value in args:
+            if value.type == PTR:
+                refs.append(value)
+                continue
+            if value.type == I64:
+                slot = self.scratch(I32, "arg")
+                self.b.store(self.b.trunc(value, I32), slot)
+            else:
+                slot = self.scratch(value.type, "arg")
+                self.b.store(value, slot)
+            refs.append(slot)
+        fn = self.libc(f"adc_blas_{name}", ir.VoidType(), [PTR] * len(refs))
+        self.b.call(fn, refs)
+
     # -- our own LU (without scipy) ------------------------------------------------------------
     def at_raw(self, base, index, dtype):
         etype = I32 if dtype == "i32" else REG[dtype]
@@ -254,6 +366,12 @@ class LinalgLowering:
 
 def _prefix(dtype):
     return "s" if dtype == "f32" else "d"
+
+
+def _char(b, transposed):
+    """BLAS's transpose flag for an operand `transposed` in column-major terms."""
+    return b.select(transposed, ir.Constant(ir.IntType(8), ord("T")),
+                    ir.Constant(ir.IntType(8), ord("N")))
 
 
 LINALG_RULES = {"det": "det", "inv": "inv", "solve": "solve"}

@@ -26,6 +26,7 @@ import math
 import llvmlite.ir as ir
 
 from adcompile.backends.llvm.arrays import ARRAY_RULES, ArrayLowering
+from adcompile.backends.llvm.fusion import FusionLowering, LazyV, plan
 from adcompile.backends.llvm.linalg import LINALG_RULES, LinalgLowering
 from adcompile.backends.llvm.memory import MemoryLowering, origins
 from adcompile.backends.llvm.values import (CONTEXT, CTX_ERR, F32, F64, I1, I8, I32, I64, MEM,
@@ -47,7 +48,7 @@ class Kernel:
 
 
 def lower_kernel(module, fn, name, layouts, target_data, fastmath=False, boundscheck=True,
-                 lapack=False):
+                 lapack=False, blas=False):
     """Add the kernel of IR function `fn` to `module`. `layouts` has one entry per array
     leaf of the parameters, in order: "C" (C-contiguous, the innermost stride is 1) or "A"."""
     params = [t for p in fn.params for t in flat_types(p.type)]
@@ -58,7 +59,10 @@ def lower_kernel(module, fn, name, layouts, target_data, fastmath=False, boundsc
     lowering = _Lowering(module, func, fastmath, boundscheck)
     lowering.target_data = target_data
     lowering.origin_of = origins(fn)
+    if FUSE:
+        lowering.fusion = plan(fn)
     lowering.lapack = lapack
+    lowering.blas = blas
     lowering.start()
     args = iter(func.args[1:-1])
     layout_iter = iter(layouts)
@@ -76,7 +80,7 @@ def _set_name(value, name):
         value.name = name.replace(".", "_")
 
 
-class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering):
+class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering, FusionLowering):
     def __init__(self, module, func, fastmath, boundscheck):
         self.module = module
         self.func = func
@@ -184,23 +188,33 @@ class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering):
                     return passed
                 self.ret(op)
                 return None
-            handler = RULES.get(op.prim)
-            if handler is None:
-                raise NotImplementedError(f"the LLVM backend does not lower '{op.prim}'")
-            if self.outlines(op):
-                result = self.outlined(op, handler)
+            if op in self.fusion.later:  # lowered with the first store of its group
+                self.release_dead(dying.get(k, ()))
+                continue
+            if op in self.fusion.groups:
+                result = self.store_group(*self.fusion.groups[op])
             else:
-                result = handler(self, op)
+                result = self.lower_alone(op)
             if op.results:
                 if len(op.results) == 1 and op.prim not in ("if", "for", "while"):
                     self.values[op.results[0]] = result
             self.release_dead(dying.get(k, ()))
         return None
 
+    def lower_alone(self, op):
+        handler = RULES.get(op.prim)
+        if handler is None:
+            raise NotImplementedError(f"the LLVM backend does not lower '{op.prim}'")
+        if self.outlines(op):
+            return self.outlined(op, handler)
+        return handler(self, op)
+
     # -- array ops in functions of their own -----------------------------------------------
     def outlines(self, op):
         """Whether op's loop nest goes into a function of its own (see outlined)."""
         if not OUTLINE or self.outlined_fns is None:
+            return False
+        if op.results and op.results[0] in self.fusion.lazy:
             return False
         if op.prim in _OUTLINED:
             pass
@@ -237,6 +251,7 @@ class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering):
         key = (op.prim, repr(sorted(op.attrs.items(), key=lambda kv: kv[0])), op.loc,
                tuple(repr(x.type) for x in op.operands), tuple(repr(r.type) for r in op.results),
                tuple(pattern), tuple(a.origin for v in values for a in arrays_in(v)),
+               tuple(v.signature() for v in values if isinstance(v, LazyV)),
                tuple(p.type for p in params))
         made = self.outlined_fns.get(key)
         if made is None:
@@ -275,6 +290,7 @@ class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering):
         sub.origin_of = self.origin_of
         sub.target_data = getattr(self, "target_data", None)
         sub.lapack = getattr(self, "lapack", False)
+        sub.blas = getattr(self, "blas", False)
         sub.outlined_fns = None  # an outlined op lowers its nested work inline
         if hasattr(self, "_scopes"):
             sub._scopes = self._scopes
@@ -1123,6 +1139,8 @@ def _elementwise_or_scalar(rule):
 
 def _rebuild(value, comps):
     """A value of value's structure (dtypes, owner kinds) holding the components `comps`."""
+    if isinstance(value, LazyV):
+        return value.rebuilt(comps)
     if isinstance(value, ArrayV):
         obj, data = next(comps), next(comps)
         shape = [next(comps) for _ in value.shape]
@@ -1144,6 +1162,7 @@ _OUTLINED = frozenset(["copy", "concatenate", "stack", "arange", "linspace", "ta
                        "amax", "amin", "argmax", "argmin", "trace", "sum_to", "matmul",
                        "det", "inv", "solve"])
 OUTLINE = os.environ.get("ADCOMPILE_LLVM_OUTLINE", "1") != "0"
+FUSE = os.environ.get("ADCOMPILE_LLVM_FUSE", "1") != "0"  # 0: every array op computed alone
 
 
 def _where(loc):

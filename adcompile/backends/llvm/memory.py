@@ -118,14 +118,20 @@ def _visit(op, join, of):
 
 # -- when values die --------------------------------------------------------------------------
 
-def deaths(block):
+def deaths(block, fusion=None):
     """{op index: values holding arrays, defined in `block` (or its parameters), whose last
-    use is that op}; index -1 for parameters never used."""
+    use is that op}; index -1 for parameters never used. With a fusion plan (fusion.py), a
+    lazy value's leaves are used where it is, and a group of stores uses what its
+    reductions read."""
     last = {}
+    leaves = fusion.leaves if fusion is not None else {}
+    held = fusion.held if fusion is not None else {}
     for k, op in enumerate(block.ops):
         for nested in walk_op(op):
-            for v in nested.operands:
+            for v in list(nested.operands) + held.get(nested, []):
                 last[v] = k
+                for leaf in leaves.get(v, ()):
+                    last[leaf] = k
     found = {}
     defined = [(p, -1) for p in block.params]
     defined += [(r, k) for k, op in enumerate(block.ops) for r in op.results]
@@ -268,7 +274,7 @@ class MemoryLowering:
     def deaths_of(self, block):
         found = self._deaths.get(id(block))
         if found is None:
-            found = self._deaths[id(block)] = deaths(block)
+            found = self._deaths[id(block)] = deaths(block, self.fusion)
         return found
 
     def set_origin(self, value, irvalue):

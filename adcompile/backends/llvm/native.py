@@ -16,6 +16,7 @@ import numpy as np
 
 from adcompile.backends.llvm import capi, jit
 from adcompile.backends.llvm.entry import METH_FASTCALL, build_entry
+from adcompile.backends.llvm import lower
 from adcompile.backends.llvm.lower import lower_kernel
 from adcompile.errors import internal_errors
 from adcompile.ir import types as T
@@ -93,9 +94,12 @@ class Variant:
         imports = dict(capi.symbols())
         if any(op.prim in _LINALG for op in walk(fn.body)):
             imports.update(capi.lapack_symbols())
+        if any(op.prim == "matmul" for op in walk(fn.body)):
+            imports.update(capi.blas_symbols())
         self.lapack = any(name.startswith("adc_lapack_") for name in imports)
+        self.blas = any(name.startswith("adc_blas_") for name in imports)
         key = jit.cache_key(print_function(fn), _locations(fn), layouts, options.key(), exact,
-                            self.lapack)
+                            self.lapack, self.blas, lower.OUTLINE, lower.FUSE)
         obj = jit.cache_load(key)
         self.from_cache = obj is not None
         self._module = None
@@ -121,7 +125,7 @@ class Variant:
         module.data_layout = str(tm.target_data)
         kernel = lower_kernel(module, self.fn, kernel_symbol(self.name), self.layouts,
                               tm.target_data, self.options.fastmath, self.options.boundscheck,
-                              self.lapack)
+                              self.lapack, self.blas)
         build_entry(module, kernel, entry_symbol(self.name), self.written,
                     self.options.release_gil, self.exact)
         return module

@@ -6,7 +6,8 @@ Every IR value becomes a fixed list of LLVM values: a scalar is one register; an
 items' lists concatenated; a tape is a pointer to a {buffer, top, capacity} slot. The owner of
 an array is the numpy array it was passed in as (arguments and their views), or the trailer of
 a buffer the kernel allocated (see `memory.py`); both keep a type pointer at byte 8, which is
-how code that cannot know statically tells them apart.
+how code that cannot know statically tells them apart. A lazy value (fusion.py) is its shape,
+its leaves' data pointers, its scalar operands and its leaves' strides.
 """
 
 import llvmlite.ir as ir
@@ -104,8 +105,93 @@ class TapeV:
         return [self.slot]
 
 
+class Pack:
+    """One offset (or stride) per leaf of a lazy value, in the order of its leaves."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items):
+        self.items = list(items)
+
+
+class LazyNode:
+    """One scalar op of a lazy value's tree: `op` on elements (array operands replaced by
+    `slots`), each operand's part (None: a scalar, an ArrayV: a leaf, a LazyNode) and the
+    registers of its scalar operands."""
+
+    __slots__ = ("op", "slots", "parts", "scalars")
+
+    def __init__(self, op, slots, parts, scalars):
+        self.op, self.slots, self.parts, self.scalars = op, slots, parts, scalars
+
+    def walk(self):
+        yield self
+        for part in self.parts:
+            if isinstance(part, LazyNode):
+                yield from part.walk()
+
+    def leaves(self):
+        for part in self.parts:
+            if isinstance(part, LazyNode):
+                yield from part.leaves()
+            elif part is not None:
+                yield part
+
+    def signature(self):
+        return (self.op.prim, repr(sorted(self.op.attrs.items(), key=lambda kv: kv[0])),
+                repr(self.op.results[0].type), tuple(repr(v.type) for v, _ in self.scalars),
+                tuple(part.signature() if isinstance(part, LazyNode) else
+                      None if part is None else (part.dtype, part.origin)
+                      for part in self.parts))
+
+    def rebuilt(self, leaves, registers):
+        """This tree holding other leaves and scalar registers (in the order of leaves()
+        and of walk())."""
+        scalars = [(v, next(registers)) for v, _ in self.scalars]
+        parts = [part.rebuilt(leaves, registers) if isinstance(part, LazyNode) else
+                 None if part is None else next(leaves) for part in self.parts]
+        return LazyNode(self.op, self.slots, parts, scalars)
+
+
+class LazyV:
+    """A lazy array in registers: dtype, shape, the strides of its leaves (a Pack per axis)
+    and the tree. Flattened as the shape, the leaves' data pointers, the scalar registers and
+    the strides."""
+
+    __slots__ = ("dtype", "shape", "strides", "node")
+
+    def __init__(self, dtype, shape, strides, node):
+        self.dtype, self.shape, self.strides, self.node = dtype, list(shape), strides, node
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def width(self):
+        """The number of leaves (offsets per element)."""
+        return sum(1 for _ in self.node.leaves())
+
+    def flat(self):
+        return [*self.shape, *(leaf.data for leaf in self.node.leaves()),
+                *(reg for node in self.node.walk() for _, reg in node.scalars),
+                *(s for pack in self.strides for s in pack.items)]
+
+    def rebuilt(self, comps):
+        shape = [next(comps) for _ in self.shape]
+        leaves = [ArrayV(leaf.dtype, None, next(comps), [], [], leaf.origin)
+                  for leaf in self.node.leaves()]
+        registers = [next(comps) for node in self.node.walk() for _ in node.scalars]
+        node = self.node.rebuilt(iter(leaves), iter(registers))
+        strides = [Pack([next(comps) for _ in pack.items]) for pack in self.strides]
+        return LazyV(self.dtype, shape, strides, node)
+
+    def signature(self):
+        return self.dtype, len(self.shape), self.node.signature()
+
+
 def flat(value):
-    return value.flat() if isinstance(value, (ArrayV, TupleV, TapeV)) else \
+    return value.flat() if isinstance(value, (ArrayV, TupleV, TapeV, LazyV)) else \
         ([] if value is None else [value])
 
 

@@ -1,0 +1,403 @@
+"""Fusion of elementwise array ops into the loops that consume them (LLVM backend).
+
+An elementwise op whose every use reads it element by element (another elementwise op, a
+reduction, the value of `x[...] = v` or `x[...] += v`, `sum_to`, `copy`; `shape` and `size`
+only look at its shape) is not computed where it stands: it becomes a *lazy* value, a tree of
+scalar ops over the arrays it reads (its *leaves*), and each consumer computes the elements
+it needs inside its own loop nest. `np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)`
+is one loop over x with no temporary array. Each element is computed by the same scalar ops
+in the same order as before, so fused and unfused code give the same bits.
+
+When an op stays lazy (`plan`), decided per block in program order:
+- it cannot raise (integer powers, floor division and modulo are computed where they stand,
+  so their errors come where numpy's would), and every use is a consumer as above in the same
+  block (a use inside a loop or branch would compute it again on every trip);
+- it is used once, or its whole tree is cheap to compute again (at most RECOMPUTE scalar ops,
+  no transcendental function): `x[1:] - x[:-1] ** 2` in the objective and in its adjoint is
+  computed twice rather than written to memory and read back;
+- nothing between it and its last use writes into memory its leaves may share: the
+  consumer's own write counts (`x[1:] += x[:-1] * 2` computes the product first, as numpy
+  does). Two arrays cannot share memory when they are different values and one of them was
+  made by the kernel (a new array, or a view of one) while the other was too or is an
+  argument; anything else (arguments, arrays merged by branches and loops or taken off a
+  tape) may.
+A leaf lives until the last consumer of its lazy value (see memory.deaths).
+
+At run time a lazy value (LazyV) has its shape, checked for broadcasting where the op
+stands, and one stride per leaf and axis (a Pack); the consumer's loops advance one offset
+per leaf (arrays.loops) and `read` evaluates the tree at those offsets.
+"""
+
+import llvmlite.ir as ir
+
+from adcompile.backends.llvm.values import (F64, I1, I64, REG, ArrayV, LazyNode, LazyV, Pack,
+                                            i64)
+from adcompile.ir import types as T
+from adcompile.ir.nodes import VIEWS, WRITES, walk, walk_op
+from adcompile.ir.prims import BINARY_MATH, ELEMENTWISE, UNARY_MATH
+
+RECOMPUTE = 8  # scalar ops a lazy value used more than once may cost per element
+_EXPENSIVE = frozenset(UNARY_MATH + BINARY_MATH)
+_REDUCTIONS = ("sum", "mean", "prod", "amax", "amin", "argmax", "argmin")
+_UNKNOWN_OWNERS = ("if", "for", "while", "tuple_get", "tape_pop")
+
+
+class Fusion:
+    """The plan: which values stay lazy, and each one's leaves (the values its consumers
+    read in its place, transitively); which stores into arrays run in one loop (`groups`:
+    first op -> the group's ops; `later`: the others, lowered with their first)."""
+
+    def __init__(self):
+        self.lazy = set()
+        self.leaves = {}
+        self.cost = {}
+        self.expensive = set()
+        self.groups = {}
+        self.later = set()
+        self.held = {}  # a group's first store -> what its reductions read (used there)
+
+
+NO_FUSION = Fusion()
+
+
+def plan(fn):
+    fusion = Fusion()
+    blocks = [fn.body] + [region for op in walk(fn.body) for region in op.regions]
+    for block in blocks:
+        _plan_block(block, set(fn.params), fusion)
+        _plan_groups(block, set(fn.params), fusion)
+    return fusion
+
+
+def _plan_block(block, params, fusion):
+    uses = {}
+    writes = []
+    for k, op in enumerate(block.ops):
+        written = []
+        for nested in walk_op(op):
+            for n, v in enumerate(nested.operands):
+                uses.setdefault(v, []).append((k, op if nested is op else None, n))
+            if nested.prim in WRITES:
+                written.append(_root(nested.operands[0]))
+        writes.append(written)
+    for k, op in enumerate(block.ops):
+        if not _fusible(op):
+            continue
+        r = op.results[0]
+        found = uses.get(r)
+        if not found or not all(user is not None and _consumes(user, n)
+                                for _, user, n in found):
+            continue
+        leaves, cost, expensive = set(), 1, _expensive(op)
+        for x in op.operands:
+            if x in fusion.lazy:
+                leaves |= fusion.leaves[x]
+                cost += fusion.cost[x]
+                expensive = expensive or x in fusion.expensive
+            else:
+                leaves.add(x)
+        computing = [u for u in found if u[1].prim not in ("shape", "size")]
+        if len(computing) > 1 and (expensive or cost > RECOMPUTE):
+            continue
+        roots = {_root(v) for v in leaves if isinstance(v.type, T.Array)}
+        last = max(j for j, _, _ in found)
+        if any(_may_share(w, leaf, params) for j in range(k + 1, last + 1)
+               for w in writes[j] for leaf in roots):
+            continue
+        fusion.lazy.add(r)
+        fusion.leaves[r] = leaves
+        fusion.cost[r] = cost
+        if expensive:
+            fusion.expensive.add(r)
+
+
+def _plan_groups(block, params, fusion):
+    """Runs of `x[...] = v` / `x[...] += v` (v an array) with nothing but constants and
+    shapes between them, whose operands all exist before the first, and where no value one
+    of them reads may share memory with what another writes: they may run as one loop nest,
+    a pass over memory instead of one per store (the adjoint of x[1:] and x[:-1] in
+    reverse mode). Full reductions to a number from earlier in the block join the group
+    when nothing uses their result before it and nothing writes what they read until then
+    (a loss and the stores of its gradient: one pass for value_and_grad). Whether a group
+    runs as one loop is decided at run time (FusionLowering.store_group)."""
+    ops = block.ops
+    k = 0
+    while k < len(ops):
+        if not _groupable(ops[k]):
+            k += 1
+            continue
+        group, before, j = [ops[k]], set(), k + 1
+        while j < len(ops) and (_groupable(ops[j]) or ops[j].prim in ("const", "shape",
+                                                                           "size")):
+            if _groupable(ops[j]):
+                if any(x in before for x in ops[j].operands) or \
+                        not _independent(group + [ops[j]], params, fusion):
+                    break
+                group.append(ops[j])
+            else:
+                before.update(ops[j].results)
+            j += 1
+        reductions = _sinkable(ops, k, group, params, fusion)
+        if len(group) + len(reductions) > 1:
+            pairs = [(p, q) for q in range(len(group)) for p in range(q)
+                     if _may_share(_root(group[p].operands[0]), _root(group[q].operands[0]),
+                                   params)]
+            fusion.groups[group[0]] = (group, pairs, reductions)
+            fusion.later.update(group[1:] + reductions)
+            fusion.held[group[0]] = [r.operands[0] for r in reductions]
+        k = ops.index(group[-1]) + 1
+
+
+def _sinkable(ops, first, group, params, fusion):
+    """The full reductions before ops[first] that may run with the group of stores there."""
+    written = [_root(op.operands[0]) for op in group]
+    found = []
+    for r in range(first - 1, -1, -1):
+        op = ops[r]
+        for nested in walk_op(op):
+            if nested.prim in WRITES:
+                written.append(_root(nested.operands[0]))
+        if op.prim not in ("sum", "mean", "prod", "amax", "amin") or op in fusion.later or \
+                not isinstance(op.results[0].type, T.Scalar):
+            continue
+        x = op.operands[0]
+        axes = op.attrs.get("axis")
+        if axes is not None and sorted(axes) != list(range(x.type.ndim)):
+            continue
+        reads = fusion.leaves[x] if x in fusion.lazy else {x}
+        if any(isinstance(v.type, T.Array) and _may_share(w, _root(v), params)
+               for v in reads for w in written):
+            continue
+        used = any(v is op.results[0] for later in ops[r + 1:first + 1]
+                   for nested in walk_op(later) for v in nested.operands)
+        if not used:
+            found.insert(0, op)
+    return found
+
+
+def _groupable(op):
+    if op.prim not in ("assign", "iadd") or not isinstance(op.operands[1].type, T.Array):
+        return False
+    return op.prim == "assign" or op.attrs.get("op", "add") in ("add", "sub", "mul")
+
+
+def _independent(group, params, fusion):
+    """No store of the group writes where another one reads (its value's arrays)."""
+    for a in group:
+        written = _root(a.operands[0])
+        for b in group:
+            value = b.operands[1]
+            reads = fusion.leaves[value] if value in fusion.lazy else {value}
+            if any(isinstance(v.type, T.Array) and _may_share(written, _root(v), params)
+                   for v in reads):
+                return False
+    return True
+
+
+def _fusible(op):
+    if op.prim not in ELEMENTWISE or len(op.results) != 1:
+        return False
+    t = op.results[0].type
+    if not isinstance(t, T.Array):
+        return False
+    return not (op.prim in ("pow", "floordiv", "mod") and not t.is_float)
+
+
+def _expensive(op):
+    """A libm call (a power too, unless its exponent is a small constant: x ** 2 is x * x)."""
+    if op.prim == "pow":
+        e = op.operands[1]
+        return not (e.owner is not None and e.owner.prim == "const" and
+                    float(e.owner.attrs["value"]) in (0.0, 1.0, 2.0))
+    return op.prim in _EXPENSIVE
+
+
+def _consumes(user, n):
+    """Whether `user` reads its operand n element by element (or only its shape)."""
+    prim = user.prim
+    if prim in ELEMENTWISE:
+        return isinstance(user.results[0].type, T.Array)
+    if prim in _REDUCTIONS or prim in ("sum_to", "copy", "shape", "size"):
+        return n == 0
+    return prim in ("iadd", "assign") and n == 1
+
+
+def _root(v):
+    """The value whose memory v's array is in: views and tuples followed back."""
+    while v.owner is not None:
+        owner = v.owner
+        if owner.prim in VIEWS and isinstance(owner.operands[0].type, T.Array):
+            v = owner.operands[0]
+        elif owner.prim == "tuple_get" and owner.operands[0].owner is not None and \
+                owner.operands[0].owner.prim == "tuple":
+            v = owner.operands[0].owner.operands[owner.attrs["index"]]
+        else:
+            break
+    return v
+
+
+def _made_here(root):
+    return root.owner is not None and root.owner.prim not in _UNKNOWN_OWNERS
+
+
+def _may_share(a, b, params):
+    """Whether the arrays rooted at a and b may share memory."""
+    if a is b:
+        return True
+    if _made_here(a):
+        return not (_made_here(b) or b in params)
+    if _made_here(b):
+        return a not in params
+    return True
+
+
+class FusionLowering:
+    """Lazy values in the kernel's lowering (mixed into lower._Lowering)."""
+
+    fusion = NO_FUSION
+
+    def lazy_value(self, op, values, shape, strides):
+        """The lazy value of elementwise `op`, whose operands are `values` (array operands
+        with `strides` in the result's axes)."""
+        element_op, slots = self.element_op(op)
+        parts, scalars, packs = [], [], [[] for _ in shape]
+        strides = iter(strides)
+        for x, v in zip(op.operands, values):
+            if isinstance(v, LazyV):
+                parts.append(v.node)
+                for pack, s in zip(packs, next(strides)):
+                    pack.extend(s.items if isinstance(s, Pack) else [s] * v.width)
+            elif isinstance(v, ArrayV):
+                parts.append(v)
+                for pack, s in zip(packs, next(strides)):
+                    pack.append(s)
+            else:
+                parts.append(None)
+                scalars.append((x, v))
+        node = LazyNode(element_op, slots, parts, scalars)
+        return LazyV(op.results[0].type.dtype, shape, [Pack(p) for p in packs], node)
+
+    def lazy_element(self, lazy, offsets):
+        """The element of `lazy` at `offsets` (a Pack), as a register of its dtype."""
+        if not isinstance(offsets, Pack):  # a 0-d value: every leaf at its offset 0
+            offsets = Pack([offsets] * lazy.width)
+        value, node = self.node_element(lazy.node, iter(offsets.items))
+        return self.cast_to(value, node.op.results[0].type.dtype, lazy.dtype)
+
+    def node_element(self, node, offsets):
+        for v, reg in node.scalars:
+            self.values[v] = reg
+        for slot, part in zip(node.slots, node.parts):
+            if isinstance(part, LazyNode):
+                value, child = self.node_element(part, offsets)
+                self.values[slot] = self.cast_to(value, child.op.results[0].type.dtype,
+                                                 slot.type.dtype)
+            elif part is not None:
+                self.values[slot] = self.read(part, next(offsets))
+        return self.scalar_rule(node.op.prim)(self, node.op), node
+
+    # -- stores in one loop ------------------------------------------------------------------
+    def store_group(self, ops, pairs, reductions):
+        """The stores `ops` and `reductions` (see _plan_groups) in one loop nest when, at run
+        time, the destinations have one shape, every value fits its destination, each
+        reduction's array has that shape, and no two destinations that may share memory
+        overlap unless they are the same elements: then every location is written in the
+        order of the program and no iteration reads what another wrote (x[:-1] += a;
+        x[1:] += b would chain the iterations: two vectorised loops are faster). A reduction
+        adds in the order it would alone. Otherwise each runs alone, as written."""
+        b = self.b
+        dsts = [self.v(op.operands[0]) for op in ops]
+        values = [self.v(op.operands[1]) for op in ops]
+        reduced = [self.v(r.operands[0]) for r in reductions]
+        shape = dsts[0].shape
+        if any(d.ndim != len(shape) for d in dsts) or \
+                any(v.ndim > len(shape) for v in values) or \
+                any(x.ndim != len(shape) for x in reduced):
+            return self.group_alone(ops, pairs, reductions)
+        together = ir.Constant(I1, 1)
+        for d in dsts[1:] + reduced:
+            for n, m in zip(d.shape, shape):
+                together = b.and_(together, b.icmp_signed("==", n, m))
+        value_strides = []
+        for v in values:
+            lead = len(shape) - v.ndim
+            strides = [self.no_stride(v)] * lead
+            for j, d in enumerate(v.shape):
+                one = b.icmp_signed("==", d, i64(1))
+                together = b.and_(together, b.or_(one, b.icmp_signed("==", d,
+                                                                     shape[lead + j])))
+                strides.append(self.zero_where(one, v.strides[j]))
+            value_strides.append(strides)
+        for p, q in pairs:
+            together = b.and_(together, self.apart_or_same(dsts[p], dsts[q]))
+        strides = [d.strides for d in dsts] + value_strides + [x.strides for x in reduced]
+        results = [self.scratch(REG[r.results[0].type.dtype], "reduced") for r in reductions]
+        with b.if_else(together) as (fused, alone):
+            with fused:
+                accs = [self.accumulator(r.prim, x.dtype, r.results[0].type.dtype)
+                        for r, x in zip(reductions, reduced)]
+
+                def body(offs):
+                    self.store_elements(ops, dsts, values, offs)
+                    for (prim, acc_dtype, acc), x, at in zip(accs, reduced,
+                                                             offs[2 * len(ops):]):
+                        old = b.load(acc, typ=REG[acc_dtype])
+                        value = self.cast_to(self.read(x, at), x.dtype, acc_dtype)
+                        b.store(self.accumulate(prim, acc_dtype, old, value), acc)
+
+                self.loops(shape, strides, body)
+                for (prim, acc_dtype, acc), r, slot in zip(accs, reductions, results):
+                    value = b.load(acc, typ=REG[acc_dtype])
+                    if prim == "mean":
+                        value = b.fdiv(value, b.sitofp(self.count(shape), F64),
+                                       flags=self.flags)
+                    b.store(self.cast_to(value, acc_dtype, r.results[0].type.dtype), slot)
+            with alone:
+                self.group_alone(ops, pairs, reductions, results)
+        for r, slot in zip(reductions, results):
+            self.values[r.results[0]] = b.load(slot, typ=REG[r.results[0].type.dtype])
+
+    def group_alone(self, ops, pairs, reductions, results=None):
+        """A group's ops one after the other (its stores still together, if they may be)."""
+        for k, r in enumerate(reductions):
+            value = self.lower_alone(r)
+            if results is None:
+                self.values[r.results[0]] = value
+            else:
+                self.b.store(value, results[k])
+        if len(ops) > 1 and reductions:
+            self.store_group(ops, pairs, [])
+        else:
+            for op in ops:
+                self.lower_alone(op)
+
+    def accumulator(self, prim, dtype, result):
+        """(prim, accumulator dtype, its stack slot holding the identity) for a reduction of
+        `dtype` elements to `result`, accumulated as arrays.reduce_at does."""
+        from adcompile.backends.llvm.arrays import accumulated
+        acc_dtype = accumulated(prim, dtype, result)
+        acc = self.scratch(REG[acc_dtype], "acc")
+        self.b.store(self.identity(prim, acc_dtype), acc)
+        return prim, acc_dtype, acc
+
+    def apart_or_same(self, a, c):
+        """Whether arrays a and c share no element, or are the same elements in the same
+        order, each written once (no zero stride)."""
+        b = self.b
+        same = b.icmp_unsigned("==", a.data, c.data)
+        for s, t in zip(a.strides, c.strides):
+            same = b.and_(same, b.icmp_signed("==", s, t))
+        for t in a.strides:
+            same = b.and_(same, b.icmp_signed("!=", t, i64(0)))
+        return b.or_(b.not_(self.may_overlap(a, c)), same)
+
+    def store_elements(self, ops, dsts, values, offsets):
+        n = len(ops)
+        for op, dst, value, at, read_at in zip(ops, dsts, values, offsets[:n], offsets[n:]):
+            element = self.read(value, read_at)
+            if op.prim == "assign":
+                self.write(dst, at, element, value.dtype)
+                continue
+            combine = self.combiner(op.attrs.get("op", "add"), dst.dtype, op.operands[1],
+                                    op.loc)
+            self.write(dst, at, combine(self.read(dst, at), element), combine.dtype)
