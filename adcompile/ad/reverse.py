@@ -98,7 +98,14 @@ class _Reverse:
         self._activity()
         self._refuse_merged_tuples()  # after activity: tuples merged by control flow
         # arrays nothing writes into: the adjoint reloads their elements instead of taping
-        self.functional = _functional_arrays(fn, self.active)
+        self.functional, self.functional_slots = _functional_arrays(fn, self.active)
+        for op in walk(fn.body):
+            if op.prim == "for":
+                body = op.regions[0]
+                for p, init, y in zip(body.params[1:], op.operands[3:],
+                                      body.terminator.operands):
+                    if isinstance(p.type, T.Array):
+                        _LOOP_PARAMS[p] = (init, y)
         self.array_adj = {}  # functional array -> its adjoint so far (an array value)
         self.written = {_root(op.operands[0]) for op in walk(fn.body) if op.prim in _WRITES}
         self.snapshots = {}  # (array op, operand index) -> copy taken before later writes
@@ -154,6 +161,10 @@ class _Reverse:
         dead_code(result)
         constant_fold(result)  # e.g. adjoints passed unchanged through branches
         _fuse_loops(body, self.fusable)
+        for op in walk(fn.body):  # (the shape analysis is done with this function)
+            if op.prim == "for":
+                for p in op.regions[0].params:
+                    _LOOP_PARAMS.pop(p, None)
         return result
 
     def array_gradient(self, p):
@@ -164,8 +175,9 @@ class _Reverse:
         g = self.array_adj.get(p)
         if g is None:
             return self.zeros_like(self.val[p], f"{p.name}_bar")
-        if g.owner is None or g.owner.prim in _VIEWS + ("broadcast_to", "load"):
-            g = self.b.value("copy", (g,), name=f"{p.name}_bar")
+        if g.owner is None or g.owner.prim in _VIEWS + ("broadcast_to", "load", "for", "if",
+                                                        "while"):
+            g = self.b.value("copy", (g,), name=f"{p.name}_bar")  # (may be a view: ours)
         if p.type.dtype != g.type.dtype:
             g = self.b.value("cast", (g,), {"to": T.Scalar(p.type.dtype)})
         return g
@@ -389,7 +401,8 @@ class _Reverse:
             if op.prim == "if":
                 slots.append((k, None, {0: (None, k), 1: (None, k)}))
             elif op.prim == "for":
-                slots.append((k, 3 + k, {0: (1 + k, k)}))
+                if (op, k) not in self.functional_slots:  # (its adjoint is carried instead)
+                    slots.append((k, 3 + k, {0: (1 + k, k)}))
             else:  # while: the head passes its params on to the body, which yields them back
                 slots.append((k, k, {0: (k, 1 + k), 1: (k, k)}))
         return slots
@@ -446,6 +459,10 @@ class _Reverse:
             self.shadow[op.results[k]] = new.results[len(op.results) + j]
         for old, r in zip(op.results, new.results):
             self.val[old] = r
+        for k, r in enumerate(op.results):  # a functional slot's result used as memory
+            if (op, k) in self.functional_slots and r in self.active and \
+                    r not in self.functional:
+                self.shadow[r] = self.zeros_like(self.val[r], f"{r.name or 'a'}_bar")
         if op.prim == "while":
             self.count_while(op, new, outer)
         if self.depth == 0 and self.top_loop is op:
@@ -853,6 +870,19 @@ class _Reverse:
         if op.results[0] in self.active and adj.get(op.results[0]) is not None:
             raise CompileError("differentiating through a tuple element is not supported yet")
 
+    def array_adjoint(self, v, scope):
+        """The adjoint of array v as a value: its functional adjoint, its shadow, or zeros
+        (a zero broadcast to v's shape: no memory written)."""
+        if v in self.functional:
+            g = self.array_adj.get(v)
+            if g is not None:
+                return g
+        elif v in self.shadow or _has_shadow(scope, v):
+            return scope.shadow(v, self)
+        dims = self.ops.shape(scope.get(v))
+        zero = self.b.const(0.0, T.Scalar(v.type.dtype))
+        return self.b.value("broadcast_to", [zero] + list(dims))
+
     def rev_if(self, op, adj, scope):
         carried = self.carried_adjoints(op, adj)
         cond = scope.get(op.operands[0])
@@ -997,7 +1027,8 @@ class _Reverse:
         loop's carried values and of the outer scalars the body uses. With `index`, the
         bounds run the primal's range backwards and the loop variable is that index."""
         loop_carried = [(k, r) for k, r in enumerate(op.results) if r in self.active and
-                        not isinstance(r.type, T.Array)]  # arrays: through their shadows
+                        (not isinstance(r.type, T.Array) or (op, k) in self.functional_slots)]
+        # (other arrays: through their shadows)
         outer_used = self.carried_adjoints(op, adj)
         state = [r for _, r in loop_carried] + outer_used
         counter = Value(T.INT, index.name if index is not None else "_")
@@ -1009,14 +1040,19 @@ class _Reverse:
         self.pop_region(body, inner)
         local = dict(zip(outer_used, block.params[1 + len(loop_carried):]))
         for (k, r), p in zip(loop_carried, block.params[1:]):
-            self.accumulate(local, body.terminator.operands[k], p)
+            if isinstance(r.type, T.Array):
+                self.accumulate_into(body.terminator.operands[k], p, local, inner)
+            else:
+                self.accumulate(local, body.terminator.operands[k], p)
         self.reverse(body, local, inner)
-        yields = [self.value_or_zero(local.get(carried_params[k]), r.type)
+        yields = [self.array_adjoint(carried_params[k], inner) if isinstance(r.type, T.Array)
+                  else self.value_or_zero(local.get(carried_params[k]), r.type)
                   for k, r in loop_carried]
         yields += [self.value_or_zero(local.get(v), v.type) for v in outer_used]
         self.b.emit("yield", yields)
         self.b.block = outer
-        inits = [self.value_or_zero(adj.get(v), v.type) for v in state]
+        inits = [self.array_adjoint(v, scope) if isinstance(v.type, T.Array)
+                 else self.value_or_zero(adj.get(v), v.type) for v in state]
         types = [v.type for v in block.params[1:]]
         new = self.b.emit("for", bounds + inits, {"result_types": types},
                           names=[p.name for p in block.params[1:]], result_types=types)
@@ -1027,7 +1063,10 @@ class _Reverse:
         for v, value in zip(outer_used, new.results[len(loop_carried):]):
             adj[v] = value
         for (k, r), value in zip(loop_carried, new.results):
-            self.accumulate(adj, op.operands[init_offset + k], value)
+            if isinstance(r.type, T.Array):
+                self.accumulate_into(op.operands[init_offset + k], value, adj, scope)
+            else:
+                self.accumulate(adj, op.operands[init_offset + k], value)
 
 
 class _Scope:
@@ -1172,23 +1211,91 @@ def _functional_arrays(fn, active):
     view is made (`x_bar[:-1] += g1 + g2` rather than one update per use of x[:-1]; see
     flush_views)."""
     written = {_root(op.operands[0]) for op in walk(fn.body) if op.prim in _WRITES}
+    slots, inner = _functional_loops(fn, active, None)
     top = set(fn.params)
     for op in fn.body.ops:
         if op.prim in _VIEWS:
             if _root(op.operands[0]) not in written:
                 top.update(op.results)
+        elif op.prim == "for":  # a result carried by a functional slot
+            top.update(op.results[k] for k in range(len(op.results)) if (op, k) in slots)
         elif op.prim not in ("alloc", "load") and \
                 not op.regions:  # (a loop's or if's array result carries its shadow)
             top.update(op.results)
     candidates = {v for v in top if isinstance(v.type, T.Array) and _float(v.type)
                   and v in active}
     for op in fn.body.ops:
-        if op.prim in _MEMORY_USES:
-            candidates.difference_update(op.operands)
+        candidates.difference_update(v for v in op.operands if _memory_use(op, v, slots))
         for region in op.regions:  # used inside a loop or branch
-            for inner in walk(region):
-                candidates.difference_update(inner.operands)
-    return candidates
+            for nested in walk(region):
+                candidates.difference_update(nested.operands)
+    return candidates | inner, slots
+
+
+def _functional_loops(fn, active, top):
+    """Arrays carried by counted loops whose adjoints can be values carried by the reversed
+    loop, as scalars' are, instead of shadow arrays allocated, taped and zero-filled on every
+    iteration: {(loop, slot)}, and the arrays of their bodies that are functional too.
+    A slot qualifies when its body parameter and the value its body yields are used only by
+    whole-array operations of the body itself (no element reads or writes, no views, no
+    nested loop or branch) and the yielded value is the parameter or made by such an
+    operation; every array those operations make in the body qualifies the same way.
+    `top` holds the values of the enclosing level that may be functional (for the loop's
+    result: it is functional outside when it is in `top` and its uses allow)."""
+    slots, inner = set(), set()
+    for op in reversed(list(walk(fn.body))):  # inner loops first
+        if op.prim != "for":
+            continue
+        body = op.regions[0]
+        yields = body.terminator.operands
+        uses = {}
+        for o in body.ops:
+            for v in o.operands:
+                uses.setdefault(v, []).append(o)
+        for nested in body.ops:
+            for region in nested.regions:
+                for o in walk(region):
+                    for v in o.operands:
+                        uses.setdefault(v, []).append(None)  # used inside a nested region
+
+        def plain(v):
+            return isinstance(v.type, T.Array) and _float(v.type) and v in active and \
+                all(u is not None and (u is body.terminator or not _memory_use(u, v, slots))
+                    for u in uses.get(v, []))
+
+        made = {r for o in body.ops if not o.regions and o.prim not in ("alloc", "load")
+                and o.prim not in _VIEWS for r in o.results}
+        made.update(r for o in body.ops if o.prim == "for"
+                    for k, r in enumerate(o.results) if (o, k) in slots)
+        candidates = {v for v in made if plain(v)}
+        found = set()
+        for k, p in enumerate(body.params[1:]):
+            y = yields[k]
+            if plain(p) and (y is p or y in candidates):
+                found.add(k)
+        # a yielded value of a slot that is not functional needs its shadow
+        for k, y in enumerate(yields):
+            if k not in found:
+                candidates.discard(y)
+        for k in list(found):
+            if yields[k] is not body.params[1 + k] and yields[k] not in candidates:
+                found.discard(k)
+        slots.update((op, k) for k in found)
+        inner.update(candidates)
+        inner.update(body.params[1 + k] for k in found)
+    return slots, inner
+
+
+def _memory_use(op, v, slots):
+    """Whether op's use of array v needs v's adjoint in a shadow array: element reads and
+    writes, views, loops and branches (except as the initial value of a loop slot whose
+    adjoint is carried as a value)."""
+    if op.prim not in _MEMORY_USES:
+        return False
+    if op.prim != "for":
+        return True
+    return any(x is v and (k < 3 or (op, k - 3) not in slots)
+               for k, x in enumerate(op.operands))
 
 
 def _dims(v, memo=None):
@@ -1210,10 +1317,38 @@ def _dims(v, memo=None):
         result = tuple(base[p] for p in op.attrs["perm"])
     elif op is not None and op.prim == "slice":
         result = _sliced_dims(op, _dims(op.operands[0], memo), own)
+    elif op is not None and op.prim == "matmul" and v.type.ndim <= 2:
+        a, c = (_dims(x, memo) for x in op.operands)
+        result = (a[:-1] if len(a) == 2 else ()) + (c[-1:] if len(c) == 2 else ())
+        result = result if len(result) == v.type.ndim else own
+    elif op is not None and op.prim in ("alloc", "broadcast_to"):
+        lengths = op.operands[:op.attrs["ndim"]] if op.prim == "alloc" else op.operands[1:]
+        result = tuple(_length_key(d, memo) for d in lengths)
+    elif op is None and v in _LOOP_PARAMS:  # the same shape on every trip, if it stays
+        init, yielded = _LOOP_PARAMS[v]
+        guess = _dims(init, memo)
+        trial = dict(memo)
+        trial[v] = guess
+        result = guess if _dims(yielded, trial) == guess else own
+        if result == guess:
+            memo.update(trial)
     elif op is None:
         result = tuple(("dim", v, i, 0) for i in range(v.type.ndim))
     memo[v] = result
     return result
+
+
+# a counted loop's carried array parameter -> (its initial value, the value its body yields),
+# for the shape analysis (set while a function is differentiated)
+_LOOP_PARAMS = {}
+
+
+def _length_key(d, memo):
+    """The key of a length given as an int value: an array's axis when it is x.shape[i]."""
+    owner = d.owner
+    if owner is not None and owner.prim == "shape":
+        return _dims(owner.operands[0], memo)[owner.attrs["axis"]]
+    return ("value", d)
 
 
 def _sliced_dims(op, base, own):

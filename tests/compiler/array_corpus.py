@@ -219,6 +219,78 @@ def oscillator_euler(y0, h):
     return y
 
 
+# loops carrying whole arrays (their adjoints are carried by the reversed loop as values)
+def rebuilt_sum(x, p):
+    r = np.zeros(p.shape[0])
+    for j in range(x.shape[0]):
+        r = r + x[j] * p
+    return np.sum(r * r)
+
+
+def rnn_loss(w, b, h0, n):
+    h = h0
+    for _ in range(n):
+        h = np.tanh(w @ h + b)
+    return np.sum(h)
+
+
+def normalized_powers(a, v0):
+    v = v0
+    for _ in range(3):
+        v = a @ v
+        v = v / np.sqrt(np.sum(v * v))
+    return np.sum(v * np.array([1.0, 2.0, 3.0]))
+
+
+def scaled_state(x, y):
+    s = x
+    t = y
+    for k in range(3):
+        s = s * t + k
+        t = t - 0.1 * s
+    return np.sum(s) + np.sum(t * t)
+
+
+def untouched_carry(x, y):
+    s = x
+    acc = 0.0
+    for k in range(4):
+        acc += np.sum(s * y) * k
+    return acc + np.sum(s)
+
+
+def nested_carry(x):
+    s = x
+    for i in range(2):
+        for j in range(3):
+            s = np.sin(s) + 0.5 * j
+        s = s * (i + 1.5)
+    return np.sum(s)
+
+
+def carry_then_index(x):
+    s = x
+    for k in range(3):
+        s = s * 1.5 + x
+    return s[0] + s[-1] * 2.0
+
+
+def carry_from_slice(x):
+    s = x[1:]
+    for k in range(3):
+        s = s + x[:-1] * k
+    return np.sum(s * s)
+
+
+def carry_with_while(x):
+    s = x
+    k = 0
+    while k < 3:
+        s = s * 0.5 + np.cos(s)
+        k += 1
+    return np.sum(s)
+
+
 # -- 2x2 systems and linear algebra -------------------------------------------------------------
 
 def jacobian_2x2(p):
@@ -963,4 +1035,20 @@ CASES = [
     ("positive_part_sum-none", positive_part_sum, lambda: (-np.abs(_n(4)),), (0,)),
     ("masked_mean", masked_mean, lambda: (_n(6), _n(6, seed=1) > 0), (0,)),
     ("masked_rows", masked_rows, lambda: (_n(5, 2),), None),
+    # arrays carried by loops
+    ("rebuilt_sum", rebuilt_sum, lambda: (_n(4), _n(6, seed=1)), (0, 1)),
+    ("rebuilt_sum-empty", rebuilt_sum, lambda: (np.zeros(0), _n(3)), (0, 1)),
+    ("rnn_loss", rnn_loss, lambda: (_n(3, 3) * 0.5, _n(3, seed=1), _n(3, seed=2), 4),
+     (0, 1, 2)),
+    ("rnn_loss-none", rnn_loss, lambda: (_n(2, 2), _n(2, seed=1), _n(2, seed=2), 0),
+     (0, 1, 2)),
+    ("normalized_powers", normalized_powers,
+     lambda: (_n(3, 3) + 3.0 * np.eye(3), _n(3, seed=1)), (0, 1)),
+    ("scaled_state", scaled_state, lambda: (_n(4), _n(4, seed=1)), (0, 1)),
+    ("untouched_carry", untouched_carry, lambda: (_n(4), _n(4, seed=1)), (0, 1)),
+    ("nested_carry", nested_carry, lambda: (_n(5),), (0,)),
+    ("nested_carry-2d", nested_carry, lambda: (_n(2, 3),), (0,)),
+    ("carry_then_index", carry_then_index, lambda: (_n(4),), (0,)),
+    ("carry_from_slice", carry_from_slice, lambda: (_n(5),), (0,)),
+    ("carry_with_while", carry_with_while, lambda: (_n(4),), (0,)),
 ]

@@ -55,6 +55,7 @@ LLVM_DERIVATIVES = {
     "reshape_transpose_ravel", "array_of_scalars", "gather_literal", "sum_axis_tuple",
     "jacobian_2x2", "even_minus_odd-strided", "normalize", "concatenate_list", "newton_2d",
     "dot_matvec", "batched_matmul-broadcast", "ellipsis_ends", "vector_sum_axis0",
+    "rebuilt_sum", "rnn_loss", "scaled_state", "nested_carry", "carry_from_slice",
 }
 
 
