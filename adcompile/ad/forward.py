@@ -95,8 +95,8 @@ class _Transform:
                     op.loc, f"the function writes into '{root.name}', an argument being "
                             f"differentiated; differentiate a version that writes into a new "
                             f"array (np.empty_like({root.name}) filled from {root.name})")
-            if root.owner is not None:
-                continue
+            if root not in self.val:
+                continue  # made in the function, or a loop's block argument (no argument's)
             if root.type.dtype in ("f32", "f64"):
                 self.tan[root] = self.zeros_like(self.val[root], "_dot")
 

@@ -59,6 +59,11 @@ def vjp_function(fn, active, mode="vjp"):
     return _Reverse(fn, active, mode).run()
 
 
+def _float_tuple(t):
+    """A tuple holding a float (at any depth): it may carry a derivative."""
+    return isinstance(t, T.Tuple) and any(_float(i) or _float_tuple(i) for i in t.items)
+
+
 def _float(type):
     return isinstance(type, (T.Scalar, T.Array)) and type.dtype in ("f32", "f64")
 
@@ -109,6 +114,11 @@ class _Reverse:
         self.array_adj = {}  # functional array -> its adjoint so far (an array value)
         self.written = {_root(op.operands[0]) for op in walk(fn.body) if op.prim in _WRITES}
         self.snapshots = {}  # (array op, operand index) -> copy taken before later writes
+        # roots of the arrays written inside each loop, and the loops around each op: an
+        # array op in a loop reading an array the loop writes reads other contents on each
+        # trip, so its adjoint needs the contents of each trip (a copy on a tape)
+        self.loop_writes, self.loops_around = {}, {}
+        self._find_loops(fn.body, ())
         self.order = {op: k for k, op in enumerate(walk(fn.body))}
         self.last_write = {}  # array root -> the position of the last op writing into it
         for op in walk(fn.body):
@@ -255,7 +265,7 @@ class _Reverse:
                                                       "not", "truth", "shape", "size"):
             return changed
         for r in op.results:
-            if (_float(r.type) or isinstance(r.type, T.Tuple)) and r not in self.active:
+            if (_float(r.type) or _float_tuple(r.type)) and r not in self.active:
                 self.active.add(r)
                 changed = True
         return changed
@@ -281,7 +291,7 @@ class _Reverse:
             on = src in self.active or (yielded is not None and yielded in self.active)
             for v in (param, result):
                 if on and v is not None and v not in self.active and \
-                        (_float(v.type) or isinstance(v.type, T.Tuple)):
+                        (_float(v.type) or _float_tuple(v.type)):
                     self.active.add(v)
                     changed = True
         return changed
@@ -326,21 +336,35 @@ class _Reverse:
         for old in op.results:
             self.remember(old)
 
+    def _find_loops(self, block, around):
+        for op in block.ops:
+            self.loops_around[op] = around
+            if op.prim in ("for", "while"):
+                self.loop_writes[op] = {_root(o.operands[0]) for region in op.regions
+                                        for o in walk(region) if o.prim in _WRITES}
+            inner = around + (op,) if op.prim in ("for", "while") else around
+            for region in op.regions:
+                self._find_loops(region, inner)
+
     def snapshot(self, op):
-        """An array op whose adjoint reads an array that is written later gets a copy of
-        it now (the adjoint runs after the writes)."""
+        """An array op whose adjoint reads an array that is written later, or written by a
+        loop around it (on another trip), gets a copy of it now: the adjoint runs after the
+        writes. Inside a loop the copy of each trip goes on a tape."""
         if not op.results or op.results[0] not in self.active or op.prim in _VIEWS or \
                 op.prim in _WRITES or op.prim in ("load", "shape", "size", "alloc"):
             return  # element loads are taped or reloaded as they always were
         for k, v in enumerate(op.operands):
-            if isinstance(v.type, T.Array) and \
-                    self.last_write.get(_root(v), -1) > self.order.get(op, -1):
-                if self.depth > 0:
-                    raise CompileError.at(op.loc, "differentiating an array operation inside a "
-                                          "loop or branch that reads an array written later is "
-                                          "not supported yet; work on a copy (x.copy())")
-                self.snapshots[(op, k)] = self.b.value("copy", (self.val[v],),
-                                                       name=f"{v.name or 'a'}_saved")
+            if not isinstance(v.type, T.Array):
+                continue
+            root = _root(v)
+            if self.last_write.get(root, -1) <= self.order.get(op, -1) and not any(
+                    root in self.loop_writes[loop] for loop in self.loops_around.get(op, ())):
+                continue
+            saved = self.b.value("copy", (self.val[v],), name=f"{v.name or 'a'}_saved")
+            if self.depth > 0:
+                self.b.emit("tape_push", [self.tape_for(("snapshot", op, k), v.type), saved])
+            else:
+                self.snapshots[(op, k)] = saved
 
     def forward_shadow(self, op):
         """Shadow arrays follow their primal: allocations and views of shadowed arrays."""
@@ -624,7 +648,7 @@ class _Reverse:
             g = adj.get(r)
             if g is None:
                 return
-        xs = [self.snapshots.get((op, k)) or scope.get(v) for k, v in enumerate(op.operands)]
+        xs = [self.saved_operand(op, k, scope) for k in range(len(op.operands))]
         prim = op.prim
         if prim == "cast":
             if op.attrs["to"].is_float:
@@ -667,6 +691,15 @@ class _Reverse:
         for v, grad in self.rule_grads(op, entry, xs, scope.get(r), g):
             fitted = grad if _same_shape(v, r) else self.sum_to(grad, scope.get(v))
             self.accumulate_into(v, fitted, adj, scope)
+
+    def saved_operand(self, op, k, scope):
+        """Operand k of op as the op read it: its snapshot when one was taken."""
+        saved = self.snapshots.get((op, k))
+        if saved is not None:
+            return saved
+        if scope.has(("snapshot", op, k)):
+            return scope.get(("snapshot", op, k))
+        return scope.get(op.operands[k])
 
     def sum_to(self, g, like):
         """g (broadcast from `like`'s shape) summed back to it."""
@@ -946,6 +979,11 @@ class _Reverse:
         for o in region.ops:
             if o.prim == "const":
                 scope.values[o.results[0]] = self.b.const(o.attrs["value"], o.attrs["type"])
+            for k in range(len(o.operands)):
+                tape = self.tapes.get(("snapshot", o, k))
+                if tape is not None:
+                    scope.values[("snapshot", o, k)] = self.b.value(
+                        "tape_pop", (tape,), name=f"{o.operands[k].name or 'a'}_saved")
             count_tape = self.tapes.get(("count", o))
             if count_tape is not None:
                 scope.values[("count", o)] = self.b.value("tape_pop", (count_tape,),

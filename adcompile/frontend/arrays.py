@@ -304,14 +304,41 @@ def _reduce(prim, what):
 
 
 def _builtin_sum(lw, node, args, kw):
+    """sum(x) is the loop Python runs: 0 + x[0] + x[1] + ..., each addition with numpy's
+    semantics (float32 elements add in float32; the rows of a 2-d array add as arrays). A
+    reduction would add in another order and, for float32, in float64."""
     if len(args) != 1 or kw:
         raise lw.error(node, "sum() in compiled code takes one array (a start value is not "
                              "supported)")
     x = _array_arg(lw, args[0], node, "sum()")
-    if x.type.ndim != 1:
-        raise lw.error(node, f"sum() of a {x.type.ndim}-d array adds its rows; write "
-                             f"np.sum(x, axis=0) for that")
-    return lw.b.value("sum", (x,), {"axis": None, "keepdims": False, "sequential": True}, node)
+    if x.type.ndim == 0:
+        raise lw.error(node, "sum() of a 0-d array is a TypeError in Python (it cannot be "
+                             "iterated); use the value itself")
+    start = lw.b.const(0) if x.type.ndim == 1 else _zero_row(lw, node, x)
+    lw.env[SUM] = start
+    stop = lw.b.value("shape", (x,), {"axis": 0}, node)
+
+    def add_item(index):  # index < len(x): the load cannot raise, so no effect to keep
+        item = lw.b.value("load", (x, index), {"in_bounds": True}, node,
+                          name=element_name(x, [index]))
+        lw.env[SUM] = lw.b.value("add", (lw.env[SUM], item), node=node)
+
+    bounds = [lw.b.const(0, T.INT), stop, lw.b.const(1, T.INT)]
+    total = lw.build_loop(node, {SUM}, "for", bounds, add_item)[SUM]
+    del lw.env[SUM]
+    return total
+
+
+SUM = "__sum"  # the running total of sum(x) in the environment while its loop is lowered
+
+
+def _zero_row(lw, node, x):
+    """Zeros shaped like a row of `x`, of the dtype of 0 + a row: the same first addition as
+    Python's int 0 (0 + -0.0 is 0.0 either way)."""
+    dims = [lw.b.value("shape", (x,), {"axis": k}, node) for k in range(1, x.type.ndim)]
+    dtype = T.promote(T.INT, x.type.element).dtype
+    return lw.b.value("alloc", dims, {"dtype": dtype, "ndim": x.type.ndim - 1, "fill": 0},
+                      node)
 
 
 def _matmul(lw, node, args, kw):
@@ -472,7 +499,8 @@ def _stack(lw, node, args, kw):
     ndim = (items[0].type.ndim if isinstance(items[0].type, T.Array) else 0) + 1
     if not -ndim <= axis < ndim:
         raise lw.error(node, f"np.stack(): axis {axis} is out of range")
-    return lw.b.value("stack", items, {"axis": axis % ndim}, node)
+    return lw.b.value("stack", items, {"axis": axis % ndim, "dtype": _joined_dtype(items)},
+                      node)
 
 
 def _sequence(lw, node, arg, what):
@@ -493,16 +521,18 @@ def array_literal(lw, node, elts, dtype=None):
     if not items:
         raise lw.error(node, "np.array([]) of no items is not supported (its shape and type "
                              "are unknown); use np.zeros(0)")
-    attrs = {"axis": 0}
-    if dtype is not None:
-        attrs["dtype"] = dtype
-    else:
-        element = items[0].type if isinstance(items[0].type, T.Scalar) else items[0].type.element
-        for v in items[1:]:
-            element = T.promote(element, v.type if isinstance(v.type, T.Scalar) else
-                                v.type.element)
-        attrs["dtype"] = element.dtype
-    return lw.b.value("stack", items, attrs, node)
+    return lw.b.value("stack", items, {"axis": 0, "dtype": dtype or _joined_dtype(items)},
+                      node)
+
+
+def _joined_dtype(items):
+    """The dtype numpy gives an array made of `items`: each item becomes an array first, so a
+    Python float is a float64 there, not weak (np.array([0.5, np.float32(1)]) is float64)."""
+    element = None
+    for v in items:
+        strong = T.Scalar(v.type.dtype)
+        element = strong if element is None else T.promote(element, strong)
+    return element.dtype
 
 
 def _np_array(lw, node, args, kw):

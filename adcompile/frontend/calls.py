@@ -131,11 +131,13 @@ def _math(lw, spec, node):
         attrs["int_result"] = True
     if prim in ("abs", "floor", "ceil", "trunc", "maximum", "minimum") and lib == "numpy":
         attrs["keep_int"] = True  # numpy 2 keeps integers integers (and booleans booleans)
-    if prim == "pow":
-        if lib == "math":
-            args = [lw.b.cast(a, T.FLOAT) for a in args]
-            return lw.b.value("pow", args, attrs, node)
-        return lw.b.value("pow", args, {**attrs, "nonneg_int_exponent": False}, node)
+    if lib == "math":
+        # math.* computes on Python floats: a float32 argument is converted first, so that its
+        # derivative is computed in float64 too, as the value is (integers need no tangent)
+        args = [lw.b.cast(a, T.FLOAT) if prim == "pow" or a.type.dtype == "f32" else a
+                for a in args]
+    if prim == "pow" and lib == "numpy":
+        attrs["nonneg_int_exponent"] = False
     return lw.b.value(prim, args, attrs, node)
 
 

@@ -187,8 +187,10 @@ class Lowerer:
         return value
 
     def guarded(self, flag, stmts):
+        """The statements after a return/break/continue that may have happened: an `if`
+        located at the first of them (an error about what it merges points there)."""
         cond = self.b.value("not", (flag,))
-        self.lower_if(cond, lambda: self.statements(stmts), lambda: None, None)
+        self.lower_if(cond, lambda: self.statements(stmts), lambda: None, stmts[0])
 
     def statement(self, node):
         method = getattr(self, "stmt_" + type(node).__name__, None)
@@ -944,7 +946,8 @@ def _what(value):
 
 
 _DISPLAY = {RET: "returned", BRK: "broke", CNT: "skipping", RETVAL: "result", "__s": "pick",
-            "__l": "flag", "__bool": "either", "__ifexp": "choice", "__go": "go"}
+            "__l": "flag", "__bool": "either", "__ifexp": "choice", "__go": "go",
+            arrays.SUM: "total"}
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
            ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "matmul",

@@ -186,7 +186,7 @@ def may_raise(op):
 
 # whole-array primitives that check shapes, bounds or values (numpy's ValueError, IndexError,
 # LinAlgError); an elementwise one only when it broadcasts two arrays (or raises ints to powers)
-_CHECKING = frozenset(("load", "slice", "take", "mask", "matmul", "reshape", "solve", "inv",
+_CHECKING = frozenset(("load", "slice", "take", "mask", "matmul", "reshape", "solve", "inv", "det",
                        "concatenate", "stack", "assign", "iadd", "broadcast_to", "arange",
                        "linspace", "amax", "amin", "argmax", "argmin", "sum_to", "scatter_add",
                        "mask_add"))

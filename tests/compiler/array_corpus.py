@@ -291,6 +291,48 @@ def carry_with_while(x):
     return np.sum(s)
 
 
+# arrays a loop writes and reads again: each trip's contents are what the adjoint reads
+def stores_then_sum(a, x):
+    b = np.zeros(2)
+    total = 0.0
+    for i in range(x.shape[0]):
+        b[0] = a[0] * x[i]
+        b[1] = a[1] * x[i]
+        total += np.sum(b * b)
+    return total
+
+
+def stores_then_max(a, x):
+    b = np.zeros(2)
+    total = 0.0
+    for i in range(x.shape[0]):
+        b[0] = a[0] * x[i]
+        b[1] = a[1] * x[i]
+        total += np.max(b)
+    return total
+
+
+def rows_updated_in_place(w, x):
+    h = np.zeros((2, 3))
+    total = 0.0
+    for t in range(x.shape[0]):
+        for i in range(2):
+            h[i] = np.tanh(h[i] * w + x[t])
+        total += np.sum(h)
+    return total
+
+
+def rows_updated_from_copy(w, x):
+    h = np.zeros((2, 3))
+    total = 0.0
+    for t in range(x.shape[0]):
+        for i in range(2):
+            v = h[i].copy()
+            h[i] = np.tanh(v * w + x[t])
+        total += np.sum(h)
+    return total
+
+
 # -- 2x2 systems and linear algebra -------------------------------------------------------------
 
 def jacobian_2x2(p):
@@ -1051,4 +1093,9 @@ CASES = [
     ("carry_then_index", carry_then_index, lambda: (_n(4),), (0,)),
     ("carry_from_slice", carry_from_slice, lambda: (_n(5),), (0,)),
     ("carry_with_while", carry_with_while, lambda: (_n(4),), (0,)),
+    ("stores_then_sum", stores_then_sum, lambda: (_n(2), _n(3, seed=1)), (0, 1)),
+    ("stores_then_max", stores_then_max, lambda: (_n(2), _n(3, seed=1)), (0, 1)),
+    ("rows_updated_in_place", rows_updated_in_place, lambda: (_n(3), _n(3, seed=1)), (0, 1)),
+    ("rows_updated_from_copy", rows_updated_from_copy, lambda: (_n(3), _n(3, seed=1)),
+     (0, 1)),
 ]

@@ -5,8 +5,11 @@ an array argument, and the gradient (grad and value_and_grad) of the reader: non
 negative-stride, zero-size, read-only, big-endian and unaligned arrays; one array passed twice
 to a writer; NaN and infinities, as scalars and as array elements; the int64 minimum, as a
 numpy integer (wraps, as in numpy) and as a Python int (compiled code raises OverflowError
-where Python would need more than 64 bits); mutual recursion (a located CompileError); and a
-2,000-line function.
+where Python would need more than 64 bits); mutual recursion (a located CompileError); a
+2,000-line function; and float32 values computed as Python computes them (builtin sum adding in
+order, np.array of Python floats and float32 values, math functions of float32 values and
+their derivatives) and derivatives through unusual control flow (a refusal after a possible
+return, a written array that a loop rebinds), found by the random-program fuzzer.
 
 Results are compared with plain Python with `same`: the same types, floats bit for bit
 (-0.0 is not 0.0) with every NaN equal to every NaN, arrays with the same dtype (byte order
@@ -887,3 +890,164 @@ def constant_test_returns(a, b):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_code_python_drops_as_unreachable_is_still_read(backend):
     same(compiled(constant_test_returns, backend)(1.0, 2.0), 1.0)
+
+
+# =============================================================================================
+# 9. float32 values computed as Python computes them (random-program findings)
+# =============================================================================================
+
+def column_sum(m, x):
+    return float(x - sum(m[:, 1]))
+
+
+def store_row_sum(m, i, j):
+    m[j % m.shape[0], i % m.shape[1]] = sum(m[i % m.shape[0], :])
+    return m
+
+
+def builtin_sum(x):
+    return sum(x)
+
+
+# float32 elements whose sum in float32, in order, is not np.sum's (pairwise from 8 elements
+# in numpy, in float64 on the LLVM backend): 1e8 + 3 rounds back to 1e8 each time
+_SUMMED = np.array([1e8] + [3.0] * 8, dtype=np.float32)
+SUMS = {
+    "float32": lambda: _SUMMED.copy(),
+    "float32_nan": lambda: np.array([1e8, 3.0, math.nan, 3.0], dtype=np.float32),
+    "signed_zeros": lambda: np.array([-0.0, -0.0]),  # 0 + -0.0 is 0.0
+    "bool": lambda: np.array([True, False, True]),  # 0 + np.True_ is an np.int64
+    "rows_float32": lambda: np.stack([_SUMMED, _SUMMED[::-1], _SUMMED]).T.copy(),
+    "rows_bool": lambda: np.array([[True, False], [True, True], [False, True]]),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("values", SUMS)
+def test_builtin_sum_adds_in_order_from_int_zero(values, backend):
+    """sum(x) is Python's loop: 0 + x[0] + x[1] + ... with numpy scalar semantics (float32
+    stays float32), the rows of a 2-d array added as arrays."""
+    like_python(backend, builtin_sum, SUMS[values]())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_builtin_sum_of_float32_views(backend):
+    m = np.array([[0.5, 1e8, 2.0], [1.0, 3.0, -1.0], [2.0, 3.0, 0.25], [3.0, 3.0, 7.0]],
+                 dtype=np.float32)
+    like_python(backend, column_sum, m, -2.385)
+    got, expected = np.asfortranarray(m), np.asfortranarray(m)
+    store_row_sum(expected, np.int64(2), np.int64(-2))
+    compiled(store_row_sum, backend)(got, np.int64(2), np.int64(-2))
+    same(got, expected)
+
+
+def weighted_row_sum(m):
+    return float(np.sum(sum(m) * np.arange(m.shape[1])))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_builtin_sum_gradient(backend):
+    x = np.array([0.5, -1.5, 2.0])
+    assert ac.grad(compiled(builtin_sum, backend))(x).tolist() == [1.0, 1.0, 1.0]
+    m = np.arange(6.0).reshape(2, 3)
+    assert ac.grad(compiled(weighted_row_sum, backend))(m).tolist() == [[0.0, 1.0, 2.0]] * 2
+
+
+def literal_of_mixed_numbers(x, y):
+    t = np.array([x, x, x * y])  # x * y is a float32, the array float64
+    return float(x * t[5 % len(t)] * y), t, np.stack([x * y, x]), np.array([1, y])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_array_of_python_floats_and_float32_is_float64(backend):
+    """np.array([...]) and np.stack([...]) make each item an array first: a Python float is a
+    float64 there (not weak), so a float32 item does not make the array float32."""
+    like_python(backend, literal_of_mixed_numbers, 0.4, np.float32(2.094))
+
+
+def cos_of_float32(x, a):
+    return math.cos(a[0] - x)  # math.cos converts the float32 difference to a float
+
+
+def cos_of_stored_float32(b, y, x, a):
+    x /= x if x <= 3.25 else x
+    w = 0
+    while w < 7:
+        w += 1
+        for _ in range(3):
+            a[(w - 2) % len(a)] = x
+        return float(np.cos(a[-1] + x))
+    return float(x)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_math_function_of_float32_is_differentiated_in_float64(backend):
+    """The derivative of math.cos(t) for a float32 t is -math.sin(t) in float64, as the value
+    is computed; it is rounded to float32 only on its way back to t."""
+    a = np.array([-0.142754], dtype=np.float32)
+    t = a[0] - 2.36
+    expected = float(np.float32(math.sin(float(t))))
+    assert ac.grad(compiled(cos_of_float32, backend))(2.36, a) == expected
+    same(ac.value_and_grad(compiled(cos_of_float32, backend))(2.36, a),
+         (cos_of_float32(2.36, a), expected))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_derivative_programs_return_the_function_value(backend):
+    """jvp and value_and_grad return the compiled function's own value, bit for bit (np.cos
+    of a float32: the LLVM backend's cosf may differ from numpy's in the last bit, never from
+    itself)."""
+    def args():
+        return True, np.float64(1.2), np.float32(1.116), np.array([-1.02709, -0.4, 0.6, 0.329],
+                                                                 dtype=np.float32)
+
+    f = compiled(cos_of_stored_float32, backend)
+    value = f(*args())
+    same(ac.jvp(f, args(), (None, np.float64(1.0), None, None))[0], value)
+    same(ac.value_and_grad(f, argnums=1)(*args())[0], value)
+
+
+# =============================================================================================
+# 10. derivatives through unusual control flow (random-program findings)
+# =============================================================================================
+
+def _pair_returned_late(x, n):
+    for i in range(n):
+        return 1.0, 2.0
+    for j in range(n):  # runs only when the first loop did not return: guarded by an if
+        return x, x * j
+    return x, x
+
+
+def sums_a_pair(x, n):
+    a, b = _pair_returned_late(x, n)
+    return a + b
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_refused_merge_after_a_return_is_located(backend):
+    """The if guarding the statements after a possible return is located at the first of
+    them, so what reverse mode refuses there names the user's line."""
+    with pytest.raises(ac.CompileError) as refused:
+        ac.grad(compiled(sums_a_pair, backend))(1.5, 3)
+    assert refused.value.line == line_of(_pair_returned_late, "for j in range(n):")
+
+
+def write_rebound_in_loop(m, c, y):
+    for i in range(m.shape[0]):
+        m[i, 0] += 1.0  # the argument in the first iteration, new arrays afterwards
+        m = m * 0.5
+    return y * c + float(m[0, 0])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_jvp_of_a_writer_whose_array_a_loop_rebinds(backend):
+    def args():
+        return np.arange(6.0).reshape(3, 2), 2.0, 3.0
+
+    got_args, expected_args = args(), args()
+    value, tangent = ac.jvp(compiled(write_rebound_in_loop, backend), got_args,
+                            (None, None, 1.0))
+    same(value, write_rebound_in_loop(*expected_args))
+    same(got_args[0], expected_args[0])
+    assert tangent == 2.0

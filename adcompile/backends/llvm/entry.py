@@ -161,23 +161,60 @@ class _Entry:
         b.position_at_end(done)
 
     def raise_error(self, status, ctx_field):
+        """Raise the exception of kernel error `status` with its message (two integers from
+        the context fill its %lld), looked up in constant tables indexed by the code: one
+        call, however many places the kernel can fail (a branch per code made the entry
+        point of a large kernel thousands of lines long)."""
+        b = self.b
         done = self.func.append_basic_block("raised")
-        details = [self.b.load(ctx_field(CTX_ERR + k), typ=I64) for k in range(2)]
-        switch = self.b.switch(status, done)
+        errors = self.kernel.errors
+        if not errors:
+            b.branch(done)
+            b.position_at_end(done)
+            return
+        size = max(errors) + 1
+        null = ir.Constant(PTR, None)
+        formats, exceptions, direct = [null] * size, [null] * size, [0] * size
+        for code, (exception, message) in errors.items():
+            formats[code] = self.string(message)
+            if exception in capi.EXCEPTIONS:  # not a builtin: the class object itself
+                exceptions[code], direct[code] = self.symbol(f"adc_exc_{exception}"), 1
+            else:  # a builtin: the address of the variable PyExc_<name> holding it
+                exceptions[code] = external(self.module, f"PyExc_{exception}", PTR)
+        tables = []
+        for name, typ, items in (("formats", PTR, formats), ("exceptions", PTR, exceptions),
+                                 ("direct", I8, [ir.Constant(I8, d) for d in direct])):
+            g = opaque(ir.GlobalVariable(self.module, ir.ArrayType(typ, size),
+                                         name=f".errors.{name}"))
+            g.global_constant = True
+            g.linkage = "private"
+            g.initializer = ir.Constant(ir.ArrayType(typ, size), items)
+            tables.append((g, typ))
+        known = b.icmp_unsigned("<", status, ir.Constant(I32, size))
+        raise_bb = self.func.append_basic_block("raise")
+        b.cbranch(known, raise_bb, done)
+        b.position_at_end(raise_bb)
+        index = b.zext(status, I64)
+        fmt, exc, is_direct = (b.load(b.gep(g, [i64(0), index],
+                                            source_etype=ir.ArrayType(typ, size)), typ=typ)
+                               for g, typ in tables)
+        found = self.func.append_basic_block("raise.known")
+        b.cbranch(b.icmp_unsigned("!=", fmt, null), found, done)  # code 1: already set
+        b.position_at_end(found)
+        with b.if_else(b.icmp_unsigned("!=", is_direct, ir.Constant(I8, 0))) as (own, builtin):
+            with own:
+                own_bb = b.block
+            with builtin:
+                loaded = b.load(exc, typ=PTR)
+                builtin_bb = b.block
+        chosen = b.phi(PTR)
+        chosen.add_incoming(exc, own_bb)
+        chosen.add_incoming(loaded, builtin_bb)
+        details = [b.load(ctx_field(CTX_ERR + k), typ=I64) for k in range(2)]
         fmt_fn = self.declare("PyErr_Format", PTR, [PTR, PTR], var_arg=True)
-        for code, (exception, message) in sorted(self.kernel.errors.items()):
-            bb = self.func.append_basic_block(f"raise{code}")
-            switch.add_case(ir.Constant(I32, code), bb)
-            with self.b.goto_block(bb):
-                if exception in capi.EXCEPTIONS:  # not a builtin: the class object itself
-                    exc = self.symbol(f"adc_exc_{exception}")
-                else:
-                    exc = self.b.load(external(self.module, f"PyExc_{exception}", PTR),
-                                      typ=PTR)
-                self.b.call(fmt_fn, [exc, self.string(message)] + details)
-                self.b.branch(done)
-        # the default (code 1, PYTHON_ERROR): numpy already set the exception
-        self.b.position_at_end(done)
+        b.call(fmt_fn, [chosen, fmt] + details)
+        b.branch(done)
+        b.position_at_end(done)
 
     # -- arguments --------------------------------------------------------------------------
     def unpack(self, obj, t, written, exact=True):

@@ -1,6 +1,7 @@
 """np.linalg.det / inv / solve on the LLVM backend, computed as numpy computes them.
 
-The matrix is copied into a column-major work buffer (numpy linearises it the same way),
+The matrix is copied into a column-major work buffer of float64 (numpy linearises it the
+same way, and computes in double precision whatever the input, float32 results rounded back),
 factored by LU with partial pivoting (getrf) and, for inv and solve, the right-hand side (the
 identity for inv) solved in place (getrs). numpy's gesv is getrf followed by getrs, so a
 singular matrix raises numpy.linalg.LinAlgError("Singular matrix") exactly when getrf reports
@@ -62,7 +63,8 @@ class LinalgLowering:
     # -- the primitives ----------------------------------------------------------------------
     def det(self, op):
         a = self.v(op.operands[0])
-        dtype = op.results[0].type.dtype
+        result = op.results[0].type.dtype
+        dtype = "f64"  # numpy computes in double precision, float32 too, and casts back
         n = self.square(a, op.loc)
         work = self.column_major(a, dtype, op.loc)
         pivots, info = self.factor(work, n, dtype, op.loc)
@@ -89,11 +91,12 @@ class LinalgLowering:
                                                             dtype))
         self.release(work)
         self.release(pivots)
-        return b.select(b.icmp_signed("==", info, i64(0)), value, zero(t))
+        return self.cast_to(b.select(b.icmp_signed("==", info, i64(0)), value, zero(t)),
+                            dtype, result)
 
     def inv(self, op):
         a = self.v(op.operands[0])
-        dtype = op.results[0].type.dtype
+        result, dtype = op.results[0].type.dtype, "f64"  # (as det)
         n = self.square(a, op.loc)
         work = self.column_major(a, dtype, op.loc)
         pivots, info = self.factor(work, n, dtype, op.loc)
@@ -104,7 +107,7 @@ class LinalgLowering:
         self.loop(n, lambda i: self.write(rhs, self.b.mul(i, self.b.add(n, i64(1))), one,
                                           dtype))
         self.solve_factored(work, pivots, rhs, n, n, dtype)
-        out = self.new_array(dtype, [n, n], op.loc)
+        out = self.new_array(result, [n, n], op.loc)
         self.copy_into(out, rhs.view(rhs.data, [n, n], [i64(1), n]))
         for buffer in (work, pivots, rhs):
             self.release(buffer)
@@ -112,7 +115,7 @@ class LinalgLowering:
 
     def solve(self, op):
         a, rhs_in = self.v(op.operands[0]), self.v(op.operands[1])
-        dtype = op.results[0].type.dtype
+        result, dtype = op.results[0].type.dtype, "f64"  # (as det)
         n = self.square(a, op.loc)
         signature = "(m,m),(m)->(m)" if rhs_in.ndim == 1 else "(m,m),(m,n)->(m,n)"
         self.fail_with(self.b.icmp_signed("!=", rhs_in.shape[0], n), "ValueError",
@@ -125,7 +128,7 @@ class LinalgLowering:
         rhs = self.column_major(rhs_in, dtype, op.loc)
         nrhs = rhs_in.shape[1] if rhs_in.ndim == 2 else i64(1)
         self.solve_factored(work, pivots, rhs, n, nrhs, dtype)
-        out = self.new_array(dtype, rhs_in.shape, op.loc)
+        out = self.new_array(result, rhs_in.shape, op.loc)
         self.copy_into(out, rhs.view(rhs.data, rhs_in.shape, [i64(1), n][:rhs_in.ndim]))
         for buffer in (work, pivots, rhs):
             self.release(buffer)

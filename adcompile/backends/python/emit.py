@@ -381,8 +381,6 @@ class _Emitter:
     def array_call(self, op, args):
         prim, attrs, t = op.prim, op.attrs, op.result.type if op.results else None
         if prim in ("sum", "mean", "prod", "amax", "amin", "argmax", "argmin"):
-            if attrs.get("sequential"):
-                return self.cast_to(op, self.call("sum", args), ())
             name = {"amax": "max", "amin": "min"}.get(prim, prim)
             axis = attrs.get("axis")
             kwargs = {}

@@ -1,0 +1,126 @@
+"""What the eval modules, run.py and tool.py share: compile-time measurement, GradBench's
+error measure, best-of-N timing and JSON encoding of outputs."""
+
+import functools
+import math
+import os
+import tempfile
+import time
+
+import numpy as np
+
+# tool.py turns this off: a GradBench session compiles once with the user's cache and has no
+# use for a cold compile per workload.
+MEASURE_COMPILE = True
+
+
+def compile_seconds(build, args):
+    """Compile seconds of a derivative, cold (empty on-disk cache) and warm (the cache the cold
+    compile filled, in a new compiled object), and the warm callable.
+
+    `build()` returns a fresh callable (e.g. `ac.grad(adcompile(f))`); a compile is the first
+    call's time beyond that of a second call. Without MEASURE_COMPILE only the ordinary first
+    call is made and both seconds are None."""
+    if not MEASURE_COMPILE:
+        derivative = build()
+        derivative(*args)
+        return None, None, derivative
+    seconds = []
+    saved = os.environ.get("ADCOMPILE_CACHE_DIR")
+    with tempfile.TemporaryDirectory(prefix="adcompile-gradbench-") as directory:
+        os.environ["ADCOMPILE_CACHE_DIR"] = directory
+        try:
+            for _ in range(2):
+                derivative = build()
+                first = _call_seconds(derivative, args)
+                seconds.append(max(first - _call_seconds(derivative, args), 0.0))
+        finally:
+            if saved is None:
+                del os.environ["ADCOMPILE_CACHE_DIR"]
+            else:
+                os.environ["ADCOMPILE_CACHE_DIR"] = saved
+    return seconds[0], seconds[1], derivative
+
+
+def _call_seconds(fn, args):
+    start = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - start
+
+
+def best_seconds(fn, budget=1.0, least=3, most=1000):
+    """The fastest of repeated calls of fn() after one warm-up call: at least `least` calls
+    (one when the warm-up alone took `budget`, none past 5 * `budget`: then the warm-up's
+    time), then more while the calls so far took less than `budget` seconds (at most
+    `most`)."""
+    start = time.perf_counter()
+    fn()
+    warmup = time.perf_counter() - start
+    if warmup >= 5 * budget:
+        return warmup  # a slow call: run.py has called it once already, to check it
+    if warmup >= budget:
+        least = 1
+    times = []
+    while len(times) < least or (sum(times) + warmup < budget and len(times) < most):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def spec_error(ours, ref):
+    """The largest |a - e| / max(1, |a| + |e|) over corresponding numbers of two outputs
+    (GradBench's validation measure, SPEC.md section 0). Structures must match as GradBench
+    requires (same keys, same lengths; int and float are both numbers); a mismatch or a NaN
+    gives inf, where GradBench would let a NaN pass."""
+    if isinstance(ref, dict):
+        if not isinstance(ours, dict) or set(ours) != set(ref):
+            return math.inf
+        return max((spec_error(ours[key], ref[key]) for key in ref), default=0.0)
+    if isinstance(ref, (list, tuple)) and not _numeric(ref):
+        if not isinstance(ours, (list, tuple)) or len(ours) != len(ref):
+            return math.inf
+        return max((spec_error(a, e) for a, e in zip(ours, ref)), default=0.0)
+    try:
+        a = np.asarray(ours, dtype=np.float64)
+        e = np.asarray(ref, dtype=np.float64)
+    except (TypeError, ValueError):
+        return math.inf
+    if a.shape != e.shape:
+        return math.inf
+    worst = float(np.max(np.abs(a - e) / np.maximum(1.0, np.abs(a) + np.abs(e)), initial=0.0))
+    return math.inf if math.isnan(worst) else worst
+
+
+def _numeric(items):
+    """A list of numbers or of numeric arrays (compared as one array), not of structures."""
+    return all(not isinstance(item, (dict, str)) for item in items) and _rectangular(items)
+
+
+def _rectangular(items):
+    try:
+        np.asarray(items, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def to_json(value):
+    """An output as plain JSON values: numpy arrays become lists, numpy scalars numbers."""
+    if isinstance(value, dict):
+        return {key: to_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(item) for item in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+@functools.cache
+def njit(fn):
+    """numba.njit(fn), compiled once per process (each size of an eval reuses it)."""
+    import numba
+
+    return numba.njit(fn)
