@@ -34,6 +34,9 @@ from runtime.rules import RULES
 
 _TERMINATORS = ("yield", "condition", "return")
 # pure and cheap: the adjoint recomputes these from popped values instead of taping them
+# elementwise ops recomputed on whole arrays rather than taped (see recomputable)
+_CHEAP_ON_ARRAYS = {"add", "sub", "mul", "neg", "abs", "select", "maximum", "minimum", "eq",
+                    "ne", "lt", "le", "gt", "ge", "cast", "pow"}
 _RECOMPUTE = {"add", "sub", "mul", "div", "neg", "floordiv", "mod", "eq", "ne", "lt", "le",
               "gt", "ge", "not", "truth", "cast", "shape", "size", "select", "and", "abs",
               "sign", "min", "max", "maximum", "minimum", "copysign",
@@ -997,16 +1000,39 @@ class _Reverse:
                                     names=[r.name for r in o.results],
                                     result_types=[r.type for r in o.results])
                 scope.values[o.results[0]] = clone.results[0]
+                r = o.results[0]
+                base = o.operands[0] if o.prim in _VIEWS + ("load",) else None
+                if ("shadow", r) in self.tapes and base is not None and \
+                        (base in self.shadow or _has_shadow(scope, base)):
+                    # a view's shadow: the same view of its base's shadow, made again
+                    scope.shadows[r] = self.b.value(
+                        o.prim, [scope.shadow(base, self)] + [scope.get(x) for x in
+                                                              o.operands[1:]],
+                        o.attrs, name=f"{r.name or 'a'}_bar")
+                else:
+                    self._pop_shadow(r, scope)
                 continue
             for v in o.results:
                 self._pop(v, scope)
 
     def recomputable(self, op):
         """Cheap, pure, and computing the same value in the adjoint as in the forward pass:
-        arithmetic, comparisons, squares, and elements of arrays nothing writes into."""
-        if op.prim not in ("load", "shape", "size") and any(
-                isinstance(v.type, T.Array) for v in list(op.results) + list(op.operands)):
-            return False  # whole-array results are taped, not recomputed
+        arithmetic, comparisons, squares, and elements of arrays nothing writes into. On
+        whole arrays: views of arrays nothing writes into, and cheap elementwise arithmetic
+        (no libm call) of arrays nothing writes into, which the LLVM backend fuses into
+        the adjoint's loops instead of keeping an array per trip on a tape."""
+        arrays = [v for v in list(op.results) + list(op.operands) if isinstance(v.type, T.Array)]
+        if arrays and op.prim not in ("shape", "size"):
+            if any(_root(v) in self.written for v in op.operands if isinstance(v.type, T.Array)):
+                return False
+            if op.prim in _VIEWS or op.prim == "load":
+                return True
+            if op.prim not in _CHEAP_ON_ARRAYS:
+                return False
+            if op.prim == "pow":
+                e = op.operands[1].owner
+                return e is not None and e.prim == "const" and e.attrs["value"] == 2
+            return True
         if op.prim in _RECOMPUTE:
             return True
         if op.prim == "load":
@@ -1021,6 +1047,9 @@ class _Reverse:
         tape = self.tapes.get(v)
         if tape is not None:
             scope.values[v] = self.b.value("tape_pop", (tape,), name=v.name)
+        self._pop_shadow(v, scope)
+
+    def _pop_shadow(self, v, scope):
         shadow_tape = self.tapes.get(("shadow", v))
         if shadow_tape is not None:
             scope.shadows[v] = self.b.value("tape_pop", (shadow_tape,),
@@ -1359,6 +1388,9 @@ def _dims(v, memo=None):
         a, c = (_dims(x, memo) for x in op.operands)
         result = (a[:-1] if len(a) == 2 else ()) + (c[-1:] if len(c) == 2 else ())
         result = result if len(result) == v.type.ndim else own
+    elif op is not None and op.prim == "arange" and _const(op.operands[0]) == 0 and \
+            _const(op.operands[2]) == 1:  # np.arange(n): n elements
+        result = (_length_key(op.operands[1], memo),)
     elif op is not None and op.prim in ("alloc", "broadcast_to"):
         lengths = op.operands[:op.attrs["ndim"]] if op.prim == "alloc" else op.operands[1:]
         result = tuple(_length_key(d, memo) for d in lengths)
@@ -1379,6 +1411,10 @@ def _dims(v, memo=None):
 # a counted loop's carried array parameter -> (its initial value, the value its body yields),
 # for the shape analysis (set while a function is differentiated)
 _LOOP_PARAMS = {}
+
+
+def _const(v):
+    return v.owner.attrs["value"] if v.owner is not None and v.owner.prim == "const" else None
 
 
 def _length_key(d, memo):
