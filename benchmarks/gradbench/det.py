@@ -193,10 +193,6 @@ def error(ours, ref):
 
 
 if __name__ == "__main__":
-    import torch
-
     import run  # sets one thread for JAX before it loads
 
-    torch.set_num_threads(1)
-    given = {key: int(value) for key, value in (arg.split("=") for arg in sys.argv[1:])}
-    run.run_size(sys.modules[__name__], {**QUICK[0], **given}, budget=0.3)
+    given = run.script(sys.modules[__name__])

@@ -205,12 +205,8 @@ def _check_nonzero():
 
 
 if __name__ == "__main__":
-    import torch
-
     import run  # sets one thread for JAX before it loads
 
-    torch.set_num_threads(1)
-    given = {key: int(value) for key, value in (arg.split("=") for arg in sys.argv[1:])}
-    run.run_size(sys.modules[__name__], {**QUICK[0], **given}, budget=0.3)
+    given = run.script(sys.modules[__name__])
     if not given:
         _check_nonzero()

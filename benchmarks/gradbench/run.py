@@ -101,6 +101,18 @@ def problem_size(module, size):
     return math.prod(v for v in size.values() if isinstance(v, (int, float)))
 
 
+def script(module):
+    """An eval module run as a script: its QUICK workload, or the sizes given as `name=value`
+    arguments, prepared, checked and timed as run_size does (printed only). Returns the
+    sizes given."""
+    import torch
+
+    torch.set_num_threads(1)
+    given = {key: int(value) for key, value in (arg.split("=") for arg in sys.argv[1:])}
+    run_size(module, {**module.QUICK[0], **given}, budget=0.3)
+    return given
+
+
 def run_size(module, size, budget):
     """Prepare every tool on one workload, check adcompile's outputs and time every call."""
     name = f"{module.NAME} {label(module, size)}"
