@@ -633,6 +633,10 @@ def _check_finite_differences(result, program, checked, k, argnums, value, grads
             text = f"{where}: grad {ad!r}, finite differences {estimate!r}"
             if rounds:
                 result.notes.append("inconclusive finite differences (rounding): " + text)
+            elif math.isnan(ad) and _non_finite_inside(checked, program.arg_sets[k]):
+                # a zero cotangent times an infinite or NaN partial (0 * nan): the chain rule
+                # gives NaN there, as JAX and PyTorch do, where the function is smooth
+                result.notes.append("NaN gradient from a non-finite partial: " + text)
             else:
                 result.findings.append(Finding("grad disagrees with finite differences",
                                                "llvm", k, text))
@@ -661,6 +665,21 @@ def _finite_difference(checked, arg_set, i, c):
 
 def _coordinate(arg, c):
     return arg if c is None else arg[c]
+
+
+def _non_finite_inside(checked, arg_set):
+    """Whether the function computes an infinity or a NaN on the way (numpy's invalid,
+    divide-by-zero or overflow flags) at these arguments."""
+    args = fresh(arg_set)
+    checked._ARRAYS[:] = _arrays(args)
+    with np.errstate(invalid="raise", divide="raise", over="raise"):
+        try:
+            checked.program(*args)
+        except FloatingPointError:
+            return True
+        except Exception:  # noqa: BLE001 (its outcome was compared already)
+            return False
+    return False
 
 
 def _evaluate(checked, arg_set, i, c, x):
