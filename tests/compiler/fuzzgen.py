@@ -90,14 +90,17 @@ def _pw(a, b):
         raise ComplexResult(f"{a!r} ** {b!r}")
     return r
 '''
-# The oracle of the LLVM backend's sums: np.sum/np.mean add pairwise (8 and more elements) and
-# BLAS orders a product's terms its own way, where compiled code adds in order. These are the
-# same operations in the LLVM backend's order (adcompile/backends/llvm/arrays.py: one
-# accumulator per result element starting at 0, C order of the reduced axes, float32 sums and
-# all means accumulated in float64; @ adds k = 0, 1, ... in the result's dtype). And where
-# numpy has its own SIMD code for np.tanh, np.sin... the LLVM backend calls the C library
-# (sin, or sinf of float32): _libm gives numpy's results with each finite element computed so
-# (render(checked="seq") spells np.tanh(x) _libm.tanh(x)).
+# The oracle of the LLVM backend's sums and products where they may differ from numpy's. np.sum
+# and np.mean add in numpy's order there (adcompile/backends/llvm/pairwise.py), over the array
+# the compiled code holds: a view of an argument has numpy's layout, but an array the compiled
+# code computed into memory (an elementwise result that is not fused into its consumer, a
+# constructor's result) is C-ordered where numpy lays an elementwise result out in its operands'
+# order; _rs sums such an array in C order (fused expressions add in numpy's own order: the
+# plain oracle). BLAS orders a product's terms its own way, where compiled code adds in order
+# (@ adds k = 0, 1, ... in the result's dtype: _rmm). And where numpy has its own SIMD code
+# for np.tanh, np.sin... the LLVM backend calls the C library (sin, or sinf of float32): _libm
+# gives numpy's results with each finite element computed so (render(checked="seq") spells
+# np.tanh(x) _libm.tanh(x)).
 SEQUENTIAL = '''
 
 import ctypes as _ctypes
@@ -142,24 +145,12 @@ class _Libm:
 _libm = _Libm()
 
 def _rs(how, x, axis=None, keepdims=False):
+    """np.sum / np.mean in numpy's order over the layout the compiled code has: C order for
+    an array that is not a view of an argument."""
     x = np.asarray(x)
-    axes = range(x.ndim) if axis is None else axis if isinstance(axis, tuple) else (axis,)
-    axes = sorted(a % x.ndim for a in axes)
-    kept = [a for a in range(x.ndim) if a not in axes]
-    count = int(np.prod([x.shape[a] for a in axes]))
-    wide = np.float64 if how == "mean" or x.dtype == np.float32 else x.dtype
-    terms = np.transpose(x, kept + axes).astype(wide)
-    terms = terms.reshape(tuple(x.shape[a] for a in kept) + (count,))
-    total = np.zeros(terms.shape[:-1], wide)
-    for k in range(count):
-        total = total + terms[..., k]
-    out = {"sum": x.dtype, "mean": np.float32 if x.dtype == np.float32 else np.float64}[how]
-    if how == "mean":
-        total = total / np.float64(count)
-    total = total.astype(out)
-    if keepdims:
-        total = total.reshape([1 if a in axes else x.shape[a] for a in range(x.ndim)])
-    return total[()] if total.ndim == 0 else total
+    if not any(np.may_share_memory(x, a) for a in _ARRAYS):
+        x = np.ascontiguousarray(x)
+    return getattr(np, how)(x, axis=axis, keepdims=keepdims)
 
 
 def _rmm(a, b):

@@ -849,3 +849,152 @@ def test_collecting_a_variant_does_not_free_its_method_definition():
                            capture_output=True, text=True, cwd=root, timeout=600)
     assert child.returncode == 0, child.stderr[-2000:]
     assert child.stdout.split()[-1] == "ok"
+
+
+# -- sums in numpy's order: bit for bit ----------------------------------------------------------
+# np.sum / np.mean of floats add in numpy's order on LLVM (backends/llvm/pairwise.py): pairwise
+# over runs, numpy's calls for other layouts, float32 in float32. The values span 16 decades, so
+# another order of additions gives other bits (test_sums_are_order_sensitive).
+
+
+def total(x):
+    return np.sum(x)
+
+
+def average(x):
+    return np.mean(x)
+
+
+def method_sums(x):
+    return x.sum(), x.mean()
+
+
+def sum_last_axis(x):
+    return np.sum(x, axis=-1)
+
+
+def sum_first_axis(x):
+    return np.sum(x, axis=0)
+
+
+def mean_rows_kept(x):
+    return x.mean(axis=1, keepdims=True)
+
+
+def sum_outer_axes(x):
+    return np.sum(x, axis=(0, 2)), x.mean(axis=(1, 2))
+
+
+def fused_total(x):
+    return np.sum(x * 2.0 - 1.0)
+
+
+def fused_mean(x):
+    return np.mean(np.abs(x) * x + x)
+
+
+def fused_last_axis(x):
+    return np.sum(x * x, axis=-1)
+
+
+def fused_first_axis(x):
+    return np.mean(x * x + 1.0, axis=0)
+
+
+def fused_pair(x, y):
+    return np.sum(x * y + x), np.sum(x - y * 0.5, axis=1)
+
+
+def rosenbrock(x):
+    return np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+def trace_of(x):
+    return np.trace(x)
+
+
+def int_means(a):
+    return np.mean(a), np.mean(a, axis=0)
+
+
+def _wide(*shape, seed=0, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(shape) * 10.0 ** rng.integers(-8, 8, shape)).astype(dtype)
+
+
+SUM_SIZES = (0, 1, 7, 8, 9, 127, 128, 129, 1000, 10000, 100000)
+VECTOR_LAYOUTS = {"C": lambda a: a, "reversed": lambda a: a[::-1],
+                  "strided": lambda a: np.repeat(a, 3)[::3]}
+MATRIX_LAYOUTS = {
+    "C": lambda a: a, "F": np.asfortranarray, "transposed": lambda a: a.T.copy().T,
+    "strided": lambda a: np.repeat(a, 2, axis=1)[:, ::2],
+    "sliced": lambda a: np.concatenate([a, a], axis=1)[:, :a.shape[1]],
+    "reversed": lambda a: a[::-1].copy()[::-1], "rows reversed": lambda a: a[::-1]}
+VECTOR_SUMS = (total, average, method_sums, fused_total, fused_mean, rosenbrock)
+MATRIX_SUMS = (total, average, sum_last_axis, sum_first_axis, mean_rows_kept, fused_total,
+               fused_last_axis, fused_first_axis, trace_of)
+# (rows, columns): one call, a block per row, numpy's buffered calls of whole rows (8192
+# elements: 100 x 999 adds 8 rows at a time), rows longer than half the buffer
+MATRIX_SHAPES = ((3, 5), (40, 25), (8, 16), (100, 1000), (9, 5000), (301, 300))
+SUM_PARAMS = (
+    [pytest.param(fn, (_wide(n, dtype=dtype),), layout, VECTOR_LAYOUTS,
+                  id=f"{fn.__name__}-{np.dtype(dtype).name}-{n}-{layout}")
+     for fn in VECTOR_SUMS for dtype in (np.float64, np.float32) for n in SUM_SIZES
+     for layout in VECTOR_LAYOUTS] +
+    [pytest.param(fn, (_wide(*shape, dtype=dtype),), layout, MATRIX_LAYOUTS,
+                  id=f"{fn.__name__}-{np.dtype(dtype).name}-{shape}-{layout}")
+     for fn in MATRIX_SUMS for dtype in (np.float64, np.float32) for shape in MATRIX_SHAPES
+     for layout in MATRIX_LAYOUTS] +
+    [pytest.param(fn, (_wide(*shape, dtype=dtype),), layout, {"C": lambda a: a,
+                  "F": np.asfortranarray, "stepped": lambda a: a[:, ::2], "swapped":
+                  lambda a: np.swapaxes(a, 0, 2)},
+                  id=f"{fn.__name__}-{np.dtype(dtype).name}-{shape}-{layout}")
+     for fn in (total, average, sum_last_axis, sum_first_axis, sum_outer_axes, fused_total,
+                fused_last_axis) for dtype in (np.float64, np.float32)
+     for shape in ((6, 7, 40), (30, 40, 50)) for layout in ("C", "F", "stepped", "swapped")] +
+    [pytest.param(fused_pair, (_wide(50, 40), _wide(50, 40, seed=1)), layout, MATRIX_LAYOUTS,
+                  id=f"fused_pair-{layout}") for layout in MATRIX_LAYOUTS] +
+    [pytest.param(int_means, (np.random.default_rng(0).integers(-2**50, 2**50, shape),),
+                  layout, MATRIX_LAYOUTS if len(shape) == 2 else VECTOR_LAYOUTS,
+                  id=f"int_means-{shape}-{layout}")
+     for shape in ((100000,), (300, 301)) for layout in ("C", "reversed", "strided")] +
+    [pytest.param(average, (np.random.default_rng(0).random(20000) > 0.3,), "C",
+                  VECTOR_LAYOUTS, id="bool_mean")])
+
+
+def check_bits(ours, expected, what):
+    """The same type, dtype, shape and bits (the sign of zero too; NaNs equal)."""
+    if isinstance(expected, tuple):
+        for k, (o, e) in enumerate(zip(ours, expected, strict=True)):
+            check_bits(o, e, f"{what}[{k}]")
+        return
+    assert type(ours) is type(expected), f"{what}: {type(ours)} != {type(expected)}"
+    o, e = np.asarray(ours), np.asarray(expected)
+    assert o.dtype == e.dtype and o.shape == e.shape, f"{what}: {o.dtype}{o.shape}"
+    assert np.array_equal(o, e, equal_nan=True), f"{what}: {ours!r} != {expected!r}"
+    assert np.array_equal(np.signbit(o), np.signbit(e)), f"{what}: the sign of a zero"
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("fn,args,layout,layouts", SUM_PARAMS)
+def test_sums_add_in_numpys_order(fn, args, layout, layouts):
+    args = tuple(layouts[layout](a) for a in args)
+    check_bits(compiled(fn, "llvm")(*args), fn(*args), fn.__name__)
+
+
+def test_sums_are_order_sensitive():
+    """The test data has teeth: adding in C order, or float32 in float64, gives other bits."""
+    x = _wide(100000)
+    assert np.sum(x) != sum(x.tolist())
+    assert np.sum(_wide(100, 999)) != np.sum(_wide(100, 999).ravel()[::-1])
+    y = _wide(10000, dtype=np.float32)
+    assert np.sum(y) != np.float32(np.sum(y.astype(np.float64)))
+
+
+def test_gradient_programs_sum_as_numpy():
+    """value_and_grad's value is numpy's sum bit for bit (the loss is not folded into the
+    loop of its gradient's stores any more)."""
+    x = _wide(1000) * 1e-3
+    value, grad = ac.value_and_grad(ac.adcompile(rosenbrock))(x)
+    assert value == rosenbrock(x)
+    assert np.allclose(grad, ac.grad(ac.adcompile(rosenbrock, backend="python"))(x))

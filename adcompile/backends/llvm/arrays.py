@@ -7,20 +7,24 @@ memory, with numpy's semantics (array_impl.py is the reference the tests hold us
   element, so an element of an array computes exactly what a numpy scalar of its dtype does.
 - Views (`slice`, `transpose`, `broadcast_to`, `reshape` where numpy makes a view) share
   their operand's memory and owner; new arrays are buffers (memory.py).
-- Reductions run their loops in C order of the reduced axes, one accumulator per result
-  element: sums are sequential (numpy adds pairwise, so the last bits may differ), float32
-  sums and means accumulate in float64.
+- Float sums and means (np.sum, np.mean, np.trace; means of integers and booleans too) add
+  in numpy's order, bit for bit: pairwise sums over the pieces numpy's iterator makes
+  (pairwise.py), float32 in float32. Integer sums, products, max/min and arg* keep one
+  accumulator per result element and visit the reduced axes in C order (the order does not
+  change them); sum_to (the adjoint of broadcasting) adds in C order unless it sums every
+  element.
 - Stores into arrays (`assign`, `iadd`) read a source that may overlap the destination
   through a copy, as numpy does.
 Inner loops are plain counted loops over element offsets, which LLVM vectorises when strides
-allow; fusing ops into one loop nest is later work.
+allow; elementwise ops fuse into the loops of their consumers (fusion.py).
 """
 
 import llvmlite.ir as ir
 
 from adcompile.backends.llvm.fusion import LazyV, Pack
+from adcompile.backends.llvm.pairwise import Cells, Locals, PairwiseLowering, while_loop
 from adcompile.backends.llvm.values import (F64, I1, I8, I64, ITEMSIZE, MEM, PTR, REG,
-                                            ArrayV, i64, opaque, zero)
+                                            ArrayV, i64, zero)
 from adcompile.ir import types as T
 from adcompile.ir.nodes import Op, Value
 from adcompile.ir.prims import PRIMS
@@ -41,7 +45,7 @@ def accumulated(prim, dtype, result):
     return result if prim == "prod" else dtype
 
 
-class ArrayLowering:
+class ArrayLowering(PairwiseLowering):
     """The whole-array rules, mixed into the kernel's lowering (lower._Lowering)."""
 
     # -- loops -----------------------------------------------------------------------------
@@ -473,10 +477,9 @@ class ArrayLowering:
         fn.linkage = "internal"
         old_n, od, ost, nd, nst = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
-        v = _Locals(b, ("oi", "oj", "ni", "nj", "np", "op", "k"))
-        old = _Cells(b, old_size, od)
-        old_st = _Cells(b, old_size, ost)
-        new, new_st = _Cells(b, new_n, nd), _Cells(b, new_n, nst)
+        v = Locals(b, ("oi", "oj", "ni", "nj", "np", "op", "k"))
+        old, old_st = Cells(b, od), Cells(b, ost)
+        new, new_st = Cells(b, nd), Cells(b, nst)
         for var, value in (("oi", 0), ("oj", 1), ("ni", 0), ("nj", 1)):
             v[var] = i64(value)
 
@@ -503,17 +506,17 @@ class ArrayLowering:
 
         def group():
             v["np"], v["op"] = new[v["ni"]], old[v["oi"]]
-            _while(b, lambda: b.icmp_signed("!=", v["np"], v["op"]), grow)
+            while_loop(b, lambda: b.icmp_signed("!=", v["np"], v["op"]), grow)
             v["k"] = v["oi"]
-            _while(b, lambda: b.icmp_signed("<", v["k"], b.sub(v["oj"], i64(1))), no_gap)
+            while_loop(b, lambda: b.icmp_signed("<", v["k"], b.sub(v["oj"], i64(1))), no_gap)
             last = b.sub(v["nj"], i64(1))
             new_st[last] = old_st[b.sub(v["oj"], i64(1))]
             v["k"] = last
-            _while(b, lambda: b.icmp_signed(">", v["k"], v["ni"]), inner_stride)
+            while_loop(b, lambda: b.icmp_signed(">", v["k"], v["ni"]), inner_stride)
             v["ni"], v["nj"] = v["nj"], b.add(v["nj"], i64(1))
             v["oi"], v["oj"] = v["oj"], b.add(v["oj"], i64(1))
 
-        _while(b, lambda: b.and_(b.icmp_signed("<", v["ni"], i64(new_n)),
+        while_loop(b, lambda: b.and_(b.icmp_signed("<", v["ni"], i64(new_n)),
                                  b.icmp_signed("<", v["oi"], old_n)), group)
         # trailing new axes (of length 1) take the last stride
         ni = v["ni"]
@@ -525,7 +528,7 @@ class ArrayLowering:
             new_st[v["k"]] = last_stride
             v["k"] = b.add(v["k"], i64(1))
 
-        _while(b, lambda: b.icmp_signed("<", v["k"], i64(new_n)), tail)
+        while_loop(b, lambda: b.icmp_signed("<", v["k"], i64(new_n)), tail)
         b.ret(ir.Constant(I1, 1))
         return fn
 
@@ -982,36 +985,50 @@ class ArrayLowering:
 
     # -- reductions ------------------------------------------------------------------------
     def reduce(self, op):
+        """A reduction over the op's axes: float sums and means, and means of integers and
+        booleans, add in numpy's order (pairwise.py); integer sums, products, max/min and
+        arg* visit the reduced axes in C order (order does not change their result)."""
         x = self.v(op.operands[0])
         t = op.results[0].type
         axes = op.attrs.get("axis")
         axes = tuple(range(x.ndim)) if axes is None else tuple(axes)
-        kept = [a for a in range(x.ndim) if a not in axes]
-        reduced_shape = [x.shape[a] for a in axes]
-        reduced_strides = [x.strides[a] for a in axes]
         if op.prim in _NO_IDENTITY:  # numpy refuses to reduce nothing to something
-            empty = self.b.icmp_signed("==", self.count(reduced_shape), i64(0))
-            results = self.count([x.shape[a] for a in kept])
+            empty = self.b.icmp_signed("==", self.count([x.shape[a] for a in axes]), i64(0))
+            results = self.count([x.shape[a] for a in range(x.ndim) if a not in axes])
             self.fail_with(self.b.and_(empty, self.b.icmp_signed(">", results, i64(0))),
                            "ValueError", _NO_IDENTITY[op.prim], op.loc)
+        if op.prim == "mean" or (op.prim == "sum" and x.dtype in _FLOATS):
+            return self.numpy_sum(op, x, axes)
+        shape = [x.shape[a] for a in axes]
+        strides = [x.strides[a] for a in axes]
+        return self.reduce_into(op, x, axes, lambda base: self.reduce_at(
+            op.prim, x, base, shape, strides, t.dtype))
+
+    def reduce_into(self, op, x, axes, one):
+        """The result of reduction `op` of x over `axes`: one(offset) computes the result
+        element whose reduced elements start at that offset of x (a register of the result
+        dtype); a number when every axis is reduced, else a new array (keepdims kept)."""
+        t = op.results[0].type
         if isinstance(t, T.Scalar):
-            return self.reduce_at(op.prim, x, i64(0), reduced_shape, reduced_strides, t.dtype)
+            return one(i64(0))
+        out, out_strides = self.reduced_array(op, x, axes)
+        kept = [a for a in range(x.ndim) if a not in axes]
+        self.loops([x.shape[a] for a in kept], [out_strides, [x.strides[a] for a in kept]],
+                   lambda offsets: self.write(out, offsets[0], one(offsets[1]), t.dtype))
+        return out
+
+    def reduced_array(self, op, x, axes):
+        """A new array for the result of reduction `op` of x over `axes` (of length 1 along
+        them with keepdims), and its strides along x's kept axes."""
+        kept = [a for a in range(x.ndim) if a not in axes]
         if op.attrs.get("keepdims"):
             shape = [i64(1) if a in axes else x.shape[a] for a in range(x.ndim)]
         else:
             shape = [x.shape[a] for a in kept]
-        out = self.new_array(t.dtype, shape, op.loc)
-        out_strides = [out.strides[a] for a in kept] if op.attrs.get("keepdims") else \
-            out.strides
-
-        def each(offsets):
-            value = self.reduce_at(op.prim, x, offsets[1], reduced_shape, reduced_strides,
-                                   t.dtype)
-            self.write(out, offsets[0], value, t.dtype)
-
-        self.loops([x.shape[a] for a in kept], [out_strides, [x.strides[a] for a in kept]],
-                   each)
-        return out
+        out = self.new_array(op.results[0].type.dtype, shape, op.loc)
+        if op.attrs.get("keepdims"):
+            return out, [out.strides[a] for a in kept]
+        return out, out.strides
 
     def reduce_at(self, prim, x, base, shape, strides, dtype):
         """One reduction over the elements of x at base + the index of `shape` (C order);
@@ -1087,12 +1104,15 @@ class ArrayLowering:
         return b.icmp_signed(">" if bigger else "<", value, best)
 
     def trace(self, op):
+        """np.trace: the sum of the diagonal (pairwise for floats, as numpy's)."""
         a = self.v(op.operands[0])
         t = op.results[0].type
         n = self.b.select(self.b.icmp_signed("<", a.shape[0], a.shape[1]), a.shape[0],
                           a.shape[1])
-        return self.reduce_at("sum", a, i64(0), [n], [self.b.add(a.strides[0], a.strides[1])],
-                              t.dtype)
+        stride = self.b.add(a.strides[0], a.strides[1])
+        if a.dtype in _FLOATS:
+            return self.added(a, i64(0), n, stride, a.dtype, False)
+        return self.reduce_at("sum", a, i64(0), [n], [stride], t.dtype)
 
     def sum_to(self, op):
         """g summed down to like's shape: leading axes, and axes where like has length 1."""
@@ -1102,7 +1122,9 @@ class ArrayLowering:
             if isinstance(like, ArrayV):
                 raise NotImplementedError("sum_to of a number to an array's shape")
             return self.cast_to(g, op.operands[0].type.dtype, t.dtype)
-        if not isinstance(like, ArrayV):
+        if not isinstance(like, ArrayV):  # np.sum(g) (pairwise for floats)
+            if g.dtype in _FLOATS:
+                return self.cast_to(self.total(g, g.dtype, op.loc), g.dtype, t.dtype)
             return self.reduce_at("sum", g, i64(0), g.shape, g.strides, t.dtype)
         lead = g.ndim - like.ndim
         if lead < 0:
@@ -1221,50 +1243,6 @@ class ArrayLowering:
             self.loop(k, term)
 
         self.loop(m, row)
-
-
-def _while(b, cond, body):
-    """while cond(): body(), with builder b (in a function of its own)."""
-    head = b.append_basic_block("while.head")
-    inside = b.append_basic_block("while.body")
-    done = b.append_basic_block("while.end")
-    b.branch(head)
-    b.position_at_end(head)
-    b.cbranch(cond(), inside, done)
-    b.position_at_end(inside)
-    body()
-    b.branch(head)
-    b.position_at_end(done)
-
-
-class _Locals:
-    """Named i64 variables in stack slots: v["k"] reads one, v["k"] = x writes it."""
-
-    def __init__(self, b, names):
-        self._b = b
-        self._slots = {name: opaque(b.alloca(I64, name=name)) for name in names}
-
-    def __getitem__(self, name):
-        return self._b.load(self._slots[name], typ=I64)
-
-    def __setitem__(self, name, value):
-        self._b.store(value, self._slots[name])
-
-
-class _Cells:
-    """An [n x i64] array in memory indexed by i64 values."""
-
-    def __init__(self, b, n, base):
-        self._b, self._type, self._base = b, ir.ArrayType(I64, n), base
-
-    def _at(self, index):
-        return self._b.gep(self._base, [i64(0), index], source_etype=self._type)
-
-    def __getitem__(self, index):
-        return self._b.load(self._at(index), typ=I64)
-
-    def __setitem__(self, index, value):
-        self._b.store(value, self._at(index))
 
 
 ARRAY_RULES = {

@@ -30,8 +30,7 @@ per leaf (arrays.loops) and `read` evaluates the tree at those offsets.
 
 import llvmlite.ir as ir
 
-from adcompile.backends.llvm.values import (F64, I1, I64, REG, ArrayV, LazyNode, LazyV, Pack,
-                                            i64)
+from adcompile.backends.llvm.values import I1, ArrayV, LazyNode, LazyV, Pack, i64
 from adcompile.ir import types as T
 from adcompile.ir.nodes import VIEWS, WRITES, walk, walk_op
 from adcompile.ir.prims import BINARY_MATH, ELEMENTWISE, UNARY_MATH
@@ -54,7 +53,6 @@ class Fusion:
         self.expensive = set()
         self.groups = {}
         self.later = set()
-        self.held = {}  # a group's first store -> what its reductions read (used there)
 
 
 NO_FUSION = Fusion()
@@ -116,10 +114,9 @@ def _plan_groups(block, params, fusion):
     shapes between them, whose operands all exist before the first, and where no value one
     of them reads may share memory with what another writes: they may run as one loop nest,
     a pass over memory instead of one per store (the adjoint of x[1:] and x[:-1] in
-    reverse mode). Full reductions to a number from earlier in the block join the group
-    when nothing uses their result before it and nothing writes what they read until then
-    (a loss and the stores of its gradient: one pass for value_and_grad). Whether a group
-    runs as one loop is decided at run time (FusionLowering.store_group)."""
+    reverse mode). Whether a group runs as one loop is decided at run time
+    (FusionLowering.store_group). Reductions never join a group: they add in numpy's order
+    (pairwise.py), not element by element with the stores."""
     ops = block.ops
     k = 0
     while k < len(ops):
@@ -137,42 +134,13 @@ def _plan_groups(block, params, fusion):
             else:
                 before.update(ops[j].results)
             j += 1
-        reductions = _sinkable(ops, k, group, params, fusion)
-        if len(group) + len(reductions) > 1:
+        if len(group) > 1:
             pairs = [(p, q) for q in range(len(group)) for p in range(q)
                      if _may_share(_root(group[p].operands[0]), _root(group[q].operands[0]),
                                    params)]
-            fusion.groups[group[0]] = (group, pairs, reductions)
-            fusion.later.update(group[1:] + reductions)
-            fusion.held[group[0]] = [r.operands[0] for r in reductions]
+            fusion.groups[group[0]] = (group, pairs)
+            fusion.later.update(group[1:])
         k = ops.index(group[-1]) + 1
-
-
-def _sinkable(ops, first, group, params, fusion):
-    """The full reductions before ops[first] that may run with the group of stores there."""
-    written = [_root(op.operands[0]) for op in group]
-    found = []
-    for r in range(first - 1, -1, -1):
-        op = ops[r]
-        for nested in walk_op(op):
-            if nested.prim in WRITES:
-                written.append(_root(nested.operands[0]))
-        if op.prim not in ("sum", "mean", "prod", "amax", "amin") or op in fusion.later or \
-                not isinstance(op.results[0].type, T.Scalar):
-            continue
-        x = op.operands[0]
-        axes = op.attrs.get("axis")
-        if axes is not None and sorted(axes) != list(range(x.type.ndim)):
-            continue
-        reads = fusion.leaves[x] if x in fusion.lazy else {x}
-        if any(isinstance(v.type, T.Array) and _may_share(w, _root(v), params)
-               for v in reads for w in written):
-            continue
-        used = any(v is op.results[0] for later in ops[r + 1:first + 1]
-                   for nested in walk_op(later) for v in nested.operands)
-        if not used:
-            found.insert(0, op)
-    return found
 
 
 def _groupable(op):
@@ -297,25 +265,23 @@ class FusionLowering:
         return self.scalar_rule(node.op.prim)(self, node.op), node
 
     # -- stores in one loop ------------------------------------------------------------------
-    def store_group(self, ops, pairs, reductions):
-        """The stores `ops` and `reductions` (see _plan_groups) in one loop nest when, at run
-        time, the destinations have one shape, every value fits its destination, each
-        reduction's array has that shape, and no two destinations that may share memory
-        overlap unless they are the same elements: then every location is written in the
-        order of the program and no iteration reads what another wrote (x[:-1] += a;
-        x[1:] += b would chain the iterations: two vectorised loops are faster). A reduction
-        adds in the order it would alone. Otherwise each runs alone, as written."""
+    def store_group(self, ops, pairs):
+        """The stores `ops` (see _plan_groups) in one loop nest when, at run time, the
+        destinations have one shape, every value fits its destination, and no two
+        destinations that may share memory overlap unless they are the same elements: then
+        every location is written in the order of the program and no iteration reads what
+        another wrote (x[:-1] += a; x[1:] += b would chain the iterations: two vectorised
+        loops are faster). Otherwise each runs alone, as written."""
         b = self.b
         dsts = [self.v(op.operands[0]) for op in ops]
         values = [self.v(op.operands[1]) for op in ops]
-        reduced = [self.v(r.operands[0]) for r in reductions]
         shape = dsts[0].shape
-        if any(d.ndim != len(shape) for d in dsts) or \
-                any(v.ndim > len(shape) for v in values) or \
-                any(x.ndim != len(shape) for x in reduced):
-            return self.group_alone(ops, pairs, reductions)
+        if any(d.ndim != len(shape) for d in dsts) or any(v.ndim > len(shape) for v in values):
+            for op in ops:
+                self.lower_alone(op)
+            return
         together = ir.Constant(I1, 1)
-        for d in dsts[1:] + reduced:
+        for d in dsts[1:]:
             for n, m in zip(d.shape, shape):
                 together = b.and_(together, b.icmp_signed("==", n, m))
         value_strides = []
@@ -330,55 +296,14 @@ class FusionLowering:
             value_strides.append(strides)
         for p, q in pairs:
             together = b.and_(together, self.apart_or_same(dsts[p], dsts[q]))
-        strides = [d.strides for d in dsts] + value_strides + [x.strides for x in reduced]
-        results = [self.scratch(REG[r.results[0].type.dtype], "reduced") for r in reductions]
+        strides = [d.strides for d in dsts] + value_strides
         with b.if_else(together) as (fused, alone):
             with fused:
-                accs = [self.accumulator(r.prim, x.dtype, r.results[0].type.dtype)
-                        for r, x in zip(reductions, reduced)]
-
-                def body(offs):
-                    self.store_elements(ops, dsts, values, offs)
-                    for (prim, acc_dtype, acc), x, at in zip(accs, reduced,
-                                                             offs[2 * len(ops):]):
-                        old = b.load(acc, typ=REG[acc_dtype])
-                        value = self.cast_to(self.read(x, at), x.dtype, acc_dtype)
-                        b.store(self.accumulate(prim, acc_dtype, old, value), acc)
-
-                self.loops(shape, strides, body)
-                for (prim, acc_dtype, acc), r, slot in zip(accs, reductions, results):
-                    value = b.load(acc, typ=REG[acc_dtype])
-                    if prim == "mean":
-                        value = b.fdiv(value, b.sitofp(self.count(shape), F64),
-                                       flags=self.flags)
-                    b.store(self.cast_to(value, acc_dtype, r.results[0].type.dtype), slot)
+                self.loops(shape, strides,
+                           lambda offs: self.store_elements(ops, dsts, values, offs))
             with alone:
-                self.group_alone(ops, pairs, reductions, results)
-        for r, slot in zip(reductions, results):
-            self.values[r.results[0]] = b.load(slot, typ=REG[r.results[0].type.dtype])
-
-    def group_alone(self, ops, pairs, reductions, results=None):
-        """A group's ops one after the other (its stores still together, if they may be)."""
-        for k, r in enumerate(reductions):
-            value = self.lower_alone(r)
-            if results is None:
-                self.values[r.results[0]] = value
-            else:
-                self.b.store(value, results[k])
-        if len(ops) > 1 and reductions:
-            self.store_group(ops, pairs, [])
-        else:
-            for op in ops:
-                self.lower_alone(op)
-
-    def accumulator(self, prim, dtype, result):
-        """(prim, accumulator dtype, its stack slot holding the identity) for a reduction of
-        `dtype` elements to `result`, accumulated as arrays.reduce_at does."""
-        from adcompile.backends.llvm.arrays import accumulated
-        acc_dtype = accumulated(prim, dtype, result)
-        acc = self.scratch(REG[acc_dtype], "acc")
-        self.b.store(self.identity(prim, acc_dtype), acc)
-        return prim, acc_dtype, acc
+                for op in ops:
+                    self.lower_alone(op)
 
     def apart_or_same(self, a, c):
         """Whether arrays a and c share no element, or are the same elements in the same

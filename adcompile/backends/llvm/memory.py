@@ -121,14 +121,12 @@ def _visit(op, join, of):
 def deaths(block, fusion=None):
     """{op index: values holding arrays, defined in `block` (or its parameters), whose last
     use is that op}; index -1 for parameters never used. With a fusion plan (fusion.py), a
-    lazy value's leaves are used where it is, and a group of stores uses what its
-    reductions read."""
+    lazy value's leaves are used where it is."""
     last = {}
     leaves = fusion.leaves if fusion is not None else {}
-    held = fusion.held if fusion is not None else {}
     for k, op in enumerate(block.ops):
         for nested in walk_op(op):
-            for v in list(nested.operands) + held.get(nested, []):
+            for v in nested.operands:
                 last[v] = k
                 for leaf in leaves.get(v, ()):
                     last[leaf] = k
