@@ -601,8 +601,8 @@ def _cast_elements(lw, v, element, node):
 
 def _clip(lw, node, args, kw):
     x, lo, hi = (lw.as_value(a, node) for a in args)
-    return lw.b.value("minimum", (lw.b.value("maximum", (x, lo), {"lib": "numpy"}, node), hi),
-                      {"lib": "numpy"}, node)
+    numpy = {"lib": "numpy", "keep_int": True}  # clip of integers by integers stays integer
+    return lw.b.value("minimum", (lw.b.value("maximum", (x, lo), numpy, node), hi), numpy, node)
 
 
 def _square(lw, node, args, kw):

@@ -138,7 +138,16 @@ def _math(lw, spec, node):
                 for a in args]
     if prim == "pow" and lib == "numpy":
         attrs["nonneg_int_exponent"] = False
+    if arity == 1 and lib == "numpy" and _python_int(args[0]):
+        # numpy converts a Python int to int64 first (past 64 bits, OverflowError), a check
+        # kept even where the result is unused
+        args = [lw.b.cast(args[0], T.Scalar("i64"), node)]
     return lw.b.value(prim, args, attrs, node)
+
+
+def _python_int(value):
+    owner = value.owner
+    return value.type == T.Scalar("i64", True) and (owner is None or owner.prim != "const")
 
 
 def _cast(lw, to, node):

@@ -105,6 +105,7 @@ SEQUENTIAL = '''
 
 import ctypes as _ctypes
 import ctypes.util as _ctypes_util
+import functools
 
 
 class _Libm:
@@ -151,6 +152,22 @@ def _rs(how, x, axis=None, keepdims=False):
     if not any(np.may_share_memory(x, a) for a in _ARRAYS):
         x = np.ascontiguousarray(x)
     return getattr(np, how)(x, axis=axis, keepdims=keepdims)
+
+
+def _rmx(how, x, axis=None, keepdims=False):
+    """np.max / np.min as the LLVM backend computes them: the reduced elements in C order,
+    each one that compares equal replacing the best so far (np.maximum returns its second
+    operand on a tie), so that among +0.0 and -0.0 the last wins; numpy's own SIMD loops
+    pick among such ties in an order of their own (its sign is not specified)."""
+    exact = getattr(np, how)(x, axis=axis, keepdims=keepdims)  # numpy's errors and dtype
+    x = np.asarray(x)
+    pick = np.maximum if how == "max" else np.minimum
+    if axis is None:
+        flat = x.reshape(-1)
+        total = functools.reduce(pick, flat[1:], flat[0])
+        return np.full(exact.shape, total, exact.dtype)[()] if keepdims else total
+    total = functools.reduce(pick, np.moveaxis(x, axis, 0))
+    return np.expand_dims(total, axis) if keepdims else total
 
 
 def _rmm(a, b):
@@ -1021,7 +1038,7 @@ class ArrayGen:
 
     def reduction(self, x, axis, keepdims, name=None):
         """np.sum(x, axis=...) and friends, spelled as function or method; sums and means have
-        a sequential spelling too (SEQUENTIAL)."""
+        a spelling in the LLVM backend's order too (_rs in SEQUENTIAL)."""
         name = name or self.weighted(REDUCTIONS)
         if axis is None:
             shape, where, seq_axis = (), "", "None"
@@ -1037,8 +1054,9 @@ class ArrayGen:
         dtype = x.ty.dtype
         if name == "mean" and dtype == I64:
             dtype = F64
-        if name in ("sum", "mean"):
-            seq = f"_rs('{name}', {{0}}, {seq_axis}, {keepdims})"
+        if name in ("sum", "mean", "max", "min"):
+            helper = "_rs" if name in ("sum", "mean") else "_rmx"
+            seq = f"{helper}('{name}', {{0}}, {seq_axis}, {keepdims})"
             kind, op = "red", (text, seq, text)
         else:
             kind, op = "attr", text

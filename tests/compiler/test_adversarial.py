@@ -1051,3 +1051,53 @@ def test_jvp_of_a_writer_whose_array_a_loop_rebinds(backend):
     same(value, write_rebound_in_loop(*expected_args))
     same(got_args[0], expected_args[0])
     assert tangent == 2.0
+
+
+# =============================================================================================
+# 11. numpy's dtypes and signed zeros in reductions (random-program findings)
+# =============================================================================================
+
+def clipped_product(a):
+    return np.prod(a[::-1].clip(-1, 2)), np.clip(a, 0, 3), a.clip(-1.5, 2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_clip_of_integers_by_integers_stays_integer(backend):
+    """An int64 array clipped by Python ints is int64 (its product 0, not -0.0); by a
+    float, float64."""
+    a = np.array([2**62, 6, 0, 5, -2])
+    same(compiled(clipped_product, backend)(a.copy()), clipped_product(a.copy()))
+
+
+def zero_maxima(a, m):
+    return np.max(a), np.min(a), np.max(m, axis=0), np.min(m, axis=1, keepdims=True)
+
+
+ZERO_TIES = [np.array([0.0, -0.0]), np.array([-0.0, 0.0]), np.array([-0.0, 0.0, -0.0]),
+             np.array([0.0, -0.0, 0.0, -0.0, 1.0, -1.0, -0.0])]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("a", ZERO_TIES, ids=range(len(ZERO_TIES)))
+def test_max_and_min_of_tied_zeros_keep_the_last(a, backend):
+    """Among +0.0 and -0.0 the last wins, as in np.maximum's reduction over a few elements
+    (numpy's vector loops over many elements pick in an order of their own)."""
+    m = np.array([[0.0, -0.0, 3.0], [-0.0, 0.0, 3.0]])
+    same(compiled(zero_maxima, backend)(a, m), zero_maxima(a, m))
+
+
+def unused_ceil_of_int(m, n):
+    unused = (m[0, 0] - True) // np.ceil(n)
+    return 1.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_numpy_function_of_a_python_int_past_64_bits_raises_even_unused(backend):
+    """np.ceil(n) converts the Python int n to int64 first: past 64 bits every backend raises
+    OverflowError (as Python's floor division by the result would), unused result or not."""
+    m = np.ones((2, 2), dtype=np.int64)
+    assert compiled(unused_ceil_of_int, backend)(m, 7) == 1.0
+    with pytest.raises(OverflowError):
+        compiled(unused_ceil_of_int, backend)(m, 2**70)
+    with pytest.raises(OverflowError):
+        unused_ceil_of_int(m, 2**70)

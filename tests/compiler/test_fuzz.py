@@ -14,17 +14,19 @@ functions, so programs using np.sin/np.exp/np.tanh... may differ there by a few 
 Array programs (fuzzgen.ArrayGen, issue 12) are held to the same rules, arrays compared by
 dtype, shape and every element, bit for bit, and numpy's ValueError for shapes that do not
 broadcast or multiply is an exception type like any other. Sums are where the same operations
-need not run in the same order: numpy adds pairwise (8 elements and more), BLAS orders a
-product's terms its own way, and np.dot and np.matmul may differ from each other, while the
-LLVM backend adds in order (adcompile/backends/llvm/arrays.py). Rather than a tolerance, which
-a later comparison, floor() or int() turns into a different result, each order has its own
-exact oracle: the interpreter and the Python backend may also give the program with np.dot /
-.dot spelled np.matmul (render(checked="matmul"): the compiler reads them as np.matmul), and
-the LLVM backend may also give the program with np.sum, np.mean, @, np.dot in its sequential
-order (render(checked="seq"): one accumulator from 0 per result element, C order of the
-reduced axes, float32 sums and all means accumulated in float64), and with np.tanh, np.sin...
-computed by the C library's functions as LLVM does (numpy has SIMD code of its own, and a sum
-of elements that cancel turns their last bits into a large relative difference). So a result
+need not run in the same order: BLAS orders a product's terms its own way, np.dot and
+np.matmul may differ from each other, and the LLVM backend's @ adds in order, while its
+np.sum and np.mean add in numpy's order (adcompile/backends/llvm/pairwise.py) over the array
+it holds, which is C-ordered where it computed an elementwise result into memory (numpy lays
+one out in its operands' order). Rather than a tolerance, which a later comparison, floor()
+or int() turns into a different result, each order has its own exact oracle: the interpreter
+and the Python backend may also give the program with np.dot / .dot spelled np.matmul
+(render(checked="matmul"): the compiler reads them as np.matmul), and the LLVM backend may
+also give the program in its order (render(checked="seq"): @ and np.dot adding k = 0, 1, ...
+from 0, np.sum and np.mean in numpy's order over a C-ordered copy of an array that is not a
+view of an argument), and with np.tanh, np.sin... computed by the C library's functions as
+LLVM does (numpy has SIMD code of its own, and a sum of elements that cancel turns their last
+bits into a large relative difference). So a result
 agrees if it is bit for bit one of the outcomes of some order of additions, and some library,
 that backend is specified to use (the ulp allowance above still applies otherwise).
 Gradients of array programs are compared between backends to 1e-12 of each element plus

@@ -13,6 +13,8 @@ on error exits and in loops), and det/inv/solve without LAPACK (our own LU).
 """
 
 import gc
+import inspect
+import re
 import sys
 
 import numpy as np
@@ -596,6 +598,7 @@ ERRORS = [
     (counted, (5, 0), ZeroDivisionError),
     (spaced, (-2,), ValueError),
     (largest, (np.zeros((3, 0)),), ValueError),
+    (largest, (np.zeros((0, 0)),), ValueError),  # nothing to reduce, even to nothing
     (where_largest, (np.zeros(0),), ValueError),
     (int_power_of, (_i(3), -1), ValueError),
     (errors_inside_loop, (_n(3), 5), IndexError),
@@ -613,9 +616,33 @@ def test_errors_are_numpys(fn, args, error):
     assert "test_llvm_arrays.py:" in str(raised.value)
 
 
+def two_sums(a, b, c):
+    first = a + b
+    second = a + c
+    return first, second
+
+
+def test_an_op_shared_by_two_lines_names_the_failing_line():
+    """The two additions compile to one outlined function; its error names the line of the
+    call that failed."""
+    with pytest.raises(ValueError) as raised:
+        compiled(two_sums, "llvm")(_n(3), _n(3), _n(4))
+    assert f"test_llvm_arrays.py:{line_of(two_sums, 'second = a + c')}" in str(raised.value)
+    with pytest.raises(ValueError) as raised:
+        compiled(two_sums, "llvm")(_n(3), _n(4), _n(3))
+    assert f"test_llvm_arrays.py:{line_of(two_sums, 'first = a + b')}" in str(raised.value)
+    module = compiled(two_sums, "llvm").llvm_ir(_n(3), _n(3), _n(3))
+    assert len(re.findall(r"^define .*@\"?adc\.op\.add\.", module, re.M)) == 1
+
+
 def test_singular_det_is_zero():
     for a in (SINGULAR, np.zeros((3, 3))):
         assert compiled(determinant, "llvm")(a) == np.linalg.det(a) == 0.0
+
+
+def line_of(fn, text):
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(k for k, line in enumerate(lines) if text in line)
 
 
 # -- memory --------------------------------------------------------------------------------------

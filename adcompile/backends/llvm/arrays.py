@@ -992,11 +992,9 @@ class ArrayLowering(PairwiseLowering):
         t = op.results[0].type
         axes = op.attrs.get("axis")
         axes = tuple(range(x.ndim)) if axes is None else tuple(axes)
-        if op.prim in _NO_IDENTITY:  # numpy refuses to reduce nothing to something
+        if op.prim in _NO_IDENTITY:  # numpy refuses to reduce nothing (even to nothing)
             empty = self.b.icmp_signed("==", self.count([x.shape[a] for a in axes]), i64(0))
-            results = self.count([x.shape[a] for a in range(x.ndim) if a not in axes])
-            self.fail_with(self.b.and_(empty, self.b.icmp_signed(">", results, i64(0))),
-                           "ValueError", _NO_IDENTITY[op.prim], op.loc)
+            self.fail_with(empty, "ValueError", _NO_IDENTITY[op.prim], op.loc)
         if op.prim == "mean" or (op.prim == "sum" and x.dtype in _FLOATS):
             return self.numpy_sum(op, x, axes)
         shape = [x.shape[a] for a in axes]
@@ -1089,12 +1087,17 @@ class ArrayLowering(PairwiseLowering):
         return b.select(self.better(prim, dtype, value, acc), value, acc)
 
     def better(self, prim, dtype, value, best):
-        """Whether `value` replaces `best` in a max/min (numpy: NaN wins and stays; arg*:
-        the first of equal values and the first NaN)."""
+        """Whether `value` replaces `best` in a max/min (numpy: NaN wins and stays; a value
+        equal to the best replaces it, as np.maximum returns its second operand on a tie, so
+        that of +0.0 and -0.0 the last wins; arg*: the first of equal values and the first
+        NaN)."""
         b = self.b
         bigger = prim in ("amax", "argmax")
         if dtype in _FLOATS:
-            beats = b.fcmp_ordered(">" if bigger else "<", value, best)
+            compare = ">" if bigger else "<"
+            if not prim.startswith("arg"):
+                compare += "="
+            beats = b.fcmp_ordered(compare, value, best)
             nan = b.fcmp_unordered("uno", value, value)
             if prim.startswith("arg"):
                 nan = b.and_(nan, b.fcmp_ordered("ord", best, best))

@@ -91,7 +91,8 @@ class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering, FusionLowering):
         self.b = None
         self.origin_of = {}
         self._deaths = {}
-        self.outlined_fns = {}  # key -> (function, result template, output types)
+        self.outlined_fns = {}  # key -> (function, result template, output types, errors)
+        self.located = True  # error messages name the op's line (not in an outlined op)
 
     # -- function skeleton ------------------------------------------------------------------
     def start(self):
@@ -123,7 +124,7 @@ class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering, FusionLowering):
     def error(self, exception, message, loc):
         """A new error code for `exception(message)` raised at `loc`."""
         code = len(self.errors) + 2
-        self.errors[code] = (exception, message + _where(loc))
+        self.errors[code] = (exception, message + (_where(loc) if self.located else ""))
         return code
 
     def check(self, bad, code):
@@ -234,8 +235,12 @@ class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering, FusionLowering):
         compiling, a unit stride or two equal shapes, it still knows); functions are shared
         by every op with the same key (primitive, attributes, location, types, that pattern
         of parameters and constants, and the owners' kinds), so rk4's four identical steps
-        call one function per op. The result's components that are operand components or
-        constants are rebuilt from them; the others come back through `out`."""
+        call one function per op. The location is not part of the key: an outlined function
+        numbers its errors from 2 on its own, unlocated, and each call site registers them
+        with its own line and shifts a failing status into its range, so the same operation
+        on the same kinds of operands at many lines (an LSTM's gates) compiles once. The
+        result's components that are operand components or constants are rebuilt from them;
+        the others come back through `out`."""
         values = [self.values.get(x) for x in op.operands]
         params, index, pattern = [], {}, []
         for v in values:
@@ -248,7 +253,7 @@ class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering, FusionLowering):
                     k = index[id(c)] = len(params)
                     params.append(c)
                 pattern.append(("p", k))
-        key = (op.prim, repr(sorted(op.attrs.items(), key=lambda kv: kv[0])), op.loc,
+        key = (op.prim, repr(sorted(op.attrs.items(), key=lambda kv: kv[0])),
                tuple(repr(x.type) for x in op.operands), tuple(repr(r.type) for r in op.results),
                tuple(pattern), tuple(a.origin for v in values for a in arrays_in(v)),
                tuple(v.signature() for v in values if isinstance(v, LazyV)),
@@ -256,7 +261,7 @@ class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering, FusionLowering):
         made = self.outlined_fns.get(key)
         if made is None:
             made = self.outlined_fns[key] = self.outline(op, handler, values, params, index)
-        fn, template, outputs = made
+        fn, template, outputs, errors = made
         out_type = ir.LiteralStructType(outputs)
         out = self.scratch(out_type, "out") if outputs else ir.Constant(PTR, None)
         status = self.b.call(fn, [self.ctx] + params + [out])
@@ -265,7 +270,7 @@ class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering, FusionLowering):
         self.b.cbranch(self.b.icmp_signed("!=", status, ir.Constant(I32, OK)), fail_bb,
                        cont_bb)
         self.b.position_at_end(fail_bb)
-        self.exit(status)
+        self.exit(self.located_status(status, errors, op.loc))
         self.b.position_at_end(cont_bb)
         comps = []
         for kind, x in template[1]:
@@ -278,6 +283,15 @@ class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering, FusionLowering):
                                                     source_etype=out_type), typ=outputs[x]))
         return _rebuild(template[0], iter(comps))
 
+    def located_status(self, status, errors, loc):
+        """The kernel's error code for an outlined function's failing `status`: its own
+        errors (2, 3, ...) registered here, at `loc`, in order; other statuses unchanged."""
+        codes = [self.error(exception, message, loc) for exception, message in errors]
+        if not codes:
+            return status
+        own = self.b.icmp_signed(">=", status, ir.Constant(I32, 2))
+        return self.b.select(own, self.b.add(status, ir.Constant(I32, codes[0] - 2)), status)
+
     def outline(self, op, handler, values, params, index):
         fnty = ir.FunctionType(I32, [PTR] + [p.type for p in params] + [PTR])
         fn = ir.Function(self.module, fnty,
@@ -286,7 +300,8 @@ class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering, FusionLowering):
         fn.attributes.add("noinline")
         sub = _Lowering(self.module, fn, False, self.boundscheck)
         sub.flags = self.flags
-        sub.errors = self.errors  # one table of error codes for the kernel
+        sub.errors = {}  # its own, unlocated (see located_status)
+        sub.located = False
         sub.origin_of = self.origin_of
         sub.target_data = getattr(self, "target_data", None)
         sub.lapack = getattr(self, "lapack", False)
@@ -319,7 +334,8 @@ class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering, FusionLowering):
                 sub.b.store(c, sub.b.gep(sub.out, [i64(0), ir.Constant(I32, k)],
                                          source_etype=out_type))
         sub.finish()
-        return fn, (result, template), [c.type for c in outputs]
+        errors = [sub.errors[code] for code in sorted(sub.errors)]
+        return fn, (result, template), [c.type for c in outputs], errors
 
     def ret(self, op):
         if op.operands:

@@ -29,6 +29,12 @@ temporary of it: each ufunc's result is laid out in the order its operands' stri
 an n-d one in its temporary's memory order: read in place when every leaf is one run in that
 order, else computed into a temporary with that layout first.
 
+The code: `adc.pairwise.*` is numpy's pairwise_sum for one kind of operand (an array of a
+dtype, or an expression; constant strides stay constants), recursive, its 8 accumulators two
+vectors; `adc.axis_order.N` and `adc.sum_plan.N` work out the calls once per reduction, and
+`adc.sum_calls.*` adds one output element's calls: all shared by the module's reductions and
+kept out of line (they are control, not arithmetic).
+
 What is not numpy's: an elementwise result the kernel computed into memory (not fused: used
 by a view, a product, returned...) is C-ordered, where numpy lays it out in its operands'
 order, so a later sum of it follows C order; numpy's elision of temporaries (a Python operator
@@ -37,6 +43,8 @@ whose stride is 0 along an axis longer than 1 (np.broadcast_to) counts as broadc
 temporary's layout is worked out; an astype's result is laid out by the ufunc rule (numpy's
 copy sorts strides its own way, the same but for zero strides).
 """
+
+import hashlib
 
 import llvmlite.ir as ir
 
@@ -106,7 +114,7 @@ class PairwiseLowering:
                         out, offsets[0], finish(self.read(out, offsets[0])), out.dtype))
             with calls:
                 self.loops(shape, [out_strides, strides], one)
-        self.release(buffer)
+        self.drop_buffer(plan, buffer)
         return out
 
     def total(self, x, dtype, loc):
@@ -120,14 +128,26 @@ class PairwiseLowering:
         buffer = self.call_buffer(plan, dtype, loc)
         nonempty = self.b.icmp_signed("!=", self.count(x.shape), i64(0))
         value = self.plan_sum(x, i64(0), plan, buffer, dtype, nonempty)
-        self.release(buffer)
+        self.drop_buffer(plan, buffer)
         return value
 
     def call_buffer(self, plan, dtype, loc):
-        """numpy's buffer for calls that are not one run (empty when the plan has none)."""
+        """numpy's buffer for calls that are not one run, allocated only when the plan has
+        some (its owner and data are null otherwise); release it with drop_buffer."""
         b = self.b
-        size = b.select(b.icmp_signed(">", plan.nb, i64(1)), plan.L, i64(0))
-        return self.new_array(dtype, [size], loc)
+        obj, data = self.scratch(PTR, "buffer"), self.scratch(PTR, "buffer.data")
+        for slot in (obj, data):
+            b.store(ir.Constant(PTR, None), slot)
+        with b.if_then(b.icmp_signed(">", plan.nb, i64(1))):
+            made = self.new_array(dtype, [plan.L], loc)
+            b.store(made.obj, obj)
+            b.store(made.data, data)
+        return ArrayV(dtype, b.load(obj, typ=PTR), b.load(data, typ=PTR), [plan.L], [i64(1)],
+                      "alloc")
+
+    def drop_buffer(self, plan, buffer):
+        with self.b.if_then(self.b.icmp_signed(">", plan.nb, i64(1))):
+            self.release(buffer)
 
     def sum_result(self, prim, value, dtype, result, count):
         """A sum of `dtype` as the reduction's result: a mean divides by the count in
@@ -146,9 +166,10 @@ class PairwiseLowering:
         self.add_calls(acc, x, base, n, stride, i64(BUFSIZE) if cast else n, dtype)
         return self.b.load(acc, typ=REG[dtype])
 
-    def add_calls(self, acc, x, base, n, stride, length, dtype):
+    def add_calls(self, acc, x, base, n, stride, length, dtype, short=False):
         """acc += pairwise(call) for the calls of `length` elements (the last one shorter)
-        that the n elements of x at base + i * stride make, in turn."""
+        that the n elements of x at base + i * stride make, in turn (`short`: see
+        pairwise)."""
         b = self.b
         start = self.scratch(I64, "call")
         b.store(i64(0), start)
@@ -157,7 +178,7 @@ class PairwiseLowering:
             c = b.load(start, typ=I64)
             left = b.sub(n, c)
             size = b.select(b.icmp_signed("<", left, length), left, length)
-            value = self.pairwise(x, self.advance(base, c, stride), size, stride, dtype)
+            value = self.pairwise(x, self.advance(base, c, stride), size, stride, dtype, short)
             b.store(b.fadd(b.load(acc, typ=REG[dtype]), value, flags=self.flags), acc)
             b.store(b.add(c, length), start)
 
@@ -178,21 +199,51 @@ class PairwiseLowering:
         return _Plan(b, plan, n)
 
     def plan_sum(self, x, base, plan, buffer, dtype, nonempty):
-        """One output element: 0 + its calls (see sum_plan_fn), its elements from `base`
-        (none unless `nonempty`): each call one run of the innermost dim, or a block of
-        several dims copied into `buffer`."""
+        """One output element of array x: 0 + its calls (see sum_plan_fn), its elements from
+        `base` (none unless `nonempty`), by a function the module's reductions of the same
+        kind share (calls_sum)."""
+        b = self.b
+        out = self.scratch(REG[dtype], "sum")
+        b.store(zero(REG[dtype]), out)
+        with b.if_then(nonempty):
+            b.call(self.calls_fn(x, plan.ndim, dtype),
+                   [self.ctx, x.data, base, plan.cell, buffer.data, out])
+        return b.load(out, typ=REG[dtype])
+
+    def calls_fn(self, x, ndim, dtype):
+        """`i32 adc.sum_calls.K(ctx, data, base, plan*, buffer, out*)`: calls_sum."""
+        name = f"adc.sum_calls.{x.dtype}.{x.origin}.{dtype}.{ndim}"
+        fn = self.module.globals.get(name)
+        if fn is not None:
+            return fn
+        fn = ir.Function(self.module, ir.FunctionType(ir.IntType(32), [PTR, PTR, I64, PTR,
+                                                                        PTR, PTR]), name=name)
+        _out_of_line(fn)
+        sub = self.sub_lowering(fn)
+        _, data, base, cell, buffer, _ = fn.args
+        value = sub.calls_sum(ArrayV(x.dtype, None, data, [], [], x.origin), base,
+                              _Plan(sub.b, cell, ndim), ArrayV(dtype, None, buffer, [], [],
+                                                               "alloc"), dtype)
+        sub.b.store(value, sub.out)
+        sub.finish()
+        if not hasattr(self, "_scopes") and hasattr(sub, "_scopes"):
+            self._scopes = sub._scopes
+        return fn
+
+    def calls_sum(self, x, base, plan, buffer, dtype):
+        """0 + the calls of one output element (a nonempty one): each one run of the
+        innermost dim, or a block of several dims copied into `buffer`."""
         b = self.b
         acc = self.scratch(REG[dtype], "sum")
         b.store(zero(REG[dtype]), acc)
-        with b.if_then(nonempty):
-            with b.if_else(b.icmp_signed("==", plan.nb, i64(1))) as (run, block):
-                with run:
-                    self.odometer(plan, i64(1), base, lambda offset: self.add_calls(
-                        acc, x, offset, plan.size(i64(0)), plan.stride(i64(0)), plan.L,
-                        dtype))
-                with block:
-                    self.odometer(plan, plan.nb, base, lambda offset: self.buffered(
-                        acc, x, offset, plan, buffer, dtype))
+        with b.if_else(b.icmp_signed("==", plan.nb, i64(1))) as (run, block):
+            with run:
+                self.odometer(plan, i64(1), base, lambda offset: self.add_calls(
+                    acc, x, offset, plan.size(i64(0)), plan.stride(i64(0)), plan.L, dtype,
+                    short=True))
+            with block:
+                self.odometer(plan, plan.nb, base, lambda offset: self.buffered(
+                    acc, x, offset, plan, buffer, dtype))
         return b.load(acc, typ=REG[dtype])
 
     def odometer(self, plan, lo, base, body):
@@ -399,30 +450,38 @@ class PairwiseLowering:
         return out
 
     # -- one pairwise sum ------------------------------------------------------------------
-    def pairwise(self, x, base, n, stride, dtype):
+    def pairwise(self, x, base, n, stride, dtype, short=False):
         """numpy's pairwise_sum of the n elements of x at base + i * stride, each converted
         to `dtype` (an ArrayV, or a LazyV whose base and stride are Packs). Calls an internal
         function per kind of operand; a stride only known at run time gets a separate call
-        where it is 1 (that function's loads are consecutive)."""
+        where it is 1 (that function's loads are consecutive); `short` adds fewer than 8
+        elements here (rows of a few elements, many of them)."""
         b = self.b
         t = REG[dtype]
         strides = stride.items if isinstance(stride, Pack) else [stride]
         result = self.scratch(t, "pairwise")
+
+        def call():
+            if isinstance(x, LazyV) or isinstance(stride, ir.Constant):
+                b.store(self.pairwise_call(x, base, n, strides, dtype), result)
+                return
+            with b.if_else(b.icmp_signed("==", stride, i64(1))) as (unit, strided):
+                with unit:
+                    b.store(self.pairwise_call(x, base, n, [i64(1)], dtype), result)
+                with strided:
+                    b.store(self.pairwise_call(x, base, n, strides, dtype), result)
+
+        if not short:
+            call()
+            return b.load(result, typ=t)
         with b.if_else(b.icmp_signed("<", n, i64(8))) as (few, more):
-            with few:  # in order from 0, here (a short row of many)
+            with few:  # in order from 0
                 b.store(zero(t), result)
                 self.loop(n, lambda i: b.store(b.fadd(b.load(result, typ=t), self.cast_to(
                     self.read(x, self.advance(base, i, stride)), x.dtype, dtype),
                     flags=self.flags), result))
             with more:
-                if isinstance(x, LazyV) or isinstance(stride, ir.Constant):
-                    b.store(self.pairwise_call(x, base, n, strides, dtype), result)
-                else:
-                    with b.if_else(b.icmp_signed("==", stride, i64(1))) as (unit, strided):
-                        with unit:
-                            b.store(self.pairwise_call(x, base, n, [i64(1)], dtype), result)
-                        with strided:
-                            b.store(self.pairwise_call(x, base, n, strides, dtype), result)
+                call()
         return b.load(result, typ=t)
 
     def pairwise_call(self, x, base, n, strides, dtype):
@@ -440,8 +499,8 @@ class PairwiseLowering:
             comps = [leaf.data for leaf in x.node.leaves()]
             comps += [reg for node in x.node.walk() for _, reg in node.scalars]
             kind = x.signature()
-        else:
-            comps, kind = [x.data], (x.dtype, x.origin)
+        else:  # whoever owns the elements (it only reads them): one function for all
+            comps, kind = [x.data], x.dtype
         pattern, params = [], []
         for c in comps + strides:
             if isinstance(c, ir.Constant):
@@ -449,17 +508,18 @@ class PairwiseLowering:
             else:
                 pattern.append(("p", str(c.type)))
                 params.append(c)
-        made = self.module.__dict__.setdefault("adc_pairwise", {})
-        key = (dtype, kind, tuple(pattern))
-        if key not in made:
-            made[key] = self.make_pairwise(x, comps, strides, params, dtype, len(made))
-        return made[key], params
+        key = repr((dtype, kind, tuple(pattern))).encode()
+        name = f"adc.pairwise.{hashlib.sha1(key).hexdigest()[:16]}"
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = self.make_pairwise(x, comps, strides, params, dtype, name)
+        return fn, params
 
-    def make_pairwise(self, x, comps, strides, params, dtype, number):
+    def make_pairwise(self, x, comps, strides, params, dtype, name):
         width = len(strides)
         fnty = ir.FunctionType(ir.IntType(32), [PTR] + [p.type for p in params] +
                                [I64] * (width + 1) + [PTR])
-        fn = ir.Function(self.module, fnty, name=f"adc.pairwise.{number}")
+        fn = ir.Function(self.module, fnty, name=name)
         fn.linkage = "internal"
         sub = self.sub_lowering(fn)
         args = iter(fn.args[1:-1])
@@ -474,7 +534,7 @@ class PairwiseLowering:
             node = x.node.rebuilt(iter(leaves), registers)
             run = LazyV(x.dtype, [n], [Pack(run_strides)], node)
         else:
-            run = ArrayV(x.dtype, None, held[0], [n], run_strides, x.origin)
+            run = ArrayV(x.dtype, None, held[0], [n], run_strides)
         sub.pairwise_body(fn, run, bases, run_strides, n, dtype)
         if not hasattr(self, "_scopes") and hasattr(sub, "_scopes"):
             self._scopes = sub._scopes
@@ -485,7 +545,7 @@ class PairwiseLowering:
         lower._Lowering.outline), with this one's settings."""
         sub = type(self)(self.module, fn, False, self.boundscheck)
         sub.flags = self.flags
-        sub.errors = self.errors
+        sub.errors = _NoErrors()  # shared by every caller: it cannot own an error code
         sub.origin_of = self.origin_of
         sub.target_data = getattr(self, "target_data", None)
         sub.lapack = getattr(self, "lapack", False)
@@ -621,7 +681,7 @@ def order_fn(module, ndim):
     if fn is not None:
         return fn
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64, PTR, PTR, PTR]), name=name)
-    fn.linkage = "internal"
+    _out_of_line(fn)
     nops, shape_p, strides_p, perm_p = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     v = Locals(b, ("i0", "i1", "ipos", "go", "op", "ambig", "swap", "j"))
@@ -705,7 +765,7 @@ def sum_plan_fn(module, ndim):
         return fn
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR, I64, PTR]),
                      name=name)
-    fn.linkage = "internal"
+    _out_of_line(fn)
     shape_p, strides_p, reduced_p, cast, plan_p = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     v = Locals(b, ("i", "k", "r", "d", "cost", "size", "best_dim", "best_cost", "best_size",
@@ -837,6 +897,23 @@ def _write_reduced(b, v, ndim, k, dn, ds, dk, plan):
 
 
 # -- small helpers for code written in LLVM IR -----------------------------------------------
+
+class _NoErrors(dict):
+    """The error table of a function shared by functions with tables of their own."""
+
+    def __setitem__(self, code, error):
+        raise AssertionError("a shared pairwise-sum function cannot raise (this is a bug in "
+                             "adcompile)")
+
+
+def _out_of_line(fn):
+    """An internal function whose loops are control rather than arithmetic: kept out of line
+    and optimised for size (inlined, unswitched and unrolled into every reduction, these
+    multiplied the compile time of a sum by ten)."""
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    fn.attributes.add("optsize")
+
 
 def while_loop(b, cond, body):
     """while cond(): body(), with builder b."""
