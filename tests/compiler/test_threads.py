@@ -2,6 +2,7 @@
 the same signature (it must be compiled once), and every call gives the single-threaded
 result bit for bit."""
 
+import sys
 import threading
 
 import numpy as np
@@ -81,3 +82,41 @@ def test_arrays_allocated_inside_calls_do_not_mix():
     for t, got in enumerate(_hammer(g, inputs)):
         for k, value in enumerate(got):
             assert _same(value, expected[(t + k) % len(inputs)])
+
+
+def _progress_during_calls(f, x):
+    """How far a spinning Python thread counts while this thread is inside f(x), most of
+    three calls. The switch interval is long, so while the GIL is held the spinner is not
+    switched in during these short calls."""
+    state = {"in_call": False, "count": 0}
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            if state["in_call"]:
+                state["count"] += 1
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(0.5)
+    spinner = threading.Thread(target=spin)
+    spinner.start()
+    try:
+        moved = []
+        for _ in range(3):
+            state["count"] = 0
+            state["in_call"] = True
+            f(x)
+            state["in_call"] = False
+            moved.append(state["count"])
+    finally:
+        stop.set()
+        spinner.join()
+        sys.setswitchinterval(interval)
+    return max(moved)
+
+
+def test_the_gil_is_released_while_compiled_code_runs():
+    f = adcompile(pf.scaled)  # sin of 3e6 numbers: tens of milliseconds in native code
+    x = np.linspace(-1.0, 1.0, 3_000_000)
+    f(x, 2.0)
+    assert _progress_during_calls(lambda v: f(v, 2.0), x) > 0
