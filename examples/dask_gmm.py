@@ -102,7 +102,9 @@ def report(params):
 def connect(args):
     if args.scheduler:
         client = Client(args.scheduler)
-        client.upload_file(gmm.__file__)  # the workers import the compiled function from it
+        # the workers import the compiled function from this module: put a copy on their path
+        # (load=False: a worker that has it already keeps its own, and its compiled code)
+        client.upload_file(gmm.__file__, load=False)
         return client
     cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True)
     return Client(cluster)

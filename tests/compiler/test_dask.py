@@ -49,3 +49,24 @@ def test_two_workers_give_the_bits_of_one_process(client):
         value, grads = dask_gmm.sharded_value_and_grad(client, params, shards)
         assert _bits(value, grads) == _bits(*_one_process(params))
         dask_gmm.Adam(params, 0.2).step([g / POINTS for g in grads])
+
+
+def test_fit_takes_steps_that_lower_the_loss(client, capsys):
+    params = dask_gmm.fit(client, POINTS, SHARDS, steps=12, lr=0.2)
+    losses = [float(line.split()[5]) for line in capsys.readouterr().out.splitlines()]
+    assert len(losses) == 3 and losses[-1] < losses[0]
+    assert all(p.shape == (4,) and np.isfinite(p).all() for p in params)
+
+
+def test_main_with_a_scheduler_address(client, capsys):
+    """--scheduler connects to a running cluster and ships examples/gmm.py to its workers
+    (which then import the compiled function from their copy)."""
+    dask_gmm.main(["--scheduler", client.scheduler.address, "--points", "20000",
+                   "--shards", "4", "--steps", "2"])
+    out = capsys.readouterr().out
+    assert "step   1" in out and out.count("true") == 3
+    assert all(client.run(_has_copy_of_gmm).values())
+
+
+def _has_copy_of_gmm(dask_worker):
+    return os.path.exists(os.path.join(dask_worker.local_directory, "gmm.py"))
