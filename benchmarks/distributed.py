@@ -50,6 +50,17 @@ def best(repeat, run):
     return min(times)
 
 
+def cpu_per_run(repeat, run, client=None):
+    """CPU seconds per run: (this process, the workers' processes together)."""
+    def workers():
+        return sum(client.run(time.process_time).values()) if client is not None else 0.0
+
+    here, there = time.process_time(), workers()
+    for _ in range(repeat):
+        run()
+    return (time.process_time() - here) / repeat, (workers() - there) / repeat
+
+
 def sizes(points, shards):
     return [points // shards + (i < points % shards) for i in range(shards)]
 
@@ -64,19 +75,24 @@ def threads(params, data, n):
 
 
 def cluster_seconds(workers, params, points, shards, repeat):
-    """(seconds per sharded gradient, seconds per scheduled tiny task) on `workers` processes."""
+    """(seconds per sharded gradient, seconds per scheduled tiny task, CPU seconds per
+    gradient here and in the workers) on `workers` processes."""
     from dask.distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
         data = dask_gmm.make_shards(client, points, shards)
-        dask_gmm.sharded_value_and_grad(client, params, data)  # workers load the code
-        seconds = best(repeat, lambda: dask_gmm.sharded_value_and_grad(client, params, data))
+        def run():
+            return dask_gmm.sharded_value_and_grad(client, params, data)
+
+        run()  # workers load the code
+        seconds = best(repeat, run)
+        cpu = cpu_per_run(repeat, run, client)
         tiny = dask_gmm.make_shards(client, 10 * 200, 200)
         dask_gmm.sharded_value_and_grad(client, params, tiny)
         per_task = best(repeat, lambda: dask_gmm.sharded_value_and_grad(
             client, params, tiny)) / len(tiny)
-    return seconds, per_task
+    return seconds, per_task, cpu
 
 
 STARTUP = r"""
@@ -140,15 +156,21 @@ def main():
 
     print(f"\n1. sharded GMM value_and_grad, {args.points:.0e} points in {args.shards} shards")
     single = best(args.repeat, lambda: one_process(params, data))
+    alone, _ = cpu_per_run(args.repeat, lambda: one_process(params, data))
     rate = args.points / single
-    print(f"   1 process (loop here)   {single * 1e3:8.1f} ms   {rate / 1e6:6.2f} M points/s")
+    print(f"   1 process (loop here)   {single * 1e3:8.1f} ms   {rate / 1e6:6.2f} M points/s"
+          f"   CPU {alone * 1e3:.0f} ms")
     overheads = {}
     for workers in (1, 2):
-        seconds, overheads[workers] = cluster_seconds(workers, params, args.points,
-                                                      args.shards, args.repeat)
+        seconds, overheads[workers], (here, there) = cluster_seconds(
+            workers, params, args.points, args.shards, args.repeat)
         print(f"   {workers} worker process{'es' if workers > 1 else '  '}      "
               f"{seconds * 1e3:8.1f} ms   {args.points / seconds / 1e6:6.2f} M points/s   "
-              f"x{single / seconds:.2f} vs 1 process")
+              f"x{single / seconds:.2f} vs 1 process   CPU {there * 1e3:.0f} ms in workers "
+              f"+ {here * 1e3:.0f} ms here (scheduler, client)")
+        if workers == 2:
+            print(f"   on {workers} idle cores the CPU times allow at most "
+                  f"x{workers * alone / max(there, here * workers, 1e-9):.2f}")
 
     tiny = gmm.shard(0, 10)
     compute = best(args.repeat, lambda: [gmm.nll_and_grad(*params, tiny) for _ in range(200)])
