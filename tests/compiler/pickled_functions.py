@@ -58,7 +58,3 @@ def unpickle_error(payload):
         return [c.__name__ for c in type(e).__mro__], str(e)
     return None
 
-
-def chunk_value_and_grad(w, x, y):
-    """A Dask task: the compiled value and gradient of one chunk."""
-    return ac.value_and_grad(least_squares)(w, x, y)
