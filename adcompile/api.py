@@ -359,6 +359,8 @@ def vjp(f, *primals):
 
 
 class _Pullback:
+    """The pullback vjp() returns: applies the compiled vjp program to a cotangent."""
+
     def __init__(self, cf, primals, active, spec=None):
         self.cf = cf
         self.primals = primals

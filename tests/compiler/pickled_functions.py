@@ -8,7 +8,6 @@ import pickle
 
 import numpy as np
 
-import adcompile as ac
 from adcompile import adcompile
 
 

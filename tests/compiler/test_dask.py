@@ -11,7 +11,7 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
-sys.path.insert(0, str(EXAMPLES))  # workers are spawned with this process's sys.path
+sys.path.append(str(EXAMPLES))  # workers are spawned with this process's sys.path
 import dask_gmm  # noqa: E402
 import gmm  # noqa: E402
 
