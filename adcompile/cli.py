@@ -70,8 +70,8 @@ STAGES = {
 
 
 def load_file(path):
-    """Import FILE.py as a module named after it (its folder goes first on sys.path, so its
-    own imports work); a dotted module name is imported as it is."""
+    """Import FILE.py as a module named after it, unless that name is taken (its folder goes
+    first on sys.path, so its own imports work); a dotted module name is imported as it is."""
     if not path.endswith(".py"):
         return importlib.import_module(path)
     if not os.path.isfile(path):
@@ -79,8 +79,10 @@ def load_file(path):
     path = os.path.abspath(path)
     name = os.path.splitext(os.path.basename(path))[0]
     loaded = sys.modules.get(name)
-    if loaded is not None and _same_file(getattr(loaded, "__file__", None), path):
-        return loaded  # imported already (a second copy would have other function objects)
+    if loaded is not None:
+        if _same_file(getattr(loaded, "__file__", None), path):
+            return loaded  # imported already (a second copy would have other function objects)
+        name = f"adcompile_show_{name}"  # a file named like a module in use must not hide it
     sys.path.insert(0, os.path.dirname(path))
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
