@@ -18,6 +18,7 @@ Needs the dask extra: pip install -e '.[dask]'.
 """
 
 import argparse
+import logging
 import os
 import pickle
 import subprocess
@@ -80,7 +81,8 @@ def cluster_seconds(workers, params, points, shards, repeat):
     from dask.distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+                      dashboard_address=None, silence_logs=logging.CRITICAL) as cluster, \
+            Client(cluster) as client:
         data = dask_gmm.make_shards(client, points, shards)
         def run():
             return dask_gmm.sharded_value_and_grad(client, params, data)
