@@ -7,6 +7,7 @@ stages for a signature.
 
 import functools
 import sys
+import threading
 
 from adcompile import cache
 from adcompile.ad.forward import jvp_function
@@ -24,6 +25,22 @@ from adcompile.ir.verifier import verify as verify_ir
 from adcompile.passes import pipeline
 
 BACKENDS = ("llvm", "python", "interp")
+
+# Threads making the first call of one signature at once compile it once: the cache-miss path
+# of every specialization runs under this lock (re-entrant: a derivative program specialises
+# its primal first). Calls of compiled code never take it.
+_COMPILING = threading.RLock()
+
+
+def _once(specs, key, make):
+    """specs[key], made by make() under the compile lock when missing."""
+    spec = specs.get(key)
+    if spec is None:
+        with _COMPILING:
+            spec = specs.get(key)
+            if spec is None:
+                spec = specs[key] = make()
+    return spec
 
 
 _NATIVE = []
@@ -120,6 +137,12 @@ class CompiledFunction:
         with internal_errors(f"checking {fn.__qualname__}"):
             check.check_function(Source.of(fn))  # refuse what is outside the subset now
 
+    def __reduce__(self):
+        """Pickled by reference to the module-level function, with the options."""
+        from adcompile.pickling import reduce_compiled
+
+        return reduce_compiled(self)
+
     def signature(self, args):
         names = self.fn.__code__.co_varnames[: self.fn.__code__.co_argcount]
         if len(args) != len(names):
@@ -138,11 +161,8 @@ class CompiledFunction:
 
     def specialize(self, *args):
         key = self.signature(args)
-        spec = self._cache.get(key)
-        if spec is None:
-            spec = self._cache[key] = _specialization(
-                self, ("primal", key), lambda: lower_function(self.fn, key))
-        return spec
+        return _once(self._cache, key, lambda: _specialization(
+            self, ("primal", key), lambda: lower_function(self.fn, key)))
 
     def __call__(self, *args):
         entry = self._entry
@@ -285,11 +305,8 @@ def _jvp_spec(cf, primals, tangents):
     active = tuple(t is not None for t in tangents)
     _check_aliasing(cf, primals, active)
     key = ("jvp", cf.signature(primals), active)
-    spec = cf._cache.get(key)
-    if spec is None:
-        spec = cf._cache[key] = _specialization(
-            cf, key, lambda: jvp_function(cf.specialize(*primals).ir, active), len(primals))
-    return spec
+    return _once(cf._cache, key, lambda: _specialization(
+        cf, key, lambda: jvp_function(cf.specialize(*primals).ir, active), len(primals)))
 
 
 def _written_arrays(spec):
@@ -327,27 +344,38 @@ def _check_aliasing(cf, args, active):
 def _vjp_spec(cf, primals, active):
     _check_aliasing(cf, primals, active)
     key = ("vjp", cf.signature(primals), active)
-    spec = cf._cache.get(key)
-    if spec is None:
-        spec = cf._cache[key] = _specialization(
-            cf, key, lambda: vjp_function(cf.specialize(*primals).ir, active), len(primals))
-    return spec
+    return _once(cf._cache, key, lambda: _specialization(
+        cf, key, lambda: vjp_function(cf.specialize(*primals).ir, active), len(primals)))
 
 
 def vjp(f, *primals):
     """Reverse mode: (f(*primals), pullback), where pullback(cotangent) returns one cotangent
-    per argument (None for arguments that cannot have one: ints, bools)."""
+    per argument (None for arguments that cannot have one: ints, bools). The pullback pickles
+    (the function by reference, the primals by value)."""
     cf = _as_compiled(f)
     active = tuple(_differentiable_value(p) for p in primals)
     spec = _vjp_spec(cf, primals, active)
-    out = cf(*primals)
+    return cf(*primals), _Pullback(cf, primals, active, spec)
 
-    def pullback(cotangent):
-        _, grads = spec.callable(*primals, cotangent)
+
+class _Pullback:
+    """The pullback vjp() returns: applies the compiled vjp program to a cotangent."""
+
+    def __init__(self, cf, primals, active, spec=None):
+        self.cf = cf
+        self.primals = primals
+        self.active = active
+        self._spec = spec
+
+    def __reduce__(self):
+        return _Pullback, (self.cf, self.primals, self.active)
+
+    def __call__(self, cotangent):
+        if self._spec is None:
+            self._spec = _vjp_spec(self.cf, self.primals, self.active)
+        _, grads = self._spec.callable(*self.primals, cotangent)
         it = iter(grads)
-        return tuple(next(it) if on else None for on in active)
-
-    return out, pullback
+        return tuple(next(it) if on else None for on in self.active)
 
 
 def _differentiable_value(v):
@@ -376,6 +404,11 @@ class _Transformed:
         self._cache = self.cf._cache.setdefault(("transform", with_value, argnums), {})
         self._entry = None  # the native entry point of the last call (see __call__)
 
+    def __reduce__(self):
+        from adcompile.pickling import reduce_transformed
+
+        return reduce_transformed(self)
+
     def signature(self, args):
         return self.cf.signature(args)
 
@@ -397,11 +430,8 @@ class _Transformed:
         _check_aliasing(self.cf, args, active)
         mode = "value_and_grad" if self.with_value else "grad"
         key = (mode, self.cf.signature(args), active)
-        spec = self._cache.get(key)
-        if spec is None:
-            spec = self._cache[key] = _specialization(
-                self.cf, key, lambda: vjp_function(self.cf.specialize(*args).ir, active, mode))
-        return spec
+        return _once(self._cache, key, lambda: _specialization(
+            self.cf, key, lambda: vjp_function(self.cf.specialize(*args).ir, active, mode)))
 
     def __call__(self, *args):
         entry = self._entry
@@ -481,30 +511,34 @@ def _stack(columns, value_shape, arg):
     return result if result.shape else float(result)
 
 
+class _Columns:
+    """jacobian(f) / hessian(f): one derivative column per element of argument `argnums`,
+    stacked to result shape + argument shape. Picklable when f is."""
+
+    def __init__(self, f, argnums, column):
+        self.f = _as_compiled(f)
+        self.argnums = argnums
+        self.column = column
+
+    def __call__(self, *args):
+        tangents = [None] * len(args)
+        columns = []
+        for e in _basis(args[self.argnums]):
+            tangents[self.argnums] = e
+            columns.append(self.column(self.f, args, tuple(tangents)))
+        return _stack(columns, None, args[self.argnums])
+
+
+def _jvp_column(f, primals, tangents):
+    return jvp(f, primals, tangents)[1]
+
+
 def jacobian(f, argnums=0):
     """The Jacobian of f with respect to argument `argnums`, one forward-mode column per
     element of that argument; shape = result shape + argument shape."""
-
-    def jac(*args):
-        tangents = [None] * len(args)
-        columns = []
-        for e in _basis(args[argnums]):
-            tangents[argnums] = e
-            columns.append(jvp(f, args, tuple(tangents))[1])
-        return _stack(columns, None, args[argnums])
-
-    return jac
+    return _Columns(f, argnums, _jvp_column)
 
 
 def hessian(f, argnums=0):
     """The Hessian of scalar f with respect to argument `argnums` (forward over reverse)."""
-
-    def hess(*args):
-        tangents = [None] * len(args)
-        columns = []
-        for e in _basis(args[argnums]):
-            tangents[argnums] = e
-            columns.append(hvp(f, args, tuple(tangents)))
-        return _stack(columns, None, args[argnums])
-
-    return hess
+    return _Columns(f, argnums, hvp)

@@ -119,3 +119,39 @@ def store(key, suffix, data):
     except OSError as e:
         warn(f"adcompile: cannot write to the compile cache {directory} ({e}); compiled "
               f"code will not be reused by other processes")
+
+
+def _entries(directory):
+    """(path, suffix, size) of every entry and left-over temporary file under `directory`."""
+    for sub in sorted(os.listdir(directory)) if os.path.isdir(directory) else ():
+        folder = os.path.join(directory, sub)
+        if len(sub) != 2 or not os.path.isdir(folder):
+            continue  # not ours
+        for name in sorted(os.listdir(folder)):
+            suffix = "tmp" if name.startswith(".tmp-") else name.rpartition(".")[2]
+            if suffix in ("o", "ir", "tmp"):
+                path = os.path.join(folder, name)
+                yield path, suffix, os.path.getsize(path)
+
+
+def summary():
+    """{suffix: (entries, bytes)} of the cache directory ("o": object code, "ir": IR)."""
+    counts = {}
+    for _, suffix, size in _entries(cache_dir()):
+        count, total = counts.get(suffix, (0, 0))
+        counts[suffix] = (count + 1, total + size)
+    return counts
+
+
+def clear():
+    """Remove every entry (and empty entry folders); returns (entries, bytes) removed."""
+    directory = cache_dir()
+    count = total = 0
+    for path, _, size in list(_entries(directory)):
+        os.unlink(path)
+        count, total = count + 1, total + size
+        try:
+            os.rmdir(os.path.dirname(path))
+        except OSError:  # not empty yet
+            pass
+    return count, total

@@ -75,6 +75,15 @@ class Source:
             source = cls._memo[code] = cls(fn)
         return source
 
+    @classmethod
+    def parsed(cls, tree, filename, text):
+        """The Source of a function found by parsing its whole file (`adcompile check`):
+        `tree`'s positions are already the file's."""
+        source = cls.__new__(cls)
+        source.fn, source.tree, source.filename, source.text = None, tree, filename, text
+        source.first_line, source.indent = 1, 0
+        return source
+
     def __init__(self, fn):
         self.fn = fn
         found = _quick_source(fn)

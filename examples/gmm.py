@@ -1,0 +1,47 @@
+"""A one-dimensional Gaussian mixture: its negative log-likelihood, compiled, and a data set
+made in shards (used by examples/dask_gmm.py and benchmarks/distributed.py).
+
+The parameters are unconstrained: mixture weights as logits, means, and log standard
+deviations. The loss of a data set is the sum of its shards' losses, so the gradient of the
+whole is the sum of the shards' gradients.
+"""
+
+import math
+
+import numpy as np
+
+import adcompile as ac
+from adcompile import adcompile
+
+LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+@adcompile
+def gmm_nll(logits, means, log_sigmas, x):
+    """-sum_i log sum_k w_k N(x_i | mean_k, sigma_k), with w = softmax(logits)."""
+    top = np.max(logits)
+    log_w = logits - top - np.log(np.sum(np.exp(logits - top)))
+    z = (x[:, None] - means[None, :]) * np.exp(-log_sigmas)[None, :]
+    log_p = log_w - log_sigmas - LOG_SQRT_2PI - 0.5 * z * z
+    m = np.max(log_p, axis=1)
+    return -np.sum(m + np.log(np.sum(np.exp(log_p - m[:, None]), axis=1)))
+
+
+# the value and the gradient in all three parameters: what each worker computes per shard
+nll_and_grad = ac.value_and_grad(gmm_nll, argnums=(0, 1, 2))
+
+TRUE_MEANS = np.array([-4.0, -1.0, 0.5, 3.0])
+TRUE_SIGMAS = np.array([0.7, 0.4, 1.0, 0.8])
+TRUE_WEIGHTS = np.array([0.2, 0.3, 0.35, 0.15])
+
+
+def shard(seed, size):
+    """One shard of the data set, drawn from the true mixture with its own seed (so a worker
+    can make its shard itself, and any process can make the same one again)."""
+    rng = np.random.default_rng(seed)
+    component = rng.choice(len(TRUE_WEIGHTS), size=size, p=TRUE_WEIGHTS)
+    return rng.normal(TRUE_MEANS[component], TRUE_SIGMAS[component])
+
+
+def initial_parameters(k=4):
+    return np.zeros(k), np.linspace(-2.0, 2.0, k), np.zeros(k)

@@ -1,0 +1,72 @@
+"""examples/dask_gmm.py on a LocalCluster of 2 worker processes computes the same loss and
+gradient as one process, bit for bit, for the same sharding. Skipped without the dask extra."""
+
+import os
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+sys.path.append(str(EXAMPLES))  # workers are spawned with this process's sys.path
+import dask_gmm  # noqa: E402
+import gmm  # noqa: E402
+
+POINTS, SHARDS = 60_001, 6
+
+
+def _one_process(params):
+    sizes = [POINTS // SHARDS + (i < POINTS % SHARDS) for i in range(SHARDS)]
+    return dask_gmm.add_up([gmm.nll_and_grad(*params, gmm.shard(i, size))
+                            for i, size in enumerate(sizes)])
+
+
+def _bits(value, grads):
+    return np.float64(value).tobytes(), [g.tobytes() for g in grads]
+
+
+@pytest.fixture(scope="module")
+def client():
+    gmm.nll_and_grad(*gmm.initial_parameters(), gmm.shard(0, 10))  # warm the shared cache
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None)
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+def test_two_workers_give_the_bits_of_one_process(client):
+    shards = dask_gmm.make_shards(client, POINTS, SHARDS)
+    holders = {key: w for w, keys in client.has_what().items() for key in keys}
+    assert len({holders[f.key] for f in shards}) == 2  # both workers hold shards
+    pids = client.run(os.getpid)
+    assert len(set(pids.values())) == 2 and os.getpid() not in pids.values()
+    params = list(gmm.initial_parameters())
+    for _ in range(2):  # two points: the start, and after an Adam step
+        value, grads = dask_gmm.sharded_value_and_grad(client, params, shards)
+        assert _bits(value, grads) == _bits(*_one_process(params))
+        dask_gmm.Adam(params, 0.2).step([g / POINTS for g in grads])
+
+
+def test_fit_takes_steps_that_lower_the_loss(client, capsys):
+    params = dask_gmm.fit(client, POINTS, SHARDS, steps=12, lr=0.2)
+    losses = [float(line.split()[5]) for line in capsys.readouterr().out.splitlines()]
+    assert len(losses) == 3 and losses[-1] < losses[0]
+    assert all(p.shape == (4,) and np.isfinite(p).all() for p in params)
+
+
+def test_main_with_a_scheduler_address(client, capsys):
+    """--scheduler connects to a running cluster and ships examples/gmm.py to its workers
+    (which then import the compiled function from their copy)."""
+    dask_gmm.main(["--scheduler", client.scheduler.address, "--points", "20000",
+                   "--shards", "4", "--steps", "2"])
+    out = capsys.readouterr().out
+    assert "step   1" in out and out.count("true") == 3
+    assert all(client.run(_has_copy_of_gmm).values())
+
+
+def _has_copy_of_gmm(dask_worker):
+    return os.path.exists(os.path.join(dask_worker.local_directory, "gmm.py"))
