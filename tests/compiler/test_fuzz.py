@@ -670,9 +670,13 @@ def _coordinate(arg, c):
 
 
 def _non_finite_inside(checked, arg_set):
-    """Whether the function computes an infinity or a NaN on the way (numpy's invalid,
-    divide-by-zero or overflow flags) at these arguments."""
+    """Whether the function reads or computes an infinity or a NaN on the way (an argument
+    holding one, or numpy's invalid, divide-by-zero or overflow flags) at these arguments:
+    np.prod of [0.5, inf] is inf without a flag, and its partial for 0.5 is infinite."""
     args = fresh(arg_set)
+    if any(not np.all(np.isfinite(a)) for a in args
+           if np.asarray(a).dtype.kind == "f"):
+        return True
     checked._ARRAYS[:] = _arrays(args)
     with np.errstate(invalid="raise", divide="raise", over="raise"):
         try:

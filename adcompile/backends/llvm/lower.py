@@ -80,6 +80,26 @@ def _set_name(value, name):
         value.name = name.replace(".", "_")
 
 
+class ErrorTable(dict):
+    """code -> (exception name, printf-style message) of a function's failures; codes start
+    at 2 (0 is success, 1 an exception already set). code_of gives an error already listed
+    its code again; add always gives a new one (a run of codes must stay consecutive)."""
+
+    def __init__(self):
+        super().__init__()
+        self.codes = {}
+
+    def add(self, exception, message):
+        code = len(self) + 2
+        self[code] = (exception, message)
+        self.codes.setdefault((exception, message), code)
+        return code
+
+    def code_of(self, exception, message):
+        code = self.codes.get((exception, message))
+        return self.add(exception, message) if code is None else code
+
+
 class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering, FusionLowering):
     def __init__(self, module, func, fastmath, boundscheck):
         self.module = module
@@ -87,7 +107,7 @@ class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering, FusionLowering):
         self.flags = ("fast",) if fastmath else ()
         self.boundscheck = boundscheck
         self.values = {}
-        self.errors = {}
+        self.errors = ErrorTable()
         self.b = None
         self.origin_of = {}
         self._deaths = {}
@@ -123,17 +143,21 @@ class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering, FusionLowering):
 
     def error(self, exception, message, loc):
         """A new error code for `exception(message)` raised at `loc`."""
-        code = len(self.errors) + 2
-        self.errors[code] = (exception, message + (_where(loc) if self.located else ""))
-        return code
+        return self.errors.code_of(exception, message + (_where(loc) if self.located else ""))
 
     def check(self, bad, code):
-        """Leave through the cleanup block with `code` when `bad` is true."""
-        fail_bb = self.func.append_basic_block("fail")
+        """Leave through the cleanup block with `code` when `bad` is true (one exit block per
+        code and function: the checks of one line share it)."""
+        exits = self.__dict__.setdefault("_exits", {})
+        fail_bb = exits.get(code)
+        if fail_bb is None:
+            here = self.b.block
+            fail_bb = exits[code] = self.func.append_basic_block("fail")
+            self.b.position_at_end(fail_bb)
+            self.exit(code)
+            self.b.position_at_end(here)
         cont_bb = self.func.append_basic_block("ok")
         self.b.cbranch(bad, fail_bb, cont_bb)
-        self.b.position_at_end(fail_bb)
-        self.exit(code)
         self.b.position_at_end(cont_bb)
 
     def libc(self, name, ret, args):
@@ -286,9 +310,14 @@ class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering, FusionLowering):
     def located_status(self, status, errors, loc):
         """The kernel's error code for an outlined function's failing `status`: its own
         errors (2, 3, ...) registered here, at `loc`, in order; other statuses unchanged."""
-        codes = [self.error(exception, message, loc) for exception, message in errors]
-        if not codes:
+        if not errors:
             return status
+        ranges = self.__dict__.setdefault("_ranges", {})
+        key = (tuple(errors), loc)
+        if key not in ranges:  # a new run of codes, in order
+            ranges[key] = [self.errors.add(exception, message + _where(loc))
+                           for exception, message in errors]
+        codes = ranges[key]
         own = self.b.icmp_signed(">=", status, ir.Constant(I32, 2))
         return self.b.select(own, self.b.add(status, ir.Constant(I32, codes[0] - 2)), status)
 
@@ -300,7 +329,7 @@ class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering, FusionLowering):
         fn.attributes.add("noinline")
         sub = _Lowering(self.module, fn, False, self.boundscheck)
         sub.flags = self.flags
-        sub.errors = {}  # its own, unlocated (see located_status)
+        sub.errors = ErrorTable()  # its own, unlocated (see located_status)
         sub.located = False
         sub.origin_of = self.origin_of
         sub.target_data = getattr(self, "target_data", None)
@@ -832,9 +861,8 @@ class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering, FusionLowering):
 
     def assertion(self, op):
         message = op.attrs.get("message") or f"assert {op.attrs.get('source', '')} failed"
-        code = len(self.errors) + 2
         exception = op.attrs.get("exception", "AssertionError")
-        self.errors[code] = (exception, message.replace("%", "%%"))
+        code = self.errors.code_of(exception, message.replace("%", "%%"))
         cond = self.v(op.operands[0])
         self.check(self.b.not_(cond), code)
 

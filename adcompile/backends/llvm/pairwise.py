@@ -901,9 +901,11 @@ def _write_reduced(b, v, ndim, k, dn, ds, dk, plan):
 class _NoErrors(dict):
     """The error table of a function shared by functions with tables of their own."""
 
-    def __setitem__(self, code, error):
+    def add(self, exception, message):
         raise AssertionError("a shared pairwise-sum function cannot raise (this is a bug in "
                              "adcompile)")
+
+    code_of = add
 
 
 def _out_of_line(fn):
