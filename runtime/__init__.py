@@ -9,6 +9,8 @@ import builtins as _builtins
 
 from runtime import autograd, dtypes, nn, optim
 from runtime import ops as _ops
+from runtime.accelerators import (accelerator, backends, cuda, get_default_device, mps,
+                                  set_default_device)
 from runtime.creation import (
     arange,
     as_tensor,
@@ -55,6 +57,7 @@ from runtime.grad_mode import (
     set_grad_enabled,
 )
 from runtime.ops._core import get_default_dtype, set_default_dtype
+from runtime.serialization import load, save
 from runtime.random import manual_seed, seed, initial_seed, get_rng_state, set_rng_state
 from runtime.tensor import Size, Tensor
 from runtime.viz import make_dot
@@ -124,6 +127,9 @@ concat = concatenate = cat
 
 
 from runtime.creation import tensor  # noqa: E402  (rebinds the name the submodule took)
+
+
+equal = _ops.equal
 
 
 def detach(t):

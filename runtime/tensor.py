@@ -58,6 +58,9 @@ class Size(tuple):
         return n
 
 
+_TO_KEYWORDS = {"dtype", "device", "non_blocking", "copy", "memory_format"}
+
+
 class Tensor:
     __slots__ = ("_data", "_dtype", "_grad_fn", "_output_nr", "_requires_grad", "_vc", "_base",
                  "_grad", "_meta", "_inference", "__dict__", "__weakref__")
@@ -334,6 +337,13 @@ class Tensor:
         autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     # -- detach / data -----------------------------------------------------------------------
+    def _is_view(self):
+        """Whether this tensor is a view that autograd tracks (its `_base` is set)."""
+        return self._base is not None
+
+    def equal(self, other):
+        return F.equal(self, other)
+
     def detach(self):
         out = Tensor._wrap(self._data, self._dtype)
         out._vc = self._vc
@@ -473,6 +483,10 @@ class Tensor:
 
     # -- dtype conversion --------------------------------------------------------------------
     def to(self, *args, **kwargs):
+        unknown = set(kwargs) - _TO_KEYWORDS
+        if unknown:
+            raise TypeError(f"to() got an unexpected keyword argument '{min(unknown)}'; it "
+                            f"takes dtype, device, non_blocking, copy and memory_format")
         dt = kwargs.get("dtype")
         copy = kwargs.get("copy", False)
         for a in args:

@@ -20,6 +20,7 @@ neg = F.neg
 sin = F.sin
 cos = F.cos
 exp = F.exp
+sigmoid = F.sigmoid
 log = F.log
 sign = F.sign
 abs = F.abs

@@ -258,6 +258,18 @@ def binary_cross_entropy(ops, g, needs, x, target, reduction, count):
     return (ops.mul(g, partial), None)
 
 
+@rule("binary_cross_entropy_with_logits")
+def binary_cross_entropy_with_logits(ops, g, needs, x, target, weight, reduction, count):
+    def finish(partial):
+        if weight is not None:
+            partial = ops.mul(partial, weight)
+        return ops.div(partial, count) if reduction == "mean" else partial
+
+    gx = finish(ops.mul(ops.sub(ops.sigmoid(x), target), g)) if needs[0] else None
+    gt = finish(ops.mul(ops.neg(x), g)) if needs[1] else None
+    return gx, gt
+
+
 # -- scalar math used by compiled code ----------------------------------------------------------
 
 @rule("expm1")

@@ -9,7 +9,8 @@ import sys
 
 import numpy as np
 
-pow = np.power
+from runtime.cascade_sum import mean_like_torch, sum_like_torch
+
 sin = np.sin
 cos = np.cos
 sign = np.sign
@@ -25,6 +26,31 @@ isnan = np.isnan
 log = np.log
 matmul = np.matmul
 outer = np.outer
+
+
+# x ** e for the exponents PyTorch's CPU kernel computes without pow(): products and
+# reciprocals of x rounded step by step, so float results agree to the bit.
+_POWER_BY_PRODUCTS = {
+    2: lambda x: x * x,
+    3: lambda x: x * x * x,
+    -2: lambda x: 1 / (x * x),
+    -1: lambda x: 1 / x,
+    -0.5: lambda x: 1 / np.sqrt(x),
+}
+
+
+def pow(x, e):
+    """np.power(x, e), with PyTorch's special cases for Python-number exponents of floats."""
+    if e.__class__ in _SCALARS:
+        dtype = getattr(x, "dtype", None)
+        special = _POWER_BY_PRODUCTS.get(e)
+        if special is not None and dtype is not None and dtype.kind == "f" and dtype.itemsize >= 4:
+            return special(x).astype(dtype, copy=False)
+    return np.power(x, e)
+
+
+def sigmoid(x):
+    return 1 / (1 + np.exp(-x))
 
 
 def log_scalar(c):
@@ -141,11 +167,11 @@ def cast(x, np_dtype):
 
 
 def sum(x):
-    return np.sum(x)
+    return sum_like_torch(x)
 
 
 def mean(x, dims, keepdim):
-    return np.mean(x, axis=dims, keepdims=keepdim)
+    return mean_like_torch(x, axis=dims, keepdims=keepdim)
 
 
 def shape(x):
@@ -192,7 +218,7 @@ def sum_to(g, shape):
     gshape = np.shape(g)
     if gshape == shape:
         return g
-    return np.reshape(np.sum(g, axis=broadcast_axes(gshape, shape), keepdims=True), shape)
+    return np.reshape(sum_like_torch(g, axis=broadcast_axes(gshape, shape), keepdims=True), shape)
 
 
 def getitem(x, key):
@@ -297,7 +323,7 @@ exp = np.exp
 
 
 def sum_dim(x, dim, keepdim):
-    return np.sum(x, axis=dim, keepdims=keepdim)
+    return sum_like_torch(x, axis=dim, keepdims=keepdim)
 
 
 def any_zero(x):
