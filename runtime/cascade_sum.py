@@ -136,8 +136,10 @@ def torch_sum(a, dims):
     summed = [d for d in dims if shape[d] != 1]
     if not summed:
         return None
+    out_shape = [shape[d] for d in range(a.ndim) if d not in dims]
     if not kept:
-        return np.float32(_full(a.reshape(-1)) + np.float32(0))
+        total = np.float32(_full(a.reshape(-1)) + np.float32(0))
+        return np.reshape(total, out_shape) if out_shape else total
     lo, hi = summed[0], summed[-1]
     if hi - lo + 1 != len(summed) or len(summed) != len([d for d in range(lo, hi + 1)
                                                          if shape[d] != 1]):
@@ -150,7 +152,7 @@ def torch_sum(a, dims):
         out = inner_sum(x[:, :, 0].T)
     else:
         out = outer_sum(x.transpose(1, 0, 2))
-    return out.reshape([shape[d] for d in range(a.ndim) if d not in dims])
+    return out.reshape(out_shape)
 
 
 def sum_like_torch(a, axis=None, keepdims=False):
