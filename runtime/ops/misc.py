@@ -6,7 +6,7 @@ import numpy as np
 from runtime import dtypes
 from runtime.autograd_meta import any_requires_grad, record
 from runtime.function import node_class, save_input, save_output
-from runtime.ops._core import float_dtype, is_tensor, wrap
+from runtime.ops._core import float_dtype, wrap
 from runtime.ops.reductions import _axes, _rule_dims, normalize_dims
 
 SoftmaxBackward0 = node_class("SoftmaxBackward0", "softmax")
@@ -130,16 +130,3 @@ def lerp(x, end, weight):
         return sub(end, mul(sub(end, x), 1 - weight))
     return add(x, mul(sub(end, x), weight))
 
-
-def equal(a, b):
-    """True when both tensors have one shape and equal elements (after type promotion)."""
-    from runtime.ops._core import result_dtype
-
-    for name, t in (("input", a), ("other", b)):
-        if not is_tensor(t):
-            raise TypeError(f"equal(): {name} must be a Tensor, not {type(t).__name__}")
-    if a._data.shape != b._data.shape:
-        return False
-    common = result_dtype(a, b).np
-    return bool(np.array_equal(a._data.astype(common, copy=False),
-                               b._data.astype(common, copy=False)))

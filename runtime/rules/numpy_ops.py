@@ -28,31 +28,6 @@ matmul = np.matmul
 outer = np.outer
 
 
-# x ** e for the exponents PyTorch's CPU kernel computes without pow(): products and
-# reciprocals of x rounded step by step, so float results agree to the bit.
-_POWER_BY_PRODUCTS = {
-    2: lambda x: x * x,
-    3: lambda x: x * x * x,
-    -2: lambda x: 1 / (x * x),
-    -1: lambda x: 1 / x,
-    -0.5: lambda x: 1 / np.sqrt(x),
-}
-
-
-def pow(x, e):
-    """np.power(x, e), with PyTorch's special cases for Python-number exponents of floats."""
-    if e.__class__ in _SCALARS:
-        dtype = getattr(x, "dtype", None)
-        special = _POWER_BY_PRODUCTS.get(e)
-        if special is not None and dtype is not None and dtype.kind == "f" and dtype.itemsize >= 4:
-            return special(x).astype(dtype, copy=False)
-    return np.power(x, e)
-
-
-def sigmoid(x):
-    return 1 / (1 + np.exp(-x))
-
-
 def log_scalar(c):
     """log of a Python number, following IEEE like the tensor log: -inf at 0, nan below."""
     if c > 0:
@@ -172,6 +147,31 @@ def sum(x):
 
 def mean(x, dims, keepdim):
     return mean_like_torch(x, axis=dims, keepdims=keepdim)
+
+
+# x ** e for the exponents PyTorch's CPU kernel computes without pow(): products and
+# reciprocals of x rounded step by step, so float results agree to the bit.
+_POWER_BY_PRODUCTS = {
+    2: lambda x: x * x,
+    3: lambda x: x * x * x,
+    -2: lambda x: 1 / (x * x),
+    -1: lambda x: 1 / x,
+    -0.5: lambda x: 1 / np.sqrt(x),
+}
+
+
+def pow(x, e):
+    """np.power(x, e), with PyTorch's special cases for Python-number exponents of floats."""
+    if e.__class__ in _SCALARS:
+        dtype = getattr(x, "dtype", None)
+        special = _POWER_BY_PRODUCTS.get(e)
+        if special is not None and dtype is not None and dtype.kind == "f" and dtype.itemsize >= 4:
+            return special(x).astype(dtype, copy=False)
+    return np.power(x, e)
+
+
+def sigmoid(x):
+    return 1 / (1 + np.exp(-x))
 
 
 def shape(x):
