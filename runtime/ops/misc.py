@@ -129,4 +129,3 @@ def lerp(x, end, weight):
     if isinstance(weight, (int, float)) and weight >= 0.5:
         return sub(end, mul(sub(end, x), 1 - weight))
     return add(x, mul(sub(end, x), weight))
-
