@@ -38,6 +38,8 @@ from runtime.creation import (
 )
 from runtime.dtypes import (
     bool_ as bool,
+    complex64,
+    complex128,
     float16,
     float32,
     float64,
@@ -69,6 +71,8 @@ double = float64
 short = int16
 int = int32
 long = int64
+cfloat = complex64
+cdouble = complex128
 
 globals().update(legacy_constructors())
 
@@ -130,6 +134,8 @@ from runtime.creation import tensor  # noqa: E402  (rebinds the name the submodu
 
 
 equal = _ops.equal
+real, imag, conj, angle = _ops.real, _ops.imag, _ops.conj, _ops.angle
+view_as_real, view_as_complex = _ops.view_as_real, _ops.view_as_complex
 
 
 def detach(t):

@@ -46,7 +46,7 @@ def _finish(t, requires_grad):
         raise TypeError(f"requires_grad must be True or False, not a "
                         f"{type(requires_grad).__name__}")
     if requires_grad:
-        if not t._dtype.is_floating_point:
+        if t._dtype.category != dtypes.FLOAT:  # floating point or complex
             raise RuntimeError(f"only floating point (and complex) tensors can require "
                                f"gradients; this one is {t._dtype}")
         t._requires_grad = True
@@ -74,6 +74,10 @@ def _infer_dtype(array, data):
         return dtypes.int64
     if kind == "b":
         return dtypes.bool_
+    if kind == "c":  # Python complex numbers: the complex type of the default dtype
+        if isinstance(data, np.ndarray) or _holds_numpy(data):
+            return dtypes.from_numpy(array.dtype)
+        return dtypes.promote_types(get_default_dtype(), dtypes.complex64)
     raise TypeError(f"cannot make a tensor from data of type {type(data).__name__}")
 
 

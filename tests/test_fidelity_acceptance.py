@@ -322,3 +322,67 @@ def test_one_gradient_routed_to_two_leaves_is_not_shared():
     (a + b).sum().backward()
     a.grad.mul_(5)
     assert b.grad.tolist() == [1.0, 1.0]
+
+
+# -- complex tensors with autograd ----------------------------------------------------------
+
+COMPLEX_PROGRAMS = {
+    "abs": lambda L, z, w, x: z.abs().sum(),
+    "real": lambda L, z, w, x: (z.real * 2).sum(),
+    "imag": lambda L, z, w, x: (z.imag * 3).sum(),
+    "conj": lambda L, z, w, x: z.conj().real.sum() + z.conj().imag.sum(),
+    "angle": lambda L, z, w, x: z.angle().sum(),
+    "mul": lambda L, z, w, x: (z * w).abs().sum(),
+    "div": lambda L, z, w, x: (z / w).abs().sum(),
+    "add_sub_real": lambda L, z, w, x: (z + w - x).abs().sum(),
+    "mixed_real": lambda L, z, w, x: (x * z).real.sum() + (w / x).imag.sum(),
+    "python_complex": lambda L, z, w, x: ((2 - 1j) * z + 1j).abs().sum(),
+    "reciprocal": lambda L, z, w, x: (1 / w).abs().sum(),
+    "square": lambda L, z, w, x: (w ** 2).abs().sum() + (w * w.conj()).real.sum(),
+    "sums": lambda L, z, w, x: (z.sum() * w.sum()).abs(),
+    "view_as_real": lambda L, z, w, x: L.view_as_real(z).sum(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPLEX_PROGRAMS))
+def test_complex_autograd_follows_pytorch(name):
+    def run(lib):
+        z = lib.tensor([1 + 2j, -3 + 0.5j, 0j], requires_grad=True)
+        w = lib.tensor([0.5 - 1j, 2 + 2j, 1 + 1j], requires_grad=True)
+        x = lib.tensor([1.5, -2.0, 0.5], requires_grad=True)
+        y = COMPLEX_PROGRAMS[name](lib, z, w, x)
+        edges = [(type(n).__name__ if n else None, i) for n, i in y.grad_fn.next_functions]
+        y.backward()
+        grads = [None if t.grad is None else t.grad.numpy() for t in (z, w, x)]
+        return repr(y), type(y.grad_fn).__name__, edges, grads, [repr(t.grad) for t in (z, w, x)]
+
+    expected, actual = _pair(run)
+    assert expected[:3] == actual[:3] and expected[4] == actual[4]
+    for e, a in zip(expected[3], actual[3]):
+        assert (e is None) == (a is None)
+        if e is not None:
+            assert e.dtype == a.dtype
+            np.testing.assert_allclose(a, e, rtol=1e-6, atol=1e-7)
+
+
+def test_complex_tensors_print_and_promote_as_pytorch():
+    def run(lib):
+        made = [lib.tensor([1 + 2j]), lib.tensor([1.5 + 2j, 3]), lib.tensor(1j),
+                lib.zeros(2, dtype=lib.complex128), lib.tensor([1e-5 + 1j]),
+                lib.tensor([1 + 2j, -3 + 0.5j], requires_grad=True),
+                lib.tensor([[1 - 2j, 3.25 + 4j], [0j, -1e6j]]),
+                lib.arange(12.0).reshape(3, 4) * (1 + 0.5j)]
+        dtypes = [(lib.ones(2) * 1j).dtype, (lib.ones(2, dtype=lib.int64) * 1j).dtype,
+                  (lib.ones(2, dtype=lib.float64) * 1j).dtype,
+                  (lib.ones(2) * lib.tensor(1j, dtype=lib.complex128)).dtype]
+        return [repr(t) for t in made], [repr(d) for d in dtypes], \
+            lib.tensor([1j]).is_complex(), lib.tensor([1j]).is_floating_point()
+
+    assert run(adcompile) == run(torch)
+
+
+@LIBS
+def test_backward_of_a_complex_scalar_is_refused(lib):
+    z = lib.tensor([1 + 2j], requires_grad=True)
+    with pytest.raises(RuntimeError):
+        (z * 2).sum().backward()

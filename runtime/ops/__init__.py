@@ -19,3 +19,5 @@ from runtime.ops.inplace import *  # noqa: F401,F403
 from runtime.ops.misc import *  # noqa: F401,F403
 from runtime.ops.misc import all, any  # noqa: F401
 from runtime.ops.equality import equal  # noqa: F401
+from runtime.ops.complex import (angle, conj, imag, real, view_as_complex,  # noqa: F401
+                                 view_as_real)

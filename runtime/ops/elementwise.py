@@ -404,6 +404,8 @@ def _unary(np_fn, cls, x, saves, keep_dtype=False):
         data = np_fn(data[()] if data.ndim == 0 else data)
         if data.__class__ is not _ndarray:
             data = _asarray(data)
+        if data.dtype is not dt.np and data.dtype != dt.np:  # abs of complex is real
+            dt = dtypes.from_numpy(data.dtype)
         out = _wrap_tensor(data, dt)
     else:
         dt = float_dtype(x)

@@ -138,7 +138,33 @@ def cast_like(x, like):
 
 
 def cast(x, np_dtype):
-    return x.astype(np_dtype) if x.dtype != np_dtype else x
+    if x.dtype == np_dtype:
+        return x
+    if x.dtype.kind == "c" and np.dtype(np_dtype).kind != "c":
+        x = x.real  # a real input's share of a complex gradient
+    return x.astype(np_dtype)
+
+
+def conj(x):
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:  # a Python number
+        return x.conjugate() if x.__class__ is complex else x
+    return np.conj(x) if dtype.kind == "c" else x
+
+
+real = np.real
+imag = np.imag
+
+
+def is_complex(x):
+    return np.asarray(x).dtype.kind == "c"
+
+
+def view_as_complex(g):
+    """(..., 2) real pairs -> complex, the inverse of view_as_real."""
+    g = np.asarray(g)
+    return g[..., 0] + 1j * g[..., 1] if g.dtype == np.float64 else \
+        (g[..., 0] + np.complex64(1j) * g[..., 1]).astype(np.complex64)
 
 
 def sum(x):
@@ -302,7 +328,15 @@ _VIEW_STEPS = {
     "expand": lambda a, shape: np.broadcast_to(a, shape),
     "diagonal": lambda a, _: np.diagonal(a),
     "unbind": lambda a, dim_i: a[(slice(None),) * dim_i[0] + (dim_i[1],)],
+    "view_as_real": lambda a, _: as_real_view(a),
 }
+
+
+def as_real_view(z):
+    """The (..., 2) float view of complex array `z`'s memory: real and imaginary parts."""
+    part = z.real
+    return np.lib.stride_tricks.as_strided(part, z.shape + (2,),
+                                           part.strides + (part.itemsize,))
 
 
 def replay_view(array, steps):
