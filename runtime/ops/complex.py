@@ -24,6 +24,8 @@ _REAL_OF = {dtypes.complex64: dtypes.float32, dtypes.complex128: dtypes.float64}
 
 
 def conj(x):
+    if not is_tensor(x):  # a Python number inside a recorded derivative
+        return x.conjugate() if x.__class__ is complex else x
     if not x._dtype.is_complex:
         return x
     out = wrap(np.conj(x._data), x._dtype)
