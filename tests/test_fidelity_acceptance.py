@@ -68,7 +68,7 @@ def test_float32_sum_and_mean_match_pytorch_bit_for_bit(shape):
 
 
 def test_gradient_reduced_over_broadcasting_matches_pytorch():
-    data = np.random.default_rng(1).standard_normal(2000).astype(np.float32)
+    data = np.random.default_rng(2).standard_normal(2000).astype(np.float32)
 
     def run(lib):
         a = lib.tensor(0.5, requires_grad=True)
