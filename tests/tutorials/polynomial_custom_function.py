@@ -4,9 +4,10 @@ y = a + b * P3(c + d * x)."""
 import math
 
 import torch
+from torch.autograd import Function
 
 
-class LegendrePolynomial3(torch.autograd.Function):
+class LegendrePolynomial3(Function):
     @staticmethod
     def forward(ctx, input):
         ctx.save_for_backward(input)

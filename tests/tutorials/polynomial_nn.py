@@ -3,6 +3,7 @@
 import math
 
 import torch
+import torch.nn as nn
 
 torch.manual_seed(0)
 x = torch.linspace(-math.pi, math.pi, 2000)
@@ -12,11 +13,11 @@ p = torch.tensor([1, 2, 3])
 xx = x.unsqueeze(-1).pow(p)
 print(xx.shape, xx.dtype)
 
-model = torch.nn.Sequential(
-    torch.nn.Linear(3, 1),
-    torch.nn.Flatten(0, 1),
+model = nn.Sequential(
+    nn.Linear(3, 1),
+    nn.Flatten(0, 1),
 )
-loss_fn = torch.nn.MSELoss(reduction="sum")
+loss_fn = nn.MSELoss(reduction="sum")
 
 learning_rate = 1e-6
 for t in range(500):

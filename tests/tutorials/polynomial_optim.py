@@ -4,6 +4,8 @@ plain SGD."""
 import math
 
 import torch
+import torch.optim as optim
+from torch.nn import functional as F
 
 torch.manual_seed(0)
 x = torch.linspace(-math.pi, math.pi, 2000)
@@ -13,7 +15,7 @@ xx = x.unsqueeze(-1).pow(p)
 
 model = torch.nn.Sequential(torch.nn.Linear(3, 1), torch.nn.Flatten(0, 1))
 loss_fn = torch.nn.MSELoss(reduction="sum")
-optimizer = torch.optim.RMSprop(model.parameters(), lr=1e-3)
+optimizer = optim.RMSprop(model.parameters(), lr=1e-3)
 for t in range(500):
     y_pred = model(xx)
     loss = loss_fn(y_pred, y)
@@ -45,11 +47,10 @@ class Polynomial3(torch.nn.Module):
 
 
 model = Polynomial3()
-criterion = torch.nn.MSELoss(reduction="sum")
 optimizer = torch.optim.SGD(model.parameters(), lr=1e-6)
 for t in range(500):
     y_pred = model(x)
-    loss = criterion(y_pred, y)
+    loss = F.mse_loss(y_pred, y, reduction="sum")
     if t % 50 == 49:
         print(t, loss.item())
     optimizer.zero_grad()
