@@ -145,9 +145,9 @@ def _finish_grad(i, t, g, create_graph, allow_unused, materialize):
 
 from runtime.custom_function import Function, FunctionCtx  # noqa: E402,F401
 from runtime.gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402,F401
+from runtime import profiler  # noqa: E402,F401  (torch.autograd.profiler)
 
 set_grad_enabled = grad_mode.set_grad_enabled
 no_grad = grad_mode.no_grad
 enable_grad = grad_mode.enable_grad
 inference_mode = grad_mode.inference_mode
-from runtime import profiler  # noqa: E402,F401  (torch.autograd.profiler)
