@@ -16,6 +16,7 @@ lanes (its sum kernel is not built for AVX-512, so AVX-512 CPUs use the AVX2 one
 the thread count it would use. Other layouts return None (the caller uses numpy's sum).
 """
 
+import math
 import os
 
 import numpy as np
@@ -53,34 +54,33 @@ def _groups(x, step):
 
 def multi_row_sum(x):
     """Sum axis 0 through PyTorch's ladder of four accumulators: level 0 adds rows, and every
-    `step` additions a level is added into the next one up and cleared."""
-    power = max(4, _ceil_log2(x.shape[0]) // _LEVELS)
-    step = 1 << power
-    chunks, acc0 = _groups(x, step)       # level 0: what each chunk of rows adds up to
-    groups, acc1 = _groups(chunks, step)  # level 1 flushes into level 2 every `step` chunks
-    tops, acc2 = _groups(groups, step)    # level 2 flushes into level 3 likewise
-    acc3 = np.add.reduce(tops, axis=0) if tops.shape[0] else None
-    total = np.zeros(x.shape[1:], np.float32)
-    for acc in (acc0, acc1, acc2, acc3):
+    `step` additions a level is added into the next one up and cleared. What is left on each
+    level at the end is added last, lowest level first."""
+    step = 1 << max(4, _ceil_log2(x.shape[0]) // _LEVELS)
+    leftovers = []
+    level = x
+    for _ in range(_LEVELS - 1):
+        if level.shape[0] < step:  # nothing reaches the next level
+            break
+        level, rest = _groups(level, step)
+        leftovers.append(rest)
+    leftovers.append(np.add.reduce(level, axis=0) if level.shape[0] else None)
+    total = None
+    for acc in leftovers:
         if acc is not None:
-            total = total + acc
-    return total
+            total = acc if total is None else total + acc
+    return np.zeros(x.shape[1:], np.float32) if total is None else total
 
 
 def row_sum(x):
-    """Sum axis 0 with four interleaved partial sums (rows i*4+k go to partial k)."""
+    """Sum axis 0 with four interleaved partial sums (rows i*4+k go to partial k); the rows
+    left over go into partial 0, then partials 1-3 are added to it in turn."""
     size = x.shape[0]
     body = size - size % _ILP
-    if body:
-        partial = multi_row_sum(x[:body].reshape((body // _ILP, _ILP) + x.shape[1:]))
-        partial = list(partial)
-    else:
-        partial = [np.zeros(x.shape[1:], np.float32)] * _ILP
-    for i in range(body, size):
-        partial[0] = partial[0] + x[i]
-    for k in range(1, _ILP):
-        partial[0] = partial[0] + partial[k]
-    return partial[0]
+    if not body:
+        return _sequential(x)
+    partial = multi_row_sum(x[:body].reshape((body // _ILP, _ILP) + x.shape[1:]))
+    return _sequential(np.concatenate((partial[:1], x[body:], partial[1:])))
 
 
 def _sequential(x):
@@ -144,9 +144,9 @@ def torch_sum(a, dims):
     if hi - lo + 1 != len(summed) or len(summed) != len([d for d in range(lo, hi + 1)
                                                          if shape[d] != 1]):
         return None
-    before = int(np.prod(shape[:lo], dtype=np.int64))
-    n = int(np.prod(shape[lo:hi + 1], dtype=np.int64))
-    after = int(np.prod(shape[hi + 1:], dtype=np.int64))
+    before = math.prod(shape[:lo])
+    n = math.prod(shape[lo:hi + 1])
+    after = math.prod(shape[hi + 1:])
     x = a.reshape(before, n, after)
     if after == 1:
         out = inner_sum(x[:, :, 0].T)
