@@ -7,8 +7,18 @@ autograd code unchanged.
 from runtime import *  # noqa: F401,F403
 from runtime import __version__, autograd, dtypes  # noqa: F401
 import runtime as _runtime
+import sys as _sys
 
 globals().update({k: v for k, v in vars(_runtime).items() if not k.startswith("_")})
+
+# `import adcompile.nn`, `from adcompile.nn import functional`, `import adcompile.optim` ...
+# import the runtime's modules themselves, as `import torch.nn` does for torch.
+for _name in ("nn", "nn.functional", "nn.init", "nn.modules", "optim", "autograd",
+              "autograd.profiler"):
+    _module = _runtime
+    for _part in _name.split("."):
+        _module = getattr(_module, _part)
+    _sys.modules["adcompile." + _name] = _module
 
 from adcompile.api import (  # noqa: E402,F401
     CompiledFunction, adcompile, grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp)

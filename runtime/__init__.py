@@ -9,6 +9,8 @@ import builtins as _builtins
 
 from runtime import autograd, dtypes, nn, optim
 from runtime import ops as _ops
+from runtime.accelerators import (accelerator, backends, cuda, get_default_device, mps,
+                                  set_default_device)
 from runtime.creation import (
     arange,
     as_tensor,
@@ -36,6 +38,8 @@ from runtime.creation import (
 )
 from runtime.dtypes import (
     bool_ as bool,
+    complex64,
+    complex128,
     float16,
     float32,
     float64,
@@ -55,6 +59,7 @@ from runtime.grad_mode import (
     set_grad_enabled,
 )
 from runtime.ops._core import get_default_dtype, set_default_dtype
+from runtime.serialization import load, save
 from runtime.random import manual_seed, seed, initial_seed, get_rng_state, set_rng_state
 from runtime.tensor import Size, Tensor
 from runtime.viz import make_dot
@@ -66,6 +71,8 @@ double = float64
 short = int16
 int = int32
 long = int64
+cfloat = complex64
+cdouble = complex128
 
 globals().update(legacy_constructors())
 
@@ -124,6 +131,11 @@ concat = concatenate = cat
 
 
 from runtime.creation import tensor  # noqa: E402  (rebinds the name the submodule took)
+
+
+equal = _ops.equal
+real, imag, conj, angle = _ops.real, _ops.imag, _ops.conj, _ops.angle
+view_as_real, view_as_complex = _ops.view_as_real, _ops.view_as_complex
 
 
 def detach(t):

@@ -35,6 +35,10 @@ def _root_grads(roots, grads, create_graph):
                 raise RuntimeError("a gradient can only be created implicitly for a scalar "
                                    "output; pass gradient= (e.g. torch.ones_like(out)) for "
                                    "this non-scalar output")
+            if r._dtype.is_complex:
+                raise RuntimeError(f"a gradient can only be created implicitly for a real "
+                                   f"scalar output, but this one is {r._dtype}; take .abs() "
+                                   f"or .real first, or pass gradient=")
             g = wrap(np.ones(r._data.shape, r._dtype.np), r._dtype)
         elif not is_tensor(g):
             raise TypeError(f"gradients must be Tensors or None, got {type(g).__name__}")
@@ -141,6 +145,7 @@ def _finish_grad(i, t, g, create_graph, allow_unused, materialize):
 
 from runtime.custom_function import Function, FunctionCtx  # noqa: E402,F401
 from runtime.gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402,F401
+from runtime import profiler  # noqa: E402,F401  (torch.autograd.profiler)
 
 set_grad_enabled = grad_mode.set_grad_enabled
 no_grad = grad_mode.no_grad

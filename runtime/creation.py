@@ -46,7 +46,7 @@ def _finish(t, requires_grad):
         raise TypeError(f"requires_grad must be True or False, not a "
                         f"{type(requires_grad).__name__}")
     if requires_grad:
-        if not t._dtype.is_floating_point:
+        if t._dtype.category != dtypes.FLOAT:  # floating point or complex
             raise RuntimeError(f"only floating point (and complex) tensors can require "
                                f"gradients; this one is {t._dtype}")
         t._requires_grad = True
@@ -74,6 +74,10 @@ def _infer_dtype(array, data):
         return dtypes.int64
     if kind == "b":
         return dtypes.bool_
+    if kind == "c":  # Python complex numbers: the complex type of the default dtype
+        if isinstance(data, np.ndarray) or _holds_numpy(data):
+            return dtypes.from_numpy(array.dtype)
+        return dtypes.promote_types(get_default_dtype(), dtypes.complex64)
     raise TypeError(f"cannot make a tensor from data of type {type(data).__name__}")
 
 
@@ -176,13 +180,49 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     check_device(device)
     dt = dtype or get_default_dtype()
-    data = np.linspace(start, end, steps, dtype=np.float64)
-    if steps > 1:
-        step = (end - start) / (steps - 1)
-        half = steps // 2
-        i = np.arange(steps)
-        data = np.where(i < half, start + step * i, end - step * (steps - 1 - i))
+    if steps == 1:
+        return _finish(wrap(np.array([start], dt.np), dt), requires_grad)
+    if dt.is_floating_point:
+        data = _linspace(float(start), float(end), steps, np.dtype(dt.np).type)
+    else:  # integer ends (truncated), a float64 step
+        data = _linspace(int(start), int(end), steps, np.float64)
     return _finish(wrap(data.astype(dt.np), dt), requires_grad)
+
+
+def _linspace(start, end, steps, real):
+    """PyTorch's CPU linspace in the output's own precision: the first half counts up from
+    `start` and the second half down from `end`, each element one fused multiply-add."""
+    s, e = real(start), real(end)
+    step = real(real(e - s) / real(steps - 1))
+    i = np.arange(steps)
+    up = i < steps // 2
+    return np.where(up, _fma(step, i, s, real), _fma(-step, steps - 1 - i, e, real))
+
+
+def _fma(a, b, c, real):
+    """a * b + c rounded once to `real` (b integers); half precision rounds twice, as
+    PyTorch's Half arithmetic does."""
+    if real is np.float16:
+        return c + a * b.astype(np.float16)
+    if real is np.float32:  # exact in float64: a 24-bit product plus a float32
+        return (np.float64(a) * b + np.float64(c)).astype(np.float32)
+    b = b.astype(np.float64)
+    p = a * b
+    p_err = _two_product_error(a, b, p)
+    s = p + c
+    s_err = (p - (s - (s - p))) + (c - (s - p))  # TwoSum: what p + c lost
+    return s + (p_err + s_err)
+
+
+def _two_product_error(a, b, p):
+    """What the float64 product p = a * b lost (Dekker's splitting)."""
+    def split(x):
+        t = 134217729.0 * x  # 2**27 + 1
+        hi = t - (t - x)
+        return hi, x - hi
+    ah, al = split(np.float64(a))
+    bh, bl = split(b)
+    return ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):

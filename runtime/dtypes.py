@@ -4,6 +4,11 @@ Every eager Tensor carries one of the `dtype` objects defined here; the numpy ar
 always has the matching numpy dtype. Promotion follows PyTorch 2.13: operands fall in three
 priority groups (tensors with dimensions, 0-dim tensors, Python scalars) and a lower group only
 wins when its *category* (bool < integer < floating) is higher than everything above it.
+
+Complex dtypes belong to the floating category (they can require gradients and take part in
+autograd like floats) but rank above the real floats: a complex operand in a lower group still
+makes the result complex, keeping the higher group's precision (float32 with a complex Python
+number is complex64), as PyTorch's combine_categories does.
 """
 
 import numpy as np
@@ -27,11 +32,11 @@ class dtype:
 
     @property
     def is_floating_point(self):
-        return self.category == FLOAT
+        return self.category == FLOAT and self.np.kind == "f"
 
     @property
     def is_complex(self):
-        return False
+        return self.np.kind == "c"
 
     def __repr__(self):
         return "torch." + self.name
@@ -49,8 +54,14 @@ int32 = dtype("int32", np.int32, INT, "IntTensor", "int")
 int64 = dtype("int64", np.int64, INT, "LongTensor", "long int")
 uint8 = dtype("uint8", np.uint8, INT, "ByteTensor", "unsigned char")
 bool_ = dtype("bool", np.bool_, BOOL, "BoolTensor", "bool")
+complex64 = dtype("complex64", np.complex64, FLOAT, "ComplexFloatTensor", "c10::complex<float>")
+complex128 = dtype("complex128", np.complex128, FLOAT, "ComplexDoubleTensor",
+                   "c10::complex<double>")
 
-ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool_)
+ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool_, complex64,
+       complex128)
+_TO_COMPLEX = {float16: complex64, float32: complex64, float64: complex128,
+               complex64: complex64, complex128: complex128}
 ALIASES = {
     "half": float16,
     "float": float32,
@@ -59,6 +70,8 @@ ALIASES = {
     "int": int32,
     "long": int64,
     "bool": bool_,
+    "cfloat": complex64,
+    "cdouble": complex128,
 }
 _BY_NP = {d.np: d for d in ALL}
 
@@ -79,6 +92,8 @@ def from_numpy(np_dtype):
         return int64
     if kind == "b":
         return bool_
+    if kind == "c":
+        return complex128
     raise TypeError(f"numpy arrays of dtype {np.dtype(np_dtype)} cannot become tensors")
 
 
@@ -89,6 +104,8 @@ def promote_types(a, b):
     if a.category != b.category:
         return a if a.category > b.category else b
     if a.category == FLOAT:
+        if a.is_complex or b.is_complex:
+            return _BY_NP[np.promote_types(a.np, b.np)]  # complex64 + float64: complex128
         return a if a.itemsize >= b.itemsize else b
     return _BY_NP[np.promote_types(a.np, b.np)]
 
@@ -99,6 +116,8 @@ def scalar_dtype(value, default_float):
         return bool_
     if isinstance(value, int):
         return int64
+    if isinstance(value, complex):
+        return _TO_COMPLEX[default_float]
     return default_float
 
 
@@ -106,6 +125,8 @@ def _combine(higher, lower):
     """Merge the result of a higher-priority group with a lower one (None = group empty)."""
     if higher is None:
         return lower
+    if lower is not None and lower.is_complex and not higher.is_complex:
+        return _TO_COMPLEX[higher] if higher.category == FLOAT else lower
     if lower is None or higher.category == FLOAT:
         return higher
     if higher.category == BOOL or lower.category > higher.category:

@@ -157,6 +157,7 @@ class _GraphTask:
                             push(heap, (-single._seq, single))
                             single = None
                         push(heap, (-child._seq, child))
+            outs = g = None  # so AccumulateGrad can tell when it holds the only reference
             # A node that is the only one ready runs straight away: pushing it on an empty
             # heap and popping it again is what PyTorch does. Otherwise every ready node is
             # pushed in edge order and the heap decides (heapq sifts exactly like the

@@ -16,6 +16,7 @@ first, AccumulateGrad nodes — one shared priority — as soon as they are read
 """
 
 import itertools
+import sys
 
 import numpy as np
 
@@ -323,7 +324,7 @@ class AccumulateGrad(Node):
         return "torch::autograd::AccumulateGrad"
 
     def _apply(self, g, ops):
-        accumulate(self.variable, g, ops)
+        accumulate(self.variable, g, ops, _ENGINE_REFS)
         return ()
 
     def __call__(self, *grads):
@@ -335,15 +336,30 @@ class AccumulateGrad(Node):
         return ()
 
 
-def accumulate(variable, g, ops):
-    """Add gradient `g` into `variable.grad`: in place normally, out of place when recording."""
+# References the engine itself holds to a gradient array when AccumulateGrad runs on it (its
+# pending buffer, the list of the node's inputs, two call frames, getrefcount's argument).
+_ENGINE_REFS = 5
+
+
+def _can_take(variable, g, refs):
+    """Whether `.grad` may become the array `g` itself instead of a copy: PyTorch takes a
+    fresh gradient over when nothing else refers to it and its layout is the variable's."""
+    return (refs and g.__class__ is np.ndarray and sys.getrefcount(g) <= refs + 1
+            and g.base is None and g.flags.writeable and g.dtype == variable._dtype.np
+            and g.strides == variable._data.strides and g.shape == variable._data.shape)
+
+
+def accumulate(variable, g, ops, refs=0):
+    """Add gradient `g` into `variable.grad`: in place normally, out of place when recording.
+    `refs`: how many references to `g` the caller holds (0: never take `g` over)."""
     from runtime.tensor import Tensor
 
     np_dtype = variable._dtype.np
     if ops is numpy_ops:
         existing = variable._grad
         if existing is None:
-            variable._grad = Tensor._wrap(np.array(g, dtype=np_dtype))
+            take = _can_take(variable, g, refs)
+            variable._grad = Tensor._wrap(g if take else np.array(g, dtype=np_dtype))
         else:  # in place, as PyTorch does when not recording (history, if any, is kept)
             np.add(existing._data, g, out=existing._data, casting="unsafe")
             existing._vc[0] += 1

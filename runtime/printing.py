@@ -117,6 +117,27 @@ class _ElementFormat:
         return text.rjust(self.width)
 
 
+class _ComplexFormat:
+    """Complex elements: the real parts share one format and the imaginary parts another
+    (each chosen as for a real tensor), written `re+imj` / `re-imj`."""
+
+    __slots__ = ("real", "imag", "width")
+
+    def __init__(self, sample):
+        self.real = _ElementFormat(np.ascontiguousarray(sample.real))
+        self.imag = _ElementFormat(np.ascontiguousarray(sample.imag))
+        self.width = self.real.width + self.imag.width + 1  # and the j
+
+    def __call__(self, value):
+        imag = (self.imag(value.imag) + "j").lstrip()
+        sign = "" if imag[0] in "+-" else "+"
+        return self.real(value.real) + sign + imag
+
+
+def _element_format(sample):
+    return _ComplexFormat(sample) if sample.dtype.kind == "c" else _ElementFormat(sample)
+
+
 def _integer_width(sample):
     """Widest `str()` of an integer or bool element (1 when there are none)."""
     if sample.size == 0:
@@ -175,7 +196,7 @@ def _block(values, indent, summarize, fmt):
 def _body(array, indent):
     """The data part of the repr of a non-empty array."""
     summarize = array.size > _OPTS.threshold
-    fmt = _ElementFormat(_edges(array, _OPTS.edgeitems) if summarize else array)
+    fmt = _element_format(_edges(array, _OPTS.edgeitems) if summarize else array)
     return _block(array, indent, summarize, fmt)
 
 

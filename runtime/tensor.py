@@ -58,6 +58,9 @@ class Size(tuple):
         return n
 
 
+_TO_KEYWORDS = {"dtype", "device", "non_blocking", "copy", "memory_format"}
+
+
 class Tensor:
     __slots__ = ("_data", "_dtype", "_grad_fn", "_output_nr", "_requires_grad", "_vc", "_base",
                  "_grad", "_meta", "_inference", "__dict__", "__weakref__")
@@ -148,7 +151,7 @@ class Tensor:
         return self._dtype.is_floating_point
 
     def is_complex(self):
-        return False
+        return self._dtype.is_complex
 
     def is_contiguous(self):
         return self._data.flags.c_contiguous
@@ -187,7 +190,7 @@ class Tensor:
                                     "take var.detach() instead.")
             raise RuntimeError("requires_grad can only be changed on leaf tensors; this tensor "
                                "was computed by an operation." + hint)
-        if flag and not self._dtype.is_floating_point:
+        if flag and self._dtype.category != dtypes.FLOAT:  # floating point or complex
             raise RuntimeError(f"only floating point (and complex) tensors can require "
                                f"gradients; this one is {self._dtype}")
         self._set_leaf_requires_grad(flag)
@@ -227,7 +230,7 @@ class Tensor:
             raise RuntimeError("requires_grad can only be changed on leaf tensors; this tensor "
                                "was computed by an operation. To use a computed tensor where "
                                "no gradient should flow, take var.detach() instead.")
-        if requires_grad and not self._dtype.is_floating_point:
+        if requires_grad and self._dtype.category != dtypes.FLOAT:
             raise RuntimeError(f"only floating point tensors can require gradients; this one "
                                f"is {self._dtype}")
         self._set_leaf_requires_grad(requires_grad)
@@ -334,6 +337,33 @@ class Tensor:
         autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     # -- detach / data -----------------------------------------------------------------------
+    @property
+    def real(self):
+        return F.real(self)
+
+    @property
+    def imag(self):
+        return F.imag(self)
+
+    def conj(self):
+        return F.conj(self)
+
+    def angle(self):
+        return F.angle(self)
+
+    def resolve_conj(self):
+        return self
+
+    def is_conj(self):
+        return False
+
+    def _is_view(self):
+        """Whether this tensor is a view that autograd tracks (its `_base` is set)."""
+        return self._base is not None
+
+    def equal(self, other):
+        return F.equal(self, other)
+
     def detach(self):
         out = Tensor._wrap(self._data, self._dtype)
         out._vc = self._vc
@@ -446,7 +476,8 @@ class Tensor:
         if self._data.size == 0:
             shows_dtype = self._dtype is not default
         else:
-            shows_dtype = self._dtype not in (default, dtypes.int64, dtypes.bool_)
+            shows_dtype = self._dtype not in (default, dtypes.int64, dtypes.bool_,
+                                              dtypes.promote_types(default, dtypes.complex64))
         suffixes = [f"dtype={self._dtype!r}"] if shows_dtype else []
         gf = self.grad_fn
         if gf is not None:
@@ -473,6 +504,10 @@ class Tensor:
 
     # -- dtype conversion --------------------------------------------------------------------
     def to(self, *args, **kwargs):
+        unknown = set(kwargs) - _TO_KEYWORDS
+        if unknown:
+            raise TypeError(f"to() got an unexpected keyword argument '{min(unknown)}'; it "
+                            f"takes dtype, device, non_blocking, copy and memory_format")
         dt = kwargs.get("dtype")
         copy = kwargs.get("copy", False)
         for a in args:

@@ -20,6 +20,15 @@ neg = F.neg
 sin = F.sin
 cos = F.cos
 exp = F.exp
+sigmoid = F.sigmoid
+conj = F.conj
+view_as_complex = F.view_as_complex
+real = F.real
+imag = F.imag
+
+
+def is_complex(x):
+    return x.is_complex() if is_tensor(x) else isinstance(x, complex)
 log = F.log
 sign = F.sign
 abs = F.abs

@@ -3748,8 +3748,6 @@ def E12_backward_inputs_leaf_hooks_and_retain(torch, rec):
 
 # Behaviours adcompile does not reproduce yet (strict: each must start failing to pass).
 KNOWN_GAPS = {
-    "B10_complex_can_require_grad": "complex dtypes are not implemented",
-    "E3_complex_scalar_output": "complex dtypes are not implemented",
     "B10_bfloat16_can_require_grad": "numpy has no bfloat16; not implemented",
     "S12_grad_dtype": "Tensor.grad_dtype is not implemented",
     "S57_median_amax_ties": "amax() and median() are not implemented (runtime/ops)",

@@ -49,6 +49,15 @@ class IROps:
         gradient never raises where its function returns."""
         return {"ieee": True} if a.type.weak and b.type.weak else {}
 
+    @staticmethod
+    def conj(x):
+        """Compiled values are real: their conjugate is themselves (no code)."""
+        return x
+
+    @staticmethod
+    def is_complex(x):
+        return False
+
     def rsub(self, x, c):
         return self._bin("sub", c, x)
 

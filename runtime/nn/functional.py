@@ -1,7 +1,7 @@
 """torch.nn.functional: activations, linear layers and losses built on the eager kernels.
 
 Losses with their own PyTorch node (MseLossBackward0, NllLossBackward0,
-BinaryCrossEntropyBackward0) record it; the others are compositions, so their graphs match
+BinaryCrossEntropyBackward0, BinaryCrossEntropyWithLogitsBackward0) record it; the others are compositions, so their graphs match
 PyTorch's (l1_loss is mean(abs(sub)), cross_entropy is nll_loss over log_softmax).
 """
 
@@ -9,6 +9,7 @@ import numpy as np
 
 from runtime import dtypes
 from runtime import ops as F
+from runtime.cascade_sum import mean_like_torch, sum_like_torch
 from runtime.autograd_meta import any_requires_grad, record
 from runtime.function import node_class, save_input
 from runtime.ops._core import float_dtype, wrap
@@ -16,6 +17,8 @@ from runtime.ops._core import float_dtype, wrap
 MseLossBackward0 = node_class("MseLossBackward0", "mse_loss")
 NllLossBackward0 = node_class("NllLossBackward0", "nll_loss")
 BinaryCrossEntropyBackward0 = node_class("BinaryCrossEntropyBackward0", "binary_cross_entropy")
+BinaryCrossEntropyWithLogitsBackward0 = node_class("BinaryCrossEntropyWithLogitsBackward0",
+                                                   "binary_cross_entropy_with_logits")
 
 relu = F.relu
 tanh = F.tanh
@@ -133,10 +136,31 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return out
 
 
-def binary_cross_entropy_with_logits(input, target, reduction="mean"):
-    # log(1 + exp(-|x|)) + max(x, 0) - x * t, composed so autograd follows it
-    loss = F.sub(F.add(F.log1p(F.exp(F.neg(F.abs(input)))), F.relu(input)), F.mul(input, target))
-    return _reduce(loss, reduction)
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
+                                     reduce=None, reduction="mean", pos_weight=None):
+    """(1 - t) * x - log(sigmoid(x)), one node as in PyTorch; `weight` is a constant."""
+    _check_reduction(reduction)
+    if pos_weight is not None:
+        raise NotImplementedError("binary_cross_entropy_with_logits: pos_weight is not "
+                                  "supported yet")
+    if tuple(input.shape) != tuple(target.shape):
+        raise ValueError(f"target size ({list(target.shape)}) must be the same as input size "
+                         f"({list(input.shape)})")
+    dt = float_dtype(input)
+    x, t = input._data, target._data.astype(dt.np, copy=False)
+    w = None if weight is None else weight._data.astype(dt.np, copy=False)
+    with np.errstate(over="ignore"):
+        log_sigmoid = np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))
+    loss = (1 - t) * x - log_sigmoid
+    if w is not None:
+        loss = loss * w
+    data = (mean_like_torch(loss) if reduction == "mean" else
+            sum_like_torch(loss) if reduction == "sum" else loss)
+    out = wrap(np.asarray(data, dt.np), dt)
+    if any_requires_grad((input, target)):
+        record(BinaryCrossEntropyWithLogitsBackward0, (input, target), out,
+               (save_input(input), save_input(target), w, reduction, max(x.size, 1)))
+    return out
 
 
 def dropout(input, p=0.5, training=True, inplace=False):

@@ -30,6 +30,8 @@ class Parameter(Tensor):
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
 
+    __str__ = __repr__
+
     def __deepcopy__(self, memo):
         out = Parameter(Tensor._wrap(self._data.copy(), self._dtype), self._requires_grad)
         memo[id(self)] = out
@@ -380,6 +382,14 @@ class Sequential(Module):
 
     def __iter__(self):
         return iter(self._modules.values())
+
+    def __setitem__(self, i, module):
+        names = list(self._modules)
+        self.add_module(names[i], module)  # replaces the module under its name, in place
+
+    def __delitem__(self, i):
+        for name in list(self._modules)[i] if isinstance(i, slice) else [list(self._modules)[i]]:
+            del self._modules[name]
 
     def append(self, module):
         self.add_module(str(len(self._modules)), module)

@@ -13,6 +13,9 @@ from runtime.ops.elementwise import abs, bitwise, pow, round  # noqa: F401
 from runtime.ops.reductions import *  # noqa: F401,F403
 from runtime.ops.reductions import max, min, sum  # noqa: F401
 from runtime.ops.linalg import *  # noqa: F401,F403
+from runtime.ops.equality import equal  # noqa: F401
+from runtime.ops.complex import (angle, conj, imag, real, view_as_complex,  # noqa: F401
+                                 view_as_real)
 from runtime.ops.shape import *  # noqa: F401,F403
 from runtime.ops import shape  # noqa: F401
 from runtime.ops.inplace import *  # noqa: F401,F403

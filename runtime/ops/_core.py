@@ -9,7 +9,7 @@ import numpy as np
 from runtime import dtypes
 from runtime.dtypes import FLOAT, result_type_of, scalar_dtype
 
-_SCALARS = (int, float, bool)
+_SCALARS = (int, float, bool, complex)
 _default = [dtypes.float32]
 
 
@@ -56,6 +56,8 @@ def binary_dtype(a, b):
     """Fast path of result_dtype for (Tensor, Tensor-or-scalar)."""
     da = a._dtype
     if type(b) in _SCALARS:
+        if type(b) is complex and not da.is_complex:
+            return result_dtype(a, b)
         if da.category == FLOAT or (da.category == dtypes.INT and type(b) is not float):
             return da
         if type(b) is bool:

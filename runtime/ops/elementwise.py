@@ -7,6 +7,7 @@ import numpy as np
 from runtime.autograd_meta import _state, any_requires_grad, record, requires_grad
 from runtime.autograd_meta import _new_unary_node as new_unary_node
 from runtime.function import node_class, save_input, save_output
+from runtime.rules import numpy_ops
 from runtime.ops._core import (
     _SCALARS,
     binary_dtype,
@@ -240,7 +241,7 @@ def _pow_scalar(a, e):
     dt = binary_dtype(a, e)
     if dt.category != dtypes.FLOAT and e < 0 and type(e) is int:
         raise RuntimeError("integer tensors cannot be raised to negative integer powers")
-    out = wrap(np.power(data_of(a, dt.np), e), dt)
+    out = wrap(np.asarray(numpy_ops.pow(data_of(a, dt.np), e)), dt)
     if any_requires_grad((a,)):
         record(PowBackward0, (a,), out, (save_input(a), e))
     return out
@@ -403,6 +404,8 @@ def _unary(np_fn, cls, x, saves, keep_dtype=False):
         data = np_fn(data[()] if data.ndim == 0 else data)
         if data.__class__ is not _ndarray:
             data = _asarray(data)
+        if data.dtype is not dt.np and data.dtype != dt.np:  # abs of complex is real
+            dt = dtypes.from_numpy(data.dtype)
         out = _wrap_tensor(data, dt)
     else:
         dt = float_dtype(x)

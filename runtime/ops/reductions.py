@@ -6,6 +6,7 @@ import collections
 import numpy as np
 
 from runtime import dtypes
+from runtime.cascade_sum import mean_like_torch, sum_like_torch
 from runtime.autograd_meta import any_requires_grad, record
 from runtime.function import node_class, save_input, save_output
 from runtime.ops._core import wrap
@@ -62,7 +63,8 @@ def _sum_dtype(x, dtype):
 def sum(x, dim=None, keepdim=False, dtype=None):
     dims = normalize_dims(dim, x._data.ndim)
     dt = _sum_dtype(x, dtype)
-    out = wrap(np.sum(x._data, axis=_axes(dims, x._data.ndim), keepdims=keepdim, dtype=dt.np), dt)
+    data = x._data if dt.np == x._data.dtype else x._data.astype(dt.np)
+    out = wrap(np.asarray(sum_like_torch(data, _axes(dims, data.ndim), keepdim), dt.np), dt)
     if any_requires_grad((x,)):
         cls = SumBackward0 if dim is None else SumBackward1
         record(cls, (x,), out, (x._data.shape, _rule_dims(dims, x), keepdim))
@@ -79,7 +81,8 @@ def mean(x, dim=None, keepdim=False, dtype=None):
                            f"dtype= or convert the tensor first")
     dims = normalize_dims(dim, x._data.ndim)
     dt = dtype or x._dtype
-    data = np.mean(x._data, axis=_axes(dims, x._data.ndim), keepdims=keepdim, dtype=dt.np)
+    data = x._data if dt.np == x._data.dtype else x._data.astype(dt.np)
+    data = np.asarray(mean_like_torch(data, _axes(dims, data.ndim), keepdim), dt.np)
     out = wrap(data, dt)
     if any_requires_grad((x,)):
         count = x._data.size // builtins.max(out._data.size, 1) if x._data.size else 0

@@ -152,6 +152,50 @@ class Adam(Optimizer):
         p.addcdiv_(exp_avg, denom, value=-step_size)
 
 
+class RMSprop(Optimizer):
+    """Divides each step by a running root mean square of the gradients (PyTorch's
+    single-tensor update, operation for operation)."""
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
+                 centered=False, *, maximize=False):
+        if lr < 0 or eps < 0 or alpha < 0 or momentum < 0 or weight_decay < 0:
+            raise ValueError("RMSprop needs lr, alpha, eps, momentum and weight_decay >= 0")
+        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
+                                      momentum=momentum, centered=centered,
+                                      maximize=maximize))
+
+    def _state(self, p, g):
+        state = self.state.get(p)
+        if state is None:
+            state = self.state[p] = {"step": 0, "square_avg": zeros_like(p)}
+            if g["momentum"] > 0:
+                state["momentum_buffer"] = zeros_like(p)
+            if g["centered"]:
+                state["grad_avg"] = zeros_like(p)
+        return state
+
+    def _update(self, p, g):
+        grad = p._grad if not g["maximize"] else F.neg(p._grad)
+        state = self._state(p, g)
+        state["step"] += 1
+        if g["weight_decay"]:
+            grad = F.add(grad, p, alpha=g["weight_decay"])
+        square_avg = state["square_avg"]
+        square_avg.mul_(g["alpha"]).addcmul_(grad, grad, value=1 - g["alpha"])
+        if g["centered"]:
+            state["grad_avg"].lerp_(grad, 1 - g["alpha"])
+            avg = F.sqrt(F.addcmul(square_avg, state["grad_avg"], state["grad_avg"], value=-1))
+        else:
+            avg = F.sqrt(square_avg)
+        avg = avg.add_(g["eps"])
+        if g["momentum"] > 0:
+            buf = state["momentum_buffer"]
+            buf.mul_(g["momentum"]).addcdiv_(grad, avg)
+            p.add_(buf, alpha=-g["lr"])
+        else:
+            p.addcdiv_(grad, avg, value=-g["lr"])
+
+
 def _run_closure(closure):
     if closure is None:
         return None

@@ -30,13 +30,15 @@ def _scale(ops, g, alpha):
 
 @rule("mul")
 def mul(ops, g, needs, a, b):
-    return (ops.mul(g, b) if needs[0] else None, ops.mul(g, a) if needs[1] else None)
+    """Complex operands: the conjugate of the other one (PyTorch's convention)."""
+    return (ops.mul(g, ops.conj(b)) if needs[0] else None,
+            ops.mul(g, ops.conj(a)) if needs[1] else None)
 
 
 @rule("div")
 def div(ops, g, needs, a, b):
-    ga = ops.div(g, b) if needs[0] else None
-    gb = ops.neg(ops.div(ops.mul(g, a), ops.mul(b, b))) if needs[1] else None
+    ga = ops.div(g, ops.conj(b)) if needs[0] else None
+    gb = ops.mul(ops.neg(g), ops.conj(ops.div(ops.div(a, b), b))) if needs[1] else None
     return ga, gb
 
 
@@ -44,7 +46,7 @@ def div(ops, g, needs, a, b):
 def pow_scalar(ops, g, needs, x, exponent):
     if exponent == 0:
         return (ops.zeros_like(g),)
-    return (ops.mul(g, ops.mul(ops.pow(x, exponent - 1), exponent)),)
+    return (ops.mul(g, ops.conj(ops.mul(ops.pow(x, exponent - 1), exponent))),)
 
 
 @rule("pow_tensor")
@@ -188,7 +190,7 @@ def _inside(ops, x, lo, hi):
 
 @rule("reciprocal")
 def reciprocal(ops, g, needs, result):
-    return (ops.mul(g, ops.neg(ops.mul(result, result))),)
+    return (ops.mul(g, ops.conj(ops.neg(ops.mul(result, result)))),)
 
 
 @rule("sign", "floor", "ceil", "round", "trunc", "zero", "fill")
@@ -256,6 +258,42 @@ def binary_cross_entropy(ops, g, needs, x, target, reduction, count):
     if reduction == "mean":
         partial = ops.div(partial, count)
     return (ops.mul(g, partial), None)
+
+
+@rule("binary_cross_entropy_with_logits")
+def binary_cross_entropy_with_logits(ops, g, needs, x, target, weight, reduction, count):
+    def finish(partial):
+        if weight is not None:
+            partial = ops.mul(partial, weight)
+        return ops.div(partial, count) if reduction == "mean" else partial
+
+    gx = finish(ops.mul(ops.sub(ops.sigmoid(x), target), g)) if needs[0] else None
+    gt = finish(ops.mul(ops.neg(x), g)) if needs[1] else None
+    return gx, gt
+
+
+@rule("conj")
+def conj(ops, g, needs):
+    return (ops.conj(g),)
+
+
+@rule("angle")
+def angle(ops, g, needs, x):
+    """d angle: i z / |z|^2 for complex z (0 at 0), nothing for real x."""
+    if not ops.is_complex(x):
+        return (ops.zeros_like(x),)
+    partial = ops.mul(ops.div(ops.mul(g, x), ops.pow(ops.abs(x), 2)), 1j)
+    return (ops.where(ops.eq(x, 0), 0j, partial),)
+
+
+@rule("view_as_real")
+def view_as_real(ops, g, needs):
+    return (ops.view_as_complex(g),)
+
+
+@rule("view_as_complex")
+def view_as_complex(ops, g, needs):
+    return (ops.stack([ops.real(g), ops.imag(g)], -1),)
 
 
 # -- scalar math used by compiled code ----------------------------------------------------------

@@ -9,7 +9,8 @@ import sys
 
 import numpy as np
 
-pow = np.power
+from runtime.cascade_sum import mean_like_torch, sum_like_torch
+
 sin = np.sin
 cos = np.cos
 sign = np.sign
@@ -137,15 +138,66 @@ def cast_like(x, like):
 
 
 def cast(x, np_dtype):
-    return x.astype(np_dtype) if x.dtype != np_dtype else x
+    if x.dtype == np_dtype:
+        return x
+    if x.dtype.kind == "c" and np.dtype(np_dtype).kind != "c":
+        x = x.real  # a real input's share of a complex gradient
+    return x.astype(np_dtype)
+
+
+def conj(x):
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:  # a Python number
+        return x.conjugate() if x.__class__ is complex else x
+    return np.conj(x) if dtype.kind == "c" else x
+
+
+real = np.real
+imag = np.imag
+
+
+def is_complex(x):
+    return np.asarray(x).dtype.kind == "c"
+
+
+def view_as_complex(g):
+    """(..., 2) real pairs -> complex, the inverse of view_as_real."""
+    g = np.asarray(g)
+    return g[..., 0] + 1j * g[..., 1] if g.dtype == np.float64 else \
+        (g[..., 0] + np.complex64(1j) * g[..., 1]).astype(np.complex64)
 
 
 def sum(x):
-    return np.sum(x)
+    return sum_like_torch(x)
 
 
 def mean(x, dims, keepdim):
-    return np.mean(x, axis=dims, keepdims=keepdim)
+    return mean_like_torch(x, axis=dims, keepdims=keepdim)
+
+
+# x ** e for the exponents PyTorch's CPU kernel computes without pow(): products and
+# reciprocals of x rounded step by step, so float results agree to the bit.
+_POWER_BY_PRODUCTS = {
+    2: lambda x: x * x,
+    3: lambda x: x * x * x,
+    -2: lambda x: 1 / (x * x),
+    -1: lambda x: 1 / x,
+    -0.5: lambda x: 1 / np.sqrt(x),
+}
+
+
+def pow(x, e):
+    """np.power(x, e), with PyTorch's special cases for Python-number exponents of floats."""
+    if e.__class__ in _SCALARS:
+        dtype = getattr(x, "dtype", None)
+        special = _POWER_BY_PRODUCTS.get(e)
+        if special is not None and dtype is not None and dtype.kind == "f" and dtype.itemsize >= 4:
+            return special(x).astype(dtype, copy=False)
+    return np.power(x, e)
+
+
+def sigmoid(x):
+    return 1 / (1 + np.exp(-x))
 
 
 def shape(x):
@@ -192,7 +244,7 @@ def sum_to(g, shape):
     gshape = np.shape(g)
     if gshape == shape:
         return g
-    return np.reshape(np.sum(g, axis=broadcast_axes(gshape, shape), keepdims=True), shape)
+    return np.reshape(sum_like_torch(g, axis=broadcast_axes(gshape, shape), keepdims=True), shape)
 
 
 def getitem(x, key):
@@ -276,7 +328,15 @@ _VIEW_STEPS = {
     "expand": lambda a, shape: np.broadcast_to(a, shape),
     "diagonal": lambda a, _: np.diagonal(a),
     "unbind": lambda a, dim_i: a[(slice(None),) * dim_i[0] + (dim_i[1],)],
+    "view_as_real": lambda a, _: as_real_view(a),
 }
+
+
+def as_real_view(z):
+    """The (..., 2) float view of complex array `z`'s memory: real and imaginary parts."""
+    part = z.real
+    return np.lib.stride_tricks.as_strided(part, z.shape + (2,),
+                                           part.strides + (part.itemsize,))
 
 
 def replay_view(array, steps):
@@ -297,7 +357,7 @@ exp = np.exp
 
 
 def sum_dim(x, dim, keepdim):
-    return np.sum(x, axis=dim, keepdims=keepdim)
+    return sum_like_torch(x, axis=dim, keepdims=keepdim)
 
 
 def any_zero(x):

@@ -1,0 +1,82 @@
+"""Complex tensors' own operations: conj, angle, real/imag (views through view_as_real, as in
+PyTorch), view_as_real and view_as_complex.
+
+Gradients follow PyTorch's convention for complex numbers: the gradient of a real loss L with
+respect to z = x + iy is dL/dx + i dL/dy, so rules multiply by conjugates (runtime/rules).
+`conj()` here makes a copy; PyTorch returns a lazily conjugated view, which prints and
+differentiates the same but shares memory.
+"""
+
+import numpy as np
+
+from runtime import dtypes
+from runtime.autograd_meta import any_requires_grad, make_view, record
+from runtime.function import node_class, save_input
+from runtime.ops._core import is_tensor, wrap
+from runtime.rules.numpy_ops import as_real_view
+
+ConjBackward0 = node_class("ConjBackward0", "conj")
+AngleBackward0 = node_class("AngleBackward0", "angle")
+ViewAsRealBackward0 = node_class("ViewAsRealBackward0", "view_as_real")
+ViewAsComplexBackward0 = node_class("ViewAsComplexBackward0", "view_as_complex")
+
+_REAL_OF = {dtypes.complex64: dtypes.float32, dtypes.complex128: dtypes.float64}
+
+
+def conj(x):
+    if not is_tensor(x):  # a Python number inside a recorded derivative
+        return x.conjugate() if x.__class__ is complex else x
+    if not x._dtype.is_complex:
+        return x
+    out = wrap(np.conj(x._data), x._dtype)
+    if any_requires_grad((x,)):
+        record(ConjBackward0, (x,), out, ())
+    return out
+
+
+def angle(x):
+    real = _REAL_OF.get(x._dtype, x._dtype if x._dtype.is_floating_point else
+                        dtypes.float32)
+    out = wrap(np.angle(x._data).astype(real.np, copy=False), real)
+    if any_requires_grad((x,)):
+        record(AngleBackward0, (x,), out, (save_input(x),))
+    return out
+
+
+def view_as_real(x):
+    if not x._dtype.is_complex:
+        raise RuntimeError(f"view_as_real() needs a complex tensor, got {x._dtype}")
+    out = make_view(x, as_real_view(x._data), ("view_as_real", None), ViewAsRealBackward0, ())
+    out._dtype = _REAL_OF[x._dtype]
+    return out
+
+
+def view_as_complex(x):
+    """(..., 2) float pairs -> complex (a copy here; the gradient is view_as_real of it)."""
+    if x._data.shape[-1:] != (2,) or not x._dtype.is_floating_point:
+        raise RuntimeError("view_as_complex() needs a float tensor whose last dimension has "
+                           "size 2")
+    dt = dtypes.complex128 if x._dtype is dtypes.float64 else dtypes.complex64
+    data = x._data[..., 0] + 1j * x._data[..., 1]
+    out = wrap(data.astype(dt.np), dt)
+    if any_requires_grad((x,)):
+        record(ViewAsComplexBackward0, (x,), out, ())
+    return out
+
+
+def real(x):
+    from runtime.ops.shape import select
+
+    return select(view_as_real(x), -1, 0) if x._dtype.is_complex else x
+
+
+def imag(x):
+    from runtime.ops.shape import select
+
+    if not x._dtype.is_complex:
+        raise RuntimeError("imag is only defined for complex tensors")
+    return select(view_as_real(x), -1, 1)
+
+
+def is_complex(x):
+    return is_tensor(x) and x._dtype.is_complex
