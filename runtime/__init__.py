@@ -122,6 +122,8 @@ subtract, multiply, divide, true_divide = sub, mul, div, div
 absolute, negative, clip = abs, neg, clamp
 concat = concatenate = cat
 
+from runtime.breadth import *  # noqa: E402,F401,F403  (issue 16's operator families)
+
 
 from runtime.creation import tensor  # noqa: E402  (rebinds the name the submodule took)
 
