@@ -66,7 +66,7 @@ def _inplace_method(name):
 
 
 def _polygamma_(self, n):
-    return self._inplace(lambda t: special.polygamma(n, t))
+    return self._inplace(lambda t: special.polygamma(n, t, special.PolygammaBackward1))
 
 
 def _install():

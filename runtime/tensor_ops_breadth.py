@@ -16,6 +16,12 @@ tril = _indexing.tril
 triu = _indexing.triu
 
 
+def div_rounded(a, b, mode):
+    from runtime.ops import div
+
+    return div(a, b, rounding_mode=mode)
+
+
 def polygamma(n, x):
     return _special.digamma(x) if n == 0 else _special.polygamma(n, x)
 

@@ -187,8 +187,8 @@ def _reduce_backward_args(reduce, x, src, part, out, key, hit, count, dropped):
     if reduce == "sum":
         return (keep, np.ones(part.shape, dt)), None
     if reduce == "mean":
-        share = keep / count.astype(dt)
-        return (share, share[key].copy()), None
+        share = 1 / np.maximum(count, 1).astype(dt)
+        return (keep * share, share[key].copy()), None
     self_wins = (x._data == out._data) & ~dropped
     src_wins = part == out._data[key]
     ties = self_wins.astype(dt)
@@ -298,7 +298,7 @@ def masked_select(x, mask):
     m = np.broadcast_to(m, shape)
     out = wrap(np.broadcast_to(x._data, shape)[m], x._dtype)
     if any_requires_grad((x,)):
-        record(MaskedSelectBackward0, (x,), out, (shape, np.array(m)))
+        record(MaskedSelectBackward0, (x,), out, (shape, np.array(m), x._data.shape))
     return out
 
 
@@ -608,7 +608,6 @@ def meshgrid(*tensors, indexing=None):
         lined = tuple(-1 if j == i else 1 for j in range(len(order)))
         grids.append(S.expand(S.view(t, lined), shape))
     if swap:
-        grids = [S.transpose(g, 0, 1) for g in grids]
         grids[0], grids[1] = grids[1], grids[0]
     return tuple(grids)
 

@@ -37,6 +37,7 @@ MedianBackward0 = node_class("MedianBackward0", "amax_all")
 MedianBackward1 = node_class("MedianBackward1", "amax_dim")
 KthvalueBackward0 = node_class("KthvalueBackward0", "amax_dim")
 SortBackward0 = node_class("SortBackward0", "amax_dim")
+SortBackward1 = node_class("SortBackward1", "amax_dim")  # sort(stable=...)
 TopkBackward0 = node_class("TopkBackward0", "amax_dim")
 
 
@@ -201,14 +202,16 @@ def _select(cls, result_type, x, idx, d, keepdim_shape=None):
     return result_type(values, indices)
 
 
-def sort(x, dim=-1, descending=False, stable=False):
+def sort(x, dim=-1, descending=False, *, stable=None):
+    """Always stable; passing stable= selects PyTorch's other overload (SortBackward1)."""
     d = _dim1(dim, x._data.ndim)
     src = x._data if x._data.ndim else x._data.reshape(1)
-    return _select(SortBackward0, SortResult, x, _order(src, d, descending), d)
+    cls = SortBackward0 if stable is None else SortBackward1
+    return _select(cls, SortResult, x, _order(src, d, descending), d)
 
 
-def argsort(x, dim=-1, descending=False, stable=False):
-    return sort(x, dim, descending, stable).indices
+def argsort(x, dim=-1, descending=False, *, stable=False):
+    return sort(x, dim, descending).indices
 
 
 def msort(x):

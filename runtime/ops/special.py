@@ -79,6 +79,7 @@ def _define(name, kernel, node_name, prim, saves, extra):
 globals().update({name: _define(name, *row) for name, row in UNARY.items()})
 LogitBackward0 = node_class("LogitBackward0", "logit")
 PolygammaBackward0 = node_class("PolygammaBackward0", "polygamma")
+PolygammaBackward1 = node_class("PolygammaBackward1", "polygamma")  # polygamma_ (in place)
 NanToNumBackward0 = node_class("NanToNumBackward0", "nan_to_num")
 
 
@@ -95,7 +96,7 @@ def logit(x, eps=None):
     return out
 
 
-def polygamma(n, x):
+def polygamma(n, x, _node=PolygammaBackward0):
     """The n-th derivative of digamma (n = 0 is digamma itself)."""
     if type(n) is not int:
         raise TypeError(f"polygamma(): the order n must be an int, not {type(n).__name__}")
@@ -105,7 +106,7 @@ def polygamma(n, x):
     with np.errstate(all="ignore"):
         out = wrap(sp.polygamma(n, data_of(x, dt.np)), dt)
     if any_requires_grad((x,)):
-        record(PolygammaBackward0, (x,), out, (save_input(x), n))
+        record(_node, (x,), out, (save_input(x), n))
     return out
 
 
@@ -164,16 +165,17 @@ def hypot(a, b):
     return out
 
 
-# (numpy kernel, quotient rounding, node for a number divisor, node for a tensor divisor)
+# (numpy kernel, quotient rounding, node for a number divisor, node for a tensor divisor,
+#  primitive family)
 _MODULO = {
-    "fmod": (np.fmod, np.trunc, "FmodBackward0", "FmodBackward1", "fmod_scalar"),
-    "remainder": (np.remainder, np.floor, "RemainderBackward0", "RemainderBackward1",
-                  "remainder_scalar"),
+    "fmod": (np.fmod, "trunc", "FmodBackward0", "FmodBackward1", "fmod"),
+    "remainder": (np.remainder, "floor", "RemainderBackward0", "RemainderBackward1",
+                  "remainder"),
 }
 
 
 def _modulo(name, a, b):
-    kernel, rounding, scalar_node, tensor_node, scalar_prim = _MODULO[name]
+    kernel, rounding, scalar_node, tensor_node, prim = _MODULO[name]
     b, ad, bd, dt = _binary_data(a, b, name, False)
     if dt.category != dtypes.FLOAT and np.any(np.equal(bd, 0)):
         raise RuntimeError(f"{name}(): integer division by zero (ZeroDivisionError)")
@@ -182,11 +184,10 @@ def _modulo(name, a, b):
     if not any_requires_grad((a, b)):
         return out
     if not is_tensor(b):
-        record(node_class(scalar_node, scalar_prim), (a,), out, ())
-        return out
-    with np.errstate(all="ignore"):
-        quotient = rounding(np.true_divide(ad, bd)).astype(dt.np)
-    record(node_class(tensor_node, "remainder"), (a, b), out, (None, None, quotient))
+        record(node_class(scalar_node, prim + "_scalar"), (a,), out, ())
+    else:
+        record(node_class(tensor_node, prim + "_tensor"), (a, b), out,
+               (save_input(a), save_input(b), rounding))
     return out
 
 

@@ -77,8 +77,10 @@ def index_put_accumulate(ops, g, needs, key, value_shape):
 
 
 @rule("masked_select")
-def masked_select(ops, g, needs, shape, mask):
-    return (ops.embed(g, shape, mask),)
+def masked_select(ops, g, needs, shape, mask, x_shape):
+    """Scatter into the broadcast shape, then sum back to the input's own shape (the node's
+    own fitting cannot tell when the selection happens to have the input's shape)."""
+    return (ops.sum_to(ops.embed(g, shape, mask), x_shape),)
 
 
 @rule("masked_scatter")

@@ -5,6 +5,11 @@ import numpy as np
 import scipy.special as sp
 
 
+def div_rounded(a, b, mode):
+    with np.errstate(all="ignore"):
+        return np.floor_divide(a, b) if mode == "floor" else np.trunc(a / b)
+
+
 def digamma(x):
     return sp.digamma(x)
 

@@ -93,6 +93,15 @@ def passthrough(ops, g, needs):
     return (g,)
 
 
+@rule("fmod_tensor", "remainder_tensor")
+def modulo(ops, g, needs, a, b, mode):
+    """a - rounded(a / b) * b, the rounding piecewise constant ("trunc" for fmod, "floor"
+    for remainder); the quotient is recorded, as PyTorch records it, so the first derivative
+    stays attached to the graph."""
+    gb = ops.neg(ops.mul(g, ops.div_rounded(a, b, mode))) if needs[1] else None
+    return (g if needs[0] else None, gb)
+
+
 @rule("nan_to_num")
 def nan_to_num(ops, g, needs, x):
     """The gradient passes where x was finite; x - x is nan exactly at nan and +-inf."""
