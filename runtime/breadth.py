@@ -35,7 +35,7 @@ _INPLACE = [
 _TORCH_INPLACE = [
     "acos", "asin", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1", "log2",
     "log10", "exp2", "erf", "erfc", "logit", "nan_to_num", "xlogy", "index_put", "clamp_min",
-    "clamp_max", "square", "reciprocal", "rsqrt", "tan", "trunc", "ceil", "log1p",
+    "clamp_max", "square", "reciprocal", "rsqrt", "tan", "trunc", "ceil", "log1p", "sigmoid",
 ]
 _ALIASES = {"arccos": "acos", "arcsin": "asin", "arctan": "atan", "arcsinh": "asinh",
             "arccosh": "acosh", "arctanh": "atanh"}

@@ -3752,7 +3752,6 @@ KNOWN_GAPS = {
     "E3_complex_scalar_output": "complex dtypes are not implemented",
     "B10_bfloat16_can_require_grad": "numpy has no bfloat16; not implemented",
     "S12_grad_dtype": "Tensor.grad_dtype is not implemented",
-    "S57_median_amax_ties": "amax() and median() are not implemented (runtime/ops)",
     "S7_attribute_deletion": "del x._grad_fn succeeds (a slot: guarding it would slow every "
                              "attribute write)",
 }
