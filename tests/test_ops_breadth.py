@@ -22,7 +22,9 @@ from test_ops import (
     D2,
     DISTINCT,
     POS,
+    ONEZERO,
     SMALLINT,
+    TWOZERO,
     TOL,
     Const,
     _draw,
@@ -233,6 +235,12 @@ INDEXING = {
     "scatter_reduce_prod": op(
         lambda L, x, s: x.scatter_reduce(0, _i(L, [[0, 0, 1, 0], [0, 2, 1, 0]]), s, "prod"),
         [(3, 4), (2, 4)], AWAY),
+    "scatter_reduce_prod_zeros": op(
+        lambda L, x, s: x.scatter_reduce(0, _i(L, [[0, 0, 1, 0], [0, 2, 1, 0]]), s, "prod",
+                                         include_self=False), [(3, 4), (2, 4)], TWOZERO),
+    "scatter_reduce_prod_zero_self": op(
+        lambda L, x, s: x.scatter_reduce(1, _i(L, [[0, 0], [2, 1]]), s, "prod"),
+        [(2, 3), (2, 2)], ONEZERO),
     "scatter_reduce_": op(
         lambda L, x, s: (x * 1).scatter_reduce_(0, _i(L, [[0, 0, 1, 0]]), s, "sum"),
         [(3, 4), (1, 4)], ANY),
@@ -352,7 +360,40 @@ def _unfold_inplace(x):
     return y
 
 
-CASES = {**MATH, **SCANS, **INDEXING}
+# empty and 0-dim tensors, where torch accepts them
+EDGES = {
+    "acos_0d": op(lambda L, x: x.acos(), [()], UNIT, D2),
+    "xlogy_0d_both": op(lambda L, x, y: L.xlogy(x, y), [(), ()], POS),
+    "fmod_empty": op(lambda L, x, y: L.fmod(x, y), [(0, 3), (3,)], AWAY),
+    "amax_empty_other_dim": op(lambda L, x: x.amax(1), [(0, 3)], ANY),
+    "nansum_0d": op(lambda L, x: x.nansum(), [()], ANY),
+    "var_mean_0d": op(lambda L, x: L.var_mean(x, correction=0), [()], ANY),
+    "logcumsumexp_empty": op(lambda L, x: x.logcumsumexp(0), [(0, 3)], ANY),
+    "cummax_0d": op(lambda L, x: x.cummax(0), [()], ANY),
+    "cummin_empty": op(lambda L, x: x.cummin(0), [(0,)], ANY),
+    "median_0d": op(lambda L, x: x.median(), [()], ANY),
+    "kthvalue_0d": op(lambda L, x: x.kthvalue(1), [()], ANY),
+    "topk_0d": op(lambda L, x: x.topk(1), [()], ANY),
+    "topk_zero_k": op(lambda L, x: x.topk(0), [(3,)], ANY),
+    "diff_empty": op(lambda L, x: x.diff(), [(0,)], ANY),
+    "flip_empty": op(lambda L, x: x.flip(0), [(0, 2)], ANY),
+    "tril_empty": op(lambda L, x: x.tril(), [(0, 3)], ANY),
+    "diagonal_empty": op(lambda L, x: x.diagonal(), [(0, 3)], ANY),
+    "diagonal_offset_past_end": op(lambda L, x: x.diagonal(5), [(2, 3)], ANY),
+    "index_add_empty_index": op(lambda L, x, s: x.index_add(1, L.tensor([], dtype=L.int64), s),
+                                [(2, 3), (2, 0)], ANY),
+    "masked_select_none": op(lambda L, x: x.masked_select(x > 100), [(2, 3)], ANY),
+    "take_0d_index": op(lambda L, x: x.take(L.tensor(1)), [(3,)], ANY),
+    "tile_0d": op(lambda L, x: x.tile(2), [()], ANY),
+    "repeat_interleave_0d": op(lambda L, x: x.repeat_interleave(3), [()], ANY),
+    "tensor_split_empty": op(lambda L, x: x.tensor_split(2), [(0,)], ANY),
+    "meshgrid_empty": op(lambda L, x, y: L.meshgrid(x, y, indexing="ij"), [(0,), (2,)], ANY),
+    "broadcast_to_0d": op(lambda L, x: x.broadcast_to(2, 3), [()], ANY),
+    "unsqueeze_0d_": op(lambda L, x: (x * 1).unsqueeze_(0), [()], ANY),
+    "sort_descending_0d": op(lambda L, x: x.sort(descending=True), [()], ANY),
+}
+
+CASES = {**MATH, **SCANS, **INDEXING, **EDGES}
 DTYPES = pytest.mark.parametrize("dtype", ["float64", "float32"])
 
 

@@ -159,8 +159,8 @@ def scatter_reduce(x, dim, index, src, reduce, *, include_self=True):
     out = wrap(data, x._dtype)
     if any_requires_grad((x, src)):
         dropped = hit & (not include_self)
-        args = _reduce_backward_args(reduce, x, src, part, out, key, hit, count, dropped)
-        record(ScatterReduceBackward0, (x, src), out, (key, slices, src._data.shape, *args))
+        weights = _reduce_weights(reduce, x, part, out, key, count, dropped)
+        record(ScatterReduceBackward0, (x, src), out, (key, slices, src._data.shape, weights))
     return out
 
 
@@ -178,23 +178,40 @@ def _mean_of(total, count):
     return total // count
 
 
-def _reduce_backward_args(reduce, x, src, part, out, key, hit, count, dropped):
-    """(weights, prod_args) of the scatter_reduce rule, fixed by the forward values."""
+def _reduce_weights(reduce, x, part, out, key, count, dropped):
+    """(d out / d x, d out / d src) elementwise, fixed by the forward values: 1 for sum,
+    1/count for mean, the tie share for amax/amin, the other factors' product for prod."""
     dt = x._dtype.np
     keep = (~dropped).astype(dt)
-    if reduce == "prod":  # the factors are constants here: no second derivative through them
-        return None, (x._data.copy(), part.copy(), out._data.copy(), dropped)
+    if reduce == "prod":
+        return _prod_weights(x._data, part, key, dropped)
     if reduce == "sum":
-        return (keep, np.ones(part.shape, dt)), None
+        return keep, np.ones(part.shape, dt)
     if reduce == "mean":
         share = 1 / np.maximum(count, 1).astype(dt)
-        return (keep * share, share[key].copy()), None
+        return keep * share, share[key].copy()
     self_wins = (x._data == out._data) & ~dropped
     src_wins = part == out._data[key]
     ties = self_wins.astype(dt)
     np.add.at(ties, key, src_wins.astype(dt))
     share = 1 / np.maximum(ties, 1)
-    return (self_wins * share, (src_wins * share[key]).astype(dt)), None
+    return (self_wins * share).astype(dt), (src_wins * share[key]).astype(dt)
+
+
+def _prod_weights(x, part, key, dropped):
+    """Products of the other factors of each output, without dividing (exact with zeros)."""
+    sources = np.ones(x.shape, x.dtype)
+    np.multiply.at(sources, key, part)
+    w_self = np.where(dropped, 0, sources).astype(x.dtype)
+    own = np.where(dropped, 1, x)
+    with np.errstate(all="ignore"):
+        w_src = (own * sources)[key] / part
+    target = np.ravel_multi_index(np.broadcast_arrays(*key), x.shape)
+    for s in zip(*np.nonzero(part == 0)):  # a zero factor: multiply the others explicitly
+        same = target == target[s]
+        same[s] = False
+        w_src[s] = own.reshape(-1)[target[s]] * np.prod(part[same])
+    return w_self, w_src.astype(x.dtype)
 
 
 def _dim_key(x, dim, index, name):

@@ -34,20 +34,15 @@ def scatter_add(ops, g, needs, key, src_slices, src_shape):
 
 
 @rule("scatter_reduce")
-def scatter_reduce(ops, g, needs, key, src_slices, src_shape, weights, prod_args):
-    """sum/mean/amax/amin: fixed weights per position (1, 1/count, tie shares); prod:
-    result / factor, zero where include_self=False dropped the input's own value."""
-    if prod_args is not None:
-        x, src, result, dropped = prod_args
-        scaled = ops.mul(g, result)
-        gx = ops.where(dropped, 0.0, ops.div(scaled, x)) if needs[0] else None
-        gsrc = ops.div(ops.getitem(scaled, key), src) if needs[1] else None
-    else:
-        w_self, w_src = weights
-        gx = ops.mul(g, w_self) if needs[0] else None
-        gsrc = ops.mul(ops.getitem(g, key), w_src) if needs[1] else None
-    if gsrc is not None:
-        gsrc = _to_source(ops, gsrc, src_slices, src_shape)
+def scatter_reduce(ops, g, needs, key, src_slices, src_shape, weights):
+    """Each output is a reduction of its own value and the sources scattered to it; the
+    forward pass fixed the partial derivatives as weights (1, 1/count, a tie's share, the
+    product of the other factors), so the rule is the weighted scatter's transpose."""
+    w_self, w_src = weights
+    gx = ops.mul(g, w_self) if needs[0] else None
+    gsrc = None
+    if needs[1]:
+        gsrc = _to_source(ops, ops.mul(ops.getitem(g, key), w_src), src_slices, src_shape)
     return gx, gsrc
 
 
