@@ -535,6 +535,15 @@ def test_meshgrid_without_indexing_warns():
         adcompile.meshgrid(adcompile.ones(2), adcompile.ones(3))
 
 
+@pytest.mark.parametrize("call", [lambda x: x.sort(), lambda x: x.topk(2), lambda x: x.cummax(0),
+                                  lambda x: x.median(0), lambda x: x.kthvalue(1, 0, True)])
+def test_return_types_print_as_torch(call):
+    data = [3.0, 1.0, 2.0]
+    theirs = call(torch.tensor(data, requires_grad=True))
+    ours = call(adcompile.tensor(data, requires_grad=True))
+    assert repr(ours) == repr(theirs)
+
+
 def test_return_types_have_named_fields():
     for lib in (torch, adcompile):
         x = lib.tensor([3.0, 1.0, 2.0])

@@ -19,13 +19,27 @@ from runtime.ops import shape as S
 from runtime.ops._core import check_operand, is_tensor, wrap
 from runtime.ops.reductions import _axes, _rule_dims, normalize_dims
 
-_named = collections.namedtuple
-SortResult = _named("sort", ["values", "indices"])
-TopkResult = _named("topk", ["values", "indices"])
-KthvalueResult = _named("kthvalue", ["values", "indices"])
-MedianResult = _named("median", ["values", "indices"])
-CummaxResult = _named("cummax", ["values", "indices"])
-CumminResult = _named("cummin", ["values", "indices"])
+
+
+def _return_type(name):
+    """A (values, indices) named tuple printed as PyTorch prints torch.return_types.<name>."""
+    base = collections.namedtuple(name, ["values", "indices"])
+
+    def __repr__(self):
+        return (f"torch.return_types.{name}(\nvalues={self.values!r},\n"
+                f"indices={self.indices!r})")
+
+    cls = type(name, (base,), {"__slots__": (), "__repr__": __repr__})
+    cls.__module__ = "torch.return_types"
+    return cls
+
+
+SortResult = _return_type("sort")
+TopkResult = _return_type("topk")
+KthvalueResult = _return_type("kthvalue")
+MedianResult = _return_type("median")
+CummaxResult = _return_type("cummax")
+CumminResult = _return_type("cummin")
 
 AmaxBackward0 = node_class("AmaxBackward0", "amax")
 AminBackward0 = node_class("AminBackward0", "amin")
