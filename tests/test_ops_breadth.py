@@ -449,6 +449,43 @@ def test_gradcheck(name):
 
 
 # ------------------------------------------------------------------------------------------
+# a second backward without retain_graph fails exactly where torch's fails (nodes that saved
+# something release it)
+# ------------------------------------------------------------------------------------------
+# gather() and index_select() (runtime/ops/shape.py) keep their index after backward
+_KEEP_INDEX = {"take_along_dim", "take_along_dim_broadcast", "take_along_dim_flat",
+               "take_along_dim_sort", "repeat_interleave_tensor"}
+
+
+def _backward_twice(lib, case, inputs):
+    xs = [lib.tensor(a, dtype=getattr(lib, dt), requires_grad=rg) for a, dt, rg in inputs]
+    out = case.fn(lib, *xs)
+    outs = [o for o in (out if isinstance(out, (tuple, list)) else [out]) if o.requires_grad]
+    sum(o.sum() for o in outs).backward()
+    try:
+        sum(o.sum() for o in outs).backward()
+    except RuntimeError:
+        return "raises"
+    return "succeeds"
+
+
+@pytest.mark.parametrize("name", [n for n in CASES if n not in _KEEP_INDEX])
+def test_second_backward_fails_like_torch(name):
+    case = CASES[name]
+    inputs = _inputs(case.shapes, case.domain, "float64", _seed(name))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        xs = [torch.tensor(a, requires_grad=rg) for a, _, rg in inputs]
+        if not _differentiable_outputs_torch(case.fn(torch, *xs)):
+            pytest.skip("no differentiable output")
+        assert _backward_twice(adcompile, case, inputs) == _backward_twice(torch, case, inputs)
+
+
+def _differentiable_outputs_torch(out):
+    return [o for o in (out if isinstance(out, (tuple, list)) else [out]) if o.requires_grad]
+
+
+# ------------------------------------------------------------------------------------------
 # second derivatives against torch
 # ------------------------------------------------------------------------------------------
 SECOND_ORDER = [name for name, case in CASES.items() if D2 in case.flags]

@@ -25,6 +25,7 @@ from runtime.autograd_meta import (
 from runtime.function import Node, node_class
 from runtime.grad_mode import _state
 from runtime.ops import shape as S
+from runtime.ops._saving import _freed_after_backward
 from runtime.ops._core import check_operand, is_tensor, wrap
 from runtime.ops.shape import _along, _dim, _index_tensor, _sizes
 from runtime.rules import RULES
@@ -110,7 +111,7 @@ def scatter(x, dim, index, src=None, value=None, reduce=None):
         data[key] = src._data[slices]
         out = wrap(data, x._dtype)
         if any_requires_grad((x, src)):
-            record(ScatterBackward0, (x, src), out, (key, slices, src._data.shape))
+            _freed_after_backward(record(ScatterBackward0, (x, src), out, (key, slices, src._data.shape)))
         return out
     value = check_operand(src, "scatter")
     d, key, _ = _scatter_key(x, dim, index, None, "scatter")
@@ -118,7 +119,7 @@ def scatter(x, dim, index, src=None, value=None, reduce=None):
     data[key] = value
     out = wrap(data, x._dtype)
     if any_requires_grad((x,)):
-        record(ScatterBackward1, (x,), out, (key,))
+        _freed_after_backward(record(ScatterBackward1, (x,), out, (key,)))
     return out
 
 
@@ -129,7 +130,7 @@ def scatter_add(x, dim, index, src):
     np.add.at(data, key, src._data[slices])
     out = wrap(data, x._dtype)
     if any_requires_grad((x, src)):
-        record(ScatterAddBackward0, (x, src), out, (key, slices, src._data.shape))
+        _freed_after_backward(record(ScatterAddBackward0, (x, src), out, (key, slices, src._data.shape)))
     return out
 
 
@@ -160,7 +161,7 @@ def scatter_reduce(x, dim, index, src, reduce, *, include_self=True):
     if any_requires_grad((x, src)):
         dropped = hit & (not include_self)
         weights = _reduce_weights(reduce, x, part, out, key, count, dropped)
-        record(ScatterReduceBackward0, (x, src), out, (key, slices, src._data.shape, weights))
+        _freed_after_backward(record(ScatterReduceBackward0, (x, src), out, (key, slices, src._data.shape, weights)))
     return out
 
 
@@ -241,7 +242,7 @@ def index_add(x, dim, index, source, *, alpha=1):
     np.add.at(data, key, source._data * alpha if alpha != 1 else source._data)
     out = wrap(data, x._dtype)
     if any_requires_grad((x, source)):
-        record(IndexAddBackward0, (x, source), out, (key, alpha))
+        _freed_after_backward(record(IndexAddBackward0, (x, source), out, (key, alpha)))
     return out
 
 
@@ -253,7 +254,7 @@ def index_copy(x, dim, index, source):
     data[key] = source._data
     out = wrap(data, x._dtype)
     if any_requires_grad((x, source)):
-        record(IndexCopyBackward0, (x, source), out, (key,))
+        _freed_after_backward(record(IndexCopyBackward0, (x, source), out, (key,)))
     return out
 
 
@@ -267,12 +268,12 @@ def index_fill(x, dim, index, value):
         data[key] = value._data
         out = wrap(data, x._dtype)
         if any_requires_grad((x, value)):
-            record(IndexFillBackward1, (x, value), out, (key,))
+            _freed_after_backward(record(IndexFillBackward1, (x, value), out, (key,)))
         return out
     data[key] = check_operand(value, "index_fill")
     out = wrap(data, x._dtype)
     if any_requires_grad((x,)):
-        record(IndexFillBackward0, (x,), out, (key,))
+        _freed_after_backward(record(IndexFillBackward0, (x,), out, (key,)))
     return out
 
 
@@ -295,7 +296,7 @@ def index_put(x, indices, values, accumulate=False):
     if any_requires_grad((x, values)):
         vshape = values._data.shape if is_tensor(values) else ()
         cls = IndexPutAccumulateBackward0 if accumulate else IndexPutBackward0
-        record(cls, (x, values), out, (key, vshape))
+        _freed_after_backward(record(cls, (x, values), out, (key, vshape)))
     return out
 
 
@@ -315,7 +316,7 @@ def masked_select(x, mask):
     m = np.broadcast_to(m, shape)
     out = wrap(np.broadcast_to(x._data, shape)[m], x._dtype)
     if any_requires_grad((x,)):
-        record(MaskedSelectBackward0, (x,), out, (shape, np.array(m), x._data.shape))
+        _freed_after_backward(record(MaskedSelectBackward0, (x,), out, (shape, np.array(m), x._data.shape)))
     return out
 
 
@@ -335,7 +336,7 @@ def masked_scatter(x, mask, source):
     data[m] = source._data.reshape(-1)[:count]
     out = wrap(data, x._dtype)
     if any_requires_grad((x, source)):
-        record(MaskedScatterBackward0, (x, source), out, (m, source._data.shape, count))
+        _freed_after_backward(record(MaskedScatterBackward0, (x, source), out, (m, source._data.shape, count)))
     return out
 
 
@@ -348,7 +349,7 @@ def take(x, index):
     flat = np.where(idx < 0, idx + n, idx)
     out = wrap(x._data.reshape(-1)[flat], x._dtype)
     if any_requires_grad((x,)):
-        record(TakeBackward0, (x,), out, (flat, x._data.shape))
+        _freed_after_backward(record(TakeBackward0, (x,), out, (flat, x._data.shape)))
     return out
 
 

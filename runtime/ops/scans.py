@@ -16,6 +16,7 @@ from runtime import dtypes
 from runtime.autograd_meta import any_requires_grad, record, record_multi
 from runtime.function import node_class, save_input, save_output
 from runtime.ops import shape as S
+from runtime.ops._saving import _freed_after_backward
 from runtime.ops._core import check_operand, is_tensor, wrap
 from runtime.ops.reductions import _axes, _rule_dims, normalize_dims
 
@@ -179,7 +180,7 @@ def _cum_extreme(x, dim, is_max):
     idx = wrap(indices.reshape(shape), dtypes.int64)
     if any_requires_grad((x,)):
         cls = CummaxBackward0 if is_max else CumminBackward0
-        record(cls, (x,), out, (indices.reshape(shape), d, shape))
+        _freed_after_backward(record(cls, (x,), out, (indices.reshape(shape), d, shape)))
     return (CummaxResult if is_max else CumminResult)(out, idx)
 
 
@@ -212,7 +213,7 @@ def _select(cls, result_type, x, idx, d, keepdim_shape=None):
     values = wrap(vals.reshape(shape), x._dtype)
     indices = wrap(idx.reshape(shape).astype(np.int64), dtypes.int64)
     if any_requires_grad((x,)):
-        record(cls, (x,), values, (idx, idx.shape, src.shape, d, x._data.shape))
+        _freed_after_backward(record(cls, (x,), values, (idx, idx.shape, src.shape, d, x._data.shape)))
     return result_type(values, indices)
 
 
