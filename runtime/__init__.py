@@ -122,7 +122,9 @@ subtract, multiply, divide, true_divide = sub, mul, div, div
 absolute, negative, clip = abs, neg, clamp
 concat = concatenate = cat
 
-from runtime.breadth import *  # noqa: E402,F401,F403  (issue 16's operator families)
+from runtime import breadth as _breadth  # noqa: E402  (issue 16's operator families)
+
+globals().update({name: _with_out(fn) for name, fn in _breadth.TORCH.items()})
 
 
 from runtime.creation import tensor  # noqa: E402  (rebinds the name the submodule took)

@@ -2,8 +2,8 @@
 in-place `name_` forms for `runtime.ops.special`, `runtime.ops.scans` and
 `runtime.ops.indexing`.
 
-`runtime/__init__.py` star-imports this module (its `__all__` is the torch-namespace part);
-importing it installs the methods on Tensor. The names follow PyTorch 2.13: a function appears
+`runtime/__init__.py` publishes `TORCH` (the torch-namespace part); importing this module
+installs the methods on Tensor. The names follow PyTorch 2.13: a function appears
 in `torch` / as a method / in place exactly where PyTorch has it (`tests/claimed_names.txt`).
 """
 
@@ -93,6 +93,4 @@ def _torch_inplace(name):
     return fn
 
 
-_TORCH = _install()
-globals().update(_TORCH)
-__all__ = sorted(_TORCH)
+TORCH = _install()  # the torch.* names; runtime/__init__.py adds out= support to each

@@ -581,6 +581,19 @@ def test_return_types_print_as_torch(call):
     assert repr(ours) == repr(theirs)
 
 
+@pytest.mark.parametrize("call", [lambda L, x, o: L.acos(x, out=o),
+                                  lambda L, x, o: L.xlogy(x, 2.0, out=o),
+                                  lambda L, x, o: L.flip(x, (0,), out=o)])
+def test_out_keyword(call):
+    results = []
+    for L in (torch, adcompile):
+        out = L.empty(3)
+        returned = call(L, L.tensor([0.1, 0.5, 0.9]), out)
+        assert returned is out
+        results.append(out.tolist())
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-6)
+
+
 def test_return_types_have_named_fields():
     for lib in (torch, adcompile):
         x = lib.tensor([3.0, 1.0, 2.0])
