@@ -652,6 +652,8 @@ ERRORS = {
     "meshgrid_2d": lambda L: L.meshgrid(L.ones(2, 2), L.ones(2), indexing="ij"),
     "unfold_window_too_large": lambda L: L.ones(3, 4).unfold(1, 5, 1),
     "tensor_split_zero_sections": lambda L: L.ones(3).tensor_split(0),
+    "remainder_bool": lambda L: L.tensor([True]).remainder(True),
+    "fmod_bool_tensor": lambda L: L.tensor([True]).fmod(L.tensor([True])),
     "leaf_t_": lambda L: L.ones(2, 3, requires_grad=True).t_(),
     "leaf_acos_": lambda L: L.ones(2, requires_grad=True).acos_(),
     "int_acos_": lambda L: L.tensor([1, 2]).acos_(),

@@ -177,6 +177,8 @@ _MODULO = {
 def _modulo(name, a, b):
     kernel, rounding, scalar_node, tensor_node, prim = _MODULO[name]
     b, ad, bd, dt = _binary_data(a, b, name, False)
+    if dt is dtypes.bool_:
+        raise NotImplementedError(f"{name}() is not implemented for bool tensors")
     if dt.category != dtypes.FLOAT and np.any(np.equal(bd, 0)):
         raise RuntimeError(f"{name}(): integer division by zero (ZeroDivisionError)")
     with np.errstate(all="ignore"):
