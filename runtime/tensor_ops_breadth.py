@@ -4,7 +4,7 @@
 import numpy as np
 
 from runtime.autograd_meta import any_requires_grad, record
-from runtime.function import node_class
+from runtime.ops._family import node
 from runtime.ops import indexing as _indexing
 from runtime.ops import special as _special
 from runtime.ops._core import wrap
@@ -39,18 +39,22 @@ def unfold(x, d, size, step):
     return _indexing.unfold(x, d, size, step)
 
 
-def _linear(name, prim, g, data, args):
+_DIAG_SCATTER = node("DiagonalBackwardBackward0", "diag_scatter")
+_UNFOLD_BACKWARD = node("UnfoldBackwardBackward0", "unfold_backward")
+
+
+def _linear(cls, g, data, args):
     out = wrap(data, g._dtype)
     if any_requires_grad((g,)):
-        record(node_class(name, prim), (g,), out, args)
+        record(cls, (g,), out, args)
     return out
 
 
 def diag_scatter(g, shape, offset, d1, d2):
     data = numpy_breadth.diag_scatter(g._data, shape, offset, d1, d2)
-    return _linear("DiagonalBackwardBackward0", "diag_scatter", g, data, (offset, d1, d2))
+    return _linear(_DIAG_SCATTER, g, data, (offset, d1, d2))
 
 
 def unfold_backward(g, shape, d, size, step):
     data = numpy_breadth.unfold_backward(g._data, shape, d, size, step)
-    return _linear("UnfoldBackwardBackward0", "unfold_backward", g, data, (d, size, step))
+    return _linear(_UNFOLD_BACKWARD, g, data, (d, size, step))

@@ -22,44 +22,36 @@ from runtime.autograd_meta import (
     new_node,
     record,
 )
-from runtime.function import Node, node_class
+from runtime.ops._family import freed_after_backward, node
 from runtime.grad_mode import _state
 from runtime.ops import shape as S
-from runtime.ops._saving import _freed_after_backward
 from runtime.ops._core import check_operand, is_tensor, wrap
 from runtime.ops.shape import _along, _dim, _index_tensor, _sizes
-from runtime.rules import RULES
 from runtime.rules.numpy_breadth import diagonal_view, unfold_view
 
 
-def _own_node(name, prim):
-    """A node class for `prim` whose PyTorch name another primitive already uses (node_class
-    keeps one class per name: ScatterBackward0, DiagEmbedBackward0 ...)."""
-    return type(name, (Node,), {"__slots__": (), "_rule": staticmethod(RULES[prim])})
-
-
-ScatterBackward0 = _own_node("ScatterBackward0", "scatter")
-ScatterBackward1 = node_class("ScatterBackward1", "scatter_value")
-ScatterAddBackward0 = node_class("ScatterAddBackward0", "scatter_add")
-ScatterReduceBackward0 = node_class("ScatterReduceBackward0", "scatter_reduce")
-IndexAddBackward0 = node_class("IndexAddBackward0", "index_add")
-IndexFillBackward0 = node_class("IndexFillBackward0", "index_fill")
-IndexFillBackward1 = node_class("IndexFillBackward1", "index_fill_tensor")
-IndexCopyBackward0 = node_class("IndexCopyBackward0", "index_copy")
-IndexPutBackward0 = node_class("IndexPutBackward0", "index_put")
-IndexPutAccumulateBackward0 = _own_node("IndexPutBackward0", "index_put_accumulate")
-MaskedSelectBackward0 = node_class("MaskedSelectBackward0", "masked_select")
-MaskedScatterBackward0 = node_class("MaskedScatterBackward0", "masked_scatter")
-TakeBackward0 = node_class("TakeBackward0", "take")
-FlipBackward0 = node_class("FlipBackward0", "flip")
-RollBackward0 = node_class("RollBackward0", "roll")
-TrilBackward0 = node_class("TrilBackward0", "tril")
-TriuBackward0 = node_class("TriuBackward0", "triu")
-DiagonalBackward0 = node_class("DiagonalBackward0", "diagonal_at")
-DiagonalCopyBackward0 = _own_node("DiagonalBackward0_copy", "diagonal_at")
-DiagEmbedBackward0 = _own_node("DiagEmbedBackward0", "diag_embed_at")
-TraceBackward0 = node_class("TraceBackward0", "trace")
-UnfoldBackward0 = node_class("UnfoldBackward0", "unfold")
+ScatterBackward0 = node("ScatterBackward0", "scatter")
+ScatterBackward1 = node("ScatterBackward1", "scatter_value")
+ScatterAddBackward0 = node("ScatterAddBackward0", "scatter_add")
+ScatterReduceBackward0 = node("ScatterReduceBackward0", "scatter_reduce")
+IndexAddBackward0 = node("IndexAddBackward0", "index_add")
+IndexFillBackward0 = node("IndexFillBackward0", "index_fill")
+IndexFillBackward1 = node("IndexFillBackward1", "index_fill_tensor")
+IndexCopyBackward0 = node("IndexCopyBackward0", "index_copy")
+IndexPutBackward0 = node("IndexPutBackward0", "index_put")
+IndexPutAccumulateBackward0 = node("IndexPutBackward0", "index_put_accumulate")
+MaskedSelectBackward0 = node("MaskedSelectBackward0", "masked_select")
+MaskedScatterBackward0 = node("MaskedScatterBackward0", "masked_scatter")
+TakeBackward0 = node("TakeBackward0", "take")
+FlipBackward0 = node("FlipBackward0", "flip")
+RollBackward0 = node("RollBackward0", "roll")
+TrilBackward0 = node("TrilBackward0", "tril")
+TriuBackward0 = node("TriuBackward0", "triu")
+DiagonalBackward0 = node("DiagonalBackward0", "diagonal_at")
+DiagonalCopyBackward0 = node("DiagonalBackward0_copy", "diagonal_at")
+DiagEmbedBackward0 = node("DiagEmbedBackward0", "diag_embed_at")
+TraceBackward0 = node("TraceBackward0", "trace")
+UnfoldBackward0 = node("UnfoldBackward0", "unfold")
 
 
 def _check_index_range(idx, size, name, d):
@@ -111,7 +103,7 @@ def scatter(x, dim, index, src=None, value=None, reduce=None):
         data[key] = src._data[slices]
         out = wrap(data, x._dtype)
         if any_requires_grad((x, src)):
-            _freed_after_backward(record(ScatterBackward0, (x, src), out, (key, slices, src._data.shape)))
+            freed_after_backward(record(ScatterBackward0, (x, src), out, (key, slices, src._data.shape)))
         return out
     value = check_operand(src, "scatter")
     d, key, _ = _scatter_key(x, dim, index, None, "scatter")
@@ -119,7 +111,7 @@ def scatter(x, dim, index, src=None, value=None, reduce=None):
     data[key] = value
     out = wrap(data, x._dtype)
     if any_requires_grad((x,)):
-        _freed_after_backward(record(ScatterBackward1, (x,), out, (key,)))
+        freed_after_backward(record(ScatterBackward1, (x,), out, (key,)))
     return out
 
 
@@ -130,7 +122,7 @@ def scatter_add(x, dim, index, src):
     np.add.at(data, key, src._data[slices])
     out = wrap(data, x._dtype)
     if any_requires_grad((x, src)):
-        _freed_after_backward(record(ScatterAddBackward0, (x, src), out, (key, slices, src._data.shape)))
+        freed_after_backward(record(ScatterAddBackward0, (x, src), out, (key, slices, src._data.shape)))
     return out
 
 
@@ -161,7 +153,7 @@ def scatter_reduce(x, dim, index, src, reduce, *, include_self=True):
     if any_requires_grad((x, src)):
         dropped = hit & (not include_self)
         weights = _reduce_weights(reduce, x, part, out, key, count, dropped)
-        _freed_after_backward(record(ScatterReduceBackward0, (x, src), out, (key, slices, src._data.shape, weights)))
+        freed_after_backward(record(ScatterReduceBackward0, (x, src), out, (key, slices, src._data.shape, weights)))
     return out
 
 
@@ -242,7 +234,7 @@ def index_add(x, dim, index, source, *, alpha=1):
     np.add.at(data, key, source._data * alpha if alpha != 1 else source._data)
     out = wrap(data, x._dtype)
     if any_requires_grad((x, source)):
-        _freed_after_backward(record(IndexAddBackward0, (x, source), out, (key, alpha)))
+        freed_after_backward(record(IndexAddBackward0, (x, source), out, (key, alpha)))
     return out
 
 
@@ -254,7 +246,7 @@ def index_copy(x, dim, index, source):
     data[key] = source._data
     out = wrap(data, x._dtype)
     if any_requires_grad((x, source)):
-        _freed_after_backward(record(IndexCopyBackward0, (x, source), out, (key,)))
+        freed_after_backward(record(IndexCopyBackward0, (x, source), out, (key,)))
     return out
 
 
@@ -268,12 +260,12 @@ def index_fill(x, dim, index, value):
         data[key] = value._data
         out = wrap(data, x._dtype)
         if any_requires_grad((x, value)):
-            _freed_after_backward(record(IndexFillBackward1, (x, value), out, (key,)))
+            freed_after_backward(record(IndexFillBackward1, (x, value), out, (key,)))
         return out
     data[key] = check_operand(value, "index_fill")
     out = wrap(data, x._dtype)
     if any_requires_grad((x,)):
-        _freed_after_backward(record(IndexFillBackward0, (x,), out, (key,)))
+        freed_after_backward(record(IndexFillBackward0, (x,), out, (key,)))
     return out
 
 
@@ -296,7 +288,7 @@ def index_put(x, indices, values, accumulate=False):
     if any_requires_grad((x, values)):
         vshape = values._data.shape if is_tensor(values) else ()
         cls = IndexPutAccumulateBackward0 if accumulate else IndexPutBackward0
-        _freed_after_backward(record(cls, (x, values), out, (key, vshape)))
+        freed_after_backward(record(cls, (x, values), out, (key, vshape)))
     return out
 
 
@@ -316,7 +308,7 @@ def masked_select(x, mask):
     m = np.broadcast_to(m, shape)
     out = wrap(np.broadcast_to(x._data, shape)[m], x._dtype)
     if any_requires_grad((x,)):
-        _freed_after_backward(record(MaskedSelectBackward0, (x,), out, (shape, np.array(m), x._data.shape)))
+        freed_after_backward(record(MaskedSelectBackward0, (x,), out, (shape, np.array(m), x._data.shape)))
     return out
 
 
@@ -336,7 +328,7 @@ def masked_scatter(x, mask, source):
     data[m] = source._data.reshape(-1)[:count]
     out = wrap(data, x._dtype)
     if any_requires_grad((x, source)):
-        _freed_after_backward(record(MaskedScatterBackward0, (x, source), out, (m, source._data.shape, count)))
+        freed_after_backward(record(MaskedScatterBackward0, (x, source), out, (m, source._data.shape, count)))
     return out
 
 
@@ -349,7 +341,7 @@ def take(x, index):
     flat = np.where(idx < 0, idx + n, idx)
     out = wrap(x._data.reshape(-1)[flat], x._dtype)
     if any_requires_grad((x,)):
-        _freed_after_backward(record(TakeBackward0, (x,), out, (flat, x._data.shape)))
+        freed_after_backward(record(TakeBackward0, (x,), out, (flat, x._data.shape)))
     return out
 
 
@@ -674,12 +666,12 @@ def unfold(x, dimension, size, step):
 
 # -- in-place view ops -------------------------------------------------------------------------
 
-TBackward1 = node_class("TBackward1", "t")
-TransposeBackward1 = node_class("TransposeBackward1", "transpose")
-SqueezeBackward3 = node_class("SqueezeBackward3", "squeeze")
-SqueezeBackward4 = node_class("SqueezeBackward4", "squeeze")
-SqueezeBackward5 = node_class("SqueezeBackward5", "squeeze")
-UnsqueezeBackward1 = node_class("UnsqueezeBackward1", "unsqueeze")
+TBackward1 = node("TBackward1", "t")
+TransposeBackward1 = node("TransposeBackward1", "transpose")
+SqueezeBackward3 = node("SqueezeBackward3", "squeeze")
+SqueezeBackward4 = node("SqueezeBackward4", "squeeze")
+SqueezeBackward5 = node("SqueezeBackward5", "squeeze")
+UnsqueezeBackward1 = node("UnsqueezeBackward1", "unsqueeze")
 
 
 def _restride(t, out_of_place, cls, args):
@@ -691,13 +683,13 @@ def _restride(t, out_of_place, cls, args):
     check_inplace(t, recording)
     with no_grad():
         view = out_of_place(t)
-    node = new_node(cls, (t,), view, args) if recording else None
+    grad_fn = new_node(cls, (t,), view, args) if recording else None
     steps = view._meta.view_steps if view._meta is not None else None
     t._data = view._data
     if t._base is not None and steps is not None:
         meta_of(t).view_steps = steps
-    if node is not None:
-        t._grad_fn = node
+    if grad_fn is not None:
+        t._grad_fn = grad_fn
         t._output_nr = 0
     return t
 

@@ -14,9 +14,9 @@ import numpy as np
 
 from runtime import dtypes
 from runtime.autograd_meta import any_requires_grad, record, record_multi
-from runtime.function import node_class, save_input, save_output
+from runtime.function import save_input, save_output
+from runtime.ops._family import freed_after_backward, node
 from runtime.ops import shape as S
-from runtime.ops._saving import _freed_after_backward
 from runtime.ops._core import check_operand, is_tensor, wrap
 from runtime.ops.reductions import _axes, _rule_dims, normalize_dims
 
@@ -42,18 +42,20 @@ MedianResult = _return_type("median")
 CummaxResult = _return_type("cummax")
 CumminResult = _return_type("cummin")
 
-AmaxBackward0 = node_class("AmaxBackward0", "amax")
-AminBackward0 = node_class("AminBackward0", "amin")
-NansumBackward0 = node_class("NansumBackward0", "nansum")
-LogcumsumexpBackward0 = node_class("LogcumsumexpBackward0", "logcumsumexp")
-CummaxBackward0 = node_class("CummaxBackward0", "cummax")
-CumminBackward0 = node_class("CumminBackward0", "cummax")
-MedianBackward0 = node_class("MedianBackward0", "amax_all")
-MedianBackward1 = node_class("MedianBackward1", "amax_dim")
-KthvalueBackward0 = node_class("KthvalueBackward0", "amax_dim")
-SortBackward0 = node_class("SortBackward0", "amax_dim")
-SortBackward1 = node_class("SortBackward1", "amax_dim")  # sort(stable=...)
-TopkBackward0 = node_class("TopkBackward0", "amax_dim")
+AmaxBackward0 = node("AmaxBackward0", "amax")
+AminBackward0 = node("AminBackward0", "amin")
+NansumBackward0 = node("NansumBackward0", "nansum")
+LogcumsumexpBackward0 = node("LogcumsumexpBackward0", "logcumsumexp")
+CummaxBackward0 = node("CummaxBackward0", "cummax")
+CumminBackward0 = node("CumminBackward0", "cummax")
+MedianBackward0 = node("MedianBackward0", "amax_all")
+MedianBackward1 = node("MedianBackward1", "amax_dim")
+KthvalueBackward0 = node("KthvalueBackward0", "amax_dim")
+VarMeanBackward0 = node("VarMeanBackward0", "var_mean", multi_output=True)
+StdMeanBackward0 = node("StdMeanBackward0", "std_mean", multi_output=True)
+SortBackward0 = node("SortBackward0", "amax_dim")
+SortBackward1 = node("SortBackward1", "amax_dim")  # sort(stable=...)
+TopkBackward0 = node("TopkBackward0", "amax_dim")
 
 
 def _dim1(dim, ndim):
@@ -128,9 +130,8 @@ def _moment_mean(x, dim, unbiased, keepdim, correction, is_std):
     if any_requires_grad((x,)):
         dims = normalize_dims(dim, x._data.ndim)
         count = x._data.size // builtins.max(average._data.size, 1) if x._data.size else 0
-        name = "StdMeanBackward0" if is_std else "VarMeanBackward0"
-        cls = node_class(name, "std_mean" if is_std else "var_mean", multi_output=True)
-        std = save_output(moment, name) if is_std else None
+        cls = StdMeanBackward0 if is_std else VarMeanBackward0
+        std = save_output(moment, cls.__name__) if is_std else None
         record_multi(cls, (x,), (moment, average),
                      (save_input(x), std, _rule_dims(dims, x), correction, keepdim, count))
     return moment, average
@@ -180,7 +181,7 @@ def _cum_extreme(x, dim, is_max):
     idx = wrap(indices.reshape(shape), dtypes.int64)
     if any_requires_grad((x,)):
         cls = CummaxBackward0 if is_max else CumminBackward0
-        _freed_after_backward(record(cls, (x,), out, (indices.reshape(shape), d, shape)))
+        freed_after_backward(record(cls, (x,), out, (indices.reshape(shape), d, shape)))
     return (CummaxResult if is_max else CumminResult)(out, idx)
 
 
@@ -213,7 +214,7 @@ def _select(cls, result_type, x, idx, d, keepdim_shape=None):
     values = wrap(vals.reshape(shape), x._dtype)
     indices = wrap(idx.reshape(shape).astype(np.int64), dtypes.int64)
     if any_requires_grad((x,)):
-        _freed_after_backward(record(cls, (x,), values, (idx, idx.shape, src.shape, d, x._data.shape)))
+        freed_after_backward(record(cls, (x,), values, (idx, idx.shape, src.shape, d, x._data.shape)))
     return result_type(values, indices)
 
 

@@ -12,7 +12,8 @@ import scipy.special as sp
 
 from runtime import dtypes
 from runtime.autograd_meta import any_requires_grad, record
-from runtime.function import node_class, save_input, save_output
+from runtime.function import save_input, save_output
+from runtime.ops._family import node
 from runtime.ops._core import (
     binary_dtype,
     check_operand,
@@ -65,7 +66,7 @@ def _unary(kernel, cls, x, saves, extra):
 
 
 def _define(name, kernel, node_name, prim, saves, extra):
-    cls = node_class(node_name, prim)
+    cls = node(node_name, prim)
     kernel = _quiet(kernel)
 
     def op(x):
@@ -77,10 +78,10 @@ def _define(name, kernel, node_name, prim, saves, extra):
 
 
 globals().update({name: _define(name, *row) for name, row in UNARY.items()})
-LogitBackward0 = node_class("LogitBackward0", "logit")
-PolygammaBackward0 = node_class("PolygammaBackward0", "polygamma")
-PolygammaBackward1 = node_class("PolygammaBackward1", "polygamma")  # polygamma_ (in place)
-NanToNumBackward0 = node_class("NanToNumBackward0", "nan_to_num")
+LogitBackward0 = node("LogitBackward0", "logit")
+PolygammaBackward0 = node("PolygammaBackward0", "polygamma")
+PolygammaBackward1 = node("PolygammaBackward1", "polygamma")  # polygamma_ (in place)
+NanToNumBackward0 = node("NanToNumBackward0", "nan_to_num")
 
 
 def logit(x, eps=None):
@@ -138,8 +139,8 @@ def _binary_data(a, b, name, to_float):
     return b, ad, bd, dt
 
 
-Atan2Backward0 = node_class("Atan2Backward0", "atan2")
-HypotBackward0 = node_class("HypotBackward0", "hypot")
+Atan2Backward0 = node("Atan2Backward0", "atan2")
+HypotBackward0 = node("HypotBackward0", "hypot")
 
 
 def atan2(y, x):
@@ -165,17 +166,17 @@ def hypot(a, b):
     return out
 
 
-# (numpy kernel, quotient rounding, node for a number divisor, node for a tensor divisor,
-#  primitive family)
+# (numpy kernel, quotient rounding, node for a number divisor, node for a tensor divisor)
 _MODULO = {
-    "fmod": (np.fmod, "trunc", "FmodBackward0", "FmodBackward1", "fmod"),
-    "remainder": (np.remainder, "floor", "RemainderBackward0", "RemainderBackward1",
-                  "remainder"),
+    "fmod": (np.fmod, "trunc", node("FmodBackward0", "fmod_scalar"),
+             node("FmodBackward1", "fmod_tensor")),
+    "remainder": (np.remainder, "floor", node("RemainderBackward0", "remainder_scalar"),
+                  node("RemainderBackward1", "remainder_tensor")),
 }
 
 
 def _modulo(name, a, b):
-    kernel, rounding, scalar_node, tensor_node, prim = _MODULO[name]
+    kernel, rounding, scalar_node, tensor_node = _MODULO[name]
     b, ad, bd, dt = _binary_data(a, b, name, False)
     if dt is dtypes.bool_:
         raise NotImplementedError(f"{name}() is not implemented for bool tensors")
@@ -186,9 +187,9 @@ def _modulo(name, a, b):
     if not any_requires_grad((a, b)):
         return out
     if not is_tensor(b):
-        record(node_class(scalar_node, prim + "_scalar"), (a,), out, ())
+        record(scalar_node, (a,), out, ())
     else:
-        record(node_class(tensor_node, prim + "_tensor"), (a, b), out,
+        record(tensor_node, (a, b), out,
                (save_input(a), save_input(b), rounding))
     return out
 
@@ -209,9 +210,9 @@ def remainder(a, b):
     return _modulo("remainder", a, b)
 
 
-XlogyBackward0 = node_class("XlogyBackward0", "xlogy")
-XlogyBackward1 = node_class("XlogyBackward1", "xlogy_scalar_self")
-XlogyBackward2 = node_class("XlogyBackward2", "xlogy_scalar_other")
+XlogyBackward0 = node("XlogyBackward0", "xlogy")
+XlogyBackward1 = node("XlogyBackward1", "xlogy_scalar_self")
+XlogyBackward2 = node("XlogyBackward2", "xlogy_scalar_other")
 
 
 def xlogy(x, y):
