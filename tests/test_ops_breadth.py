@@ -110,8 +110,8 @@ MATH = {
     "empty_atan2": op(lambda L, y, x: L.atan2(y, x), [(0, 2), (2,)], AWAY),
     "0d_hypot": op(lambda L, a, b: L.hypot(a, b), [(), (3,)], AWAY),
     # in-place forms keep the out-of-place node names
-    "acos_": op(lambda L, x: (x * 0.5).acos_(), [(4,)], UNIT),
-    "atan2_": op(lambda L, y, x: (y * 1).atan2_(x), [(4,), (4,)], AWAY),
+    "acos_": op(lambda L, x: (x * 0.5).acos_(), [(4,)], UNIT, D2),
+    "atan2_": op(lambda L, y, x: (y * 1).atan2_(x), [(4,), (4,)], AWAY, D2),
     "exp2_": op(lambda L, x: (x * 1).exp2_(), [(4,)], ANY, D2),
     "fmod_": op(lambda L, x: (x * 1).fmod_(0.5), [(4,)], AWAY),
     "xlogy_torch_": op(lambda L, x, y: L.xlogy_(x * 1, y), [(4,), (4,)], POS),
@@ -121,13 +121,13 @@ MATH = {
     "clamp_min_": op(lambda L, x: (x * 1).clamp_min_(0.1), [(6,)], AWAY, D2),
     "clamp_max_torch": op(lambda L, x: L.clamp_max_(x * 1, 0.1), [(6,)], AWAY, D2),
     "sign_": op(lambda L, x: (x * 1).sign_(), [(4,)], AWAY),
-    "square_": op(lambda L, x: (x * 1).square_(), [(4,)], ANY),
+    "square_": op(lambda L, x: (x * 1).square_(), [(4,)], ANY, D2),
     "reciprocal_": op(lambda L, x: (x * 1).reciprocal_(), [(4,)], AWAY, D2),
     "rsqrt_": op(lambda L, x: (x * 1).rsqrt_(), [(4,)], POS, D2),
     "tan_": op(lambda L, x: (x * 1).tan_(), [(4,)], UNIT, D2),
     "trunc_": op(lambda L, x: (x * 2).trunc_(), [(4,)], AWAY),
     "ceil_": op(lambda L, x: (x * 2).ceil_(), [(4,)], AWAY),
-    "log1p_": op(lambda L, x: (x * 1).log1p_(), [(4,)], POS),
+    "log1p_": op(lambda L, x: (x * 1).log1p_(), [(4,)], POS, D2),
     "lgamma_": op(lambda L, x: (x * 1).lgamma_(), [(4,)], POS),
     "erfinv_": op(lambda L, x: (x * 1).erfinv_(), [(4,)], UNIT),
 }
@@ -545,6 +545,21 @@ def test_promotion(name):
     assert tuple(ours.shape) == tuple(theirs.shape)
     np.testing.assert_allclose(np.asarray(ours.tolist(), dtype=np.float64),
                                np.asarray(theirs.tolist(), dtype=np.float64), rtol=1e-6)
+
+
+def test_in_place_op_keeps_the_overwritten_value_differentiable():
+    """w.mul_(z) saves w's old value; create_graph must differentiate through it (this gave
+    a silently wrong second derivative before the saved value kept its history)."""
+    results = []
+    for L in (torch, adcompile):
+        x = L.tensor([0.3, 0.5, 0.7], dtype=L.float64, requires_grad=True)
+        z = x * 2
+        w = z.sin()
+        w.mul_(z)
+        (g,) = L.autograd.grad(w.sum(), x, create_graph=True)
+        (h,) = L.autograd.grad(g.sum(), x)
+        results.append(h.detach().numpy().copy())
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-10)
 
 
 def test_allclose_returns_a_python_bool():
