@@ -18,6 +18,7 @@ import torch
 import adcompile
 from test_ops import (
     ANY,
+    BROADCAST_SHAPES,
     AWAY,
     D2,
     DISTINCT,
@@ -31,7 +32,7 @@ from test_ops import (
     _seed,
     compare_second_order,
 )
-from test_ops import _run, _assert_same
+from test_ops import _assert_same, _mixed_inputs, _run
 from test_ops import op
 
 UNIT = "unit"  # (-0.9, 0.9): asin, acos, atanh, erfinv
@@ -416,6 +417,54 @@ def _compare(case, name, dtype):
 @pytest.mark.parametrize("name", list(CASES))
 def test_op(name, dtype):
     _compare(CASES[name], name, dtype)
+
+
+# ------------------------------------------------------------------------------------------
+# broadcasting of the binary math functions, and mixed dtypes (result and gradient dtypes)
+# ------------------------------------------------------------------------------------------
+BROADCAST = {
+    "atan2": (lambda L, x, y: L.atan2(x, y), AWAY),
+    "hypot": (lambda L, x, y: L.hypot(x, y), AWAY),
+    "fmod": (lambda L, x, y: L.fmod(x, y), AWAY),
+    "remainder": (lambda L, x, y: L.remainder(x, y), AWAY),
+    "xlogy": (lambda L, x, y: L.xlogy(x, y), POS),
+}
+
+
+@DTYPES
+@pytest.mark.parametrize("shapes", BROADCAST_SHAPES,
+                         ids=lambda p: f"{p[0]}x{p[1]}".replace(" ", ""))
+@pytest.mark.parametrize("opname", list(BROADCAST))
+def test_broadcast(opname, shapes, dtype):
+    fn, domain = BROADCAST[opname]
+    case = op(fn, list(shapes), domain)
+    _compare(case, f"{opname}/{shapes}", dtype)
+
+
+MIXED = {
+    "atan2_f32_f64": (lambda L, a, b: L.atan2(a, b),
+                      [((3,), "float32", True), ((3,), "float64", True)]),
+    "hypot_f32_0d_f64": (lambda L, a, b: L.hypot(a, b),
+                         [((3,), "float32", True), ((), "float64", True)]),
+    "xlogy_int_f32": (lambda L, i, a: L.xlogy(i, a.abs()),
+                      [((3,), "int64", False), ((3,), "float32", True)]),
+    "fmod_f64_f32": (lambda L, a, b: L.fmod(a, b),
+                     [((3,), "float64", True), ((3,), "float32", True)]),
+    "remainder_f32_int": (lambda L, a, i: L.remainder(a, i),
+                          [((3,), "float32", True), ((3,), "int64", False)]),
+    "scatter_add_f32": (lambda L, a, s: a.scatter_add(0, L.tensor([0, 0, 1]), s),
+                        [((3,), "float32", True), ((3,), "float32", True)]),
+    "index_put_f16": (lambda L, a, v: a.index_put((L.tensor([1]),), v),
+                      [((3,), "float16", True), ((1,), "float16", True)]),
+}
+
+
+@pytest.mark.parametrize("name", list(MIXED))
+def test_mixed_dtypes(name):
+    fn, specs = MIXED[name]
+    seed = _seed(name)
+    inputs = _mixed_inputs(specs, AWAY, seed)
+    _assert_same(_run(adcompile, fn, inputs, seed), _run(torch, fn, inputs, seed), 1e-3)
 
 
 # ------------------------------------------------------------------------------------------
