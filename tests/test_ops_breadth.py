@@ -107,6 +107,7 @@ MATH = {
     "nan_to_num": op(lambda L, x: x.nan_to_num(), [(6,)], NONFINITE),
     "nan_to_num_values": op(lambda L, x: L.nan_to_num(x, nan=1.0, posinf=2.0, neginf=-3.0),
                             [(6,)], NONFINITE),
+    "nan_to_num_finite": op(lambda L, x: L.nan_to_num(x * x.exp()), [(5,)], ANY, D2),
     "empty_acos": op(lambda L, x: x.acos(), [(0,)], UNIT),
     "empty_atan2": op(lambda L, y, x: L.atan2(y, x), [(0, 2), (2,)], AWAY),
     "0d_hypot": op(lambda L, a, b: L.hypot(a, b), [(), (3,)], AWAY),
