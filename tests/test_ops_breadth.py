@@ -400,6 +400,17 @@ EDGES = {
     "meshgrid_empty": op(lambda L, x, y: L.meshgrid(x, y, indexing="ij"), [(0,), (2,)], ANY),
     "broadcast_to_0d": op(lambda L, x: x.broadcast_to(2, 3), [()], ANY),
     "unsqueeze_0d_": op(lambda L, x: (x * 1).unsqueeze_(0), [()], ANY),
+    "sort_nonfinite": op(lambda L, x: x.sort(), [(7,)], NONFINITE),
+    "sort_descending_nonfinite": op(lambda L, x: x.sort(descending=True), [(7,)], NONFINITE),
+    "argsort_nonfinite": op(lambda L, x: x.argsort(), [(7,)], NONFINITE),
+    "topk_nonfinite": op(lambda L, x: x.topk(3), [(7,)], NONFINITE),
+    "kthvalue_nonfinite": op(lambda L, x: x.kthvalue(6), [(7,)], NONFINITE),
+    "median_nonfinite": op(lambda L, x: x.median(), [(7,)], NONFINITE),
+    "median_dim_nonfinite": op(lambda L, x: x.median(0), [(7,)], NONFINITE),
+    "cummax_nonfinite": op(lambda L, x: x.cummax(0), [(7,)], NONFINITE),
+    "cummin_nonfinite": op(lambda L, x: x.cummin(0), [(7,)], NONFINITE),
+    "amax_nonfinite": op(lambda L, x: x.amax(), [(7,)], NONFINITE),
+    "logcumsumexp_nonfinite": op(lambda L, x: x.logcumsumexp(0), [(7,)], NONFINITE),
     "sort_descending_0d": op(lambda L, x: x.sort(descending=True), [()], ANY),
 }
 

@@ -48,7 +48,7 @@ NansumBackward0 = node("NansumBackward0", "nansum")
 LogcumsumexpBackward0 = node("LogcumsumexpBackward0", "logcumsumexp")
 CummaxBackward0 = node("CummaxBackward0", "cummax")
 CumminBackward0 = node("CumminBackward0", "cummax")
-MedianBackward0 = node("MedianBackward0", "amax_all")
+MedianBackward0 = node("MedianBackward0", "evenly_distribute")
 MedianBackward1 = node("MedianBackward1", "amax_dim")
 KthvalueBackward0 = node("KthvalueBackward0", "amax_dim")
 VarMeanBackward0 = node("VarMeanBackward0", "var_mean", multi_output=True)
@@ -244,10 +244,15 @@ def topk(x, k, dim=-1, largest=True, sorted=True):
     return _select(TopkBackward0, TopkResult, x, idx, d)
 
 
-def _pick(cls, result_type, x, position, d, keepdim):
-    """The element at sorted `position` along d (kthvalue, median)."""
+def _pick(cls, result_type, x, position, d, keepdim, nan_wins=False):
+    """The element at sorted `position` along d (kthvalue, median; for median a slice
+    holding a nan gives its first nan)."""
     src = x._data if x._data.ndim else x._data.reshape(1)
     idx = np.take(_order(src, d, False), [position], axis=d)
+    if nan_wins and src.dtype.kind == "f":
+        nans = np.isnan(src)
+        first_nan = np.argmax(nans, axis=d, keepdims=True)
+        idx = np.where(np.any(nans, axis=d, keepdims=True), first_nan, idx)
     kept = idx.shape if keepdim else idx.shape[:d] + idx.shape[d + 1:]
     return _select(cls, result_type, x, idx, d, kept)
 
@@ -276,7 +281,7 @@ def median(x, dim=None, keepdim=False):
     d = _dim1(dim, x._data.ndim)
     _check_nonempty("median", x, (d,))
     size = x._data.shape[d] if x._data.ndim else 1
-    return _pick(MedianBackward1, MedianResult, x, (size - 1) // 2, d, keepdim)
+    return _pick(MedianBackward1, MedianResult, x, (size - 1) // 2, d, keepdim, nan_wins=True)
 
 
 # -- counts and comparisons ---------------------------------------------------------------------

@@ -35,6 +35,15 @@ def moment_mean(ops, gs, needs, x, std, dims, correction, keepdim, count):
     return (total,)
 
 
+@rule("evenly_distribute")
+def evenly_distribute(ops, g, needs, x, result):
+    """median() of everything: the elements equal to the result share the cotangent evenly;
+    when the result is nan, the nan elements are the ones that equal it."""
+    hit = ops.logical_or(ops.eq(x, result), ops.logical_and(ops.isnan(x), ops.isnan(result)))
+    share = ops.div(g, ops.sum(ops.cast_like(hit, g)))
+    return (ops.where(hit, share, 0.0),)
+
+
 @rule("logcumsumexp")
 def logcumsumexp(ops, g, needs, x, result, dim):
     """d out_j / d x_i = exp(x_i - out_j) for j >= i: a reversed cumulative sum."""
