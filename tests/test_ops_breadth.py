@@ -631,6 +631,25 @@ def test_in_place_op_keeps_the_overwritten_value_differentiable():
     np.testing.assert_allclose(results[1], results[0], rtol=1e-10)
 
 
+@pytest.mark.parametrize("reduce", ["add", "multiply"])
+def test_scatter_with_reduce_computes_but_has_no_derivative(reduce):
+    results = []
+    for L in (torch, adcompile):
+        x = L.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        s = L.tensor([[5.0, 6.0]], requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = x.scatter(0, L.tensor([[1, 0]]), s, reduce=reduce)
+            by_number = x.scatter(0, L.tensor([[1, 0]]), 2.0, reduce=reduce)
+        assert out.grad_fn.name() == "torch::autograd::NotImplemented"
+        assert len(out.grad_fn.next_functions) == 2
+        assert len(by_number.grad_fn.next_functions) == 1
+        with pytest.raises(RuntimeError):
+            out.sum().backward()
+        results.append((out.tolist(), by_number.tolist()))
+    assert results[0] == results[1]
+
+
 def test_allclose_returns_a_python_bool():
     for lib in (torch, adcompile):
         a = lib.tensor([1.0, 2.0])

@@ -4,11 +4,13 @@
   `function.node_class`'s cache, so a class name that another module gives a different
   primitive (ScatterBackward0, RemainderBackward1, DiagonalBackward0 ...) never picks up the
   wrong rule, whichever module is imported first.
-- `freed_after_backward(node)`: nodes whose saved values are plain numpy data (index keys,
-  masks, weights) still release them after a non-retaining backward, as PyTorch's nodes
-  release their saved index tensors, so a second backward through them raises.
+- `record_freed(cls, inputs, out, args)`: `record`, for nodes whose saved values are plain
+  numpy data (index keys, masks, weights): they still release them after a non-retaining
+  backward, as PyTorch's nodes release their saved index tensors, so a second backward
+  through them raises.
 """
 
+from runtime.autograd_meta import record
 from runtime.function import MultiOutputNode, Node
 from runtime.rules import RULES
 
@@ -18,6 +20,7 @@ def node(name, prim, multi_output=False):
     return type(name, (base,), {"__slots__": (), "_rule": staticmethod(RULES[prim])})
 
 
-def freed_after_backward(node_):
-    node_._freed = False  # Node._release drops _args and marks the node freed
-    return node_
+def record_freed(cls, inputs, out, args):
+    grad_fn = record(cls, inputs, out, args)
+    grad_fn._freed = False  # Node._release drops _args and marks the node freed
+    return grad_fn

@@ -22,7 +22,7 @@ from runtime.autograd_meta import (
     new_node,
     record,
 )
-from runtime.ops._family import freed_after_backward, node
+from runtime.ops._family import node, record_freed
 from runtime.grad_mode import _state
 from runtime.ops import shape as S
 from runtime.ops._core import check_operand, is_tensor, wrap
@@ -91,11 +91,10 @@ def _source(x, src, name):
 
 def scatter(x, dim, index, src=None, value=None, reduce=None):
     """A copy of x with src[i][j] (or a number) written at x[index[i][j]][j] (dim 0)."""
-    if reduce is not None:
-        raise NotImplementedError("scatter(reduce=...) is deprecated in PyTorch; use "
-                                  "scatter_reduce()")
     if src is None:
         src = value
+    if reduce is not None:
+        return _scatter_legacy(x, dim, index, src, reduce)
     if is_tensor(src):
         src = _source(x, src, "scatter")
         d, key, slices = _scatter_key(x, dim, index, src, "scatter")
@@ -103,7 +102,7 @@ def scatter(x, dim, index, src=None, value=None, reduce=None):
         data[key] = src._data[slices]
         out = wrap(data, x._dtype)
         if any_requires_grad((x, src)):
-            freed_after_backward(record(ScatterBackward0, (x, src), out, (key, slices, src._data.shape)))
+            record_freed(ScatterBackward0, (x, src), out, (key, slices, src._data.shape))
         return out
     value = check_operand(src, "scatter")
     d, key, _ = _scatter_key(x, dim, index, None, "scatter")
@@ -111,7 +110,42 @@ def scatter(x, dim, index, src=None, value=None, reduce=None):
     data[key] = value
     out = wrap(data, x._dtype)
     if any_requires_grad((x,)):
-        freed_after_backward(record(ScatterBackward1, (x,), out, (key,)))
+        record_freed(ScatterBackward1, (x,), out, (key,))
+    return out
+
+
+_LEGACY_REDUCE = {"add": np.add, "multiply": np.multiply}
+
+
+class NotImplementedBackward(node("NotImplemented", "scatter_legacy_reduce")):
+    """PyTorch's node for an op without a derivative: its backward raises."""
+
+    __slots__ = ()
+
+    @classmethod
+    def name(cls):
+        return "torch::autograd::NotImplemented"
+
+
+NotImplementedBackward.__name__ = NotImplementedBackward.__qualname__ = "NotImplemented"
+
+
+def _scatter_legacy(x, dim, index, src, reduce):
+    """scatter(reduce="add" / "multiply"): computed, but without a derivative (PyTorch
+    records a NotImplemented node whose backward raises)."""
+    if reduce not in _LEGACY_REDUCE:
+        raise RuntimeError(f"scatter(): reduce must be 'add' or 'multiply', not {reduce!r}")
+    tensor_src = is_tensor(src)
+    if tensor_src:
+        _source(x, src, "scatter")
+    d, key, slices = _scatter_key(x, dim, index, src if tensor_src else None, "scatter")
+    data = np.array(x._data)
+    values = src._data[slices] if tensor_src else check_operand(src, "scatter")
+    _LEGACY_REDUCE[reduce].at(data, key, np.broadcast_to(values, data[key].shape))
+    out = wrap(data, x._dtype)
+    live = tuple(t for t in (x, src) if is_tensor(t) and any_requires_grad((t,)))
+    if live:
+        record(NotImplementedBackward, live, out, ())
     return out
 
 
@@ -122,7 +156,7 @@ def scatter_add(x, dim, index, src):
     np.add.at(data, key, src._data[slices])
     out = wrap(data, x._dtype)
     if any_requires_grad((x, src)):
-        freed_after_backward(record(ScatterAddBackward0, (x, src), out, (key, slices, src._data.shape)))
+        record_freed(ScatterAddBackward0, (x, src), out, (key, slices, src._data.shape))
     return out
 
 
@@ -153,7 +187,8 @@ def scatter_reduce(x, dim, index, src, reduce, *, include_self=True):
     if any_requires_grad((x, src)):
         dropped = hit & (not include_self)
         weights = _reduce_weights(reduce, x, part, out, key, count, dropped)
-        freed_after_backward(record(ScatterReduceBackward0, (x, src), out, (key, slices, src._data.shape, weights)))
+        record_freed(ScatterReduceBackward0, (x, src), out,
+                     (key, slices, src._data.shape, weights))
     return out
 
 
@@ -234,7 +269,7 @@ def index_add(x, dim, index, source, *, alpha=1):
     np.add.at(data, key, source._data * alpha if alpha != 1 else source._data)
     out = wrap(data, x._dtype)
     if any_requires_grad((x, source)):
-        freed_after_backward(record(IndexAddBackward0, (x, source), out, (key, alpha)))
+        record_freed(IndexAddBackward0, (x, source), out, (key, alpha))
     return out
 
 
@@ -246,7 +281,7 @@ def index_copy(x, dim, index, source):
     data[key] = source._data
     out = wrap(data, x._dtype)
     if any_requires_grad((x, source)):
-        freed_after_backward(record(IndexCopyBackward0, (x, source), out, (key,)))
+        record_freed(IndexCopyBackward0, (x, source), out, (key,))
     return out
 
 
@@ -260,12 +295,12 @@ def index_fill(x, dim, index, value):
         data[key] = value._data
         out = wrap(data, x._dtype)
         if any_requires_grad((x, value)):
-            freed_after_backward(record(IndexFillBackward1, (x, value), out, (key,)))
+            record_freed(IndexFillBackward1, (x, value), out, (key,))
         return out
     data[key] = check_operand(value, "index_fill")
     out = wrap(data, x._dtype)
     if any_requires_grad((x,)):
-        freed_after_backward(record(IndexFillBackward0, (x,), out, (key,)))
+        record_freed(IndexFillBackward0, (x,), out, (key,))
     return out
 
 
@@ -288,7 +323,7 @@ def index_put(x, indices, values, accumulate=False):
     if any_requires_grad((x, values)):
         vshape = values._data.shape if is_tensor(values) else ()
         cls = IndexPutAccumulateBackward0 if accumulate else IndexPutBackward0
-        freed_after_backward(record(cls, (x, values), out, (key, vshape)))
+        record_freed(cls, (x, values), out, (key, vshape))
     return out
 
 
@@ -308,7 +343,7 @@ def masked_select(x, mask):
     m = np.broadcast_to(m, shape)
     out = wrap(np.broadcast_to(x._data, shape)[m], x._dtype)
     if any_requires_grad((x,)):
-        freed_after_backward(record(MaskedSelectBackward0, (x,), out, (shape, np.array(m), x._data.shape)))
+        record_freed(MaskedSelectBackward0, (x,), out, (shape, np.array(m), x._data.shape))
     return out
 
 
@@ -328,7 +363,7 @@ def masked_scatter(x, mask, source):
     data[m] = source._data.reshape(-1)[:count]
     out = wrap(data, x._dtype)
     if any_requires_grad((x, source)):
-        freed_after_backward(record(MaskedScatterBackward0, (x, source), out, (m, source._data.shape, count)))
+        record_freed(MaskedScatterBackward0, (x, source), out, (m, source._data.shape, count))
     return out
 
 
@@ -341,7 +376,7 @@ def take(x, index):
     flat = np.where(idx < 0, idx + n, idx)
     out = wrap(x._data.reshape(-1)[flat], x._dtype)
     if any_requires_grad((x,)):
-        freed_after_backward(record(TakeBackward0, (x,), out, (flat, x._data.shape)))
+        record_freed(TakeBackward0, (x,), out, (flat, x._data.shape))
     return out
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from runtime import dtypes
 from runtime.autograd_meta import any_requires_grad, record, record_multi
 from runtime.function import save_input, save_output
-from runtime.ops._family import freed_after_backward, node
+from runtime.ops._family import node, record_freed
 from runtime.ops import shape as S
 from runtime.ops._core import check_operand, is_tensor, wrap
 from runtime.ops.reductions import _axes, _rule_dims, normalize_dims
@@ -181,7 +181,7 @@ def _cum_extreme(x, dim, is_max):
     idx = wrap(indices.reshape(shape), dtypes.int64)
     if any_requires_grad((x,)):
         cls = CummaxBackward0 if is_max else CumminBackward0
-        freed_after_backward(record(cls, (x,), out, (indices.reshape(shape), d, shape)))
+        record_freed(cls, (x,), out, (indices.reshape(shape), d, shape))
     return (CummaxResult if is_max else CumminResult)(out, idx)
 
 
@@ -214,7 +214,7 @@ def _select(cls, result_type, x, idx, d, keepdim_shape=None):
     values = wrap(vals.reshape(shape), x._dtype)
     indices = wrap(idx.reshape(shape).astype(np.int64), dtypes.int64)
     if any_requires_grad((x,)):
-        freed_after_backward(record(cls, (x,), values, (idx, idx.shape, src.shape, d, x._data.shape)))
+        record_freed(cls, (x,), values, (idx, idx.shape, src.shape, d, x._data.shape))
     return result_type(values, indices)
 
 

@@ -27,6 +27,12 @@ def scatter_value(ops, g, needs, key):
     return (ops.fill_at(g, key, 0.0),)
 
 
+@rule("scatter_legacy_reduce")
+def scatter_legacy_reduce(ops, g, needs):
+    raise RuntimeError("scatter(reduce=...) has no derivative (as in PyTorch); use "
+                       "scatter_reduce(), which has one")
+
+
 @rule("scatter_add")
 def scatter_add(ops, g, needs, key, src_slices, src_shape):
     return (g if needs[0] else None,
