@@ -78,8 +78,11 @@ def _install():
     for name in _INPLACE:
         setattr(Tensor, name + "_", _inplace_method(name))
     Tensor.polygamma_ = _polygamma_
+    for alias, name in _ALIASES.items():
+        setattr(Tensor, alias + "_", getattr(Tensor, name + "_"))
     torch_names = dict(FUNCTIONS)
-    torch_names.update({name + "_": _torch_inplace(name) for name in _TORCH_INPLACE})
+    torch_names.update({name + "_": _torch_inplace(name)
+                        for name in _TORCH_INPLACE + list(_ALIASES)})
     return torch_names
 
 
