@@ -411,6 +411,7 @@ EDGES = {
     "cummin_nonfinite": op(lambda L, x: x.cummin(0), [(7,)], NONFINITE),
     "amax_nonfinite": op(lambda L, x: x.amax(), [(7,)], NONFINITE),
     "logcumsumexp_nonfinite": op(lambda L, x: x.logcumsumexp(0), [(7,)], NONFINITE),
+    "unfold_0d": op(lambda L, x: x.unfold(0, 1, 1), [()], ANY, D2),
     "sort_descending_0d": op(lambda L, x: x.sort(descending=True), [()], ANY),
 }
 

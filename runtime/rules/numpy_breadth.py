@@ -65,7 +65,10 @@ def diag_scatter(g, shape, offset, d1, d2):
 
 
 def unfold_view(a, d, size, step):
-    """Windows of `size` elements every `step` along d, as a new last axis (a view)."""
+    """Windows of `size` elements every `step` along d, as a new last axis (a view); a 0-dim
+    array is one window of its one element."""
+    if a.ndim == 0:
+        return np.lib.stride_tricks.as_strided(a, (size,), (0,), writeable=a.flags.writeable)
     count = (a.shape[d] - size) // step + 1
     shape = a.shape[:d] + (count,) + a.shape[d + 1:] + (size,)
     strides = a.strides[:d] + (a.strides[d] * step,) + a.strides[d + 1:] + (a.strides[d],)
@@ -79,6 +82,8 @@ def unfold(x, d, size, step):
 def unfold_backward(g, shape, d, size, step):
     """Add each window's cotangent back to the elements it covers (windows may overlap:
     one pass per position inside the window, whose targets are then distinct)."""
+    if len(shape) == 0:
+        return np.sum(g)
     out = np.zeros(shape, g.dtype)
     count = g.shape[d]
     moved_out = np.moveaxis(out, d, -1)
