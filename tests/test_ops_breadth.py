@@ -708,6 +708,75 @@ def test_return_types_have_named_fields():
 
 
 # ------------------------------------------------------------------------------------------
+# 0-dim inputs: the same result (shape, dtype, node, value) or the same error class as torch
+# ------------------------------------------------------------------------------------------
+ZERO_DIM = {
+    "roll": lambda L, x: x.roll(1),
+    "roll_dim": lambda L, x: x.roll(1, 0),
+    "movedim": lambda L, x: x.movedim(0, 0),
+    "take": lambda L, x: x.take(L.tensor([0])),
+    "masked_select": lambda L, x: x.masked_select(L.tensor(True)),
+    "masked_scatter": lambda L, x: x.masked_scatter(L.tensor(True), L.ones(2)),
+    "scatter": lambda L, x: x.scatter(0, L.tensor(0), 5.0),
+    "scatter_add": lambda L, x: x.scatter_add(0, L.tensor(0), L.tensor(2.0)),
+    "index_add": lambda L, x: x.index_add(0, L.tensor([0]), L.tensor(1.0)),
+    "index_fill": lambda L, x: x.index_fill(0, L.tensor([0]), 3.0),
+    "index_copy": lambda L, x: x.index_copy(0, L.tensor([0]), L.tensor(4.0)),
+    "take_along_dim": lambda L, x: x.take_along_dim(L.tensor([0])),
+    "diagonal": lambda L, x: x.diagonal(),
+    "diag": lambda L, x: x.diag(),
+    "diag_embed": lambda L, x: x.diag_embed(),
+    "trace": lambda L, x: x.trace(),
+    "tile": lambda L, x: x.tile(()),
+    "broadcast_to": lambda L, x: x.broadcast_to(()),
+    "tensor_split": lambda L, x: x.tensor_split(1),
+    "sum_to_size": lambda L, x: x.sum_to_size(()),
+    "unflatten": lambda L, x: x.unflatten(0, (1,)),
+    "amax": lambda L, x: x.amax(0),
+    "nansum": lambda L, x: x.nansum(0),
+    "var_mean": lambda L, x: L.var_mean(x, 0),
+    "cummax": lambda L, x: x.cummax(-1),
+    "median": lambda L, x: x.median(0),
+    "kthvalue": lambda L, x: x.kthvalue(1, 0),
+    "sort": lambda L, x: x.sort(0),
+    "argsort": lambda L, x: x.argsort(),
+    "topk": lambda L, x: x.topk(1, 0),
+    "count_nonzero": lambda L, x: x.count_nonzero(0),
+    "diff": lambda L, x: x.diff(),
+    "logcumsumexp": lambda L, x: x.logcumsumexp(-1),
+    "flip": lambda L, x: x.flip(0),
+    "repeat_interleave_t": lambda L, x: x.repeat_interleave(L.tensor([2])),
+    "index_put": lambda L, x: x.index_put((L.tensor([0]),), L.tensor(1.0)),
+    "scatter_reduce": lambda L, x: x.scatter_reduce(0, L.tensor(0), L.tensor(3.0),
+    "amax"),
+    "t_": lambda L, x: (x * 1).t_(),
+    "transpose_": lambda L, x: (x * 1).transpose_(0, 0),
+    "squeeze_": lambda L, x: (x * 1).squeeze_(0),
+    "meshgrid": lambda L, x: L.meshgrid(x, indexing="ij"),
+    "cartesian_prod": lambda L, x: L.cartesian_prod(x, x),
+}
+
+
+def _zero_dim_outcome(L, fn):
+    x = L.tensor(1.5, requires_grad=True)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = fn(L, x)
+    except Exception as e:  # noqa: BLE001 - the class is what we compare
+        return type(e).__name__
+    outs = out if isinstance(out, (tuple, list)) else [out]
+    return [(tuple(t.shape), str(t.dtype), type(t.grad_fn).__name__ if t.grad_fn else None,
+             repr(t.tolist())) for t in outs]
+
+
+@pytest.mark.parametrize("name", list(ZERO_DIM))
+def test_zero_dim(name):
+    fn = ZERO_DIM[name]
+    assert _zero_dim_outcome(adcompile, fn) == _zero_dim_outcome(torch, fn)
+
+
+# ------------------------------------------------------------------------------------------
 # error classes (our texts are our own)
 # ------------------------------------------------------------------------------------------
 ERRORS = {

@@ -68,16 +68,17 @@ def _scatter_key(x, dim, index, src, name):
     nd = x._data.ndim
     d = _dim(dim, nd)
     idx = _index_tensor(index, name)
-    if idx.ndim != max(nd, 1) and idx.size:
+    if idx.ndim != nd and idx.size and not (nd == 0 and idx.size == 1):
         raise RuntimeError(f"{name}(): the index must have as many dimensions as the input "
                            f"({nd}), got {idx.ndim}")
+    _check_index_range(idx, x._data.shape[d] if nd else 1, name, d)
+    if nd == 0:  # one element: the key and the used part of src are the whole tensors
+        return d, (), ()
     for i, n in enumerate(idx.shape):
         if (i != d and n > x._data.shape[i]) or (src is not None and n > src._data.shape[i]):
             raise RuntimeError(f"{name}(): the index of shape {list(idx.shape)} is larger than "
                                f"the input or the source in dimension {i}")
-    _check_index_range(idx, x._data.shape[d] if nd else 1, name, d)
-    src_slices = tuple(slice(0, n) for n in idx.shape)
-    return d, _along(idx, d) if nd else (Ellipsis,), src_slices
+    return d, _along(idx, d), tuple(slice(0, n) for n in idx.shape)
 
 
 def _source(x, src, name):
@@ -220,7 +221,7 @@ def _reduce_weights(reduce, x, part, out, key, count, dropped):
         return keep * share, share[key].copy()
     self_wins = (x._data == out._data) & ~dropped
     src_wins = part == out._data[key]
-    ties = self_wins.astype(dt)
+    ties = np.array(self_wins, dt)
     np.add.at(ties, key, src_wins.astype(dt))
     share = 1 / np.maximum(ties, 1)
     return (self_wins * share).astype(dt), (src_wins * share[key]).astype(dt)
@@ -228,6 +229,8 @@ def _reduce_weights(reduce, x, part, out, key, count, dropped):
 
 def _prod_weights(x, part, key, dropped):
     """Products of the other factors of each output, without dividing (exact with zeros)."""
+    if x.ndim == 0:  # one output, at most one source
+        return np.where(dropped, 0, part).astype(x.dtype), np.where(dropped, 1, x).astype(x.dtype)
     sources = np.ones(x.shape, x.dtype)
     np.multiply.at(sources, key, part)
     w_self = np.where(dropped, 0, sources).astype(x.dtype)
@@ -434,6 +437,8 @@ def flipud(x):
 
 def roll(x, shifts, dims=None):
     shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    if dims is not None and x._data.ndim == 0:
+        raise IndexError("roll(): a 0-dim tensor has no dimension to roll along")
     if dims is None:
         if len(shifts) != 1:
             raise RuntimeError("roll(): without dims, give exactly one shift")
@@ -456,6 +461,8 @@ def movedim(x, source, destination):
     dst = _dims(destination, nd)
     if len(src) != len(dst):
         raise RuntimeError(f"movedim(): {len(src)} source dims but {len(dst)} destinations")
+    if nd == 0:  # nothing moves: an alias, as PyTorch returns
+        return S._basic_index(x, ())
     rest = [d for d in range(nd) if d not in src]
     perm = [None] * nd
     for s, t in zip(src, dst):
@@ -466,6 +473,8 @@ def movedim(x, source, destination):
 
 
 def unflatten(x, dim, sizes):
+    if x._data.ndim == 0:
+        raise RuntimeError("unflatten() needs a tensor with at least one dimension")
     d = _dim(dim, x._data.ndim)
     shape = x._data.shape
     sizes = tuple(sizes)
@@ -623,7 +632,7 @@ def sum_to_size(x, *size):
         raise RuntimeError(f"sum_to_size(): size {list(shape)} is not expandable to the "
                            f"tensor's size {list(have)}")
     if have == shape:
-        return x
+        return sum_(x) if not shape else x  # PyTorch sums a 0-dim tensor to itself
     dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
                                       if s == 1 and have[lead + i] != 1)
     out = sum_(x, dims, True) if dims else x
@@ -658,6 +667,8 @@ def meshgrid(*tensors, indexing=None):
 
 
 def cartesian_prod(*tensors):
+    if any(t._data.ndim != 1 for t in tensors):
+        raise RuntimeError("cartesian_prod() takes 1-D tensors only")
     if len(tensors) == 1:
         return tensors[0]
     grids = meshgrid(*tensors, indexing="ij")
@@ -669,6 +680,8 @@ def cartesian_prod(*tensors):
 def tensor_split(x, indices_or_sections, dim=0):
     """Views along dim: `n` nearly equal parts (the first ones one longer), or the parts
     between the given indices."""
+    if x._data.ndim == 0:
+        raise RuntimeError("tensor_split() needs a tensor with at least one dimension")
     d = _dim(dim, x._data.ndim)
     size = x._data.shape[d]
     spec = indices_or_sections
