@@ -749,6 +749,7 @@ ZERO_DIM = {
     "index_put": lambda L, x: x.index_put((L.tensor([0]),), L.tensor(1.0)),
     "scatter_reduce": lambda L, x: x.scatter_reduce(0, L.tensor(0), L.tensor(3.0),
     "amax"),
+    "transpose": lambda L, x: x.transpose(0, -1),
     "t_": lambda L, x: (x * 1).t_(),
     "transpose_": lambda L, x: (x * 1).transpose_(0, 0),
     "squeeze_": lambda L, x: (x * 1).squeeze_(0),
@@ -757,8 +758,9 @@ ZERO_DIM = {
 }
 
 
-def _zero_dim_outcome(L, fn):
-    x = L.tensor(1.5, requires_grad=True)
+def _zero_dim_outcome(L, fn, x=None):
+    """(shape, dtype, node, value) per output, after backwarding their sum; or the error."""
+    x = L.tensor(1.5, requires_grad=True) if x is None else x
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -766,6 +768,9 @@ def _zero_dim_outcome(L, fn):
     except Exception as e:  # noqa: BLE001 - the class is what we compare
         return type(e).__name__
     outs = out if isinstance(out, (tuple, list)) else [out]
+    live = [t for t in outs if t.requires_grad]
+    if live:
+        sum(t.sum() for t in live).backward()
     return [(tuple(t.shape), str(t.dtype), type(t.grad_fn).__name__ if t.grad_fn else None,
              repr(t.tolist())) for t in outs]
 
@@ -774,6 +779,75 @@ def _zero_dim_outcome(L, fn):
 def test_zero_dim(name):
     fn = ZERO_DIM[name]
     assert _zero_dim_outcome(adcompile, fn) == _zero_dim_outcome(torch, fn)
+
+
+# empty inputs (shape (0, 3)): the same result and gradient, or the same error class
+EMPTY = {
+    "acos": lambda L, x: x.acos(),
+    "atan2": lambda L, x: L.atan2(x, x),
+    "xlogy": lambda L, x: L.xlogy(x, 2.0),
+    "amax1": lambda L, x: x.amax(1),
+    "amax0": lambda L, x: x.amax(0),
+    "nansum": lambda L, x: x.nansum(),
+    "nansum0": lambda L, x: x.nansum(0),
+    "var_mean": lambda L, x: L.var_mean(x, 1),
+    "std_mean_all": lambda L, x: L.std_mean(x),
+    "logcumsumexp": lambda L, x: x.logcumsumexp(1),
+    "cummax": lambda L, x: x.cummax(1),
+    "cummin0": lambda L, x: x.cummin(0),
+    "median": lambda L, x: x.median(),
+    "median1": lambda L, x: x.median(1),
+    "kthvalue": lambda L, x: x.kthvalue(1, 1),
+    "sort": lambda L, x: x.sort(0),
+    "argsort": lambda L, x: x.argsort(1),
+    "topk": lambda L, x: x.topk(0, 0),
+    "topk1": lambda L, x: x.topk(2, 1),
+    "count_nonzero": lambda L, x: x.count_nonzero(1),
+    "isclose": lambda L, x: x.isclose(x),
+    "diff": lambda L, x: x.diff(dim=0),
+    "diff1": lambda L, x: x.diff(),
+    "scatter": lambda L, x: x.scatter(0, L.zeros(0, 3, dtype=L.int64), 1.0),
+    "index_add": lambda L, x: x.index_add(1, L.tensor([0]), L.zeros(0, 1)),
+    "index_fill": lambda L, x: x.index_fill(1, L.tensor([2]), 1.0),
+    "masked_select": lambda L, x: x.masked_select(x > 0),
+    "masked_scatter": lambda L, x: x.masked_scatter(x > 0, L.zeros(2)),
+    "take": lambda L, x: x.take(L.zeros(0, dtype=L.int64)),
+    "take_along_dim": lambda L, x: x.take_along_dim(L.zeros(0, 1, dtype=L.int64), 1),
+    "flip": lambda L, x: x.flip(1),
+    "roll": lambda L, x: x.roll(1, 1),
+    "roll_flat": lambda L, x: x.roll(1),
+    "movedim": lambda L, x: x.movedim(0, 1),
+    "unflatten": lambda L, x: x.unflatten(1, (3, 1)),
+    "tril": lambda L, x: x.tril(),
+    "triu": lambda L, x: x.triu(1),
+    "diagonal": lambda L, x: x.diagonal(),
+    "diag": lambda L, x: x.diag(),
+    "diag_embed": lambda L, x: x.diag_embed(),
+    "trace": lambda L, x: x.trace(),
+    "repeat_interleave": lambda L, x: x.repeat_interleave(2, 0),
+    "repeat_interleave_all": lambda L, x: x.repeat_interleave(2),
+    "tile": lambda L, x: x.tile(2),
+    "broadcast_to": lambda L, x: x.broadcast_to(2, 0, 3),
+    "tensor_split": lambda L, x: x.tensor_split(2, 0),
+    "unfold": lambda L, x: x.unfold(1, 2, 1),
+    "sum_to_size": lambda L, x: x.sum_to_size(1, 3),
+    "t_": lambda L, x: (x * 1).t_(),
+    "unsqueeze_": lambda L, x: (x * 1).unsqueeze_(0),
+}
+
+
+def _empty_outcome(L, fn):
+    x = L.zeros(0, 3, requires_grad=True)
+    outcome = _zero_dim_outcome(L, fn, x)
+    if isinstance(outcome, list) and x.grad is not None:
+        outcome.append(repr(x.grad.tolist()))
+    return outcome
+
+
+@pytest.mark.parametrize("name", list(EMPTY))
+def test_empty(name):
+    fn = EMPTY[name]
+    assert _empty_outcome(adcompile, fn) == _empty_outcome(torch, fn)
 
 
 # ------------------------------------------------------------------------------------------

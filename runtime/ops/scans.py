@@ -269,12 +269,12 @@ def median(x, dim=None, keepdim=False):
     """The lower of the two middle values; without dim a 0-dim tensor whose gradient is
     shared among the elements equal to it."""
     if dim is None:
-        flat = x._data.reshape(-1)
-        if flat.size == 0:
-            return wrap(np.asarray(np.nan, x._dtype.np), x._dtype)
-        ordered = np.sort(flat, kind="stable")
-        value = ordered[-1] if np.isnan(ordered[-1]) else ordered[(flat.size - 1) // 2]
-        out = wrap(np.asarray(value), x._dtype)
+        ordered = np.sort(x._data.reshape(-1), kind="stable")
+        if ordered.size == 0:
+            value = np.nan
+        else:
+            value = ordered[-1] if np.isnan(ordered[-1]) else ordered[(ordered.size - 1) // 2]
+        out = wrap(np.asarray(value, x._dtype.np), x._dtype)
         if any_requires_grad((x,)):
             record(MedianBackward0, (x,), out, (save_input(x), save_output(out, "Median")))
         return out
