@@ -129,6 +129,11 @@ subtract, multiply, divide, true_divide = sub, mul, div, div
 absolute, negative, clip = abs, neg, clamp
 concat = concatenate = cat
 
+from runtime import breadth as _breadth  # noqa: E402  (issue 16's operator families)
+
+globals().update({name: _with_out(fn) for name, fn in _breadth.TORCH.items()})
+from runtime import special  # noqa: E402
+
 
 from runtime.creation import tensor  # noqa: E402  (rebinds the name the submodule took)
 

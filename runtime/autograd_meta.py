@@ -345,11 +345,17 @@ def apply_inplace(t, result):
 
 
 def _snapshot_saved_self(node, t, old_data):
+    """The in-place node saved `t` itself; it needs t's value before the write, which keeps
+    t's history up to now, so create_graph differentiates through it (as PyTorch's saved
+    original self does)."""
     for a in node._args:
         if type(a) is SavedTensor and a.tensor is t:
-            a.tensor = None
-            a.data = old_data.copy()
-            a.vc = None
+            before = t._new_like(old_data.copy())
+            before._grad_fn = t.grad_fn
+            before._output_nr = t._output_nr
+            a.tensor = before
+            a.vc = before._vc
+            a.version = before._vc[0]
 
 
 def _rebind_saved_result(node, t):

@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 from runtime import autograd
-from runtime.grad_mode import no_grad
+from runtime.grad_mode import enable_grad, no_grad
 from runtime.ops._core import is_tensor, wrap
 
 
@@ -131,11 +131,13 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     checked = _checked(inputs)
 
     def first_derivative(*args):
-        xs, gos = args[:n], args[n:]
-        outs = [o for o in _outputs(func, xs) if o.requires_grad]
-        diff = [xs[i] for i in checked]
-        grads = autograd.grad(outs, diff, gos[: len(outs)], create_graph=True,
-                              allow_unused=True)
+        # finite differences call this under no_grad; the derivative itself needs a graph
+        with enable_grad():
+            xs, gos = args[:n], args[n:]
+            outs = [o for o in _outputs(func, xs) if o.requires_grad]
+            diff = [xs[i] for i in checked]
+            grads = autograd.grad(outs, diff, gos[: len(outs)], create_graph=True,
+                                  allow_unused=True)
         return tuple(g for g in grads if g is not None)
 
     return gradcheck(first_derivative, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,

@@ -1085,7 +1085,12 @@ def _second_order(lib, case, arrays):
 @pytest.mark.parametrize("name", SECOND_ORDER)
 def test_second_derivative(name):
     case = CASES[name]
-    arrays = _draw(case.shapes, case.domain, np.random.default_rng(_seed(name, "d2")))
+    compare_second_order(case, _draw(case.shapes, case.domain,
+                                     np.random.default_rng(_seed(name, "d2"))))
+
+
+def compare_second_order(case, arrays):
+    """First and second derivatives of `case` at `arrays`, ours against torch's."""
     t_first, t_flags, t_second = _second_order(torch, case, arrays)
     o_first, o_flags, o_second = _second_order(adcompile, case, arrays)
     for a, b in zip(o_first, t_first):

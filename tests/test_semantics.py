@@ -3750,7 +3750,6 @@ def E12_backward_inputs_leaf_hooks_and_retain(torch, rec):
 KNOWN_GAPS = {
     "B10_bfloat16_can_require_grad": "numpy has no bfloat16; not implemented",
     "S12_grad_dtype": "Tensor.grad_dtype is not implemented",
-    "S57_median_amax_ties": "amax() and median() are not implemented (runtime/ops)",
     "S7_attribute_deletion": "del x._grad_fn succeeds (a slot: guarding it would slow every "
                              "attribute write)",
 }

@@ -374,3 +374,6 @@ def cumsum(x, dim):
 
 def threshold_backward(g, result):
     return where(np.greater(result, 0), g, 0.0)
+
+
+from runtime.rules.numpy_breadth import *  # noqa: E402,F401,F403  (issue 16 families)

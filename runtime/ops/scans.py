@@ -1,0 +1,337 @@
+"""Forward kernels of issue 16's reductions and scans: amax/amin, nansum, var_mean/std_mean,
+logcumsumexp, cummax/cummin, median, kthvalue, sort/argsort/topk, count_nonzero,
+isclose/allclose, diff.
+
+Value-selecting ops return PyTorch's named (values, indices) pairs; only `values` is
+differentiable, through one node whose rule scatters the cotangent back to the selected
+positions. Orderings are numpy's stable sorts, with nan sorting as the largest value.
+"""
+
+import builtins
+import collections
+
+import numpy as np
+
+from runtime import dtypes
+from runtime.autograd_meta import any_requires_grad, record, record_multi
+from runtime.function import save_input, save_output
+from runtime.ops._family import node, record_freed
+from runtime.ops import shape as S
+from runtime.ops._core import check_operand, is_tensor, wrap
+from runtime.ops.reductions import _axes, _rule_dims, normalize_dims
+
+
+
+def _return_type(name):
+    """A (values, indices) named tuple printed as PyTorch prints torch.return_types.<name>."""
+    base = collections.namedtuple(name, ["values", "indices"])
+
+    def __repr__(self):
+        return (f"torch.return_types.{name}(\nvalues={self.values!r},\n"
+                f"indices={self.indices!r})")
+
+    cls = type(name, (base,), {"__slots__": (), "__repr__": __repr__})
+    cls.__module__ = "torch.return_types"
+    return cls
+
+
+SortResult = _return_type("sort")
+TopkResult = _return_type("topk")
+KthvalueResult = _return_type("kthvalue")
+MedianResult = _return_type("median")
+CummaxResult = _return_type("cummax")
+CumminResult = _return_type("cummin")
+
+AmaxBackward0 = node("AmaxBackward0", "amax")
+AminBackward0 = node("AminBackward0", "amin")
+NansumBackward0 = node("NansumBackward0", "nansum")
+LogcumsumexpBackward0 = node("LogcumsumexpBackward0", "logcumsumexp")
+CummaxBackward0 = node("CummaxBackward0", "cummax")
+CumminBackward0 = node("CumminBackward0", "cummax")
+MedianBackward0 = node("MedianBackward0", "evenly_distribute")
+MedianBackward1 = node("MedianBackward1", "amax_dim")
+KthvalueBackward0 = node("KthvalueBackward0", "amax_dim")
+VarMeanBackward0 = node("VarMeanBackward0", "var_mean", multi_output=True)
+StdMeanBackward0 = node("StdMeanBackward0", "std_mean", multi_output=True)
+SortBackward0 = node("SortBackward0", "amax_dim")
+SortBackward1 = node("SortBackward1", "amax_dim")  # sort(stable=...)
+TopkBackward0 = node("TopkBackward0", "amax_dim")
+
+
+def _dim1(dim, ndim):
+    return normalize_dims(dim, ndim)[0]
+
+
+def _check_nonempty(name, x, dims):
+    shape = x._data.shape
+    if dims is None and x._data.size == 0:
+        raise RuntimeError(f"{name}(): an empty tensor has no {name}; pass dim= to reduce "
+                           f"over non-empty dimensions")
+    for d in dims or ():
+        if shape and shape[d] == 0:
+            raise IndexError(f"{name}(): dimension {d} has size 0, so it has no {name}")
+
+
+# -- amax / amin / nansum ----------------------------------------------------------------------
+
+def _amax(x, dim, keepdim, is_max):
+    name = "amax" if is_max else "amin"
+    dims = normalize_dims(dim, x._data.ndim)
+    _check_nonempty(name, x, dims)
+    kernel = np.max if is_max else np.min
+    out = wrap(kernel(x._data, axis=_axes(dims, x._data.ndim), keepdims=keepdim), x._dtype)
+    if any_requires_grad((x,)):
+        cls = AmaxBackward0 if is_max else AminBackward0
+        record(cls, (x,), out, (save_input(x), save_output(out, cls.__name__),
+                                _rule_dims(dims, x), keepdim))
+    return out
+
+
+def amax(x, dim=(), keepdim=False):
+    return _amax(x, dim, keepdim, True)
+
+
+def amin(x, dim=(), keepdim=False):
+    return _amax(x, dim, keepdim, False)
+
+
+def nansum(x, dim=None, keepdim=False, dtype=None):
+    dims = normalize_dims(dim, x._data.ndim)
+    dt = dtype or (x._dtype if x._dtype.category == dtypes.FLOAT else dtypes.int64)
+    data = np.nansum(x._data, axis=_axes(dims, x._data.ndim), keepdims=keepdim, dtype=dt.np)
+    out = wrap(data, dt)
+    if any_requires_grad((x,)):
+        record(NansumBackward0, (x,), out, (save_input(x), _rule_dims(dims, x), keepdim))
+    return out
+
+
+# -- var_mean / std_mean -----------------------------------------------------------------------
+
+def var_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return _moment_mean(x, dim, unbiased, keepdim, correction, False)
+
+
+def std_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return _moment_mean(x, dim, unbiased, keepdim, correction, True)
+
+
+def _moment_mean(x, dim, unbiased, keepdim, correction, is_std):
+    from runtime.ops.reductions import _moment, mean
+
+    from runtime.grad_mode import no_grad
+
+    if isinstance(dim, bool):
+        unbiased, dim = dim, None
+    with no_grad():
+        moment = _moment(x, dim, unbiased, keepdim, correction, is_std)
+        average = mean(x, dim, keepdim)
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    if any_requires_grad((x,)):
+        dims = normalize_dims(dim, x._data.ndim)
+        count = x._data.size // builtins.max(average._data.size, 1) if x._data.size else 0
+        cls = StdMeanBackward0 if is_std else VarMeanBackward0
+        std = save_output(moment, cls.__name__) if is_std else None
+        record_multi(cls, (x,), (moment, average),
+                     (save_input(x), std, _rule_dims(dims, x), correction, keepdim, count))
+    return moment, average
+
+
+# -- scans -------------------------------------------------------------------------------------
+
+def logcumsumexp(x, dim):
+    d = _dim1(dim, x._data.ndim)
+    data = x._data
+    if data.ndim and data.shape[d]:
+        with np.errstate(all="ignore"):
+            data = np.logaddexp.accumulate(data, axis=d)
+    out = wrap(np.array(data, copy=True), x._dtype)
+    if any_requires_grad((x,)):
+        record(LogcumsumexpBackward0, (x,), out,
+               (save_input(x), save_output(out, "LogcumsumexpBackward0"), d))
+    return out
+
+
+def _running_extreme(data, d, is_max):
+    """Running max/min along axis d and the index it came from (the latest among ties;
+    a nan takes over and stays, as PyTorch's cummax does)."""
+    moved = np.moveaxis(data, d, -1)
+    values = np.empty_like(moved)
+    indices = np.zeros(moved.shape, np.int64)
+    better = np.greater_equal if is_max else np.less_equal
+    best = moved[..., 0] if moved.shape[-1] else None
+    where = np.zeros(moved.shape[:-1], np.int64)
+    for i in range(moved.shape[-1]):
+        cur = moved[..., i]
+        take = np.isnan(cur) | (~np.isnan(best) & better(cur, best)) if moved.dtype.kind == "f" \
+            else better(cur, best)
+        best = np.where(take, cur, best)
+        where = np.where(take, i, where)
+        values[..., i] = best
+        indices[..., i] = where
+    return np.moveaxis(values, -1, d), np.moveaxis(indices, -1, d)
+
+
+def _cum_extreme(x, dim, is_max):
+    d = _dim1(dim, x._data.ndim)
+    data = x._data if x._data.ndim else x._data.reshape(1)
+    values, indices = _running_extreme(data, d, is_max)
+    shape = x._data.shape
+    out = wrap(values.reshape(shape), x._dtype)
+    idx = wrap(indices.reshape(shape), dtypes.int64)
+    if any_requires_grad((x,)):
+        cls = CummaxBackward0 if is_max else CumminBackward0
+        record_freed(cls, (x,), out, (indices.reshape(shape), d, shape))
+    return (CummaxResult if is_max else CumminResult)(out, idx)
+
+
+def cummax(x, dim):
+    return _cum_extreme(x, dim, True)
+
+
+def cummin(x, dim):
+    return _cum_extreme(x, dim, False)
+
+
+# -- selections: sort, topk, kthvalue, median ---------------------------------------------------
+
+def _order(data, d, descending):
+    """Stable argsort along d; descending keeps equal elements in their original order."""
+    if not descending:
+        return np.argsort(data, axis=d, kind="stable")
+    n = data.shape[d]
+    flipped = np.argsort(np.flip(data, d), axis=d, kind="stable")
+    return np.flip(n - 1 - flipped, d)
+
+
+def _select(cls, result_type, x, idx, d, keepdim_shape=None):
+    """values = x[idx] along d (idx keeps the dimension); a node that scatters back."""
+    src = x._data if x._data.ndim else x._data.reshape(1)
+    vals = np.take_along_axis(src, idx, d)
+    shape = keepdim_shape if keepdim_shape is not None else idx.shape
+    if x._data.ndim == 0:
+        shape = ()
+    values = wrap(vals.reshape(shape), x._dtype)
+    indices = wrap(idx.reshape(shape).astype(np.int64), dtypes.int64)
+    if any_requires_grad((x,)):
+        record_freed(cls, (x,), values, (idx, idx.shape, src.shape, d, x._data.shape))
+    return result_type(values, indices)
+
+
+def sort(x, dim=-1, descending=False, *, stable=None):
+    """Always stable; passing stable= selects PyTorch's other overload (SortBackward1)."""
+    d = _dim1(dim, x._data.ndim)
+    src = x._data if x._data.ndim else x._data.reshape(1)
+    cls = SortBackward0 if stable is None else SortBackward1
+    return _select(cls, SortResult, x, _order(src, d, descending), d)
+
+
+def argsort(x, dim=-1, descending=False, *, stable=False):
+    return sort(x, dim, descending).indices
+
+
+def msort(x):
+    return sort(x, 0).values
+
+
+def topk(x, k, dim=-1, largest=True, sorted=True):
+    d = _dim1(dim, x._data.ndim)
+    src = x._data if x._data.ndim else x._data.reshape(1)
+    if not 0 <= k <= src.shape[d]:
+        raise RuntimeError(f"topk(): k = {k} is out of range for a dimension of size "
+                           f"{src.shape[d]}")
+    idx = np.take(_order(src, d, largest), np.arange(k), axis=d)
+    return _select(TopkBackward0, TopkResult, x, idx, d)
+
+
+def _pick(cls, result_type, x, position, d, keepdim, nan_wins=False):
+    """The element at sorted `position` along d (kthvalue, median; for median a slice
+    holding a nan gives its first nan)."""
+    src = x._data if x._data.ndim else x._data.reshape(1)
+    idx = np.take(_order(src, d, False), [position], axis=d)
+    if nan_wins and src.dtype.kind == "f":
+        nans = np.isnan(src)
+        first_nan = np.argmax(nans, axis=d, keepdims=True)
+        idx = np.where(np.any(nans, axis=d, keepdims=True), first_nan, idx)
+    kept = idx.shape if keepdim else idx.shape[:d] + idx.shape[d + 1:]
+    return _select(cls, result_type, x, idx, d, kept)
+
+
+def kthvalue(x, k, dim=-1, keepdim=False):
+    d = _dim1(dim, x._data.ndim)
+    size = x._data.shape[d] if x._data.ndim else 1
+    if not 1 <= k <= size:
+        raise RuntimeError(f"kthvalue(): k = {k} is out of range for a dimension of size {size}")
+    return _pick(KthvalueBackward0, KthvalueResult, x, k - 1, d, keepdim)
+
+
+def median(x, dim=None, keepdim=False):
+    """The lower of the two middle values; without dim a 0-dim tensor whose gradient is
+    shared among the elements equal to it."""
+    if dim is None:
+        ordered = np.sort(x._data.reshape(-1), kind="stable")
+        if ordered.size == 0:
+            value = np.nan
+        else:
+            value = ordered[-1] if np.isnan(ordered[-1]) else ordered[(ordered.size - 1) // 2]
+        out = wrap(np.asarray(value, x._dtype.np), x._dtype)
+        if any_requires_grad((x,)):
+            record(MedianBackward0, (x,), out, (save_input(x), save_output(out, "Median")))
+        return out
+    d = _dim1(dim, x._data.ndim)
+    _check_nonempty("median", x, (d,))
+    size = x._data.shape[d] if x._data.ndim else 1
+    return _pick(MedianBackward1, MedianResult, x, (size - 1) // 2, d, keepdim, nan_wins=True)
+
+
+# -- counts and comparisons ---------------------------------------------------------------------
+
+def count_nonzero(x, dim=None):
+    dims = normalize_dims(dim, x._data.ndim)
+    data = np.count_nonzero(x._data, axis=_axes(dims, x._data.ndim))
+    return wrap(np.asarray(data, np.int64), dtypes.int64)
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    b = check_operand(b, "isclose")
+    if is_tensor(b) and b._dtype is not a._dtype:
+        raise RuntimeError(f"isclose(): both tensors must have one dtype, got {a._dtype} and "
+                           f"{b._dtype}")
+    bd = b._data if is_tensor(b) else b
+    try:
+        data = np.isclose(a._data, bd, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    except ValueError:
+        raise RuntimeError(f"isclose(): shapes {list(a._data.shape)} and "
+                           f"{list(np.shape(bd))} cannot be broadcast together") from None
+    return wrap(np.asarray(data), dtypes.bool_)
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return bool(np.all(isclose(a, b, rtol, atol, equal_nan)._data))
+
+
+def diff(x, n=1, dim=-1, prepend=None, append=None):
+    """The n-th forward difference along dim, built from slices and subtractions (so its
+    graph is PyTorch's: SubBackward0 over two SliceBackward0)."""
+    from runtime.ops.elementwise import logical_xor, sub
+
+    if x._data.ndim == 0:
+        raise RuntimeError("diff() needs a tensor with at least one dimension")
+    if n < 0:
+        raise RuntimeError(f"diff(): the order n must not be negative, got {n}")
+    d = _dim1(dim, x._data.ndim)
+    parts = [t for t in (prepend, x, append) if t is not None]
+    if len(parts) > 1:
+        x = S.cat(parts, d)
+    step = logical_xor if x._dtype is dtypes.bool_ else sub
+    for _ in range(n):
+        size = x._data.shape[d]
+        if size == 0:
+            break
+        x = step(S.narrow(x, d, 1, size - 1), S.narrow(x, d, 0, size - 1))
+    return x
+
+
+FUNCTIONS = ["amax", "amin", "nansum", "var_mean", "std_mean", "logcumsumexp", "cummax",
+             "cummin", "median", "kthvalue", "sort", "argsort", "msort", "topk",
+             "count_nonzero", "isclose", "allclose", "diff"]

@@ -1,0 +1,241 @@
+"""Forward kernels of the special and inverse-trigonometric functions (issue 16's math family):
+acos ... atanh, exp2, erf/erfc/erfinv, logit, lgamma/digamma/polygamma, atan2, hypot, fmod,
+remainder (now recorded), xlogy, nan_to_num.
+
+Integer and bool inputs compute in the default float dtype, as PyTorch does; numpy's
+floating-point warnings are silenced because PyTorch returns nan/inf without a word. Derivative
+rules live in `runtime.rules.special` and `runtime.rules.elementwise`.
+"""
+
+import numpy as np
+import scipy.special as sp
+
+from runtime import dtypes
+from runtime.autograd_meta import any_requires_grad, record
+from runtime.function import save_input, save_output
+from runtime.ops._family import node
+from runtime.ops._core import (
+    binary_dtype,
+    check_operand,
+    data_of,
+    float_dtype,
+    get_default_dtype,
+    is_tensor,
+    wrap,
+)
+from runtime.ops.elementwise import _shape_error
+
+
+def _quiet(kernel):
+    def run(*arrays):
+        with np.errstate(all="ignore"):
+            return kernel(*arrays)
+
+    return run
+
+
+# name: (numpy kernel, node name, rule's primitive, what the rule needs, extra rule args)
+UNARY = {
+    "acos": (np.arccos, "AcosBackward0", "acos", "input", ()),
+    "asin": (np.arcsin, "AsinBackward0", "asin", "input", ()),
+    "atan": (np.arctan, "AtanBackward0", "atan", "input", ()),
+    "sinh": (np.sinh, "SinhBackward0", "sinh", "input", ()),
+    "cosh": (np.cosh, "CoshBackward0", "cosh", "input", ()),
+    "asinh": (np.arcsinh, "AsinhBackward0", "asinh", "input", ()),
+    "acosh": (np.arccosh, "AcoshBackward0", "acosh", "input", ()),
+    "atanh": (np.arctanh, "AtanhBackward0", "atanh", "input", ()),
+    "expm1": (np.expm1, "Expm1Backward0", "expm1", "result", ()),
+    "log2": (np.log2, "Log2Backward0", "log2", "input", (2,)),
+    "log10": (np.log10, "Log10Backward0", "log10", "input", (10,)),
+    "exp2": (np.exp2, "Exp2Backward0", "exp2", "result", ()),
+    "erf": (sp.erf, "ErfBackward0", "erf", "input", ()),
+    "erfc": (sp.erfc, "ErfcBackward0", "erfc", "input", ()),
+    "erfinv": (sp.erfinv, "ErfinvBackward0", "erfinv", "result", ()),
+    "lgamma": (sp.gammaln, "LgammaBackward0", "lgamma", "input", ()),
+    "digamma": (sp.digamma, "DigammaBackward0", "digamma", "input", ()),
+}
+
+
+def _unary(kernel, cls, x, saves, extra):
+    dt = float_dtype(x)
+    out = wrap(kernel(data_of(x, dt.np)), dt)
+    if any_requires_grad((x,)):
+        saved = save_input(x) if saves == "input" else save_output(out, cls.__name__)
+        record(cls, (x,), out, (saved, *extra))
+    return out
+
+
+def _define(name, kernel, node_name, prim, saves, extra):
+    cls = node(node_name, prim)
+    kernel = _quiet(kernel)
+
+    def op(x):
+        return _unary(kernel, cls, x, saves, extra)
+
+    op.__name__ = name
+    op.__doc__ = f"Elementwise {name}; its backward node is {node_name}."
+    return op
+
+
+globals().update({name: _define(name, *row) for name, row in UNARY.items()})
+LogitBackward0 = node("LogitBackward0", "logit")
+PolygammaBackward0 = node("PolygammaBackward0", "polygamma")
+PolygammaBackward1 = node("PolygammaBackward1", "polygamma")  # polygamma_ (in place)
+NanToNumBackward0 = node("NanToNumBackward0", "nan_to_num")
+
+
+def logit(x, eps=None):
+    """log(x / (1 - x)), with x first clamped to [eps, 1 - eps] when eps is given."""
+    dt = float_dtype(x)
+    d = data_of(x, dt.np)
+    if eps is not None:
+        d = np.clip(d, eps, 1 - eps)
+    with np.errstate(all="ignore"):
+        out = wrap(np.log(d / (1 - d)), dt)
+    if any_requires_grad((x,)):
+        record(LogitBackward0, (x,), out, (save_input(x), eps))
+    return out
+
+
+def polygamma(n, x, _node=PolygammaBackward0):
+    """The n-th derivative of digamma (n = 0 is digamma itself)."""
+    if type(n) is not int:
+        raise TypeError(f"polygamma(): the order n must be an int, not {type(n).__name__}")
+    if n < 0:
+        raise RuntimeError(f"polygamma(): the order n must not be negative, got {n}")
+    dt = float_dtype(x)
+    with np.errstate(all="ignore"):
+        out = wrap(sp.polygamma(n, data_of(x, dt.np)), dt)
+    if any_requires_grad((x,)):
+        record(_node, (x,), out, (save_input(x), n))
+    return out
+
+
+def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
+    """nan, +inf and -inf replaced (by default with 0 and the dtype's largest / lowest value);
+    integer tensors come back unchanged."""
+    if x._dtype.category != dtypes.FLOAT:
+        return wrap(x._data.copy(), x._dtype)
+    out = wrap(np.nan_to_num(x._data, nan=nan, posinf=posinf, neginf=neginf), x._dtype)
+    if any_requires_grad((x,)):
+        record(NanToNumBackward0, (x,), out, (save_input(x),))
+    return out
+
+
+# -- binary ------------------------------------------------------------------------------------
+
+def _binary_data(a, b, name, to_float):
+    """(a data, b data, result dtype) with broadcasting checked; ints go to the default float
+    when the function is a floating-point one."""
+    b = check_operand(b, name)
+    dt = binary_dtype(a, b)
+    if to_float and dt.category != dtypes.FLOAT:
+        dt = get_default_dtype()
+    ad, bd = data_of(a, dt.np), data_of(b, dt.np)
+    try:
+        np.broadcast_shapes(np.shape(ad), np.shape(bd))
+    except ValueError:
+        raise _shape_error(a, b) from None
+    return b, ad, bd, dt
+
+
+Atan2Backward0 = node("Atan2Backward0", "atan2")
+HypotBackward0 = node("HypotBackward0", "hypot")
+
+
+def atan2(y, x):
+    x, yd, xd, dt = _binary_data(y, x, "atan2", True)
+    out = wrap(np.arctan2(yd, xd), dt)
+    if any_requires_grad((y, x)):
+        record(Atan2Backward0, (y, x), out, (save_input(y), save_input(x)))
+    return out
+
+
+arctan2 = atan2
+
+
+def hypot(a, b):
+    b, ad, bd, dt = _binary_data(a, b, "hypot", False)
+    if dt.category != dtypes.FLOAT:
+        raise NotImplementedError(f"hypot() is only implemented for floating point tensors, "
+                                  f"not {dt}")
+    out = wrap(np.hypot(ad, bd), dt)
+    if any_requires_grad((a, b)):
+        record(HypotBackward0, (a, b), out,
+               (save_input(a), save_input(b), save_output(out, "HypotBackward0")))
+    return out
+
+
+# (numpy kernel, quotient rounding, node for a number divisor, node for a tensor divisor)
+_MODULO = {
+    "fmod": (np.fmod, "trunc", node("FmodBackward0", "fmod_scalar"),
+             node("FmodBackward1", "fmod_tensor")),
+    "remainder": (np.remainder, "floor", node("RemainderBackward0", "remainder_scalar"),
+                  node("RemainderBackward1", "remainder_tensor")),
+}
+
+
+def _modulo(name, a, b):
+    kernel, rounding, scalar_node, tensor_node = _MODULO[name]
+    b, ad, bd, dt = _binary_data(a, b, name, False)
+    if dt is dtypes.bool_:
+        raise NotImplementedError(f"{name}() is not implemented for bool tensors")
+    if dt.category != dtypes.FLOAT and np.any(np.equal(bd, 0)):
+        raise RuntimeError(f"{name}(): integer division by zero (ZeroDivisionError)")
+    with np.errstate(all="ignore"):
+        out = wrap(kernel(ad, bd), dt)
+    if not any_requires_grad((a, b)):
+        return out
+    if not is_tensor(b):
+        record(scalar_node, (a,), out, ())
+    else:
+        record(tensor_node, (a, b), out,
+               (save_input(a), save_input(b), rounding))
+    return out
+
+
+def fmod(a, b):
+    """C's fmod: the remainder of a / b rounded toward zero (the sign follows a)."""
+    if not is_tensor(a):
+        raise TypeError("fmod(): the first argument must be a Tensor")
+    return _modulo("fmod", a, b)
+
+
+def remainder(a, b):
+    """Python's %: the remainder of a / b rounded toward -inf (the sign follows b)."""
+    if not is_tensor(a):
+        from runtime.creation import tensor
+
+        a = tensor(a, dtype=b._dtype)
+    return _modulo("remainder", a, b)
+
+
+XlogyBackward0 = node("XlogyBackward0", "xlogy")
+XlogyBackward1 = node("XlogyBackward1", "xlogy_scalar_self")
+XlogyBackward2 = node("XlogyBackward2", "xlogy_scalar_other")
+
+
+def xlogy(x, y):
+    """x * log(y), defined as 0 where x is 0 (unless y is nan)."""
+    if not is_tensor(x):
+        if not is_tensor(y):
+            raise TypeError("xlogy(): at least one argument must be a Tensor")
+        x, yd, xd, dt = _binary_data(y, x, "xlogy", True)
+    else:
+        y, xd, yd, dt = _binary_data(x, y, "xlogy", True)
+    with np.errstate(all="ignore"):
+        data = np.where((xd == 0) & ~np.isnan(yd), 0.0, xd * np.log(yd))
+    out = wrap(data, dt)
+    if not any_requires_grad((x, y)):
+        return out
+    if not is_tensor(y):
+        record(XlogyBackward2, (x,), out, (save_input(x), y))
+    elif not is_tensor(x):
+        record(XlogyBackward1, (y,), out, (x, save_input(y)))
+    else:
+        record(XlogyBackward0, (x, y), out, (save_input(x), save_input(y)))
+    return out
+
+
+FUNCTIONS = [*UNARY, "logit", "polygamma", "nan_to_num", "atan2", "arctan2", "hypot", "fmod",
+             "remainder", "xlogy"]

@@ -1,0 +1,62 @@
+"""Derivative rules of issue 16's reductions and scans (nansum, var_mean/std_mean, logcumsumexp,
+cummax/cummin). Value-selecting ops (sort, topk, kthvalue, median) reuse `amax_dim` and
+`amax_all` from `runtime.rules.reductions`: the cotangent goes back to the selected elements.
+"""
+
+from runtime.rules import rule
+from runtime.rules.reductions import _unreduce, _var_backward
+
+
+@rule("nansum")
+def nansum(ops, g, needs, x, dims, keepdim):
+    g = _unreduce(ops, g, ops.shape(x), dims, keepdim)
+    return (ops.where(ops.isnan(x), 0.0, g),)
+
+
+def _moment_cotangents(gs):
+    return gs if isinstance(gs, (list, tuple)) else [gs, None]
+
+
+@rule("var_mean", "std_mean")
+def moment_mean(ops, gs, needs, x, std, dims, correction, keepdim, count):
+    """(var or std, mean) from one node: the two outputs' rules, added."""
+    g_moment, g_mean = _moment_cotangents(gs)
+    shape = ops.shape(x)
+    total = None
+    if g_moment is not None:
+        g = _unreduce(ops, g_moment, shape, dims, keepdim)
+        if std is not None:  # std = sqrt(var): var's rule on g / (2 std), 0 where std is 0
+            std = _unreduce(ops, std, shape, dims, keepdim)
+            g = ops.where(ops.eq(std, 0), 0.0, ops.div(g, ops.mul(std, 2)))
+        total = _var_backward(ops, g, x, dims, correction)
+    if g_mean is not None:
+        part = ops.div(_unreduce(ops, g_mean, shape, dims, keepdim), count)
+        total = part if total is None else ops.add(total, part)
+    return (total,)
+
+
+@rule("evenly_distribute")
+def evenly_distribute(ops, g, needs, x, result):
+    """median() of everything: the elements equal to the result share the cotangent evenly;
+    when the result is nan, the nan elements are the ones that equal it."""
+    hit = ops.logical_or(ops.eq(x, result), ops.logical_and(ops.isnan(x), ops.isnan(result)))
+    share = ops.div(g, ops.sum(ops.cast_like(hit, g)))
+    return (ops.where(hit, share, 0.0),)
+
+
+@rule("logcumsumexp")
+def logcumsumexp(ops, g, needs, x, result, dim):
+    """d out_j / d x_i = exp(x_i - out_j) for j >= i: a reversed cumulative sum."""
+    if ops.ndim(x) == 0:
+        return (g,)
+    weighted = ops.mul(g, ops.exp(ops.neg(result)))
+    tail = ops.flip(ops.cumsum(ops.flip(weighted, dim), dim), dim)
+    return (ops.mul(tail, ops.exp(x)),)
+
+
+@rule("cummax")
+def cummax(ops, g, needs, indices, dim, shape):
+    """Each output takes the value of the running extreme: its cotangent is added there."""
+    if len(shape) == 0:
+        return (g,)
+    return (ops.scatter_add_dim(g, dim, indices, shape),)

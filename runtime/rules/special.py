@@ -1,0 +1,108 @@
+"""Derivative rules of the special and inverse-trigonometric functions (issue 16's math).
+
+Partials only, like `runtime.rules.elementwise`; the older rules there (asin, sinh, erf, atan2,
+hypot, remainder, ...) serve these primitives too. `ops.digamma` / `ops.polygamma` come from
+`runtime.rules.numpy_special` (numpy) and `runtime.ops.special` (Tensors).
+"""
+
+import math
+
+from runtime.rules import rule
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+@rule("asinh")
+def asinh(ops, g, needs, x):
+    return (ops.div(g, ops.pow(ops.add(ops.mul(x, x), 1), 0.5)),)
+
+
+@rule("acosh")
+def acosh(ops, g, needs, x):
+    return (ops.div(g, ops.pow(ops.sub(ops.mul(x, x), 1), 0.5)),)
+
+
+@rule("atanh")
+def atanh(ops, g, needs, x):
+    return (ops.div(g, ops.rsub(ops.mul(x, x), 1)),)
+
+
+@rule("exp2")
+def exp2(ops, g, needs, result):
+    return (ops.mul(g, ops.mul(result, math.log(2.0))),)
+
+
+@rule("erfinv")
+def erfinv(ops, g, needs, result):
+    """d/dx erfinv(x) = sqrt(pi) / 2 * exp(erfinv(x)^2)."""
+    return (ops.mul(g, ops.div(ops.exp(ops.mul(result, result)), _TWO_OVER_SQRT_PI)),)
+
+
+@rule("logit")
+def logit(ops, g, needs, x, eps):
+    """1 / (x (1 - x)); with eps, zero outside [eps, 1 - eps] where the input was clamped,
+    without it nan outside [0, 1] (PyTorch's conventions)."""
+    partial = ops.div(g, ops.mul(x, ops.rsub(x, 1)))
+    if eps is None:
+        outside = ops.logical_or(ops.lt(x, 0), ops.gt(x, 1))
+        return (ops.where(outside, float("nan"), partial),)
+    outside = ops.logical_or(ops.lt(x, eps), ops.gt(x, 1 - eps))
+    return (ops.where(outside, 0.0, partial),)
+
+
+@rule("lgamma")
+def lgamma(ops, g, needs, x):
+    return (ops.mul(g, ops.digamma(x)),)
+
+
+@rule("digamma")
+def digamma(ops, g, needs, x):
+    return (ops.mul(g, ops.polygamma(1, x)),)
+
+
+@rule("polygamma")
+def polygamma(ops, g, needs, x, n):
+    return (ops.mul(g, ops.polygamma(n + 1, x)),)
+
+
+@rule("xlogy")
+def xlogy(ops, g, needs, x, y):
+    """x * log(y): d/dx is log(y) except where x is 0 (0, or nan where y is nan)."""
+    gx = gy = None
+    if needs[0]:
+        at_zero = ops.where(ops.isnan(y), y, 0.0)
+        gx = ops.mul(g, ops.where(ops.eq(x, 0), at_zero, ops.log(y)))
+    if needs[1]:
+        gy = ops.div(ops.mul(g, x), y)
+    return gx, gy
+
+
+@rule("xlogy_scalar_other")
+def xlogy_scalar_other(ops, g, needs, x, y):
+    return (ops.where(ops.eq(x, 0), 0.0, ops.mul(g, ops.log_scalar(y))),)
+
+
+@rule("xlogy_scalar_self")
+def xlogy_scalar_self(ops, g, needs, x, y):
+    return (ops.div(ops.mul(g, x), y),)
+
+
+@rule("fmod_scalar", "remainder_scalar")
+def passthrough(ops, g, needs):
+    """x mod c for a number c is x minus a piecewise-constant multiple of c: slope 1."""
+    return (g,)
+
+
+@rule("fmod_tensor", "remainder_tensor")
+def modulo(ops, g, needs, a, b, mode):
+    """a - rounded(a / b) * b, the rounding piecewise constant ("trunc" for fmod, "floor"
+    for remainder); the quotient is recorded, as PyTorch records it, so the first derivative
+    stays attached to the graph."""
+    gb = ops.neg(ops.mul(g, ops.div_rounded(a, b, mode))) if needs[1] else None
+    return (g if needs[0] else None, gb)
+
+
+@rule("nan_to_num")
+def nan_to_num(ops, g, needs, x):
+    """The gradient passes where x was finite; x - x is nan exactly at nan and +-inf."""
+    return (ops.where(ops.eq(ops.sub(x, x), 0), g, 0.0),)
