@@ -29,6 +29,18 @@ BACKENDS = ("llvm", "python", "interp")
 _NATIVE = []
 
 
+class _LazyBridge:
+    """adcompile.bridge, imported on first use (it imports this module)."""
+
+    def __getattr__(self, name):
+        from adcompile import bridge
+
+        return getattr(bridge, name)
+
+
+_bridge = _LazyBridge()
+
+
 def _native_backend():
     """The LLVM backend module, or None (with one warning) where it cannot work: llvmlite
     missing, or a Python/numpy build whose object layout the entry points do not know."""
@@ -150,6 +162,8 @@ class CompiledFunction:
             result = entry(*args)
             if result is not _MISS:
                 return result
+        if _bridge.has_tensor(args):  # eager Tensors: one node of the eager graph
+            return _bridge.call(self, args)
         spec = self.specialize(*args)
         result = spec.callable(*args)
         if spec.native is not None:
@@ -270,6 +284,8 @@ def jvp(f, primals, tangents):
     """Forward mode: (f(*primals), J·tangents). A tangent of None marks an argument that is
     not differentiated; the derivative program is built once per signature and cached."""
     primals, tangents = tuple(primals), tuple(tangents)
+    if _bridge.has_tensor(primals + tangents):
+        return _bridge.jvp(f, primals, tangents)
     spec = _jvp_spec(_as_compiled(f), primals, tangents)
     return spec.callable(*primals, *[t for t in tangents if t is not None])
 
@@ -411,6 +427,8 @@ class _Transformed:
             result = entry(*args)
             if result is not _MISS:
                 return self._finish(result)
+        if _bridge.has_tensor(args):
+            return _bridge.call(self, args)
         spec = self.specialize(*args)
         result = spec.callable(*args)
         primal = self.cf.specialize(*args)

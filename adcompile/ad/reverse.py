@@ -47,7 +47,8 @@ _RECOMPUTE = {"add", "sub", "mul", "div", "neg", "floordiv", "mod", "eq", "ne", 
 
 
 # the shapes of reverse-mode program: (takes a cotangent, returns the result too)
-MODES = {"vjp": (True, True), "value_and_grad": (False, True), "grad": (False, False)}
+MODES = {"vjp": (True, True), "value_and_grad": (False, True), "grad": (False, False),
+         "pullback": (True, False)}
 
 
 def vjp_function(fn, active, mode="vjp"):
@@ -56,7 +57,9 @@ def vjp_function(fn, active, mode="vjp"):
     - "value_and_grad": (args...) -> (result, grads), the cotangent fixed at 1 so the adjoint
       code has no seed to multiply by;
     - "grad": (args...) -> grads, cotangent 1: the `grad` of a scalar function, as an
-      ordinary IR function that other transforms can differentiate again."""
+      ordinary IR function that other transforms can differentiate again;
+    - "pullback": (args..., out_bar) -> grads, the vjp without its value (the backward of a
+      compiled node of the eager graph, itself differentiable again)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {tuple(MODES)}, not {mode!r}")
     return _Reverse(fn, active, mode).run()
@@ -899,8 +902,9 @@ class _Reverse:
         if g is None:
             return
         for k, v in enumerate(op.operands):
-            if v in self.active and isinstance(v.type, T.Scalar):
-                self.accumulate(adj, v, self.b.value("tuple_get", (g,), {"index": k}))
+            if v in self.active and isinstance(v.type, (T.Scalar, T.Array)):
+                item = self.b.value("tuple_get", (g,), {"index": k})
+                self.accumulate_into(v, item, adj, scope)
 
     def rev_tuple_get(self, op, adj, scope):
         if op.results[0] in self.active and adj.get(op.results[0]) is not None:

@@ -1,0 +1,329 @@
+"""The bridge: a compiled function called with eager Tensors is one node of the eager graph.
+
+`call(program, args)` runs a compiled program (an @adcompile function, a grad/value_and_grad
+of one, a jvp or pullback program) on the numpy memory of the Tensors among `args` — no copy;
+0-d tensors travel as numpy scalars of their dtype — and wraps what it returns as Tensors.
+When recording is on and an argument requires grad, the outputs share one node of class
+`CompiledFunctionBackward`, a custom `autograd.Function` context (runtime/custom_function.py),
+so hooks, retain_graph, version checks, freeing and make_dot are the engine's own:
+
+- a float-scalar result (a loss) runs the program's vjp with the cotangent 1 in the forward
+  call, once: primal and reverse sweep together, the gradients kept on the node; backward
+  scales them by the incoming cotangent (the primal is never run again);
+- any other result runs the primal in the forward call; backward runs the pullback program,
+  whose augmented forward sweep computes the primal again before its reverse sweep (the
+  compiler builds vjp programs as one function: its tapes do not outlive a call);
+- with create_graph, backward calls the bridge again on the pullback program with the saved
+  tensors and the cotangents as Tensors, so the gradient gets a compiled node whose backward is
+  the pullback of the pullback: derivatives of any order, all compiled.
+
+Invariant: every Tensor argument is an edge of the node (in argument order); a tensor that
+requires grad inside a tuple argument, or one the program writes into, is refused with an
+error rather than detached.
+"""
+
+import numpy as np
+
+from adcompile import api
+from adcompile.ad.forward import jvp_function
+from adcompile.ad.reverse import vjp_function
+from adcompile.ir import types as T
+from adcompile.ir.nodes import Op, Value
+from runtime import grad_mode
+from runtime.autograd_meta import any_requires_grad
+from runtime.custom_function import Function, FunctionCtx, _connect, _new_ctx
+from runtime.ops._core import is_tensor
+from runtime.tensor import Tensor
+
+_DTYPES = ("float64", "float32", "int64", "bool")
+
+
+def has_tensor(args):
+    for a in args:
+        if isinstance(a, Tensor) or type(a) is tuple and has_tensor(a):
+            return True
+    return False
+
+
+# -- programs ---------------------------------------------------------------------------------
+
+class Derived(api._Transformed):
+    """A program derived from a compiled callable `cf` (a CompiledFunction, a grad, or another
+    Derived): its pullback ((args..., out_bar leaves...) -> cotangents of the active args),
+    its vjp ((args..., out_bar leaves...) -> (result, cotangents)) or its jvp ((args...,
+    tangents of the active args...) -> (result, tangent)). The output cotangent is taken one
+    leaf per parameter, so each can be differentiated again."""
+
+    def __init__(self, cf, active, mode):
+        self.cf = cf
+        self.argnums = active  # (for the IR cache key and names, as _Transformed's)
+        self.with_value = mode
+        self.mode = mode
+        self.fn = cf.fn
+        self.backend, self.options, self.verify = cf.backend, cf.options, cf.verify
+        self._cache = cf._cache.setdefault(("derived", mode, active), {})
+        self._entry = None
+        self.n = len(active)
+
+    def signature(self, args):
+        extra = tuple(T.of_value(a) for a in args[self.n:])
+        return self.cf.signature(args[: self.n]) + extra
+
+    def specialize(self, *args):
+        key = (self.mode, self.signature(args))
+        spec = self._cache.get(key)
+        if spec is None:
+            primals = args[: self.n]
+            api._check_aliasing(self.cf, primals, self.argnums)
+            spec = self._cache[key] = api._specialization(
+                self, key, lambda: self._build(self.cf.specialize(*primals).ir),
+                _user_arity(self))
+        return spec
+
+    def _build(self, ir):
+        if self.mode == "jvp":
+            return jvp_function(ir, self.argnums)
+        return _spread_cotangent(vjp_function(ir, self.argnums, self.mode))
+
+    def __call__(self, *args):
+        entry = self._entry
+        if entry is not None:
+            result = entry(*args)
+            if result is not api._MISS:
+                return result
+        spec = self.specialize(*args)
+        result = spec.callable(*args)
+        fast = spec.native is not None and not api._written_arrays(spec)
+        self._entry = spec.native.last.entry if fast else None  # (see _Transformed.__call__)
+        return result
+
+
+def _user_arity(cf):
+    """How many leading parameters are the user's (the entry point checks them exactly)."""
+    return cf.fn.__code__.co_argcount
+
+
+def _spread_cotangent(fn):
+    """The program with its tuple-typed last parameter (out_bar) replaced by one parameter per
+    leaf, tupled again at the top of the body (the simplifier folds the tuple_gets away)."""
+    out_bar = fn.params[-1]
+    if not isinstance(out_bar.type, T.Tuple):
+        return fn
+    leaves, ops = [], []
+    _retuple(out_bar, leaves, ops)
+    fn.params[-1:] = leaves
+    fn.body.ops[0:0] = ops
+    return fn
+
+
+def _retuple(value, leaves, ops):
+    items = []
+    for k, t in enumerate(value.type.items):
+        leaf = Value(t, f"{value.name}_{k}")
+        if isinstance(t, T.Tuple):
+            _retuple(leaf, leaves, ops)
+        else:
+            leaves.append(leaf)
+        items.append(leaf)
+    op = Op("tuple", items, [value.type])
+    op.results = [value]
+    value.owner = op
+    ops.append(op)
+
+
+def _result_type(program, values):
+    return program.specialize(*values).ir.body.terminator.operands[0].type
+
+
+# -- arguments and results --------------------------------------------------------------------
+
+def _param_name(program, i):
+    code = program.fn.__code__
+    names = code.co_varnames[: code.co_argcount]
+    return repr(names[i]) if i < len(names) else f"{i} (a cotangent or tangent)"
+
+
+def _value(program, i, a, in_tuple=False):
+    """Argument i as the compiled program takes it: a tensor's numpy memory (a numpy scalar
+    for 0-d), checked; tuples item by item (their tensors cannot be differentiated)."""
+    if type(a) is tuple:
+        return tuple(_value(program, i, item, True) for item in a) if has_tensor(a) else a
+    if not isinstance(a, Tensor):
+        return a
+    if a._dtype.name not in _DTYPES:
+        raise TypeError(f"{program.fn.__name__}(): parameter {_param_name(program, i)} got a "
+                        f"Tensor of dtype {a._dtype}; compiled functions take tensors of "
+                        f"torch.float64, torch.float32, torch.int64 or torch.bool")
+    if in_tuple and a.requires_grad and grad_mode._state.enabled:
+        raise TypeError(f"{program.fn.__name__}(): parameter {_param_name(program, i)} holds a "
+                        f"tensor that requires grad inside a tuple; pass it as an argument of "
+                        f"its own so the compiled node can differentiate it")
+    data = a._data
+    return data[()] if data.ndim == 0 else data
+
+
+def _flatten(out, leaves):
+    """Leaves of a (nested) tuple result in order; the structure to rebuild it."""
+    if type(out) is tuple:
+        return tuple(_flatten(o, leaves) for o in out)
+    leaves.append(out)
+    return None
+
+
+def _rebuild(structure, leaves):
+    if structure is None:
+        return next(leaves)
+    return tuple(_rebuild(s, leaves) for s in structure)
+
+
+def _tensor(v):
+    if isinstance(v, np.ndarray):
+        return Tensor._wrap(v)
+    return Tensor._wrap(np.asarray(v))  # numpy scalars keep their dtype; a float is float64
+
+
+def _outputs(result):
+    leaves = []
+    structure = _flatten(result, leaves)
+    return structure, [_tensor(v) for v in leaves]
+
+
+def _bump_written(program, values, args, recording):
+    """A program writing into a tensor argument: its version counter moves (so saved copies of
+    it are checked), and one that requires grad while recording is refused."""
+    if not isinstance(program, api.CompiledFunction):
+        return ()
+    written = [j for j in api._written_arrays(program.specialize(*values))
+               if j < len(args) and isinstance(args[j], Tensor)]
+    for j in written:
+        if recording and args[j].requires_grad:
+            raise RuntimeError(f"{program.fn.__name__}() writes into its argument "
+                               f"{_param_name(program, j)}, a tensor that requires grad; a "
+                               f"compiled node cannot modify a differentiated input in place: "
+                               f"pass a clone, or return the new values")
+    return written
+
+
+# -- the node ---------------------------------------------------------------------------------
+
+def call(program, args):
+    """Run a compiled program on arguments that include Tensors; see the module docstring."""
+    recording = any_requires_grad([a for a in args if isinstance(a, Tensor)])
+    values = tuple(_value(program, i, a) for i, a in enumerate(args))
+    written = _bump_written(program, values, args, recording)
+    if not recording:
+        result = program(*values)
+        for j in written:
+            args[j]._vc[0] += 1
+        structure, outs = _outputs(result)
+        return _rebuild(structure, iter(outs))
+    return _record(program, args, values)
+
+
+def _record(program, args, values):
+    ctx = _new_ctx(CompiledFunction, args)
+    active = tuple(isinstance(a, Tensor) and a.requires_grad and a._dtype.is_floating_point
+                   for a in args)
+    out_type = _result_type(program, values)
+    grads = ()
+    if isinstance(out_type, T.Scalar) and out_type.is_float:
+        result, grads = Derived(program, active, "vjp")(*values, _one(out_type))
+    else:
+        result = program(*values)
+    structure, outs = _outputs(result)
+    ctx._bridge = (program, active, values, structure, out_type)
+    ctx.save_for_backward(*[a for a in args if isinstance(a, Tensor)],
+                          *[_tensor(g) for g in grads])
+    _connect(ctx, args, outs)
+    return _rebuild(structure, iter(outs))
+
+
+def _one(out_type):
+    return 1.0 if out_type.weak else T.NUMPY[out_type.dtype].type(1.0)
+
+
+def _backward(ctx, *cotangents):
+    saved = ctx.saved_tensors  # checks versions (and raises once freed)
+    program, active, values, structure, out_type = ctx._bridge
+    positions = ctx._tensor_positions
+    tensors, grads = saved[: len(positions)], saved[len(positions):]
+    if grad_mode.is_grad_enabled():  # create_graph: the backward is a compiled node again
+        args = list(values)
+        for i, t in zip(positions, tensors):
+            args[i] = t
+        out = call(Derived(program, active, "pullback"), (*args, *cotangents))
+    elif grads:
+        c = cotangents[0]._data[()]
+        out = tuple(_scaled(g._data, c) for g in grads)
+        out = out[0] if len(out) == 1 else out  # (as the pullback returns them)
+    else:
+        out = Derived(program, active, "pullback")(*values, *_cotangent_leaves(cotangents,
+                                                                               out_type))
+    return _per_argument(out, active)
+
+
+def _scaled(g, c):
+    if c == 1.0:
+        return g
+    return (g * c).astype(g.dtype, copy=False)
+
+
+def _cotangent_leaves(cotangents, out_type):
+    """The incoming gradients as the pullback's out_bar leaves: a numpy scalar (or Python
+    number, for a Python-number result) where the result was one, the array otherwise."""
+    types = []
+    _leaf_types(out_type, types)
+    return tuple(_leaf(c._data, t) for c, t in zip(cotangents, types))
+
+
+def _leaf_types(t, types):
+    if isinstance(t, T.Tuple):
+        for item in t.items:
+            _leaf_types(item, types)
+    else:
+        types.append(t)
+
+
+def _leaf(data, t):
+    if isinstance(t, T.Array):
+        return data
+    value = data[()]
+    return value.item() if t.weak else value
+
+
+def _per_argument(out, active):
+    """The pullback's cotangents (one value, or a tuple, for the active arguments) as one
+    entry per argument."""
+    n = sum(active)
+    it = iter((out,) if n == 1 else out)
+    return tuple(next(it) if on else None for on in active)
+
+
+class CompiledFunctionCtx(FunctionCtx):
+    """The node of a compiled call: a custom Function's context that also drops the bridge's
+    own state (arguments, gradients kept from the forward call) when it is freed."""
+
+    def _release(self):
+        if self._freed is False:
+            self._bridge = None
+        super()._release()
+
+
+class CompiledFunction(Function):
+    """The autograd Function behind every compiled node (named as torch.compile names its
+    node); `call` builds its context directly rather than through apply()."""
+
+    backward = staticmethod(_backward)
+
+
+CompiledFunction._backward_cls = type("CompiledFunctionBackward", (CompiledFunctionCtx,),
+                                      {"_function": CompiledFunction})
+
+
+def jvp(f, primals, tangents):
+    """api.jvp on arguments that include Tensors: (f(*primals), J·tangents) as Tensors, a
+    compiled node when recording (its backward is the jvp program's pullback)."""
+    primals, tangents = tuple(primals), tuple(tangents)
+    active = tuple(t is not None for t in tangents)
+    program = Derived(api._as_compiled(f), active, "jvp")
+    return call(program, primals + tuple(t for t in tangents if t is not None))
