@@ -31,7 +31,7 @@ from adcompile.ir import types as T
 from adcompile.ir.nodes import Op, Value
 from runtime import grad_mode
 from runtime.autograd_meta import any_requires_grad
-from runtime.custom_function import Function, FunctionCtx, _connect, _new_ctx
+from runtime.custom_function import Function, _connect, _new_ctx
 from runtime.ops._core import is_tensor
 from runtime.tensor import Tensor
 
@@ -231,10 +231,11 @@ def _record(program, args, values):
     else:
         result = program(*values)
     structure, outs = _outputs(result)
-    ctx._bridge = (program, active, values, structure, out_type)
     ctx.save_for_backward(*[a for a in args if isinstance(a, Tensor)],
                           *[_tensor(g) for g in grads])
     _connect(ctx, args, outs)
+    # the bridge's own state rides on the saved values, so backward frees it with them
+    ctx._args += ((program, active, values, out_type),)
     return _rebuild(structure, iter(outs))
 
 
@@ -243,8 +244,7 @@ def _one(out_type):
 
 
 def _backward(ctx, *cotangents):
-    saved = ctx.saved_tensors  # checks versions (and raises once freed)
-    program, active, values, structure, out_type = ctx._bridge
+    *saved, (program, active, values, out_type) = ctx.saved_tensors  # (checks versions)
     positions = ctx._tensor_positions
     tensors, grads = saved[: len(positions)], saved[len(positions):]
     if grad_mode.is_grad_enabled():  # create_graph: the backward is a compiled node again
@@ -299,25 +299,12 @@ def _per_argument(out, active):
     return tuple(next(it) if on else None for on in active)
 
 
-class CompiledFunctionCtx(FunctionCtx):
-    """The node of a compiled call: a custom Function's context that also drops the bridge's
-    own state (arguments, gradients kept from the forward call) when it is freed."""
-
-    def _release(self):
-        if self._freed is False:
-            self._bridge = None
-        super()._release()
-
-
 class CompiledFunction(Function):
-    """The autograd Function behind every compiled node (named as torch.compile names its
-    node); `call` builds its context directly rather than through apply()."""
+    """The autograd Function behind every compiled node (its context class is named
+    `CompiledFunctionBackward`, as torch.compile names its node); `call` builds the context
+    directly rather than through apply()."""
 
     backward = staticmethod(_backward)
-
-
-CompiledFunction._backward_cls = type("CompiledFunctionBackward", (CompiledFunctionCtx,),
-                                      {"_function": CompiledFunction})
 
 
 def jvp(f, primals, tangents):

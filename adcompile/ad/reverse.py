@@ -690,6 +690,8 @@ class _Reverse:
             return
         if prim in ZERO_DERIVATIVE or prim in ("argmax", "argmin"):
             return
+        if prim in ("sum_to", "broadcast_to"):  # adjoints of adjoints (pullback of pullback)
+            return self.reverse_broadcast(op, g, xs, adj, scope)
         entry = ADJOINTS.get(prim)
         if entry is None:
             raise CompileError.at(op.loc, f"the gradient of '{prim}' on arrays is not "
@@ -759,6 +761,17 @@ class _Reverse:
             return self.accumulate_into(x, g, adj, scope, exact=False)
         grads = RULES["amax"](self.ops, g, (True,), xs[0], scope.get(op.results[0]), dims, keep)
         self.accumulate_into(x, grads[0], adj, scope)
+
+    def reverse_broadcast(self, op, g, xs, adj, scope):
+        """sum_to and broadcast_to transpose each other: sum_to's cotangent is broadcast back
+        to its operand's shape, broadcast_to's summed back to its operand's."""
+        x = op.operands[0]
+        if op.prim == "broadcast_to":
+            return self.accumulate_into(x, self.sum_to(g, xs[0]), adj, scope)
+        if isinstance(x.type, T.Array):
+            dims = self.ops.shape(xs[0])
+            g = self.b.value("broadcast_to", [g] + list(dims))
+        self.accumulate_into(x, g, adj, scope)
 
     def reverse_linalg(self, op, g, xs, adj, scope):
         r = scope.get(op.results[0])
@@ -895,7 +908,7 @@ class _Reverse:
         shadow = scope.shadow(array, self)
         idx = [scope.get(v) for v in index]
         g = self.b.value("load", [shadow] + idx) if idx else shadow
-        self.accumulate(adj, value, g)
+        self.accumulate_into(value, g, adj, scope)  # (a whole array: the seed of a vjp)
 
     def rev_tuple(self, op, adj, scope):
         g = adj.get(op.results[0])
