@@ -480,3 +480,23 @@ def test_third_order():
         (k,) = torch.autograd.grad(h, x)
         results.append(k.numpy())
     np.testing.assert_allclose(results[0], results[1], rtol=1e-10)
+
+
+def _rss_mib():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096 / 2**20
+
+
+def test_memory_stays_flat_over_many_calls():
+    """benchmarks/bridge.py runs 10^5 calls; here a few thousand."""
+    x = torch.tensor(np.linspace(-0.5, 0.5, 100), requires_grad=True)
+    w = torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
+    for f in (recurrence, sin_times):  # a fast-path scalar node, an array node
+        for _ in range(300):  # warm-up: compilation, allocator pools
+            (f(x * 1.0, w) ** 2).sum().backward()
+        gc.collect()
+        before = _rss_mib()
+        for _ in range(3000):
+            (f(x * 1.0, w) ** 2).sum().backward()
+        gc.collect()
+        assert _rss_mib() - before < 2.0
