@@ -198,7 +198,8 @@ def _during(cf, key):
     """What is being compiled, for an InternalError: `grad program of f(x: f64[:])`."""
     chain = []
     while isinstance(cf, _Transformed):
-        chain.append("value_and_grad" if cf.with_value else "grad")
+        chain.append(getattr(cf, "mode", None) or ("value_and_grad" if cf.with_value else
+                                                     "grad"))
         cf = cf.cf
     kind, types = key[0], key[1]
     code = cf.fn.__code__
