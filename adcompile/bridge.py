@@ -83,6 +83,9 @@ class Derived(api._Transformed):
     def _build(self, ir):
         if self.mode == "jvp":
             return jvp_function(ir, self.argnums)
+        if self.mode in ("forward", "reverse"):
+            forward, reverse = vjp_function(ir, self.argnums, "split")
+            return forward if self.mode == "forward" else _spread_cotangent(reverse)
         return _spread_cotangent(vjp_function(ir, self.argnums, self.mode))
 
     def __call__(self, *args):
@@ -96,6 +99,17 @@ class Derived(api._Transformed):
         fast = spec.native is not None and not api._written_arrays(spec)
         self._entry = spec.native.last.entry if fast else None  # (see _Transformed.__call__)
         return result
+
+
+def _splittable(program, values, active):
+    """Whether the vjp program of `program` splits into forward and reverse functions (no
+    tape crosses the cut); decided once per signature."""
+    key = ("splittable", program.signature(values), active)
+    known = program._cache.get(key)
+    if known is None:
+        ir = program.specialize(*values).ir
+        known = program._cache[key] = vjp_function(ir, active, "split") is not None
+    return known
 
 
 def _user_arity(cf):
@@ -225,18 +239,27 @@ def _record(program, args, values):
     active = tuple(isinstance(a, Tensor) and a.requires_grad and a._dtype.is_floating_point
                    for a in args)
     out_type = _result_type(program, values)
-    grads = ()
+    grads, residuals = (), None
     if isinstance(out_type, T.Scalar) and out_type.is_float:
         result, grads = Derived(program, active, "vjp")(*values, _one(out_type))
+    elif _splittable(program, values, active):
+        result, residuals = Derived(program, active, "forward")(*values)
     else:
         result = program(*values)
     structure, outs = _outputs(result)
+    # an output the reverse sweep reads (a residual) is saved too: changing it in place
+    # before backward is then the usual version-counter error
+    read = [o for o in outs if residuals and _shares(o._data, residuals)]
     ctx.save_for_backward(*[a for a in args if isinstance(a, Tensor)],
-                          *[_tensor(g) for g in grads])
+                          *[_tensor(g) for g in grads], *read)
     _connect(ctx, args, outs)
     # the bridge's own state rides on the saved values, so backward frees it with them
-    ctx._args += ((program, active, values, out_type),)
+    ctx._args += ((program, active, values, out_type, residuals),)
     return _rebuild(structure, iter(outs))
+
+
+def _shares(data, residuals):
+    return any(isinstance(r, np.ndarray) and np.may_share_memory(data, r) for r in residuals)
 
 
 def _one(out_type):
@@ -244,9 +267,10 @@ def _one(out_type):
 
 
 def _backward(ctx, *cotangents):
-    *saved, (program, active, values, out_type) = ctx.saved_tensors  # (checks versions)
+    *saved, (program, active, values, out_type, residuals) = ctx.saved_tensors  # (checks)
     positions = ctx._tensor_positions
-    tensors, grads = saved[: len(positions)], saved[len(positions):]
+    tensors = saved[: len(positions)]
+    grads = saved[len(positions):] if residuals is None else ()
     if grad_mode.is_grad_enabled():  # create_graph: the backward is a compiled node again
         args = list(values)
         for i, t in zip(positions, tensors):
@@ -256,6 +280,9 @@ def _backward(ctx, *cotangents):
         c = cotangents[0]._data[()]
         out = tuple(_scaled(g._data, c) for g in grads)
         out = out[0] if len(out) == 1 else out  # (as the pullback returns them)
+    elif residuals is not None:
+        out = Derived(program, active, "reverse")(*values, *residuals,
+                                                  *_cotangent_leaves(cotangents, out_type))
     else:
         out = Derived(program, active, "pullback")(*values, *_cotangent_leaves(cotangents,
                                                                                out_type))

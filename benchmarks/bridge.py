@@ -9,8 +9,9 @@ with respect to x (10^4 elements) and w:
   CompiledFunctionBackward node in the eager graph.
 
 Prints the median time of each and the ratios, checks the gradients agree, then calls the
-compiled node (forward + backward, 100-step sequences) --calls times and prints the resident
-set size (RSS) every tenth of them: it must stay flat (each node's saved state is freed).
+compiled nodes (forward + backward, 100-step sequences; a scalar result and an array of
+states) --calls times and prints the resident set size (RSS) every tenth of them: it must
+stay flat (each node's saved state is freed).
 
 Run: python benchmarks/bridge.py [--steps N] [--calls N]
 """
@@ -39,7 +40,17 @@ def recurrence_eager(x, w):
     return h
 
 
+def states(x, w):
+    out = np.zeros_like(x)
+    h = 0.0 * w
+    for i in range(x.shape[0]):
+        h = np.tanh(w * h + x[i])
+        out[i] = h
+    return out
+
+
 compiled_recurrence = adcompile(recurrence)
+compiled_states = adcompile(states)
 
 
 def step(lib, fn, x0, w0):
@@ -95,7 +106,8 @@ def memory(calls):
     first = None
     print(f"{calls} forward + backward calls through the node (RSS, MiB):")
     for k in range(1, calls + 1):
-        (compiled_recurrence(x * 1.0, w) ** 2).backward()
+        (compiled_recurrence(x * 1.0, w) ** 2).backward()  # scalar result
+        compiled_states(x * 1.0, w).sum().backward()  # array result
         if k % tenth == 0:
             now = rss_mib()
             first = now if first is None else first

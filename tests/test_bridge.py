@@ -130,6 +130,24 @@ def two_shapes_t(lib, a, b):
     return a @ b, (b * b).sum(0)
 
 
+@adcompile
+def states(x, w):
+    out = np.zeros_like(x)
+    h = 0.0 * w
+    for i in range(x.shape[0]):
+        h = np.tanh(w * h + x[i])  # the reverse sweep needs each h: a tape
+        out[i] = h
+    return out
+
+
+def states_t(lib, x, w):
+    h, items = 0.0 * w, []
+    for i in range(x.shape[0]):
+        h = (w * h + x[i]).tanh()
+        items.append(h)
+    return lib.stack(items)
+
+
 # name -> (compiled, tensor version, shapes of the two arguments)
 FUNCTIONS = {
     "poly": (poly, poly_t, (5,), (5,)),
@@ -142,6 +160,7 @@ FUNCTIONS = {
     "rms": (rms, rms_t, (2, 3), (2, 3)),
     "scan": (scan, scan_t, (5,), (5,)),
     "two_shapes": (two_shapes, two_shapes_t, (2, 3), (3, 4)),
+    "states": (states, states_t, (5,), ()),
 }
 
 # how the arguments reach the node: straight from an eager op, as views of a bigger tensor,
@@ -491,7 +510,9 @@ def test_memory_stays_flat_over_many_calls():
     """benchmarks/bridge.py runs 10^5 calls; here a few thousand."""
     x = torch.tensor(np.linspace(-0.5, 0.5, 100), requires_grad=True)
     w = torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
-    for f in (recurrence, sin_times):  # a fast-path scalar node, an array node
+    # a scalar result (gradients from the forward call), an array result (residuals), a taped
+    # loop with an array result (the pullback recomputes)
+    for f in (recurrence, sin_times, states):
         for _ in range(300):  # warm-up: compilation, allocator pools
             (f(x * 1.0, w) ** 2).sum().backward()
         gc.collect()
@@ -500,3 +521,44 @@ def test_memory_stays_flat_over_many_calls():
             (f(x * 1.0, w) ** 2).sum().backward()
         gc.collect()
         assert _rss_mib() - before < 2.0
+
+
+def _split_programs(f, args):
+    from adcompile.bridge import Derived, _splittable
+
+    active = (True,) * len(args)
+    if not _splittable(f, args, active):
+        return None
+    forward = Derived(f, active, "forward")
+    result, residuals = forward(*args)
+    leaves = result if isinstance(result, tuple) else (result,)
+    cot = [np.ones_like(r) if isinstance(r, np.ndarray) else 1.0 for r in leaves]
+    reverse = Derived(f, active, "reverse")
+    rev_args = (*args, *residuals, *cot)
+    return forward.ir(*args), reverse.ir(*rev_args), reverse(*rev_args)
+
+
+def test_backward_does_not_recompute_the_primal():
+    """Array results: the forward call returns residuals; the reverse sweep reads them and
+    never computes the primal's sin / matmul+tanh again."""
+    x, y = np.array([0.3, 0.9, 1.4]), np.array([0.5, 0.1, 0.2])
+    fwd, rev, grads = _split_programs(pair, (x, y))
+    assert " sin " in fwd and " sin " not in rev and " cos " in rev
+    np.testing.assert_allclose(grads[0], np.cos(x) * y + 2 * x)
+    a, b = np.ones((2, 3)) * 0.1, np.ones((3, 2)) * 0.2
+    fwd, rev, _ = _split_programs(layer, (a, b))
+    assert "tanh" in fwd and "tanh" not in rev and "matmul %a, %b" not in rev
+
+
+def test_taped_loops_fall_back_to_the_pullback():
+    """A loop whose reverse sweep pops a tape cannot be split yet (the pullback program
+    recomputes the primal); the differential cases of `states` check its gradients."""
+    assert _split_programs(states, (np.array([0.1, 0.2]), 0.5)) is None
+
+
+def test_output_changed_in_place_before_backward():
+    a = torch.tensor([[0.1, 0.2], [0.3, 0.4]], dtype=torch.float64, requires_grad=True)
+    out = layer(a * 1.0, a * 2.0)  # the reverse sweep reads the output (tanh')
+    out.mul_(2.0)
+    with pytest.raises(RuntimeError, match="in-place"):
+        out.sum().backward()

@@ -48,7 +48,7 @@ _RECOMPUTE = {"add", "sub", "mul", "div", "neg", "floordiv", "mod", "eq", "ne", 
 
 # the shapes of reverse-mode program: (takes a cotangent, returns the result too)
 MODES = {"vjp": (True, True), "value_and_grad": (False, True), "grad": (False, False),
-         "pullback": (True, False)}
+         "pullback": (True, False), "split": (True, True)}
 
 
 def vjp_function(fn, active, mode="vjp"):
@@ -59,10 +59,20 @@ def vjp_function(fn, active, mode="vjp"):
     - "grad": (args...) -> grads, cotangent 1: the `grad` of a scalar function, as an
       ordinary IR function that other transforms can differentiate again;
     - "pullback": (args..., out_bar) -> grads, the vjp without its value (the backward of a
-      compiled node of the eager graph, itself differentiable again)."""
+      compiled node of the eager graph, itself differentiable again);
+    - "split": the vjp program cut into (augmented forward, reverse) functions (ad/split.py),
+      or None when a tape would cross the cut."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {tuple(MODES)}, not {mode!r}")
     return _Reverse(fn, active, mode).run()
+
+
+def _forget_loop_params(fn):
+    """Drop fn's loops from _LOOP_PARAMS: the shape analysis is done with this function."""
+    for op in walk(fn.body):
+        if op.prim == "for":
+            for p in op.regions[0].params:
+                _LOOP_PARAMS.pop(p, None)
 
 
 def _float_tuple(t):
@@ -153,6 +163,7 @@ class _Reverse:
             cot = self.b.const(1.0, out.type, name="out_bar")
         self._shadows_for_params()
         self.forward(fn.body)
+        forward_ids = {id(op) for op in body.ops + self.tape_ops}  # (for the "split" mode)
         adj = {}
         self.seed(out, cot, adj)
         scope = _Scope(None, self.val)
@@ -175,12 +186,14 @@ class _Reverse:
         while _prune_tapes(body):  # dropping a tape can leave dead code using other pops
             dead_code(result)
         dead_code(result)
+        if self.mode == "split":
+            from adcompile.ad.split import split
+
+            _forget_loop_params(fn)
+            return split(result, forward_ids)
         constant_fold(result)  # e.g. adjoints passed unchanged through branches
         _fuse_loops(body, self.fusable)
-        for op in walk(fn.body):  # (the shape analysis is done with this function)
-            if op.prim == "for":
-                for p in op.regions[0].params:
-                    _LOOP_PARAMS.pop(p, None)
+        _forget_loop_params(fn)
         return result
 
     def array_gradient(self, p):

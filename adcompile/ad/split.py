@@ -1,0 +1,105 @@
+"""A vjp program split in two: an augmented forward that returns what its reverse sweep needs,
+and the reverse sweep as a function of those residuals and the output cotangent.
+
+reverse.vjp_function(fn, active, "split") builds the usual vjp program (primal sweep, then the
+adjoint sweep, not fused) and remembers which top-level ops form the forward sweep. `split`
+cuts the body there:
+
+- forward(args...) -> (result, (residual_0, residual_1, ...)), the residuals being the
+  forward values the reverse sweep reads, in the order the forward sweep defines them;
+- reverse(args..., residual_0, ..., out_bar) -> grads (one value, or a tuple), the pullback.
+
+Zero-filled allocations only the reverse sweep uses (shadow arrays) move to the reverse
+function, so each reverse call starts from fresh zeros and the residuals stay as the forward
+left them. A tape crossing the cut (values of a loop's iterations) cannot be returned by the
+backends yet, and a reverse sweep writing into a residual would spoil a second backward
+(retain_graph): `split` then returns None and callers run the pullback program instead.
+"""
+
+from adcompile.ir import types as T
+from adcompile.ir.nodes import VIEWS, Block, Function, Op, Value, walk, written_params
+
+
+def split(fn, forward_ids):
+    """(forward Function, reverse Function), or None when a tape crosses the cut."""
+    body = fn.body
+    (pair,) = body.terminator.operands  # tuple(result, tuple(grads)), made by the reverse ops
+    result, grads = pair.owner.operands
+    forward = [op for op in body.ops[:-1] if id(op) in forward_ids]
+    reverse = [op for op in body.ops[:-1] if id(op) not in forward_ids and op is not pair.owner]
+    moved = _reverse_only_allocs(forward, reverse)
+    forward = [op for op in forward if op not in moved]
+    reverse = moved + reverse
+    crossing = _crossing(forward, reverse, fn.params)
+    if any(isinstance(v.type, T.Tape) for v in crossing):
+        return None
+    reverse_fn = _reverse_function(fn, reverse, grads, crossing)
+    n = len(fn.params) - 1
+    if any(n <= j < n + len(crossing) for j in written_params(reverse_fn)):
+        return None  # it would write into the residuals: a second backward needs them intact
+    return _forward_function(fn, forward, result, crossing), reverse_fn
+
+
+def _reverse_only_allocs(forward, reverse):
+    """Zero-filled allocations in the forward sweep, and views of them, that no other forward
+    op reads (a fixed point: a view read only by moved ops moves too)."""
+    moved = {op for op in forward if op.prim == "alloc" and op.attrs.get("fill") == 0}
+    roots = {r for op in moved for r in op.results}
+    for op in forward:
+        if op.prim in VIEWS and op.operands[0] in roots:
+            moved.add(op)
+            roots.update(op.results)
+    changed = True
+    while changed:
+        used = set()
+        for op in forward:
+            if op not in moved:
+                for inner in _ops_of(op):
+                    used.update(inner.operands)
+        keep = {op for op in moved if any(r in used for r in op.results)}
+        changed = bool(keep)
+        moved -= keep
+    return [op for op in forward if op in moved]
+
+
+def _ops_of(op):
+    yield op
+    for region in op.regions:
+        yield from walk(region)
+
+
+def _crossing(forward, reverse, params):
+    """Forward values the reverse ops read (inside their regions too), in definition order."""
+    defined = {r: k for k, op in enumerate(forward) for r in op.results}
+    needed = set()
+    for op in reverse:
+        for inner in _ops_of(op):
+            needed.update(v for v in inner.operands if v in defined)
+    return sorted(needed, key=lambda v: (defined[v], v.owner.results.index(v)))
+
+
+def _forward_function(fn, ops, result, crossing):
+    block = Block()
+    block.ops = list(ops)
+    residuals = Op("tuple", crossing, [T.Tuple(tuple(v.type for v in crossing))])
+    pair = Op("tuple", [result, residuals.results[0]],
+              [T.Tuple((result.type, residuals.results[0].type))])
+    ret = Op("return", [pair.results[0]], [], {"type": pair.results[0].type})
+    block.ops += [residuals, pair, ret]
+    params = fn.params[:-1]  # (no cotangent)
+    return Function(f"{fn.name}_forward", params, block, fn.filename, fn.first_line)
+
+
+def _reverse_function(fn, ops, grads, crossing):
+    """The reverse ops with the residuals as new parameters (uses renamed in every region)."""
+    fresh = {v: Value(v.type, v.name or "residual") for v in crossing}
+    for op in ops:
+        for inner in _ops_of(op):
+            inner.operands = [fresh.get(v, v) for v in inner.operands]
+    items = grads.owner.operands if grads.owner is not None and grads.owner.prim == "tuple" \
+        else [grads]
+    out = items[0] if len(items) == 1 else grads
+    block = Block()
+    block.ops = list(ops) + [Op("return", [out], [], {"type": out.type})]
+    params = fn.params[:-1] + [fresh[v] for v in crossing] + fn.params[-1:]
+    return Function(f"{fn.name}_reverse", params, block, fn.filename, fn.first_line)
