@@ -10,9 +10,12 @@ so hooks, retain_graph, version checks, freeing and make_dot are the engine's ow
 - a float-scalar result (a loss) runs the program's vjp with the cotangent 1 in the forward
   call, once: primal and reverse sweep together, the gradients kept on the node; backward
   scales them by the incoming cotangent (the primal is never run again);
-- any other result runs the primal in the forward call; backward runs the pullback program,
-  whose augmented forward sweep computes the primal again before its reverse sweep (the
-  compiler builds vjp programs as one function: its tapes do not outlive a call);
+- any other result runs the augmented forward half of the split vjp program (ad/split.py),
+  which returns the result and the residuals its reverse half needs (tapes of scalars as
+  arrays); backward runs the reverse half on them with the incoming cotangents. Where the
+  program does not split (a tape of arrays, a reverse half writing into a residual) the
+  forward call runs the primal and backward the pullback program, which computes the primal
+  again before its reverse sweep;
 - with create_graph, backward calls the bridge again on the pullback program with the saved
   tensors and the cotangents as Tensors, so the gradient gets a compiled node whose backward is
   the pullback of the pullback: derivatives of any order, all compiled.
@@ -32,7 +35,6 @@ from adcompile.ir.nodes import Op, Value
 from runtime import grad_mode
 from runtime.autograd_meta import any_requires_grad
 from runtime.custom_function import Function, _connect, _new_ctx
-from runtime.ops._core import is_tensor
 from runtime.tensor import Tensor
 
 _DTYPES = ("float64", "float32", "int64", "bool")

@@ -1,14 +1,18 @@
 """The bridge: a loop-heavy differentiable function as eager ops vs as one compiled node.
 
-A 10^4-step scalar recurrence h <- tanh(w * h + x[i]), then loss = h ** 2, forward + backward
-with respect to x (10^4 elements) and w:
+A 10^4-step scalar recurrence h <- tanh(w * h + x[i]), forward + backward with respect to x
+(10^4 elements) and w, twice: loss = h[-1] ** 2 (the node's result is a scalar: its forward
+call runs the vjp) and loss = sum(h ** 2) over the array of all states (its forward call runs
+the split program's forward half, its backward the reverse half on the taped states):
 
 - ours, eager: the loop run with Tensor operations (four nodes per step);
 - PyTorch 2.13, eager: the same code with `import torch`;
 - ours, compiled: the same loop under @adcompile, called with the Tensors — one
   CompiledFunctionBackward node in the eager graph.
 
-Prints the median time of each and the ratios, checks the gradients agree, then calls the
+The eager versions read x through x.unbind(0) (x[i] of a tensor that requires grad costs a
+dense gradient per step in backward, in both libraries: quadratic). Prints the median time
+of each and the ratios, checks the gradients agree, then calls the
 compiled nodes (forward + backward, 100-step sequences; a scalar result and an array of
 states) --calls times and prints the resident set size (RSS) every tenth of them: it must
 stay flat (each node's saved state is freed).
@@ -35,8 +39,8 @@ def recurrence(x, w):
 
 def recurrence_eager(x, w):
     h = 0.0 * w
-    for i in range(x.shape[0]):
-        h = (w * h + x[i]).tanh()
+    for x_i in x.unbind(0):  # (x[i] would cost a dense gradient per step in backward)
+        h = (w * h + x_i).tanh()
     return h
 
 
@@ -53,10 +57,23 @@ compiled_recurrence = adcompile(recurrence)
 compiled_states = adcompile(states)
 
 
+def states_eager(x, w):
+    h, items = 0.0 * w, []
+    for x_i in x.unbind(0):
+        h = (w * h + x_i).tanh()
+        items.append(h)
+    return _stack(items)
+
+
+def _stack(items):
+    lib = real_torch if isinstance(items[0], real_torch.Tensor) else torch
+    return lib.stack(items)
+
+
 def step(lib, fn, x0, w0):
     x = lib.tensor(x0, requires_grad=True)
     w = lib.tensor(w0, requires_grad=True)
-    loss = fn(x, w) ** 2
+    loss = (fn(x, w) ** 2).sum()
     loss.backward()
     return x.grad.numpy(), w.grad.item()
 
@@ -76,20 +93,20 @@ def rss_mib():
     return pages * 4096 / 2**20
 
 
-def speed(steps):
+def speed(steps, what, eager, compiled):
     rng = np.random.default_rng(0)
     x0, w0 = rng.uniform(-0.5, 0.5, steps), 0.7
     runs = {
-        "ours, eager": lambda: step(torch, recurrence_eager, x0, w0),
-        "PyTorch, eager": lambda: step(real_torch, recurrence_eager, x0, w0),
-        "ours, compiled node": lambda: step(torch, compiled_recurrence, x0, w0),
+        "ours, eager": lambda: step(torch, eager, x0, w0),
+        "PyTorch, eager": lambda: step(real_torch, eager, x0, w0),
+        "ours, compiled node": lambda: step(torch, compiled, x0, w0),
     }
     results = {k: f() for k, f in runs.items()}  # warm-up (compiles), and the answers
     ref = results["PyTorch, eager"]
     for name, (gx, gw) in results.items():
         assert np.allclose(gx, ref[0], rtol=1e-9, atol=1e-12) and np.isclose(gw, ref[1]), name
     times = {k: median_time(f, 3 if "eager" in k else 50) for k, f in runs.items()}
-    print(f"{steps}-step recurrence, forward + backward (median):")
+    print(f"{steps}-step recurrence, {what}, forward + backward (median):")
     for name, t in times.items():
         print(f"  {name:22s} {t * 1e3:10.3f} ms")
     node = times["ours, compiled node"]
@@ -119,7 +136,10 @@ def main():
     parser.add_argument("--steps", type=int, default=10_000)
     parser.add_argument("--calls", type=int, default=100_000)
     args = parser.parse_args()
-    speed(args.steps)
+    speed(args.steps, "loss = h[-1] ** 2 (a scalar result)", recurrence_eager,
+          compiled_recurrence)
+    speed(args.steps, "loss = sum(h ** 2) (an array of states)", states_eager,
+          compiled_states)
     memory(args.calls)
 
 

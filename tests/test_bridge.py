@@ -279,6 +279,7 @@ def run_first(kind, name, layout, mode):
     out = _node(kind, name)(a, b)
     first = out[0] if isinstance(out, tuple) else out
     first.register_hook(lambda g: events.append(("tensor", "out")))
+    first.retain_grad()
     node_events = []
     if kind != "eager":
         node = first.grad_fn
@@ -294,7 +295,7 @@ def run_first(kind, name, layout, mode):
         loss.backward()
     values = [_arr(o) if not isinstance(o, int) else o
               for o in (out if isinstance(out, tuple) else (out,))]
-    return values, [_arr(x.grad), _arr(y.grad)], events, node_events
+    return values, [_arr(x.grad), _arr(y.grad), _arr(first.grad)], events, node_events
 
 
 def run_second(kind, name, layout):
