@@ -354,6 +354,8 @@ def _vjp_spec(cf, primals, active):
 def vjp(f, *primals):
     """Reverse mode: (f(*primals), pullback), where pullback(cotangent) returns one cotangent
     per argument (None for arguments that cannot have one: ints, bools)."""
+    if _bridge.has_tensor(primals):
+        return _bridge.vjp(f, primals)
     cf = _as_compiled(f)
     active = tuple(_differentiable_value(p) for p in primals)
     spec = _vjp_spec(cf, primals, active)

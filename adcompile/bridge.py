@@ -248,6 +248,8 @@ def _record(program, args, values):
         result, residuals = Derived(program, active, "forward")(*values)
     else:
         result = program(*values)
+    if type(program) is api._Transformed and (grads or residuals is not None):
+        result = program._finish(result)  # (grad / value_and_grad's Python-level shape)
     structure, outs = _outputs(result)
     # an output the reverse sweep reads (a residual) is saved too: changing it in place
     # before backward is then the usual version-counter error
@@ -343,3 +345,20 @@ def jvp(f, primals, tangents):
     active = tuple(t is not None for t in tangents)
     program = Derived(api._as_compiled(f), active, "jvp")
     return call(program, primals + tuple(t for t in tangents if t is not None))
+
+
+def vjp(f, primals):
+    """api.vjp on arguments that include Tensors: (f(*primals), pullback) as Tensors; the
+    pullback is a compiled node too (differentiable when its inputs require grad)."""
+    cf = api._as_compiled(f)
+    values = tuple(_value(cf, i, a) for i, a in enumerate(primals))
+    active = tuple(api._differentiable_value(v) for v in values)
+    program = Derived(cf, active, "pullback")
+    out = call(cf, primals)
+
+    def pullback(cotangent):
+        leaves = []
+        _flatten(cotangent, leaves)
+        return _per_argument(call(program, (*primals, *leaves)), active)
+
+    return out, pullback

@@ -599,3 +599,18 @@ def test_output_changed_in_place_before_backward():
                    "carrying an array): a CompileError, not a wrong number")
 def test_second_order_through_a_tape_of_arrays():
     run_second("compiled", "iterated", "plain")
+
+
+def test_value_and_grad_and_vjp_on_tensors():
+    x = torch.tensor([0.3, 0.7], dtype=torch.float64, requires_grad=True)
+    y = torch.tensor([0.5, 0.1], dtype=torch.float64)
+    value, g = torch.value_and_grad(poly)(x, y)
+    assert isinstance(g, torch.Tensor) and value.grad_fn is g.grad_fn
+    (g0,) = grad(poly, argnums=(0,))(x, y)
+    np.testing.assert_allclose(g0.detach().numpy(), 3 * x.detach().numpy() ** 2 - 2 * 0.5 *
+                               np.array([1.0, 0.2]))
+    out, pullback = torch.vjp(sin_times, x, y)
+    (gx, gy) = pullback(torch.ones(2, dtype=torch.float64))
+    assert gx.grad_fn is not None  # x requires grad: the pullback is recorded
+    np.testing.assert_allclose(gx.detach().numpy(), np.cos(x.detach().numpy()) * y.numpy())
+    np.testing.assert_allclose(gy.detach().numpy(), np.sin(x.detach().numpy()))  # (every float one)
