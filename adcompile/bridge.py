@@ -103,15 +103,43 @@ class Derived(api._Transformed):
         return result
 
 
-def _splittable(program, values, active):
-    """Whether the vjp program of `program` splits into forward and reverse functions (no
-    tape crosses the cut); decided once per signature."""
-    key = ("splittable", program.signature(values), active)
-    known = program._cache.get(key)
-    if known is None:
-        ir = program.specialize(*values).ir
-        known = program._cache[key] = vjp_function(ir, active, "split") is not None
-    return known
+def derived(cf, active, mode):
+    """The Derived program of `cf`, one object per (mode, active): it keeps its last native
+    entry point, so later calls skip the signature and the cache lookup."""
+    key = ("derived object", mode, active)
+    program = cf._cache.get(key)
+    if program is None:
+        program = cf._cache[key] = Derived(cf, active, mode)
+    return program
+
+
+class _Facts:
+    """What the bridge needs to know about one signature of a program, worked out once: its
+    result type, the Tensor-taking parameters it writes into, and (per set of active
+    arguments) whether its vjp program splits."""
+
+    def __init__(self, program, values):
+        spec = program.specialize(*values)
+        self.program, self.values = program, values
+        self.out_type = spec.ir.body.terminator.operands[0].type
+        self.written = api._written_arrays(spec) if isinstance(program, api.CompiledFunction) \
+            else ()
+        self.splits = {}
+
+    def splittable(self, active):
+        known = self.splits.get(active)
+        if known is None:
+            ir = self.program.specialize(*self.values).ir
+            known = self.splits[active] = vjp_function(ir, active, "split") is not None
+        return known
+
+
+def _facts(program, values):
+    key = ("bridge facts", program.signature(values))
+    facts = program._cache.get(key)
+    if facts is None:
+        facts = program._cache[key] = _Facts(program, values)
+    return facts
 
 
 def _user_arity(cf):
@@ -145,10 +173,6 @@ def _retuple(value, leaves, ops):
     op.results = [value]
     value.owner = op
     ops.append(op)
-
-
-def _result_type(program, values):
-    return program.specialize(*values).ir.body.terminator.operands[0].type
 
 
 # -- arguments and results --------------------------------------------------------------------
@@ -204,13 +228,10 @@ def _outputs(result):
     return structure, [_tensor(v) for v in leaves]
 
 
-def _bump_written(program, values, args, recording):
+def _bump_written(program, facts, args, recording):
     """A program writing into a tensor argument: its version counter moves (so saved copies of
     it are checked), and one that requires grad while recording is refused."""
-    if not isinstance(program, api.CompiledFunction):
-        return ()
-    written = [j for j in api._written_arrays(program.specialize(*values))
-               if j < len(args) and isinstance(args[j], Tensor)]
+    written = [j for j in facts.written if j < len(args) and isinstance(args[j], Tensor)]
     for j in written:
         if recording and args[j].requires_grad:
             raise RuntimeError(f"{program.fn.__name__}() writes into its argument "
@@ -226,26 +247,27 @@ def call(program, args):
     """Run a compiled program on arguments that include Tensors; see the module docstring."""
     recording = any_requires_grad([a for a in args if isinstance(a, Tensor)])
     values = tuple(_value(program, i, a) for i, a in enumerate(args))
-    written = _bump_written(program, values, args, recording)
+    facts = _facts(program, values)
+    written = _bump_written(program, facts, args, recording)
     if not recording:
         result = program(*values)
         for j in written:
             args[j]._vc[0] += 1
         structure, outs = _outputs(result)
         return _rebuild(structure, iter(outs))
-    return _record(program, args, values)
+    return _record(program, args, values, facts)
 
 
-def _record(program, args, values):
+def _record(program, args, values, facts):
     ctx = _new_ctx(CompiledFunction, args)
     active = tuple(isinstance(a, Tensor) and a.requires_grad and a._dtype.is_floating_point
                    for a in args)
-    out_type = _result_type(program, values)
+    out_type = facts.out_type
     grads, residuals = (), None
     if isinstance(out_type, T.Scalar) and out_type.is_float:
-        result, grads = Derived(program, active, "vjp")(*values, _one(out_type))
-    elif _splittable(program, values, active):
-        result, residuals = Derived(program, active, "forward")(*values)
+        result, grads = derived(program, active, "vjp")(*values, _one(out_type))
+    elif facts.splittable(active):
+        result, residuals = derived(program, active, "forward")(*values)
     else:
         result = program(*values)
     if type(program) is api._Transformed and (grads or residuals is not None):
@@ -279,16 +301,16 @@ def _backward(ctx, *cotangents):
         args = list(values)
         for i, t in zip(positions, tensors):
             args[i] = t
-        out = call(Derived(program, active, "pullback"), (*args, *cotangents))
+        out = call(derived(program, active, "pullback"), (*args, *cotangents))
     elif grads:
         c = cotangents[0]._data[()]
         out = tuple(_scaled(g._data, c) for g in grads)
         out = out[0] if len(out) == 1 else out  # (as the pullback returns them)
     elif residuals is not None:
-        out = Derived(program, active, "reverse")(*values, *residuals,
+        out = derived(program, active, "reverse")(*values, *residuals,
                                                   *_cotangent_leaves(cotangents, out_type))
     else:
-        out = Derived(program, active, "pullback")(*values, *_cotangent_leaves(cotangents,
+        out = derived(program, active, "pullback")(*values, *_cotangent_leaves(cotangents,
                                                                                out_type))
     return _per_argument(out, active)
 
@@ -343,7 +365,7 @@ def jvp(f, primals, tangents):
     compiled node when recording (its backward is the jvp program's pullback)."""
     primals, tangents = tuple(primals), tuple(tangents)
     active = tuple(t is not None for t in tangents)
-    program = Derived(api._as_compiled(f), active, "jvp")
+    program = derived(api._as_compiled(f), active, "jvp")
     return call(program, primals + tuple(t for t in tangents if t is not None))
 
 
@@ -353,7 +375,7 @@ def vjp(f, primals):
     cf = api._as_compiled(f)
     values = tuple(_value(cf, i, a) for i, a in enumerate(primals))
     active = tuple(api._differentiable_value(v) for v in values)
-    program = Derived(cf, active, "pullback")
+    program = derived(cf, active, "pullback")
     out = call(cf, primals)
 
     def pullback(cotangent):

@@ -545,10 +545,10 @@ def test_memory_stays_flat_over_many_calls():
 
 
 def _split_programs(f, args):
-    from adcompile.bridge import Derived, _splittable
+    from adcompile.bridge import _facts
 
     active = (True,) * len(args)
-    if not _splittable(f, args, active):
+    if not _facts(f, args).splittable(active):
         return None
     forward = Derived(f, active, "forward")
     result, residuals = forward(*args)
