@@ -345,8 +345,7 @@ def test_retain_graph_and_inputs(name, mode):
         assert got[2] == ref[2]
 
 
-SECOND_ORDER = [(n, lay) for n in FUNCTIONS for lay in ("plain", "strided", "y_const")
-                if n != "iterated"]
+SECOND_ORDER = [(n, lay) for n in FUNCTIONS for lay in ("plain", "strided", "y_const")]
 
 
 @pytest.mark.parametrize("name,layout", SECOND_ORDER)
@@ -592,13 +591,6 @@ def test_output_changed_in_place_before_backward():
     out.mul_(2.0)
     with pytest.raises(RuntimeError, match="in-place"):
         out.sum().backward()
-
-
-@pytest.mark.xfail(strict=True, reason="reverse mode cannot yet differentiate a reverse "
-                   "program that pops arrays from a tape (grad of grad through a loop "
-                   "carrying an array): a CompileError, not a wrong number")
-def test_second_order_through_a_tape_of_arrays():
-    run_second("compiled", "iterated", "plain")
 
 
 def test_value_and_grad_and_vjp_on_tensors():

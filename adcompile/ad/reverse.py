@@ -898,7 +898,10 @@ class _Reverse:
         tape, r = op.operands[0], op.results[0]
         if tape not in self.active:
             return
-        g = self.value_or_zero(adj.get(r), r.type)
+        if isinstance(r.type, T.Array):  # (its adjoint is its shadow or functional adjoint)
+            g = self.b.value("copy", (self.array_adjoint(r, scope),))
+        else:
+            g = self.value_or_zero(adj.get(r), r.type)
         self.b.emit("tape_push", [self.adjoint_tape(tape), g])
 
     def rev_tape_push(self, op, adj, scope):
@@ -906,7 +909,7 @@ class _Reverse:
         if tape not in self.active:
             return
         g = self.b.value("tape_pop", (self.adjoint_tape(tape),))
-        self.accumulate(adj, value, g)
+        self.accumulate_into(value, g, adj, scope)
 
     def rev_tape_reserve(self, op, adj, scope):
         pass
