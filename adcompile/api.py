@@ -46,6 +46,18 @@ def _once(specs, key, make):
 _NATIVE = []
 
 
+class _LazyBridge:
+    """adcompile.bridge, imported on first use (it imports this module)."""
+
+    def __getattr__(self, name):
+        from adcompile import bridge
+
+        return getattr(bridge, name)
+
+
+_bridge = _LazyBridge()
+
+
 def _native_backend():
     """The LLVM backend module, or None (with one warning) where it cannot work: llvmlite
     missing, or a Python/numpy build whose object layout the entry points do not know."""
@@ -170,6 +182,8 @@ class CompiledFunction:
             result = entry(*args)
             if result is not _MISS:
                 return result
+        if _bridge.has_tensor(args):  # eager Tensors: one node of the eager graph
+            return _bridge.call(self, args)
         spec = self.specialize(*args)
         result = spec.callable(*args)
         if spec.native is not None:
@@ -204,7 +218,8 @@ def _during(cf, key):
     """What is being compiled, for an InternalError: `grad program of f(x: f64[:])`."""
     chain = []
     while isinstance(cf, _Transformed):
-        chain.append("value_and_grad" if cf.with_value else "grad")
+        chain.append(getattr(cf, "mode", None) or ("value_and_grad" if cf.with_value else
+                                                     "grad"))
         cf = cf.cf
     kind, types = key[0], key[1]
     code = cf.fn.__code__
@@ -290,6 +305,8 @@ def jvp(f, primals, tangents):
     """Forward mode: (f(*primals), J·tangents). A tangent of None marks an argument that is
     not differentiated; the derivative program is built once per signature and cached."""
     primals, tangents = tuple(primals), tuple(tangents)
+    if _bridge.has_tensor(primals + tangents):
+        return _bridge.jvp(f, primals, tangents)
     spec = _jvp_spec(_as_compiled(f), primals, tangents)
     return spec.callable(*primals, *[t for t in tangents if t is not None])
 
@@ -352,6 +369,8 @@ def vjp(f, *primals):
     """Reverse mode: (f(*primals), pullback), where pullback(cotangent) returns one cotangent
     per argument (None for arguments that cannot have one: ints, bools). The pullback pickles
     (the function by reference, the primals by value)."""
+    if _bridge.has_tensor(primals):
+        return _bridge.vjp(f, primals)
     cf = _as_compiled(f)
     active = tuple(_differentiable_value(p) for p in primals)
     spec = _vjp_spec(cf, primals, active)
@@ -441,6 +460,8 @@ class _Transformed:
             result = entry(*args)
             if result is not _MISS:
                 return self._finish(result)
+        if _bridge.has_tensor(args):
+            return _bridge.call(self, args)
         spec = self.specialize(*args)
         result = spec.callable(*args)
         primal = self.cf.specialize(*args)

@@ -53,3 +53,11 @@ def test_graph_picture_writes_svg(tmp_path):
     text = svg.read_text()
     for label in ["AddmmBackward0", "TanhBackward0", "MeanBackward0", "0.weight", "2.bias"]:
         assert label in out and label in text
+
+
+def test_compiled_loss_trains_as_the_eager_model():
+    out = _run([str(EXAMPLES / "compiled_loss.py")])
+    assert "loss node: CompiledFunctionBackward" in out
+    rows = re.findall(r"^\s*(?:\d+|final)\s+([0-9.]+)\s+([0-9.]+)$", out, re.M)
+    assert len(rows) == 7 and all(p == q for p, q in rows)
+    assert float(rows[-1][0]) < float(rows[0][0]) / 1.5

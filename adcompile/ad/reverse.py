@@ -47,7 +47,8 @@ _RECOMPUTE = {"add", "sub", "mul", "div", "neg", "floordiv", "mod", "eq", "ne", 
 
 
 # the shapes of reverse-mode program: (takes a cotangent, returns the result too)
-MODES = {"vjp": (True, True), "value_and_grad": (False, True), "grad": (False, False)}
+MODES = {"vjp": (True, True), "value_and_grad": (False, True), "grad": (False, False),
+         "pullback": (True, False), "split": (True, True)}
 
 
 def vjp_function(fn, active, mode="vjp"):
@@ -56,10 +57,22 @@ def vjp_function(fn, active, mode="vjp"):
     - "value_and_grad": (args...) -> (result, grads), the cotangent fixed at 1 so the adjoint
       code has no seed to multiply by;
     - "grad": (args...) -> grads, cotangent 1: the `grad` of a scalar function, as an
-      ordinary IR function that other transforms can differentiate again."""
+      ordinary IR function that other transforms can differentiate again;
+    - "pullback": (args..., out_bar) -> grads, the vjp without its value (the backward of a
+      compiled node of the eager graph, itself differentiable again);
+    - "split": the vjp program cut into (augmented forward, reverse) functions (ad/split.py),
+      or None when a tape would cross the cut."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {tuple(MODES)}, not {mode!r}")
     return _Reverse(fn, active, mode).run()
+
+
+def _forget_loop_params(fn):
+    """Drop fn's loops from _LOOP_PARAMS: the shape analysis is done with this function."""
+    for op in walk(fn.body):
+        if op.prim == "for":
+            for p in op.regions[0].params:
+                _LOOP_PARAMS.pop(p, None)
 
 
 def _float_tuple(t):
@@ -150,6 +163,7 @@ class _Reverse:
             cot = self.b.const(1.0, out.type, name="out_bar")
         self._shadows_for_params()
         self.forward(fn.body)
+        forward_ids = {id(op) for op in body.ops + self.tape_ops}  # (for the "split" mode)
         adj = {}
         self.seed(out, cot, adj)
         scope = _Scope(None, self.val)
@@ -172,12 +186,14 @@ class _Reverse:
         while _prune_tapes(body):  # dropping a tape can leave dead code using other pops
             dead_code(result)
         dead_code(result)
+        if self.mode == "split":
+            from adcompile.ad.split import split
+
+            _forget_loop_params(fn)
+            return split(result, forward_ids)
         constant_fold(result)  # e.g. adjoints passed unchanged through branches
         _fuse_loops(body, self.fusable)
-        for op in walk(fn.body):  # (the shape analysis is done with this function)
-            if op.prim == "for":
-                for p in op.regions[0].params:
-                    _LOOP_PARAMS.pop(p, None)
+        _forget_loop_params(fn)
         return result
 
     def array_gradient(self, p):
@@ -687,6 +703,8 @@ class _Reverse:
             return
         if prim in ZERO_DERIVATIVE or prim in ("argmax", "argmin"):
             return
+        if prim in ("sum_to", "broadcast_to"):  # adjoints of adjoints (pullback of pullback)
+            return self.reverse_broadcast(op, g, xs, adj, scope)
         entry = ADJOINTS.get(prim)
         if entry is None:
             raise CompileError.at(op.loc, f"the gradient of '{prim}' on arrays is not "
@@ -756,6 +774,17 @@ class _Reverse:
             return self.accumulate_into(x, g, adj, scope, exact=False)
         grads = RULES["amax"](self.ops, g, (True,), xs[0], scope.get(op.results[0]), dims, keep)
         self.accumulate_into(x, grads[0], adj, scope)
+
+    def reverse_broadcast(self, op, g, xs, adj, scope):
+        """sum_to and broadcast_to transpose each other: sum_to's cotangent is broadcast back
+        to its operand's shape, broadcast_to's summed back to its operand's."""
+        x = op.operands[0]
+        if op.prim == "broadcast_to":
+            return self.accumulate_into(x, self.sum_to(g, xs[0]), adj, scope)
+        if isinstance(x.type, T.Array):
+            dims = self.ops.shape(xs[0])
+            g = self.b.value("broadcast_to", [g] + list(dims))
+        self.accumulate_into(x, g, adj, scope)
 
     def reverse_linalg(self, op, g, xs, adj, scope):
         r = scope.get(op.results[0])
@@ -869,7 +898,10 @@ class _Reverse:
         tape, r = op.operands[0], op.results[0]
         if tape not in self.active:
             return
-        g = self.value_or_zero(adj.get(r), r.type)
+        if isinstance(r.type, T.Array):  # (its adjoint is its shadow or functional adjoint)
+            g = self.b.value("copy", (self.array_adjoint(r, scope),))
+        else:
+            g = self.value_or_zero(adj.get(r), r.type)
         self.b.emit("tape_push", [self.adjoint_tape(tape), g])
 
     def rev_tape_push(self, op, adj, scope):
@@ -877,7 +909,7 @@ class _Reverse:
         if tape not in self.active:
             return
         g = self.b.value("tape_pop", (self.adjoint_tape(tape),))
-        self.accumulate(adj, value, g)
+        self.accumulate_into(value, g, adj, scope)
 
     def rev_tape_reserve(self, op, adj, scope):
         pass
@@ -892,15 +924,16 @@ class _Reverse:
         shadow = scope.shadow(array, self)
         idx = [scope.get(v) for v in index]
         g = self.b.value("load", [shadow] + idx) if idx else shadow
-        self.accumulate(adj, value, g)
+        self.accumulate_into(value, g, adj, scope)  # (a whole array: the seed of a vjp)
 
     def rev_tuple(self, op, adj, scope):
         g = adj.get(op.results[0])
         if g is None:
             return
         for k, v in enumerate(op.operands):
-            if v in self.active and isinstance(v.type, T.Scalar):
-                self.accumulate(adj, v, self.b.value("tuple_get", (g,), {"index": k}))
+            if v in self.active and isinstance(v.type, (T.Scalar, T.Array)):
+                item = self.b.value("tuple_get", (g,), {"index": k})
+                self.accumulate_into(v, item, adj, scope)
 
     def rev_tuple_get(self, op, adj, scope):
         if op.results[0] in self.active and adj.get(op.results[0]) is not None:

@@ -218,6 +218,7 @@ _IMPL = {
     "tape_new": lambda op, args: [Tape(op.attrs["item"])],
     "tape_push": lambda op, args: args[0].push(args[1]) or [],
     "tape_reserve": lambda op, args: args[0].reserve(*args[1:]) or [],
+    "tape_size": lambda op, args: [args[0].top],
     "tape_pop": lambda op, args: [convert(args[0].pop(), op.results[0].type)],
     "add_at": _add_at,
     "select": lambda op, args: [convert(args[1] if args[0] else args[2], op.results[0].type)],

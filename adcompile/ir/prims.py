@@ -335,6 +335,12 @@ def _tape_pop(ts, attrs):
     return [ts[0].item]
 
 
+@prim("tape_size", 1, pure=False)
+def _tape_size(ts, attrs):
+    """How many items a tape holds (a split vjp program hands its tapes over as arrays)."""
+    return [T.INT]
+
+
 @prim("add_at", None, pure=False)
 def _add_at(ts, attrs):
     """a[idx] += v on a shadow array (the adjoint of a load)."""

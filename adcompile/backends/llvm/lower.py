@@ -1154,6 +1154,9 @@ class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering, FusionLowering):
             value = self.convert(value, item, r)
         return value
 
+    def tape_size(self, op):
+        return self.b.load(self.tape_field(self.v(op.operands[0]).slot, 1), typ=I64)
+
     def tape_reserve(self, op):
         tape = self.v(op.operands[0])
         start, stop, step = (self.v(x) for x in op.operands[1:])
@@ -1236,6 +1239,7 @@ RULES = {
     "store": _Lowering.store, "add_at": _Lowering.add_at, "alloc": _Lowering.alloc,
     "tape_new": _Lowering.tape_new, "tape_push": _Lowering.tape_push,
     "tape_pop": _Lowering.tape_pop, "tape_reserve": _Lowering.tape_reserve,
+    "tape_size": _Lowering.tape_size,
     "if": _Lowering.lower_if, "for": _Lowering.lower_for, "while": _Lowering.lower_while,
     "bit_and": _Lowering.bitwise, "bit_or": _Lowering.bitwise, "bit_xor": _Lowering.bitwise,
     "invert": _Lowering.invert,

@@ -307,6 +307,8 @@ class _Emitter:
             return ast.Tuple(args, ast.Load())
         if prim == "tape_new":
             return self.call("_Tape", [ast.Constant(op.attrs["item"])])
+        if prim == "tape_size":
+            return _attr(args[0], "top")
         if prim == "tape_pop":
             t = op.result.type
             node = ast.Call(_attr(args[0], "pop"), [], [])
