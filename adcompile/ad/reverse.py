@@ -20,6 +20,7 @@ The derivative of each primitive comes from runtime/rules through the IR ops nam
 
 import bisect
 
+from adcompile.ad import checkpoint
 from adcompile.ad.adjoints import (ADJOINTS, QUOTIENT, ZERO_DERIVATIVE,
                                    quotient_args)
 from adcompile.ad.ir_ops import IROps
@@ -88,8 +89,10 @@ class _Reverse:
         self.top_loop = None  # the top-level for loop being copied (its tapes get reserved)
         self.clones = {}     # primal region op -> its copy in the forward pass
         self.fusable = []    # (forward loop, its reversed loop) candidates for _fuse_loops
-        self.top_loop_tapes = []
+        self.top_loop_tapes = []  # (tape, the loops inside the top loop around its push)
+        self.loop_nest = []  # the primal loops being copied, outermost first
         self.uses = {}       # primal region op -> the values it uses (_uses)
+        self.plain = 0       # > 0 while copying a checkpointed loop's body: nothing taped
 
     # -- driver -----------------------------------------------------------------------------
     def run(self):
@@ -123,6 +126,18 @@ class _Reverse:
         self.loop_writes, self.loops_around = {}, {}
         self._find_loops(fn.body, ())
         self.order = {op: k for k, op in enumerate(walk(fn.body))}
+        # loops whose reversed copies run each iteration again (see checkpoint.py), and the
+        # loads of scratch arrays their adjoints read again from memory
+        self.users = checkpoint.users(fn)
+        self.reloadable, self.scratch = set(), {}
+        self.checkpoints = checkpoint.choose(fn, self.written, self.recomputable)
+        for loop, (strategy, _) in self.checkpoints.items():
+            loads = checkpoint.reloadable_loads(loop, self.written, self.loop_writes,
+                                                self.loops_around)
+            self.reloadable |= loads
+            if strategy == "store":  # the arrays to save, in program order
+                roots = {_root(o.operands[0]) for o in loads}
+                self.scratch[loop] = sorted(roots, key=lambda r: self.order.get(r.owner, -1))
         self.last_write = {}  # array root -> the position of the last op writing into it
         for op in walk(fn.body):
             if op.prim in _WRITES:
@@ -395,7 +410,8 @@ class _Reverse:
     def remember(self, old):
         """Push a value computed inside a region so its region's adjoint can pop it
         (constants are re-created instead)."""
-        if self.depth == 0 or isinstance(old.type, (T.Tuple, T.Tape, T.NoneType)):
+        if self.depth == 0 or self.plain or \
+                isinstance(old.type, (T.Tuple, T.Tape, T.NoneType)):
             return
         if old.owner is not None and old.owner.prim == "const":
             return
@@ -405,17 +421,20 @@ class _Reverse:
             shadow_tape = self.tape_for(("shadow", old), old.type)
             self.b.emit("tape_push", [shadow_tape, self.shadow[old]])
 
-    def tape_for(self, key, type=None):
+    def tape_for(self, key, type=None, name=None, length=None):
+        """The tape of `key`, made on first use; `length`: a 1-d array whose length is the
+        number of pushes per iteration of the loops around them (a saved scratch array)."""
         tape = self.tapes.get(key)
         if tape is None:
             type = type or key.type
             item = type.dtype if isinstance(type, T.Scalar) else "object"
+            name = name or getattr(key, 'name', None) or 'v'
             op = Op("tape_new", [], [T.Tape(type)], {"item": item, "item_type": type},
-                    names=[f"{getattr(key, 'name', None) or 'v'}_tape"])
+                    names=[f"{name}_tape"])
             self.tape_ops.append(op)
             tape = self.tapes[key] = op.result
-            if self.depth == 1 and self.top_loop is not None:
-                self.top_loop_tapes.append(tape)
+            if self.depth >= 1 and self.top_loop is not None:
+                self.top_loop_tapes.append((tape, tuple(self.loop_nest[1:]), length))
         return tape
 
     def carried_arrays(self, op):
@@ -450,6 +469,8 @@ class _Reverse:
                 v = op.operands[init]
                 extra_inits.append(self.shadow_or_zeros(v))
         self.depth += 1
+        if op.prim in ("for", "while"):
+            self.loop_nest.append(op)
         for i, region in enumerate(op.regions):
             block = Block([Value(p.type, p.name) for p in region.params])
             for old, new in zip(region.params, block.params):
@@ -464,7 +485,13 @@ class _Reverse:
             self.b.block = block
             for old in region.params:
                 self.remember(old)
+            # a loop whose reversed copy runs the body again tapes nothing inside it
+            plain = self.checkpoints.get(op, ("",))[0] == "recompute"
+            self.plain += plain
             self.forward(region)
+            self.plain -= plain
+            if op in self.scratch and region is op.regions[-1]:
+                self.save_scratch(op)
             term = region.terminator
             extra = [self.shadow_or_zeros(term.operands[where[i][1]]) for _, _, where in slots]
             if term.prim == "condition":
@@ -472,6 +499,8 @@ class _Reverse:
             self.b.emit(term.prim, [self.val[v] for v in term.operands] + extra)
             regions.append(block)
         self.depth -= 1
+        if op.prim in ("for", "while"):
+            self.loop_nest.pop()
         self.b.block = outer
         operands = [self.val[v] for v in op.operands] + extra_inits
         types = [r.type for r in op.results] + [op.results[k].type for k, _, _ in slots]
@@ -504,11 +533,65 @@ class _Reverse:
         return self.zeros_like(self.val[v], f"{v.name or 'a'}_bar")
 
     def reserve_tapes(self, loop, outer):
-        """A top-level counted loop pushes once per iteration: size its tapes up front."""
+        """A top-level counted loop pushes at most once per iteration of the loops around a
+        push: size its tapes up front, with the product of the trip counts where the inner
+        loops are counted ones whose bounds are known before the top loop."""
         at = outer.ops.index(loop)
-        for tape in reversed(self.top_loop_tapes):
-            outer.ops.insert(at, Op("tape_reserve", [tape] + loop.operands[:3]))
+        top = self.top_loop
+        inside = {v for o in walk_op(top) for v in o.results} | \
+            {p for o in walk_op(top) for r in o.regions for p in r.params}
+        before = []
+        for tape, inner, length in self.top_loop_tapes:
+            if not inner and length is None:
+                before.append(Op("tape_reserve", [tape] + loop.operands[:3]))
+                continue
+            if length in inside:
+                continue
+            trips = self.nested_trips([top] + list(inner), inside, before)
+            if trips is not None and length is not None:
+                n = Op("shape", [self.val[length]], [T.INT], {"axis": 0})
+                product = Op("mul", [trips, n.result], [T.INT])
+                before += [n, product]
+                trips = product.result
+            if trips is not None:
+                zero, one = (self.const_op(k, before) for k in (0, 1))
+                before.append(Op("tape_reserve", [tape, zero, trips, one]))
+        outer.ops[at:at] = before
         self.top_loop = None
+
+    def const_op(self, value, ops):
+        op = Op("const", [], [T.INT], {"value": value, "type": T.INT})
+        ops.append(op)
+        return op.result
+
+    def nested_trips(self, loops, inside, ops):
+        """The product of the trip counts of nested counted loops (ops appended to `ops`),
+        or None where a loop is not a `for` with a constant step and bounds from outside."""
+        total = None
+        for loop in loops:
+            step = loop.operands[2].owner if loop.prim == "for" else None
+            if step is None or step.prim != "const" or not isinstance(step.attrs["value"], int) \
+                    or any(v in inside for v in loop.operands[:2]) or step.attrs["value"] <= 0:
+                return None
+            start, stop = (self.val[v] for v in loop.operands[:2])
+            s = step.attrs["value"]
+            span = Op("sub", [stop, start], [T.INT])
+            ops.append(span)
+            trips = span.result
+            if s != 1:
+                up = Op("add", [trips, self.const_op(s - 1, ops)], [T.INT])
+                div = Op("floordiv", [up.result, self.const_op(s, ops)], [T.INT])
+                ops += [up, div]
+                trips = div.result
+            clamp = Op("max", [trips, self.const_op(0, ops)], [T.INT])
+            ops.append(clamp)
+            if total is None:
+                total = clamp.result
+            else:
+                product = Op("mul", [total, clamp.result], [T.INT])
+                ops.append(product)
+                total = product.result
+        return total
 
     def count_while(self, op, new, outer):
         """A while loop's iteration count, needed to run its adjoint: add a carried counter."""
@@ -534,7 +617,7 @@ class _Reverse:
         new.results.append(count)
         new.attrs = dict(new.attrs, result_types=[r.type for r in new.results])
         self.counts[op] = count
-        if self.depth > 0:
+        if self.depth > 0 and not self.plain:
             key = ("count", op)
             self.b.emit("tape_push", [self.tape_for(key, T.INT), count])
 
@@ -854,10 +937,30 @@ class _Reverse:
             return
         shadow = scope.shadow(array, self)
         idx = [scope.get(v) for v in index]
+        increment = self.increment_of(op)
+        if increment is not None:  # a[i] += w: w_bar += a_bar[i], and a_bar[i] stays
+            if increment in self.active:
+                self.accumulate(adj, increment, self.b.value("load", [shadow] + idx))
+            return
         if value in self.active:
             self.accumulate(adj, value, self.b.value("load", [shadow] + idx))
         zero = self.b.const(0.0, T.Scalar(shadow.type.dtype))
         self.b.emit("store", [shadow] + idx + [zero])
+
+    def increment_of(self, op):
+        """w where `op` stores a[i] + w (or w + a[i]) into a[i], both values used only
+        there: its adjoint neither zeroes a_bar[i] nor adds it back."""
+        array, *index, value = op.operands
+        add = value.owner
+        if add is None or add.prim != "add" or len(self.users.get(value, ())) != 1:
+            return None
+        for ld, w in (add.operands, reversed(add.operands)):
+            o = ld.owner
+            if o is not None and o.prim == "load" and o.operands[0] is array and \
+                    list(o.operands[1:]) == index and len(self.users.get(ld, ())) == 1 and \
+                    ld.type == value.type == w.type and isinstance(w.type, T.Scalar):
+                return w
+        return None
 
     # -- a reverse-mode program differentiated again (grad of grad) --------------------------
     def adjoint_tape(self, tape):
@@ -1021,6 +1124,8 @@ class _Reverse:
         whole arrays: views of arrays nothing writes into, and cheap elementwise arithmetic
         (no libm call) of arrays nothing writes into, which the LLVM backend fuses into
         the adjoint's loops instead of keeping an array per trip on a tape."""
+        if op in self.reloadable:  # a scratch array's element, still in memory
+            return True
         arrays = [v for v in list(op.results) + list(op.operands) if isinstance(v.type, T.Array)]
         if arrays and op.prim not in ("shape", "size"):
             if any(_root(v) in self.written for v in op.operands if isinstance(v.type, T.Array)):
@@ -1104,7 +1209,13 @@ class _Reverse:
         outer = self.b.block
         self.b.block = block
         inner = _Scope(scope, {index: counter} if index is not None else {})
-        self.pop_region(body, inner)
+        if index is not None:
+            self.induction_values(op, counter, inner, scope)
+        if self.checkpoints.get(op, ("",))[0] == "recompute":
+            self.rerun_region(op, body, inner)
+        else:
+            self.restore_scratch(op, scope)
+            self.pop_region(body, inner)
         local = dict(zip(outer_used, block.params[1 + len(loop_carried):]))
         for (k, r), p in zip(loop_carried, block.params[1:]):
             if isinstance(r.type, T.Array):
@@ -1122,7 +1233,8 @@ class _Reverse:
                  else self.value_or_zero(adj.get(v), v.type) for v in state]
         types = [v.type for v in block.params[1:]]
         new = self.b.emit("for", bounds + inits, {"result_types": types},
-                          names=[p.name for p in block.params[1:]], result_types=types)
+                          names=[p.name for p in block.params[1:]], result_types=types,
+                          loc=self.checkpoints.get(op, (None, None))[1])
         new.regions = [block]
         if index is not None and op in self.clones:
             self.fusable.append((self.clones[op], new))
@@ -1134,6 +1246,105 @@ class _Reverse:
                 self.accumulate_into(op.operands[init_offset + k], value, adj, scope)
             else:
                 self.accumulate(adj, op.operands[init_offset + k], value)
+
+
+    def induction_values(self, op, index, inner, scope):
+        """The integer values a counted loop carries that change by a constant each trip
+        (`idx += 1`), recomputed from the loop's index instead of taped:
+        p = init + (index - start) // step * c."""
+        body = op.regions[0]
+        start, step = op.operands[0], op.operands[2].owner.attrs["value"]
+        for k, p in enumerate(body.params[1:]):
+            c = _constant_increment(p, body.terminator.operands[k], body)
+            init = op.operands[3 + k]
+            if c is None or not scope.has(init) or not scope.has(start):
+                continue
+            if not (c.owner is not None and c.owner.prim == "const") and not scope.has(c):
+                continue
+            b = self.b
+            trips = b.value("sub", [index, scope.get(start)])
+            if step != 1:
+                trips = b.value("floordiv", [trips, b.const(step, T.INT)])
+            c_value = b.const(c.owner.attrs["value"], T.INT) if c.owner is not None and \
+                c.owner.prim == "const" else scope.get(c)
+            offset = b.value("mul", [trips, c_value])
+            prim = body.terminator.operands[k].owner.prim  # add or sub
+            inner.values[p] = b.value(prim, [scope.get(init), offset], name=p.name)
+
+    def scratch_loop(self, array, reverse, item):
+        """for j in range(len(array)) (backwards when `reverse`): item(j), in a new loop."""
+        b, INT = self.b, T.INT
+        n = b.value("shape", (array,), {"axis": 0})
+        bounds = [b.value("sub", [n, b.const(1, INT)]), b.const(-1, INT), b.const(-1, INT)] \
+            if reverse else [b.const(0, INT), n, b.const(1, INT)]
+        block = Block([Value(INT, "j")])
+        outer = b.block
+        b.block = block
+        item(block.params[0])
+        b.emit("yield", [])
+        b.block = outer
+        loop = b.emit("for", bounds, {"result_types": []}, result_types=[])
+        loop.regions = [block]
+
+    def save_scratch(self, op):
+        """At the end of an iteration of a "store" loop, its scratch arrays go on tapes."""
+        for root in self.scratch[op]:
+            tape = self.tape_for(("scratch", op, root), T.Scalar(root.type.dtype),
+                                 f"{root.name or 'a'}_saved", root)
+            array = self.val[root]
+            self.scratch_loop(array, False, lambda j: self.b.emit(
+                "tape_push", [tape, self.b.value("load", [array, j])]))
+
+    def restore_scratch(self, op, scope):
+        """Before an iteration's adjoint, its scratch arrays are put back as it left them."""
+        for root in reversed(self.scratch.get(op, ())):
+            tape = self.tapes[("scratch", op, root)]
+            array = scope.get(root)
+            self.scratch_loop(array, True, lambda j: self.b.emit(
+                "store", [array, j, self.b.value("tape_pop", (tape,))]))
+
+    def rerun_region(self, op, body, inner):
+        """A checkpointed loop's iteration, run again in its reversed copy (checkpoint.py):
+        its carried values are popped, the body is copied as top-level code would be (its
+        own values are not taped; loops inside it tape as top-level loops do, sized once),
+        and the adjoint takes the values from that copy."""
+        for v in body.params:
+            if v not in inner.values:
+                self._pop(v, inner)
+        saved_val = dict(self.val)
+        saved = (self.depth, self.top_loop, self.top_loop_tapes, self.loop_nest)
+        for v in self._uses(op):
+            if inner.has(v):
+                self.val[v] = inner.get(v)
+        for p in body.params:
+            self.val[p] = inner.get(p)
+        self.depth, self.top_loop, self.top_loop_tapes, self.loop_nest = 0, None, [], []
+        self.forward(body)
+        for o in body.ops[:-1]:
+            for r in o.results:
+                inner.values[r] = self.val[r]
+        self.depth, self.top_loop, self.top_loop_tapes, self.loop_nest = saved
+        self.val.clear()
+        self.val.update(saved_val)
+
+
+def _constant_increment(p, y, body):
+    """c where the loop yields p + c or p - c for an integer p and a c defined outside the
+    body or constant, else None."""
+    if not (isinstance(p.type, T.Scalar) and p.type.dtype == "i64"):
+        return None
+    owner = y.owner
+    if owner is None or owner not in body.ops or owner.prim not in ("add", "sub"):
+        return None
+    a, c = owner.operands
+    if owner.prim == "add" and c is p:
+        a, c = c, a
+    if a is not p or c.type != p.type:
+        return None
+    inside = c.owner is not None and c.owner in body.ops
+    if inside and c.owner.prim != "const":
+        return None
+    return c
 
 
 class _Scope:
