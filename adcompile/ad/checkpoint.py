@@ -1,46 +1,41 @@
-"""Which loops reverse mode checkpoints per iteration, and which loads it may then reload.
+"""Which loops reverse mode treats per iteration (checkpointing), and which loads it may then
+reload from memory instead of taping.
 
-A loop is *checkpointed* when its reversed copy runs each iteration's forward part again
-(from the iteration's carried values, popped from a tape) right before that iteration's
-adjoint, instead of taping what the adjoint needs while the forward pass runs. The forward
-pass then runs the loop's body as plain primal code, and the tapes the recomputed iteration
-fills hold one iteration's values, not the whole loop's (Tapenade's and Enzyme's
-per-iteration checkpointing).
+A loop qualifies when running one of its iterations again computes what it computed the
+first time. That holds when its body (scalar code only: no array values, no writes but
+element stores) reads arrays nothing writes, or *scratch* arrays it fully overwrote earlier
+in the same iteration (a 1-d array allocated with length S whose elements a `for j in
+range(S)` loop stores at index j before any read; the rule is applied in program order,
+nested regions included), and its carried values are scalars. Writing the same values again
+into memory is harmless: the adjoint never reads the primal memory of an array anything
+writes, except through the loads declared reloadable here.
 
-Running an iteration again must compute what it computed the first time. That holds when its
-body (scalar code only: no array values, no writes but element stores)
-- reads arrays nothing writes, or *scratch* arrays it fully overwrote earlier in the same
-  iteration: a 1-d array allocated with length S whose elements a `for j in range(S)` loop
-  stores at index j before any read (the rule is applied in program order, nested regions
-  included);
-- and takes everything else from values defined outside it or carried by the loop.
-Writing the same values again into memory is harmless: the adjoint never reads the primal
-memory of an array anything writes, except through the loads this module declares
-reloadable.
-
-The cost rule (`choose`): storing costs a push and a pop per value and memory in proportion
-to the inner trip counts; recomputing costs one more run of the body. A loop is checkpointed
-when it is eligible and its inner loops would tape values (so the tape of one iteration grows
-with the inner trip counts), unless a loop nested in it is checkpointed already (the inner
-one recomputes less). Loops whose bodies only tape O(1) values per iteration keep their
-tapes. The reversed loop states the choice in a comment of the derivative source.
-
-In a checkpointed body, a scalar load of a scratch array can be reloaded by the adjoint (it
-reads the memory the recomputed iteration left) when nothing in the body writes that array
-after the load, and no loop around the load inside the body writes it.
+`choose` picks, innermost first, the qualifying loops that compute active values and whose
+nested loops would tape values the adjoint reads (so one iteration's tape grows with the
+inner trip counts), unless a loop nested in them was picked already. Each gets a strategy,
+by cost (`_plan`), stated in the derivative source as a comment on the reversed loop:
+- "store" when loops nest two deep in the body (its work grows faster than the 1-d scratch
+  state it leaves): the scratch arrays are put on a tape at the end of each iteration and
+  put back before its adjoint (reverse.py fills a cheaply computed one again instead);
+- "recompute" otherwise: the forward pass runs the body as plain primal code and the
+  reversed loop runs each iteration's forward part again right before its adjoint
+  (Tapenade's and Enzyme's per-iteration checkpointing).
+Either way, a scalar load of a scratch array inside the body can be reloaded by the adjoint
+when nothing in the body writes that array after the load, and no loop around the load
+inside the body writes it (the memory then holds what the load read).
 """
 
 from adcompile.ir import types as T
+from adcompile.ir.nodes import memory_root as _root
 from adcompile.ir.nodes import walk
 
 _LOOPS = ("for", "while")
 
-
-def _root(array):
-    while array.owner is not None and array.owner.prim in ("load", "slice", "transpose",
-                                                           "diagonal"):
-        array = array.owner.operands[0]
-    return array
+# False gives the programs reverse mode wrote before this module existed: every value a
+# region's adjoint needs taped, nothing recomputed from memory, counters or running the
+# loop again (the tests compare the two, bit for bit). Not part of the cache key: flip it
+# only with the on-disk cache off.
+ENABLED = True
 
 
 def _const(v, value):
@@ -154,13 +149,15 @@ def _taped_inside(loop, recomputable, users):
     return count
 
 
-def choose(fn, written, recomputable):
+def choose(fn, written, recomputable, active):
     """{loop op: (strategy, the comment stating why)} for the loops reverse mode treats per
     iteration: "recompute" runs the iteration again in the reversed loop; "store" saves the
     scratch arrays the iteration leaves (their elements on a tape) and puts them back before
     the iteration's adjoint, which then reloads their elements instead of taping them."""
     chosen = {}
-    _choose_in(fn.body, written, recomputable, chosen, users(fn))
+    if not ENABLED:
+        return chosen
+    _choose_in(fn.body, written, recomputable, chosen, (users(fn), active))
     return chosen
 
 
@@ -184,14 +181,17 @@ def _plan(loop, taped):
                          f"trip; recomputing costs one more run of the body)")
 
 
-def _choose_in(block, written, recomputable, chosen, users):
-    """Innermost first; returns whether a loop in `block` was chosen."""
+def _choose_in(block, written, recomputable, chosen, facts):
+    """Innermost first; returns whether a loop in `block` was chosen. Loops computing no
+    active value have no adjoint to checkpoint."""
+    users, active = facts
     any_chosen = False
     for op in block.ops:
         inner = False
         for region in op.regions:
-            inner |= _choose_in(region, written, recomputable, chosen, users)
-        if op.prim in _LOOPS and not inner and eligible(op, written):
+            inner |= _choose_in(region, written, recomputable, chosen, facts)
+        if op.prim in _LOOPS and not inner and eligible(op, written) and \
+                any(r in active for o in walk(body_of(op)) for r in o.results):
             taped = _taped_inside(op, recomputable, users)
             if taped:
                 chosen[op] = _plan(op, taped)

@@ -28,6 +28,7 @@ from adcompile.errors import ArgumentError, CompileError
 from adcompile.ir import types as T
 from adcompile.ir.builder import IRBuilder
 from adcompile.ir.nodes import Block, Function, Op, Value, walk, walk_op
+from adcompile.ir.nodes import memory_root as _root
 from adcompile.ir.prims import ELEMENTWISE, PRIMS
 from adcompile.passes.dce import dead_code
 from adcompile.passes.simplify import constant_fold
@@ -46,6 +47,7 @@ _RECOMPUTE = {"add", "sub", "mul", "div", "neg", "floordiv", "mod", "eq", "ne", 
               "sqrt", "exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "floor", "ceil",
               "trunc", "round"}
 
+_LIBM = ("exp", "log", "log1p", "expm1", "sin", "cos", "tanh")
 
 # the shapes of reverse-mode program: (takes a cotangent, returns the result too)
 MODES = {"vjp": (True, True), "value_and_grad": (False, True), "grad": (False, False)}
@@ -125,19 +127,29 @@ class _Reverse:
         # trip, so its adjoint needs the contents of each trip (a copy on a tape)
         self.loop_writes, self.loops_around = {}, {}
         self._find_loops(fn.body, ())
-        self.order = {op: k for k, op in enumerate(walk(fn.body))}
+        self.walked = list(walk(fn.body))
+        self.order = {op: k for k, op in enumerate(self.walked)}
         # loops whose reversed copies run each iteration again (see checkpoint.py), and the
         # loads of scratch arrays their adjoints read again from memory
         self.users = checkpoint.users(fn)
-        self.reloadable, self.scratch = set(), {}
-        self.checkpoints = checkpoint.choose(fn, self.written, self.recomputable)
+        self.reloadable, self.scratch, self.taped_calls = set(), {}, set()
+        self.rebuilt = {}  # "store" loop -> covering loops the adjoint runs again instead
+        self.checkpoints = checkpoint.choose(fn, self.written, self.recomputable,
+                                             self.active)
         for loop, (strategy, _) in self.checkpoints.items():
             loads = checkpoint.reloadable_loads(loop, self.written, self.loop_writes,
                                                 self.loops_around)
             self.reloadable |= loads
             if strategy == "store":  # the arrays to save, in program order
                 roots = {_root(o.operands[0]) for o in loads}
+                self.rebuilt[loop] = [c for c in checkpoint.body_of(loop).ops
+                                      if self.cheap_cover(loop, c, roots)]
+                roots -= {checkpoint.covered_array(c) for c in self.rebuilt[loop]}
                 self.scratch[loop] = sorted(roots, key=lambda r: self.order.get(r.owner, -1))
+                # a loop that stores rather than recomputes tapes its libm calls too: a
+                # push and a pop cost less than an exp
+                self.taped_calls.update(o for o in walk(checkpoint.body_of(loop))
+                                        if o.prim in _LIBM)
         self.last_write = {}  # array root -> the position of the last op writing into it
         for op in walk(fn.body):
             if op.prim in _WRITES:
@@ -937,7 +949,7 @@ class _Reverse:
             return
         shadow = scope.shadow(array, self)
         idx = [scope.get(v) for v in index]
-        increment = self.increment_of(op)
+        increment = self.increment_of(op) if checkpoint.ENABLED else None
         if increment is not None:  # a[i] += w: w_bar += a_bar[i], and a_bar[i] stays
             if increment in self.active:
                 self.accumulate(adj, increment, self.b.value("load", [shadow] + idx))
@@ -949,7 +961,8 @@ class _Reverse:
 
     def increment_of(self, op):
         """w where `op` stores a[i] + w (or w + a[i]) into a[i], both values used only
-        there: its adjoint neither zeroes a_bar[i] nor adds it back."""
+        there, with nothing between the load and the store writing memory or branching: its
+        adjoint neither zeroes a_bar[i] nor adds it back."""
         array, *index, value = op.operands
         add = value.owner
         if add is None or add.prim != "add" or len(self.users.get(value, ())) != 1:
@@ -958,9 +971,19 @@ class _Reverse:
             o = ld.owner
             if o is not None and o.prim == "load" and o.operands[0] is array and \
                     list(o.operands[1:]) == index and len(self.users.get(ld, ())) == 1 and \
-                    ld.type == value.type == w.type and isinstance(w.type, T.Scalar):
+                    ld.type == value.type == w.type and isinstance(w.type, T.Scalar) and \
+                    self.nothing_between(o, op):
                 return w
         return None
+
+    def nothing_between(self, first, last):
+        """Whether the ops after `first` and before `last` (in one block) are pure and have
+        no regions."""
+        start, end = self.order.get(first, -1), self.order.get(last, -1)
+        if not 0 <= start < end:
+            return False
+        return all(PRIMS[o.prim].pure and not o.regions and o.prim not in _WRITES
+                   for o in self.walked[start + 1:end])
 
     # -- a reverse-mode program differentiated again (grad of grad) --------------------------
     def adjoint_tape(self, tape):
@@ -1126,6 +1149,8 @@ class _Reverse:
         the adjoint's loops instead of keeping an array per trip on a tape."""
         if op in self.reloadable:  # a scratch array's element, still in memory
             return True
+        if op in self.taped_calls:
+            return False
         arrays = [v for v in list(op.results) + list(op.operands) if isinstance(v.type, T.Array)]
         if arrays and op.prim not in ("shape", "size"):
             if any(_root(v) in self.written for v in op.operands if isinstance(v.type, T.Array)):
@@ -1209,13 +1234,14 @@ class _Reverse:
         outer = self.b.block
         self.b.block = block
         inner = _Scope(scope, {index: counter} if index is not None else {})
-        if index is not None:
+        if index is not None and checkpoint.ENABLED:
             self.induction_values(op, counter, inner, scope)
         if self.checkpoints.get(op, ("",))[0] == "recompute":
             self.rerun_region(op, body, inner)
         else:
             self.restore_scratch(op, scope)
             self.pop_region(body, inner)
+            self.rebuild_scratch(op, inner)
         local = dict(zip(outer_used, block.params[1 + len(loop_carried):]))
         for (k, r), p in zip(loop_carried, block.params[1:]):
             if isinstance(r.type, T.Array):
@@ -1303,6 +1329,53 @@ class _Reverse:
             self.scratch_loop(array, True, lambda j: self.b.emit(
                 "store", [array, j, self.b.value("tape_pop", (tape,))]))
 
+    def cheap_cover(self, loop, cover, roots):
+        """Whether `cover` fills one of `roots` with cheap arithmetic of unwritten arrays,
+        and nothing else in the loop's body writes that array: running it again in the
+        adjoint costs less than saving and restoring the array."""
+        array = checkpoint.covered_array(cover)
+        if array not in roots:
+            return False
+        for o in walk(cover.regions[0]):
+            if o.regions or o.prim in _LIBM:
+                return False
+            if o.prim == "store":
+                if o.operands[0] is not array:
+                    return False
+            elif o.prim not in ("const", "yield") and not self.recomputable(o):
+                return False
+        writes = [o for o in walk(checkpoint.body_of(loop))
+                  if o.prim in _WRITES and _root(o.operands[0]) is array]
+        return all(o in walk_op(cover) for o in writes)
+
+    def rebuild_scratch(self, op, inner):
+        """Run the cheap covering loops of a "store" loop's iteration again."""
+        for cover in self.rebuilt.get(op, ()):
+            self.copy_forward(list(cover.operands) + self._uses(cover), [cover], inner,
+                              plain=True)
+
+    def copy_forward(self, uses, ops, inner, plain=False):
+        """Copy primal `ops` into the adjoint code as top-level code would be copied
+        (nothing of theirs taped; loops inside them tape as top-level loops do, unless
+        `plain`), taking the values they use from the scope `inner`; their results go into
+        `inner`."""
+        saved_val = dict(self.val)
+        saved = (self.depth, self.top_loop, self.top_loop_tapes, self.loop_nest)
+        for v in uses:
+            if inner.has(v):
+                self.val[v] = inner.get(v)
+        self.depth, self.top_loop, self.top_loop_tapes, self.loop_nest = 0, None, [], []
+        self.plain += plain
+        for o in ops:
+            self.forward_op(o)
+        self.plain -= plain
+        for o in ops:
+            for r in o.results:
+                inner.values[r] = self.val[r]
+        self.depth, self.top_loop, self.top_loop_tapes, self.loop_nest = saved
+        self.val.clear()
+        self.val.update(saved_val)
+
     def rerun_region(self, op, body, inner):
         """A checkpointed loop's iteration, run again in its reversed copy (checkpoint.py):
         its carried values are popped, the body is copied as top-level code would be (its
@@ -1311,21 +1384,7 @@ class _Reverse:
         for v in body.params:
             if v not in inner.values:
                 self._pop(v, inner)
-        saved_val = dict(self.val)
-        saved = (self.depth, self.top_loop, self.top_loop_tapes, self.loop_nest)
-        for v in self._uses(op):
-            if inner.has(v):
-                self.val[v] = inner.get(v)
-        for p in body.params:
-            self.val[p] = inner.get(p)
-        self.depth, self.top_loop, self.top_loop_tapes, self.loop_nest = 0, None, [], []
-        self.forward(body)
-        for o in body.ops[:-1]:
-            for r in o.results:
-                inner.values[r] = self.val[r]
-        self.depth, self.top_loop, self.top_loop_tapes, self.loop_nest = saved
-        self.val.clear()
-        self.val.update(saved_val)
+        self.copy_forward(self._uses(op) + list(body.params), body.ops[:-1], inner)
 
 
 def _constant_increment(p, y, body):
@@ -1450,14 +1509,6 @@ def _region_flow(op, useful):
         for region in op.regions:
             found += region.params + list(region.terminator.operands)
     return [v for v in found if v not in useful]
-
-
-def _root(array):
-    """The array whose memory `array` is (a view's operand, followed to the first array)."""
-    while array.owner is not None and array.owner.prim in ("load", "slice", "transpose",
-                                                           "diagonal"):
-        array = array.owner.operands[0]
-    return array
 
 
 # views share their operand's memory (a row `load` is one too); ops that write array memory
