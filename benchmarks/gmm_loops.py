@@ -11,8 +11,9 @@ the same loops), the gradient (adcompile `grad`, and JAX `jit(grad)` of the vect
 from `gradbench/`), gradient / objective, adcompile / JAX, the gradient's error against
 JAX's (GradBench's measure) and the gradient's peak extra memory: the resident memory the
 call adds at its peak, measured in a fresh process (Linux: VmHWM reset through clear_refs)
-after the program was compiled on a small input. Timings are the best of repeated calls;
-nothing is asserted.
+after the program was compiled on a small input. Timings are the best of repeated calls in
+CPU seconds of the process (time.process_time: on a shared machine, time spent waiting for a
+core is not counted; every contender runs on one thread); nothing is asserted.
 
 Run: python benchmarks/gmm_loops.py [--quick] [--no-jax] [--no-memory] [--budget S]
 """
@@ -22,6 +23,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -34,7 +36,7 @@ sys.path[:0] = [os.path.dirname(HERE), os.path.join(HERE, "gradbench")]  # this 
 import adcompile as ac  # noqa: E402
 import gmm  # noqa: E402
 import lstm  # noqa: E402
-from harness import best_seconds, spec_error  # noqa: E402
+from harness import spec_error  # noqa: E402
 
 
 def gmm_reference_loops(alpha, mu, q, l, x, gamma, m, constant):
@@ -149,6 +151,18 @@ EVALS = {"gmm": Gmm, "lstm": Lstm}
 
 
 # -- measurements ------------------------------------------------------------------------------
+
+def best_seconds(fn, budget, least=3):
+    """The fewest CPU seconds of one call of fn(), over at least `least` calls after a
+    warm-up, and more while they took less than `budget` seconds in all."""
+    fn()
+    times = []
+    while len(times) < least or sum(times) < budget:
+        start = time.process_time()
+        fn()
+        times.append(time.process_time() - start)
+    return min(times)
+
 
 def measure(ev, size, budget, use_jax):
     """One row: times (seconds), ratios and errors of one size."""

@@ -64,7 +64,7 @@ def _invariant_loads(loop):
     """The float element loads at the top level of the loop's body at indices defined
     outside it, from arrays the loop does not write (the loop may write only allocated
     arrays: arguments may share memory, new arrays share none), before anything in the body
-    that can raise or write."""
+    that can raise or write. The user's own loads (which can raise) are left alone."""
     body = loop.regions[0]
     inside = {v for o in walk(body) for v in o.results} | \
         {p for o in walk_op(loop) for r in o.regions for p in r.params}
@@ -80,11 +80,11 @@ def _invariant_loads(loop):
                 break  # (an error or a write before the load must come first)
             continue
         array, *index = op.operands
+        if may_raise(op):
+            break  # (the user's loads stay where they are: the derivative code's only)
         if len(index) == array.type.ndim and _root(array) not in written and \
                 not any(v in inside for v in [array] + index):
             found.append(op)
-        elif may_raise(op):
-            break
     return found
 
 
