@@ -47,6 +47,7 @@ _RECOMPUTE = {"add", "sub", "mul", "div", "neg", "floordiv", "mod", "eq", "ne", 
               "sqrt", "exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "floor", "ceil",
               "trunc", "round"}
 
+# calls that make filling a scratch array again cost more than saving it (cheap_cover)
 _LIBM = ("exp", "log", "log1p", "expm1", "sin", "cos", "tanh")
 
 # the shapes of reverse-mode program: (takes a cotangent, returns the result too)
@@ -132,7 +133,7 @@ class _Reverse:
         # loops whose reversed copies run each iteration again (see checkpoint.py), and the
         # loads of scratch arrays their adjoints read again from memory
         self.users = checkpoint.users(fn)
-        self.reloadable, self.scratch, self.taped_calls = set(), {}, set()
+        self.reloadable, self.scratch = set(), {}
         self.rebuilt = {}  # "store" loop -> covering loops the adjoint runs again instead
         self.checkpoints = checkpoint.choose(fn, self.written, self.recomputable,
                                              self.active)
@@ -146,10 +147,6 @@ class _Reverse:
                                       if self.cheap_cover(loop, c, roots)]
                 roots -= {checkpoint.covered_array(c) for c in self.rebuilt[loop]}
                 self.scratch[loop] = sorted(roots, key=lambda r: self.order.get(r.owner, -1))
-                # a loop that stores rather than recomputes tapes its libm calls too: a
-                # push and a pop cost less than an exp
-                self.taped_calls.update(o for o in walk(checkpoint.body_of(loop))
-                                        if o.prim in _LIBM)
         self.last_write = {}  # array root -> the position of the last op writing into it
         for op in walk(fn.body):
             if op.prim in _WRITES:
@@ -1149,8 +1146,6 @@ class _Reverse:
         the adjoint's loops instead of keeping an array per trip on a tape."""
         if op in self.reloadable:  # a scratch array's element, still in memory
             return True
-        if op in self.taped_calls:
-            return False
         arrays = [v for v in list(op.results) + list(op.operands) if isinstance(v.type, T.Array)]
         if arrays and op.prim not in ("shape", "size"):
             if any(_root(v) in self.written for v in op.operands if isinstance(v.type, T.Array)):
