@@ -20,6 +20,7 @@ The derivative of each primitive comes from runtime/rules through the IR ops nam
 
 import bisect
 
+from adcompile.ad import checkpoint
 from adcompile.ad.adjoints import (ADJOINTS, QUOTIENT, ZERO_DERIVATIVE,
                                    quotient_args)
 from adcompile.ad.ir_ops import IROps
@@ -27,6 +28,7 @@ from adcompile.errors import ArgumentError, CompileError
 from adcompile.ir import types as T
 from adcompile.ir.builder import IRBuilder
 from adcompile.ir.nodes import Block, Function, Op, Value, walk, walk_op
+from adcompile.ir.nodes import memory_root as _root
 from adcompile.ir.prims import ELEMENTWISE, PRIMS
 from adcompile.passes.dce import dead_code
 from adcompile.passes.simplify import constant_fold
@@ -45,6 +47,8 @@ _RECOMPUTE = {"add", "sub", "mul", "div", "neg", "floordiv", "mod", "eq", "ne", 
               "sqrt", "exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "floor", "ceil",
               "trunc", "round"}
 
+# calls that make filling a scratch array again cost more than saving it (cheap_cover)
+_LIBM = ("exp", "log", "log1p", "expm1", "sin", "cos", "tanh")
 
 # the shapes of reverse-mode program: (takes a cotangent, returns the result too)
 MODES = {"vjp": (True, True), "value_and_grad": (False, True), "grad": (False, False),
@@ -101,8 +105,10 @@ class _Reverse:
         self.top_loop = None  # the top-level for loop being copied (its tapes get reserved)
         self.clones = {}     # primal region op -> its copy in the forward pass
         self.fusable = []    # (forward loop, its reversed loop) candidates for _fuse_loops
-        self.top_loop_tapes = []
+        self.top_loop_tapes = []  # (tape, the loops inside the top loop around its push)
+        self.loop_nest = []  # the primal loops being copied, outermost first
         self.uses = {}       # primal region op -> the values it uses (_uses)
+        self.plain = 0       # > 0 while copying a checkpointed loop's body: nothing taped
 
     # -- driver -----------------------------------------------------------------------------
     def run(self):
@@ -135,7 +141,25 @@ class _Reverse:
         # trip, so its adjoint needs the contents of each trip (a copy on a tape)
         self.loop_writes, self.loops_around = {}, {}
         self._find_loops(fn.body, ())
-        self.order = {op: k for k, op in enumerate(walk(fn.body))}
+        self.walked = list(walk(fn.body))
+        self.order = {op: k for k, op in enumerate(self.walked)}
+        # loops whose reversed copies run each iteration again (see checkpoint.py), and the
+        # loads of scratch arrays their adjoints read again from memory
+        self.users = checkpoint.users(fn)
+        self.reloadable, self.scratch = set(), {}
+        self.rebuilt = {}  # "store" loop -> covering loops the adjoint runs again instead
+        self.checkpoints = checkpoint.choose(fn, self.written, self.recomputable,
+                                             self.active)
+        for loop, (strategy, _) in self.checkpoints.items():
+            loads = checkpoint.reloadable_loads(loop, self.written, self.loop_writes,
+                                                self.loops_around)
+            self.reloadable |= loads
+            if strategy == "store":  # the arrays to save, in program order
+                roots = {_root(o.operands[0]) for o in loads}
+                self.rebuilt[loop] = [c for c in checkpoint.body_of(loop).ops
+                                      if self.cheap_cover(loop, c, roots)]
+                roots -= {checkpoint.covered_array(c) for c in self.rebuilt[loop]}
+                self.scratch[loop] = sorted(roots, key=lambda r: self.order.get(r.owner, -1))
         self.last_write = {}  # array root -> the position of the last op writing into it
         for op in walk(fn.body):
             if op.prim in _WRITES:
@@ -411,7 +435,8 @@ class _Reverse:
     def remember(self, old):
         """Push a value computed inside a region so its region's adjoint can pop it
         (constants are re-created instead)."""
-        if self.depth == 0 or isinstance(old.type, (T.Tuple, T.Tape, T.NoneType)):
+        if self.depth == 0 or self.plain or \
+                isinstance(old.type, (T.Tuple, T.Tape, T.NoneType)):
             return
         if old.owner is not None and old.owner.prim == "const":
             return
@@ -421,17 +446,20 @@ class _Reverse:
             shadow_tape = self.tape_for(("shadow", old), old.type)
             self.b.emit("tape_push", [shadow_tape, self.shadow[old]])
 
-    def tape_for(self, key, type=None):
+    def tape_for(self, key, type=None, name=None, length=None):
+        """The tape of `key`, made on first use; `length`: a 1-d array whose length is the
+        number of pushes per iteration of the loops around them (a saved scratch array)."""
         tape = self.tapes.get(key)
         if tape is None:
             type = type or key.type
             item = type.dtype if isinstance(type, T.Scalar) else "object"
+            name = name or getattr(key, 'name', None) or 'v'
             op = Op("tape_new", [], [T.Tape(type)], {"item": item, "item_type": type},
-                    names=[f"{getattr(key, 'name', None) or 'v'}_tape"])
+                    names=[f"{name}_tape"])
             self.tape_ops.append(op)
             tape = self.tapes[key] = op.result
-            if self.depth == 1 and self.top_loop is not None:
-                self.top_loop_tapes.append(tape)
+            if self.depth >= 1 and self.top_loop is not None:
+                self.top_loop_tapes.append((tape, tuple(self.loop_nest[1:]), length))
         return tape
 
     def carried_arrays(self, op):
@@ -466,6 +494,8 @@ class _Reverse:
                 v = op.operands[init]
                 extra_inits.append(self.shadow_or_zeros(v))
         self.depth += 1
+        if op.prim in ("for", "while"):
+            self.loop_nest.append(op)
         for i, region in enumerate(op.regions):
             block = Block([Value(p.type, p.name) for p in region.params])
             for old, new in zip(region.params, block.params):
@@ -480,7 +510,13 @@ class _Reverse:
             self.b.block = block
             for old in region.params:
                 self.remember(old)
+            # a loop whose reversed copy runs the body again tapes nothing inside it
+            plain = self.checkpoints.get(op, ("",))[0] == "recompute"
+            self.plain += plain
             self.forward(region)
+            self.plain -= plain
+            if op in self.scratch and region is op.regions[-1]:
+                self.save_scratch(op)
             term = region.terminator
             extra = [self.shadow_or_zeros(term.operands[where[i][1]]) for _, _, where in slots]
             if term.prim == "condition":
@@ -488,6 +524,8 @@ class _Reverse:
             self.b.emit(term.prim, [self.val[v] for v in term.operands] + extra)
             regions.append(block)
         self.depth -= 1
+        if op.prim in ("for", "while"):
+            self.loop_nest.pop()
         self.b.block = outer
         operands = [self.val[v] for v in op.operands] + extra_inits
         types = [r.type for r in op.results] + [op.results[k].type for k, _, _ in slots]
@@ -520,11 +558,65 @@ class _Reverse:
         return self.zeros_like(self.val[v], f"{v.name or 'a'}_bar")
 
     def reserve_tapes(self, loop, outer):
-        """A top-level counted loop pushes once per iteration: size its tapes up front."""
+        """A top-level counted loop pushes at most once per iteration of the loops around a
+        push: size its tapes up front, with the product of the trip counts where the inner
+        loops are counted ones whose bounds are known before the top loop."""
         at = outer.ops.index(loop)
-        for tape in reversed(self.top_loop_tapes):
-            outer.ops.insert(at, Op("tape_reserve", [tape] + loop.operands[:3]))
+        top = self.top_loop
+        inside = {v for o in walk_op(top) for v in o.results} | \
+            {p for o in walk_op(top) for r in o.regions for p in r.params}
+        before = []
+        for tape, inner, length in self.top_loop_tapes:
+            if not inner and length is None:
+                before.append(Op("tape_reserve", [tape] + loop.operands[:3]))
+                continue
+            if length in inside:
+                continue
+            trips = self.nested_trips([top] + list(inner), inside, before)
+            if trips is not None and length is not None:
+                n = Op("shape", [self.val[length]], [T.INT], {"axis": 0})
+                product = Op("mul", [trips, n.result], [T.INT])
+                before += [n, product]
+                trips = product.result
+            if trips is not None:
+                zero, one = (self.const_op(k, before) for k in (0, 1))
+                before.append(Op("tape_reserve", [tape, zero, trips, one]))
+        outer.ops[at:at] = before
         self.top_loop = None
+
+    def const_op(self, value, ops):
+        op = Op("const", [], [T.INT], {"value": value, "type": T.INT})
+        ops.append(op)
+        return op.result
+
+    def nested_trips(self, loops, inside, ops):
+        """The product of the trip counts of nested counted loops (ops appended to `ops`),
+        or None where a loop is not a `for` with a constant step and bounds from outside."""
+        total = None
+        for loop in loops:
+            step = loop.operands[2].owner if loop.prim == "for" else None
+            if step is None or step.prim != "const" or not isinstance(step.attrs["value"], int) \
+                    or any(v in inside for v in loop.operands[:2]) or step.attrs["value"] <= 0:
+                return None
+            start, stop = (self.val[v] for v in loop.operands[:2])
+            s = step.attrs["value"]
+            span = Op("sub", [stop, start], [T.INT])
+            ops.append(span)
+            trips = span.result
+            if s != 1:
+                up = Op("add", [trips, self.const_op(s - 1, ops)], [T.INT])
+                div = Op("floordiv", [up.result, self.const_op(s, ops)], [T.INT])
+                ops += [up, div]
+                trips = div.result
+            clamp = Op("max", [trips, self.const_op(0, ops)], [T.INT])
+            ops.append(clamp)
+            if total is None:
+                total = clamp.result
+            else:
+                product = Op("mul", [total, clamp.result], [T.INT])
+                ops.append(product)
+                total = product.result
+        return total
 
     def count_while(self, op, new, outer):
         """A while loop's iteration count, needed to run its adjoint: add a carried counter."""
@@ -550,7 +642,7 @@ class _Reverse:
         new.results.append(count)
         new.attrs = dict(new.attrs, result_types=[r.type for r in new.results])
         self.counts[op] = count
-        if self.depth > 0:
+        if self.depth > 0 and not self.plain:
             key = ("count", op)
             self.b.emit("tape_push", [self.tape_for(key, T.INT), count])
 
@@ -883,10 +975,41 @@ class _Reverse:
             return
         shadow = scope.shadow(array, self)
         idx = [scope.get(v) for v in index]
+        increment = self.increment_of(op) if checkpoint.ENABLED else None
+        if increment is not None:  # a[i] += w: w_bar += a_bar[i], and a_bar[i] stays
+            if increment in self.active:
+                self.accumulate(adj, increment, self.b.value("load", [shadow] + idx))
+            return
         if value in self.active:
             self.accumulate(adj, value, self.b.value("load", [shadow] + idx))
         zero = self.b.const(0.0, T.Scalar(shadow.type.dtype))
         self.b.emit("store", [shadow] + idx + [zero])
+
+    def increment_of(self, op):
+        """w where `op` stores a[i] + w (or w + a[i]) into a[i], both values used only
+        there, with nothing between the load and the store writing memory or branching: its
+        adjoint neither zeroes a_bar[i] nor adds it back."""
+        array, *index, value = op.operands
+        add = value.owner
+        if add is None or add.prim != "add" or len(self.users.get(value, ())) != 1:
+            return None
+        for ld, w in (add.operands, reversed(add.operands)):
+            o = ld.owner
+            if o is not None and o.prim == "load" and o.operands[0] is array and \
+                    list(o.operands[1:]) == index and len(self.users.get(ld, ())) == 1 and \
+                    ld.type == value.type == w.type and isinstance(w.type, T.Scalar) and \
+                    self.nothing_between(o, op):
+                return w
+        return None
+
+    def nothing_between(self, first, last):
+        """Whether the ops after `first` and before `last` (in one block) are pure and have
+        no regions."""
+        start, end = self.order.get(first, -1), self.order.get(last, -1)
+        if not 0 <= start < end:
+            return False
+        return all(PRIMS[o.prim].pure and not o.regions and o.prim not in _WRITES
+                   for o in self.walked[start + 1:end])
 
     # -- a reverse-mode program differentiated again (grad of grad) --------------------------
     def adjoint_tape(self, tape):
@@ -1054,6 +1177,8 @@ class _Reverse:
         whole arrays: views of arrays nothing writes into, and cheap elementwise arithmetic
         (no libm call) of arrays nothing writes into, which the LLVM backend fuses into
         the adjoint's loops instead of keeping an array per trip on a tape."""
+        if op in self.reloadable:  # a scratch array's element, still in memory
+            return True
         arrays = [v for v in list(op.results) + list(op.operands) if isinstance(v.type, T.Array)]
         if arrays and op.prim not in ("shape", "size"):
             if any(_root(v) in self.written for v in op.operands if isinstance(v.type, T.Array)):
@@ -1137,7 +1262,14 @@ class _Reverse:
         outer = self.b.block
         self.b.block = block
         inner = _Scope(scope, {index: counter} if index is not None else {})
-        self.pop_region(body, inner)
+        if index is not None and checkpoint.ENABLED:
+            self.induction_values(op, counter, inner, scope)
+        if self.checkpoints.get(op, ("",))[0] == "recompute":
+            self.rerun_region(op, body, inner)
+        else:
+            self.restore_scratch(op, scope)
+            self.pop_region(body, inner)
+            self.rebuild_scratch(op, inner)
         local = dict(zip(outer_used, block.params[1 + len(loop_carried):]))
         for (k, r), p in zip(loop_carried, block.params[1:]):
             if isinstance(r.type, T.Array):
@@ -1155,7 +1287,8 @@ class _Reverse:
                  else self.value_or_zero(adj.get(v), v.type) for v in state]
         types = [v.type for v in block.params[1:]]
         new = self.b.emit("for", bounds + inits, {"result_types": types},
-                          names=[p.name for p in block.params[1:]], result_types=types)
+                          names=[p.name for p in block.params[1:]], result_types=types,
+                          loc=self.checkpoints.get(op, (None, None))[1])
         new.regions = [block]
         if index is not None and op in self.clones:
             self.fusable.append((self.clones[op], new))
@@ -1167,6 +1300,138 @@ class _Reverse:
                 self.accumulate_into(op.operands[init_offset + k], value, adj, scope)
             else:
                 self.accumulate(adj, op.operands[init_offset + k], value)
+
+
+    def induction_values(self, op, index, inner, scope):
+        """The integer values a counted loop carries that change by a constant each trip
+        (`idx += 1`), recomputed from the loop's index instead of taped:
+        p = init + (index - start) // step * c."""
+        body = op.regions[0]
+        start, step = op.operands[0], op.operands[2].owner.attrs["value"]
+        for k, p in enumerate(body.params[1:]):
+            c = _constant_increment(p, body.terminator.operands[k], body)
+            init = op.operands[3 + k]
+            if c is None or not scope.has(init) or not scope.has(start):
+                continue
+            if not (c.owner is not None and c.owner.prim == "const") and not scope.has(c):
+                continue
+            b = self.b
+            trips = b.value("sub", [index, scope.get(start)])
+            if step != 1:
+                trips = b.value("floordiv", [trips, b.const(step, T.INT)])
+            c_value = b.const(c.owner.attrs["value"], T.INT) if c.owner is not None and \
+                c.owner.prim == "const" else scope.get(c)
+            offset = b.value("mul", [trips, c_value])
+            prim = body.terminator.operands[k].owner.prim  # add or sub
+            inner.values[p] = b.value(prim, [scope.get(init), offset], name=p.name)
+
+    def scratch_loop(self, array, reverse, item):
+        """for j in range(len(array)) (backwards when `reverse`): item(j), in a new loop."""
+        b, INT = self.b, T.INT
+        n = b.value("shape", (array,), {"axis": 0})
+        bounds = [b.value("sub", [n, b.const(1, INT)]), b.const(-1, INT), b.const(-1, INT)] \
+            if reverse else [b.const(0, INT), n, b.const(1, INT)]
+        block = Block([Value(INT, "j")])
+        outer = b.block
+        b.block = block
+        item(block.params[0])
+        b.emit("yield", [])
+        b.block = outer
+        loop = b.emit("for", bounds, {"result_types": []}, result_types=[])
+        loop.regions = [block]
+
+    def save_scratch(self, op):
+        """At the end of an iteration of a "store" loop, its scratch arrays go on tapes."""
+        for root in self.scratch[op]:
+            tape = self.tape_for(("scratch", op, root), T.Scalar(root.type.dtype),
+                                 f"{root.name or 'a'}_saved", root)
+            array = self.val[root]
+            self.scratch_loop(array, False, lambda j: self.b.emit(
+                "tape_push", [tape, self.b.value("load", [array, j])]))
+
+    def restore_scratch(self, op, scope):
+        """Before an iteration's adjoint, its scratch arrays are put back as it left them."""
+        for root in reversed(self.scratch.get(op, ())):
+            tape = self.tapes[("scratch", op, root)]
+            array = scope.get(root)
+            self.scratch_loop(array, True, lambda j: self.b.emit(
+                "store", [array, j, self.b.value("tape_pop", (tape,))]))
+
+    def cheap_cover(self, loop, cover, roots):
+        """Whether `cover` fills one of `roots` with cheap arithmetic of unwritten arrays,
+        and nothing else in the loop's body writes that array: running it again in the
+        adjoint costs less than saving and restoring the array."""
+        array = checkpoint.covered_array(cover)
+        if array not in roots:
+            return False
+        for o in walk(cover.regions[0]):
+            if o.regions or o.prim in _LIBM:
+                return False
+            if o.prim == "store":
+                if o.operands[0] is not array:
+                    return False
+            elif o.prim not in ("const", "yield") and not self.recomputable(o):
+                return False
+        writes = [o for o in walk(checkpoint.body_of(loop))
+                  if o.prim in _WRITES and _root(o.operands[0]) is array]
+        return all(o in walk_op(cover) for o in writes)
+
+    def rebuild_scratch(self, op, inner):
+        """Run the cheap covering loops of a "store" loop's iteration again."""
+        for cover in self.rebuilt.get(op, ()):
+            self.copy_forward(list(cover.operands) + self._uses(cover), [cover], inner,
+                              plain=True)
+
+    def copy_forward(self, uses, ops, inner, plain=False):
+        """Copy primal `ops` into the adjoint code as top-level code would be copied
+        (nothing of theirs taped; loops inside them tape as top-level loops do, unless
+        `plain`), taking the values they use from the scope `inner`; their results go into
+        `inner`."""
+        saved_val = dict(self.val)
+        saved = (self.depth, self.top_loop, self.top_loop_tapes, self.loop_nest)
+        for v in uses:
+            if inner.has(v):
+                self.val[v] = inner.get(v)
+        self.depth, self.top_loop, self.top_loop_tapes, self.loop_nest = 0, None, [], []
+        self.plain += plain
+        for o in ops:
+            self.forward_op(o)
+        self.plain -= plain
+        for o in ops:
+            for r in o.results:
+                inner.values[r] = self.val[r]
+        self.depth, self.top_loop, self.top_loop_tapes, self.loop_nest = saved
+        self.val.clear()
+        self.val.update(saved_val)
+
+    def rerun_region(self, op, body, inner):
+        """A checkpointed loop's iteration, run again in its reversed copy (checkpoint.py):
+        its carried values are popped, the body is copied as top-level code would be (its
+        own values are not taped; loops inside it tape as top-level loops do, sized once),
+        and the adjoint takes the values from that copy."""
+        for v in body.params:
+            if v not in inner.values:
+                self._pop(v, inner)
+        self.copy_forward(self._uses(op) + list(body.params), body.ops[:-1], inner)
+
+
+def _constant_increment(p, y, body):
+    """c where the loop yields p + c or p - c for an integer p and a c defined outside the
+    body or constant, else None."""
+    if not (isinstance(p.type, T.Scalar) and p.type.dtype == "i64"):
+        return None
+    owner = y.owner
+    if owner is None or owner not in body.ops or owner.prim not in ("add", "sub"):
+        return None
+    a, c = owner.operands
+    if owner.prim == "add" and c is p:
+        a, c = c, a
+    if a is not p or c.type != p.type:
+        return None
+    inside = c.owner is not None and c.owner in body.ops
+    if inside and c.owner.prim != "const":
+        return None
+    return c
 
 
 class _Scope:
@@ -1272,14 +1537,6 @@ def _region_flow(op, useful):
         for region in op.regions:
             found += region.params + list(region.terminator.operands)
     return [v for v in found if v not in useful]
-
-
-def _root(array):
-    """The array whose memory `array` is (a view's operand, followed to the first array)."""
-    while array.owner is not None and array.owner.prim in ("load", "slice", "transpose",
-                                                           "diagonal"):
-        array = array.owner.operands[0]
-    return array
 
 
 # views share their operand's memory (a row `load` is one too); ops that write array memory

@@ -108,6 +108,15 @@ WRITES = ("store", "add_at", "assign", "iadd", "scatter_add", "mask_add")
 VIEWS = ("load", "slice", "transpose", "diagonal", "broadcast_to", "reshape")
 
 
+def memory_root(array):
+    """The array whose memory `array` is (a view's or a row's operand, followed to the first
+    array that is not one)."""
+    while array.owner is not None and array.owner.prim in ("load", "slice", "transpose",
+                                                           "diagonal"):
+        array = array.owner.operands[0]
+    return array
+
+
 def written_params(fn):
     """Indices of the parameters whose arrays `fn` may write into (store, add_at, assign,
     iadd, scatter_add, mask_add; through any view, reshape included as it may be one). An

@@ -25,7 +25,9 @@ after the loop (all of them if it did not run): one pass over the array's memory
 """
 
 from adcompile.ir import types as T
-from adcompile.ir.nodes import Block, Op, Value, walk, walk_op
+from adcompile.ir.nodes import WRITES, Block, Op, Value, walk, walk_op
+from adcompile.ir.nodes import memory_root as _root
+from adcompile.ir.prims import PRIMS, may_raise
 
 # the stores index elements the add_ats they replace did, whose indices the primal's loads
 # checked (backends may skip the check; indices still wrap as Python's do)
@@ -34,7 +36,134 @@ _IN_BOUNDS = {"in_bounds": True}
 
 def accumulate_in_registers(fn):
     _block(fn.body)
+    _invariant(fn.body)
     return fn
+
+
+# -- additions at an index the loop does not change ---------------------------------------------
+#
+# A reversed loop over r adds into one element of a shadow array on every trip (`xc_bar[c] +=
+# l[k, idx] * g` inside `for r`): a chain of additions through memory, a store and a reload
+# per trip. When nothing else in the loop touches that array, the element is loaded once before
+# the loop (only if the loop runs: an index no trip uses is never read), carried in a scalar,
+# and stored once after it. The same additions happen in the same order: the same bits.
+
+
+def _invariant(block):
+    for op in list(block.ops):
+        for region in op.regions:
+            _invariant(region)
+        if op.prim == "for" and _const(op.operands[2]) in (1, -1):
+            for add in _invariant_adds(op):
+                _carry_element(block, op, add)
+            for load in _invariant_loads(op):
+                _hoist_load(block, op, load)
+
+
+def _invariant_loads(loop):
+    """The float element loads at the top level of the loop's body at indices defined
+    outside it, from arrays the loop does not write (the loop may write only allocated
+    arrays: arguments may share memory, new arrays share none), before anything in the body
+    that can raise or write. The user's own loads (which can raise) are left alone."""
+    body = loop.regions[0]
+    inside = {v for o in walk(body) for v in o.results} | \
+        {p for o in walk_op(loop) for r in o.regions for p in r.params}
+    written = {_root(o.operands[0]) for o in walk(body) if o.prim in WRITES or
+               o.prim.startswith("tape")}
+    if any(r.owner is None or r.owner.prim != "alloc" for r in written):
+        return []
+    found = []
+    for op in body.ops:
+        if op.prim != "load" or not isinstance(op.results[0].type, T.Scalar) or \
+                op.results[0].type.dtype not in ("f32", "f64"):
+            if op.regions or not PRIMS[op.prim].pure or may_raise(op):
+                break  # (an error or a write before the load must come first)
+            continue
+        array, *index = op.operands
+        if may_raise(op):
+            break  # (the user's loads stay where they are: the derivative code's only)
+        if len(index) == array.type.ndim and _root(array) not in written and \
+                not any(v in inside for v in [array] + index):
+            found.append(op)
+    return found
+
+
+def _hoist_load(block, loop, load):
+    """Read the element once before the loop, when it runs (a load can raise)."""
+    element = load.results[0].type
+    start, stop = loop.operands[:2]
+    ran = Op("lt", [start, stop] if _const(loop.operands[2]) == 1 else [stop, start], [T.BOOL])
+    zero = Op("const", [], [element], {"value": 0.0, "type": element})
+    body = loop.regions[0]
+    body.ops.remove(load)
+    first = Op("if", [ran.result], [element], {"result_types": [element]},
+               regions=[_block_of([load], [load.results[0]]), _block_of([], [zero.result])],
+               names=(load.results[0].name,))
+    value = first.results[0]
+    for o in walk(body):
+        o.operands = [value if v is load.results[0] else v for v in o.operands]
+    at = block.ops.index(loop)
+    block.ops[at:at] = [ran, zero, first]
+
+
+def _invariant_adds(loop):
+    """The add_at ops at the top level of the loop's body into an allocated array at indices
+    defined outside the loop, one per array, when nothing else in the loop uses the array."""
+    body = loop.regions[0]
+    inside = {v for o in walk(body) for v in o.results} | \
+        {p for o in walk_op(loop) for r in o.regions for p in r.params}
+    found = {}
+    for op in body.ops:
+        if op.prim != "add_at" or len(op.operands) < 3:
+            continue
+        array, *index, value = op.operands
+        if array.owner is None or array.owner.prim != "alloc" or array in found or \
+                any(v in inside for v in index) or value.type != array.type.element or \
+                len(index) != array.type.ndim:
+            continue
+        found[array] = op
+    for o in walk(body):  # the array is used by its one add_at, and no view of it is
+        for v in o.operands:
+            root = _root(v)
+            if root in found and o is not found[root]:
+                del found[root]
+    return list(found.values())
+
+
+def _carry_element(block, loop, add):
+    """Replace `add` (array[index] += value) by a scalar the loop carries."""
+    array, *index, value = add.operands
+    element = array.type.element
+    body = loop.regions[0]
+    start, stop = loop.operands[:2]
+    ran = Op("lt", [start, stop] if _const(loop.operands[2]) == 1 else [stop, start], [T.BOOL])
+    zero = Op("const", [], [element], {"value": 0.0, "type": element})
+    load = Op("load", [array] + index, [element])
+    first = Op("if", [ran.result], [element], {"result_types": [element]},
+               regions=[_block_of([load], [load.result]), _block_of([], [zero.result])],
+               names=(f"{array.name or 'a'}_acc",))
+    carried = Value(element, f"{array.name or 'a'}_acc")
+    total = Op("add", [carried, value], [element], loc=add.loc,
+               names=(f"{array.name or 'a'}_acc",))
+    body.ops[body.ops.index(add)] = total
+    body.params = list(body.params) + [carried]
+    term = body.terminator
+    term.operands = list(term.operands) + [total.result]
+    loop.operands = list(loop.operands) + [first.results[0]]
+    final = Value(element, carried.name, loop)
+    loop.results = list(loop.results) + [final]
+    loop.attrs["result_types"] = list(loop.attrs.get("result_types", [])) + [element]
+    store = Op("store", [array] + index + [final], attrs=_IN_BOUNDS, loc=add.loc)
+    last = Op("if", [ran.result], [], {"result_types": []},
+              regions=[_block_of([store], []), _block_of([], [])])
+    at = block.ops.index(loop)
+    block.ops[at:at + 1] = [ran, zero, first, loop, last]
+
+
+def _block_of(ops, yielded):
+    block = Block()
+    block.ops = list(ops) + [Op("yield", list(yielded))]
+    return block
 
 
 def _block(block):

@@ -529,6 +529,103 @@ def bool_accumulate(mask):
     return s, p, True + True
 
 
+
+# -- scratch arrays in nested loops (reverse mode checkpoints these loops per iteration) ------
+
+def overwritten_increment(x, w):
+    """a[i] = t + w[i] after a store between the load and it: an increment's adjoint may not
+    skip zeroing a_bar[i] here."""
+    a = np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        a[i] = x[i] * 2.0
+    for i in range(x.shape[0]):
+        t = a[i]
+        a[i] = 5.0 * w[i]
+        a[i] = t + w[i]
+        a[i] += x[i] * w[i]
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += a[i] * a[i]
+    return s
+
+def mixture_like(mu, l, x):
+    """GMM's inner loops: centre into one scratch array, a triangular factor with a counter
+    into another, squares summed, a log-sum-exp over components ("store" strategy)."""
+    n, d = x.shape
+    k_count = mu.shape[0]
+    xc = np.empty(d)
+    qx = np.empty(d)
+    beta = np.empty(k_count)
+    total = 0.0
+    for i in range(n):
+        for k in range(k_count):
+            for j in range(d):
+                xc[j] = x[i, j] - mu[k, j]
+            for j in range(d):
+                qx[j] = math.exp(mu[k, j]) * xc[j]
+            idx = 0
+            for c in range(d):
+                for r in range(c + 1, d):
+                    qx[r] += l[k, idx] * xc[c]
+                    idx += 1
+            squares = 0.0
+            for j in range(d):
+                squares += qx[j] * qx[j]
+            beta[k] = -0.5 * squares
+        top = beta[0]
+        for k in range(1, k_count):
+            top = max(top, beta[k])
+        s = 0.0
+        for k in range(k_count):
+            s += math.exp(beta[k] - top)
+        total += top + math.log(s)
+    return total
+
+
+def scratch_recompute(w, x):
+    """One loop level under the checkpointed one ("recompute": the iteration runs again)."""
+    n, d = x.shape
+    z = np.empty(d)
+    total = 0.0
+    for i in range(n):
+        for j in range(d):
+            z[j] = math.sin(x[i, j] * w[j])
+        for j in range(d):
+            total += z[j] * z[j] * w[j]
+    return total
+
+
+def scratch_while(w, x):
+    """A while loop over the rows, with a scratch array and a counter."""
+    n, d = x.shape
+    z = np.empty(d)
+    total = 0.0
+    i = 0
+    while i < n:
+        for j in range(d):
+            z[j] = x[i, j] * w[j]
+        for j in range(d):
+            for m in range(j):
+                total += z[j] * z[m]
+        i += 1
+    return total
+
+
+def scratch_break(w, x, limit):
+    """A loop with break (a while loop after lowering) over rows with a scratch array."""
+    n, d = x.shape
+    z = np.empty(d)
+    total = 0.0
+    for i in range(n):
+        for j in range(d):
+            z[j] = math.tanh(x[i, j] - w[j])
+        for j in range(d):
+            for m in range(d):
+                total += z[j] * z[m] * w[m]
+        if total > limit:
+            break
+    return total
+
 R = np.random.default_rng(0)
 V = R.standard_normal(7)
 W = R.standard_normal(7)
@@ -609,4 +706,9 @@ CASES = [
     (norm2, [(V,)]),
     (strided, [(M[:, 1],), (V[::-2],)]),
     (bool_accumulate, [(V > 0,), (np.zeros(3, dtype=bool),), (np.ones(2, dtype=bool),)]),
+    (overwritten_increment, [(V, W)]),
+    (mixture_like, [(M[:, :3] * 0.3, M[:, 1:] * 0.5, M.T[:, :3])]),
+    (scratch_recompute, [(V[:4], M)]),
+    (scratch_while, [(V[:4], M), (V[:4], M[:0])]),
+    (scratch_break, [(V[:4], M, 1.0), (V[:4], M, 100.0)]),
 ]

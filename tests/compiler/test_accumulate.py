@@ -1,4 +1,5 @@
-"""The `accumulate` pass (shadow-array additions carried in scalars): where it applies, the
+"""The `accumulate` pass (shadow-array additions carried in scalars: a window of offsets from
+the loop's index, or one element at an index the loop does not change): where it applies, the
 derivative programs give exactly the bits they give without it, on every backend and for every
 trip count (including loops that never run); where it does not apply, it changes nothing."""
 
@@ -34,6 +35,14 @@ def windowed(x, w):  # a window of four offsets, into two shadow arrays
     return s
 
 
+def triangle(x, y):  # the reversed inner loop adds into x_bar[c], an index it does not change
+    s = 0.0
+    for c in range(x.shape[0]):
+        for r in range(c + 1, x.shape[0]):
+            s += x[c] * y[r] * y[r - c]
+    return s
+
+
 def _one(rng, n):
     return (rng.uniform(-1.5, 1.5, n),)
 
@@ -47,7 +56,8 @@ def _weights(rng, n):
 
 
 CASES = [(rosenbrock, (0,), _one, True), (stencil, (0,), _one, True), (dot, (0, 1), _two, True),
-         (gapped, (0,), _one, False), (windowed, (0,), _weights, True)]
+         (gapped, (0,), _one, False), (windowed, (0,), _weights, True),
+         (triangle, (0,), _two, True)]
 IDS = [c[0].__name__ for c in CASES]
 
 
