@@ -124,6 +124,11 @@ concat = concatenate = cat
 
 
 from runtime.creation import tensor  # noqa: E402  (rebinds the name the submodule took)
+from runtime import linalg  # noqa: E402
+from runtime.linalg import toplevel as _linalg_toplevel  # noqa: E402
+from runtime.linalg.toplevel import *  # noqa: E402,F401,F403
+
+_linalg_toplevel.install(Tensor)
 
 
 def detach(t):

@@ -30,3 +30,4 @@ def rule(*names):
 
 
 from runtime.rules import elementwise, reductions, linalg, shape  # noqa: E402,F401
+from runtime.rules import decompositions  # noqa: E402,F401
