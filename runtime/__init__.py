@@ -129,6 +129,8 @@ from runtime.linalg import toplevel as _linalg_toplevel  # noqa: E402
 from runtime.linalg.toplevel import *  # noqa: E402,F401,F403
 
 _linalg_toplevel.install(Tensor)
+from runtime import func  # noqa: E402
+from runtime.func import vmap  # noqa: E402,F401
 
 
 def detach(t):
