@@ -131,6 +131,7 @@ from runtime.linalg.toplevel import *  # noqa: E402,F401,F403
 _linalg_toplevel.install(Tensor)
 from runtime import func  # noqa: E402
 from runtime.func import vmap  # noqa: E402,F401
+from runtime.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: E402,F401
 
 
 def detach(t):

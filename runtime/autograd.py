@@ -148,3 +148,6 @@ enable_grad = grad_mode.enable_grad
 inference_mode = grad_mode.inference_mode
 
 from runtime import autograd_functional as functional  # noqa: E402,F401
+from runtime import autograd_graph as graph  # noqa: E402,F401
+from runtime import forward_ad  # noqa: E402,F401
+from runtime.anomaly import detect_anomaly, set_detect_anomaly  # noqa: E402,F401
