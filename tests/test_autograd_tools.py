@@ -233,3 +233,29 @@ def test_create_graph_results_differentiate_like_torch():
         (g,) = L.autograd.grad(hv.sum(), x)
         got.append(g.numpy())
     np.testing.assert_allclose(got[1], got[0], rtol=1e-10)
+
+
+def _claimed_here():
+    import pathlib
+
+    path = pathlib.Path(__file__).with_name("claimed_names_linalg.txt")
+    return [line.strip() for line in path.read_text().splitlines() if line.strip()]
+
+
+def _resolve(name, lib):
+    head, *rest = name.split(".")
+    obj = lib.Tensor if head == "Tensor" else lib
+    for part in rest:
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return False
+    return True
+
+
+def test_claimed_linalg_and_autograd_tool_names():
+    """tests/claimed_names_linalg.txt (the linear-algebra and autograd-tool names, to fold
+    into claimed_names.txt) is sorted, and every name exists in PyTorch and in adcompile."""
+    names = _claimed_here()
+    assert names == sorted(set(names))
+    assert [n for n in names if not _resolve(n, torch)] == []
+    assert [n for n in names if not _resolve(n, adcompile)] == []
