@@ -81,9 +81,10 @@ def _check(node, outs):
                                f"{i}th output (anomaly detection)")
 
 
-def _checked_run_rule(node, g, ops):
+def _guarded(run, node, g, ops):
+    """Run a node's derivative; on an error, or a nan when checked, show its forward stack."""
     try:
-        outs = _ORIGINAL["run_rule"](node, g, ops)
+        outs = run(node, g, ops)
     except Exception:
         _warn_forward_trace(node)
         raise
@@ -91,14 +92,12 @@ def _checked_run_rule(node, g, ops):
     return outs
 
 
+def _checked_run_rule(node, g, ops):
+    return _guarded(_ORIGINAL["run_rule"], node, g, ops)
+
+
 def _checked_apply(self, g, ops):
-    try:
-        outs = _ORIGINAL["apply"](self, g, ops)
-    except Exception:
-        _warn_forward_trace(self)
-        raise
-    _check(self, outs)
-    return outs
+    return _guarded(_ORIGINAL["apply"], self, g, ops)
 
 
 def _install(on):

@@ -92,16 +92,24 @@ def _split_aux(result, has_aux, name):
 
 # -- grad / vjp ---------------------------------------------------------------------------------
 
+def _differentiated_call(func, args, kwargs, argnums, has_aux, name):
+    """Run func with the `argnums` arguments re-leafed (call under enable_grad): returns the
+    argnums tuple, the arguments as passed, the output and the aux value."""
+    nums = _argnums_tuple(argnums, len(args))
+    args = list(args)
+    for a in nums:
+        args[a] = _map(_leaf, args[a])
+    out, aux = _split_aux(func(*args, **kwargs), has_aux, name)
+    return nums, args, out, aux
+
+
 def grad_and_value(func, argnums=0, has_aux=False):
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        nums = _argnums_tuple(argnums, len(args))
         keep = _keep_graph(args)
         with grad_mode.enable_grad():
-            args = list(args)
-            for a in nums:
-                args[a] = _map(_leaf, args[a])
-            out, aux = _split_aux(func(*args, **kwargs), has_aux, "grad")
+            nums, args, out, aux = _differentiated_call(func, args, kwargs, argnums, has_aux,
+                                                        "grad")
             _check_scalar(out)
             diff = [leaf for a in nums for leaf in _flatten(args[a])]
             flat = _grads((out,), diff, (None,))
@@ -189,13 +197,10 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
 def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        nums = _argnums_tuple(argnums, len(args))
         keep = _keep_graph(args)
         with grad_mode.enable_grad():
-            args = list(args)
-            for a in nums:
-                args[a] = _map(_leaf, args[a])
-            out, aux = _split_aux(func(*args, **kwargs), has_aux, "jacrev")
+            nums, args, out, aux = _differentiated_call(func, args, kwargs, argnums, has_aux,
+                                                        "jacrev")
             diff = [args[a] for a in nums]
             jac = _map(lambda o: _jacobian_rows(o, diff, isinstance(argnums, tuple)), out)
         result = _finish(jac, keep)
