@@ -110,6 +110,9 @@ CASES = {
     "norm_fro_str": row(lambda L, x: L.linalg.norm(x, "fro"), ((3, 4), ANY)),
     "norm_dim_pair": row(lambda L, x: L.linalg.norm(x, dim=(1, 2)), ((2, 3, 4), ANY)),
     "norm_dim_int": row(lambda L, x: L.linalg.norm(x, 1, dim=0), ((2, 3), ANY)),
+    "torch_norm_nuc": row(lambda L, x: L.norm(x, "nuc"), ((3, 2), ANY)),
+    "torch_norm_nuc_dims": row(lambda L, x: x.norm("nuc", dim=(0, 2), keepdim=True),
+                               ((3, 2, 4), ANY)),
     # determinants and inverses
     "det": row(lambda L, a: L.linalg.det(a), ((3, 3), WELL)),
     "det_batch": row(lambda L, a: L.linalg.det(a), ((2, 3, 3), ANY)),
@@ -180,6 +183,22 @@ CASES = {
     "lstsq_wide": row(lambda L, a, b: L.linalg.lstsq(a, b)[0], ((2, 4), ANY), ((2, 1), ANY)),
     "lstsq_batch": row(lambda L, a, b: L.linalg.lstsq(a, b).solution, ((2, 4, 3), ANY),
                        ((2, 4, 2), ANY)),
+    "lstsq_broadcast": row(lambda L, a, b: L.linalg.lstsq(a, b).solution, ((2, 4, 3), ANY),
+                           ((1, 4, 2), ANY)),
+    "svd_empty": row(lambda L, a: L.linalg.svdvals(a), ((2, 0, 3), ANY)),
+    "eigh_empty": row(lambda L, a: L.linalg.eigvalsh(a), ((0, 0), ANY)),
+    "cholesky_empty": row(lambda L, a: L.linalg.cholesky(a), ((2, 0, 0), ANY)),
+    "qr_empty": row(lambda L, a: L.linalg.qr(a).R, ((3, 0), ANY)),
+    "solve_empty_rhs": row(lambda L, a, b: L.linalg.solve(a, b), ((3, 3), WELL), ((3, 0), ANY)),
+    "slogdet_empty": row(lambda L, a: L.linalg.slogdet(a)[1], ((0, 0), ANY)),
+    "einsum_empty": row(lambda L, a, b: L.einsum("ij,jk->ik", a, b), ((2, 0), ANY),
+                        ((0, 3), ANY)),
+    "einsum_0d": row(lambda L, a, b: L.einsum(",i->i", a, b), ((), ANY), ((3,), ANY)),
+    "einsum_broadcast_ellipsis": row(lambda L, a, b: L.einsum("...ij,...jk->...ik", a, b),
+                                     ((2, 1, 3, 4), ANY), ((3, 4, 2), ANY)),
+    "einsum_repeated_output_diag": row(lambda L, a: L.einsum("iij->ji", a), ((3, 3, 2), ANY)),
+    "einsum_sublist": row(lambda L, a, b: L.einsum(a, [0, 1], b, [1, 2], [0, 2]), ((2, 3), ANY),
+                          ((3, 2), ANY)),
     "lstsq_square": row(lambda L, a, b: L.linalg.lstsq(a, b).solution, ((3, 3), WELL),
                         ((3, 2), ANY)),
 }
@@ -241,6 +260,7 @@ def test_linalg_second_derivative(name):
 # -- gradcheck: every differentiable op against finite differences ------------------------------
 
 GRADCHECK = [n for n in CASES if "empty" not in n and "inf" not in n and n != "matrix_norm_1"
+             and "broadcast_ellipsis" not in n
              and "ninf" not in n and n != "norm_matrix_ord" and n != "vector_norm_dtype"
              and n != "matrix_norm_m1_dims"]
 

@@ -184,7 +184,7 @@ def solve_ex(a, b, left=True, check_errors=False):
     vector = is_vector_rhs(a, b)
     x = _solve_data(a._data, b._data, vector, left)
     info = _lu_info(a._data) if a._data.size else np.zeros(a._data.shape[:-2], np.int32)
-    if np.any(info):
+    if check_errors and np.any(info):
         raise _singular("solve", info)
     out = wrap(np.asarray(x, a._dtype.np), a._dtype)
     if any_requires_grad((a, b)):

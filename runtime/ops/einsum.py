@@ -37,12 +37,11 @@ def einsum(equation, *operands):
 def _from_sublists(first, rest):
     """einsum(a, [0, 1], b, [1, 2], [0, 2]): the sublist format, rewritten as an equation."""
     args = (first,) + tuple(rest)
-    ops = args[0::2]
-    subs = list(args[1::2])
-    out = subs.pop() if len(subs) == len(ops) and len(args) % 2 else None
+    out = args[-1] if len(args) % 2 else None
+    body = args[:-1] if len(args) % 2 else args
     name = lambda s: "".join("..." if i is Ellipsis else _LETTERS[i] for i in s)  # noqa: E731
-    eq = ",".join(name(s) for s in subs[:len(ops)])
-    return (eq + ("->" + name(out) if out is not None else ""), ops)
+    eq = ",".join(name(s) for s in body[1::2])
+    return (eq + ("->" + name(out) if out is not None else ""), body[0::2])
 
 
 def _split_labels(term):
@@ -94,10 +93,7 @@ def _contract(operands, inputs, output):
     order = _label_order(inputs, output, ell_dims)
     n_out = _expanded_len(output, ell_dims)
     permuted = [_align(op, labels, order, ell_dims) for op, labels in zip(operands, inputs)]
-    sizes = _broadcast_sizes(permuted, order)
-    if 0 in sizes:
-        shape = tuple(sizes[:n_out])
-        return wrap(np.zeros(shape, permuted[0]._dtype.np), permuted[0]._dtype)
+    _broadcast_sizes(permuted, order)
     return _fold(permuted, n_out, len(order))
 
 
@@ -206,10 +202,10 @@ def _fold(ops, n_out, n_all):
     for i, op in enumerate(ops[1:], 1):
         summed = [d for d in contracted if last[d] == i]
         result = _pair(result, op, summed) if summed else mul(result, op)
-    if n_all > n_out:
-        from runtime.ops.shape import reshape
+    if n_all > n_out:  # the contracted axes are unit axes by now: a view drops them
+        from runtime.ops.shape import view
 
-        result = reshape(result, result._data.shape[:n_out])
+        result = view(result, result._data.shape[:n_out])
     return result
 
 
