@@ -11,7 +11,8 @@ double-backward trick. Every rule's VJP u -> J^T u is recorded linearly in the c
 rule that is exactly "partial * tangent".
 
 Known difference from PyTorch: a dual tensor (and what is computed from it) requires grad and
-has a grad_fn inside the level, because the tangent travels through the reverse graph.
+has a grad_fn inside the level, because the tangent travels through the reverse graph (on
+leaving the level, dual tensors made from primals that did not require grad stop requiring it).
 `unpack_dual(y).primal` is detached unless a primal or tangent required grad on its own.
 """
 
@@ -36,7 +37,9 @@ def enter_dual_level():
 def exit_dual_level(*, level=None):
     if not _levels:
         raise RuntimeError("exit_dual_level: no dual level is open")
-    _levels.pop()
+    for dual, _ in _levels.pop()["duals"]:
+        if dual.is_leaf:  # made from a primal that did not require grad: plain again
+            dual.requires_grad_(False)
 
 
 class dual_level:

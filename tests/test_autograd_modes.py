@@ -71,6 +71,7 @@ def test_forward_ad_structure():
             assert type(fwAD.unpack_dual(d)).__name__ == "UnpackedDualTensor"
             y = d * 2
         assert fwAD.unpack_dual(y).tangent is None  # the level is closed
+        assert not d.requires_grad
 
 
 def test_forward_over_reverse_and_reverse_over_forward():
