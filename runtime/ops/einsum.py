@@ -94,7 +94,9 @@ def _contract(operands, inputs, output):
     n_out = _expanded_len(output, ell_dims)
     permuted = [_align(op, labels, order, ell_dims) for op, labels in zip(operands, inputs)]
     _broadcast_sizes(permuted, order)
-    return _fold(permuted, n_out, len(order))
+    present = [{i for i, key in enumerate(order)
+                if (key[0] if isinstance(key, tuple) else key) in labels} for labels in inputs]
+    return _fold(permuted, present, n_out, len(order))
 
 
 def _expanded_len(labels, ell_dims):
@@ -163,9 +165,17 @@ DiagonalBackward0 = type("DiagonalBackward0", (Node,),
                          {"__slots__": (), "_rule": staticmethod(RULES["diagonal_dims"])})
 
 
+def _strided_diagonal(data, dim1, dim2):
+    """The diagonal of a private copy, with the strides PyTorch's diagonal view has (so later
+    reshapes copy or view as PyTorch's do), without aliasing the input."""
+    buf = np.ascontiguousarray(data).copy()
+    diag = np.diagonal(buf, 0, dim1, dim2)
+    return np.lib.stride_tricks.as_strided(buf, diag.shape, diag.strides, writeable=True)
+
+
 def diagonal(x, dim1, dim2):
     """The main diagonal of axes dim1 < dim2, as a new last axis (a copy)."""
-    out = wrap(np.diagonal(x._data, 0, dim1, dim2).copy(), x._dtype)
+    out = wrap(_strided_diagonal(x._data, dim1, dim2), x._dtype)
     if any_requires_grad((x,)):
         record(DiagonalBackward0, (x,), out, (x._data.shape, dim1, dim2))
     return out
@@ -186,22 +196,31 @@ def _broadcast_sizes(ops, order):
     return sizes
 
 
-def _fold(ops, n_out, n_all):
+def _fold(ops, present, n_out, n_all):
+    """Contract the aligned operands pairwise, first two first, each result appended to the
+    end of the list (PyTorch's order along opt_einsum's path for small problems). Axes
+    `present[i]` are the labels operand i really has; a contracted label only one operand has
+    is summed out of it first."""
     from runtime.ops.elementwise import mul
     from runtime.ops.reductions import sum as sum_
 
-    last = [max([i for i, op in enumerate(ops) if op._data.shape[d] != 1], default=0)
-            for d in range(n_all)]
-    contracted = range(n_out, n_all)
-    result = ops[0]
+    contracted = set(range(n_out, n_all))
     if len(ops) == 1:
-        return sum_(result, tuple(contracted)) if n_all > n_out else result
-    early = [d for d in contracted if last[d] == 0 and result._data.shape[d] != 1]
-    if early:
-        result = sum_(result, tuple(early), True)
-    for i, op in enumerate(ops[1:], 1):
-        summed = [d for d in contracted if last[d] == i]
-        result = _pair(result, op, summed) if summed else mul(result, op)
+        return sum_(ops[0], tuple(sorted(contracted))) if contracted else ops[0]
+    ops, present = list(ops), [set(p) for p in present]
+    for i, op in enumerate(ops):
+        others = set().union(*(p for j, p in enumerate(present) if j != i))
+        only = sorted((present[i] & contracted) - others)
+        if only:
+            ops[i] = sum_(op, tuple(only), True)
+            present[i] -= set(only)
+    while len(ops) > 1:
+        a, b = ops.pop(0), ops.pop(0)
+        pa, pb = present.pop(0), present.pop(0)
+        summed = sorted(((pa | pb) & contracted) - set().union(*present))
+        ops.append(_pair(a, b, summed) if summed else mul(a, b))
+        present.append((pa | pb) - set(summed))
+    result = ops[0]
     if n_all > n_out:  # the contracted axes are unit axes by now: a view drops them
         from runtime.ops.shape import view
 
