@@ -2,12 +2,14 @@
 
 Each operand gets its repeated labels reduced to diagonals, a unit dimension for each label it
 lacks, and one permute into a common label order (output labels first, then contracted ones);
-then the operands are folded left to right: a product without shared contracted labels is a
-broadcasting `mul`, one with them a `bmm` over (kept, left-only, summed) x (kept, summed,
-right-only) reshapes, as PyTorch's sumproduct_pair does; contracted unit dimensions left at
-the end are dropped by one reshape. Labels are ASCII letters; `...` stands for broadcast
-dimensions. Values and gradients equal PyTorch's; the graph has its node kinds, though a
-diagonal is recorded as a masked sum rather than PyTorch's DiagonalBackward0.
+a contracted label only one operand has is summed out of it; then the first two operands are
+contracted and the result appended to the end, until one is left: a product without shared
+contracted labels is a broadcasting `mul`, one with them a `bmm` over (kept, left-only,
+summed) x (kept, summed, right-only) reshapes, as PyTorch's sumproduct_pair does; contracted
+unit dimensions left at the end are dropped by one view. Labels are ASCII letters; `...`
+stands for broadcast dimensions. Values, gradients and graphs equal PyTorch's for up to three
+operands (with four or more PyTorch follows opt_einsum's cheapest path, this the given order:
+values and gradients still agree).
 """
 
 import string
