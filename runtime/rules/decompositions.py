@@ -15,10 +15,26 @@ recomputed from the saved input under create_graph, so the second-order graph me
 outputs of a fresh factorization node.
 """
 
+import functools
+
 import numpy as np
 import scipy.linalg
 
 from runtime.rules import rule
+
+
+def quiet(fn):
+    """Run a rule's numpy path without numpy's floating-point warnings: PyTorch returns the
+    inf / nan of a degenerate input silently."""
+
+    @functools.wraps(fn)
+    def run(ops, g, *args):
+        if recording(g):
+            return fn(ops, g, *args)
+        with np.errstate(all="ignore"):
+            return fn(ops, g, *args)
+
+    return run
 
 
 def recording(g):
@@ -141,6 +157,7 @@ def _expand_diag(ops, v, shape):
 # -- determinants -------------------------------------------------------------------------------
 
 @rule("linalg_det")
+@quiet
 def linalg_det(ops, g, needs, a, det):
     d = ops.mul(g, det)
     if not recording(g):
@@ -205,6 +222,7 @@ def _cofactor_svd(ops, g, a):
 
 
 @rule("linalg_slogdet")
+@quiet
 def linalg_slogdet(ops, g, needs, a):
     g_logabs = g[1]
     if g_logabs is None:
@@ -218,12 +236,14 @@ def linalg_slogdet(ops, g, needs, a):
 # -- inverse and solve --------------------------------------------------------------------------
 
 @rule("linalg_inv")
+@quiet
 def linalg_inv(ops, g, needs, inverse):
     inv_t = ops.mT(inverse)
     return (ops.neg(ops.matmul(inv_t, ops.matmul(g, inv_t))),)
 
 
 @rule("linalg_solve")
+@quiet
 def linalg_solve(ops, g, needs, a, x, left, vector):
     la = _linalg(ops, g)
     if vector:
@@ -240,6 +260,7 @@ def linalg_solve(ops, g, needs, a, x, left, vector):
 # -- factorizations -----------------------------------------------------------------------------
 
 @rule("linalg_cholesky")
+@quiet
 def linalg_cholesky(ops, g, needs, low, upper):
     la = _linalg(ops, g)
     if upper:
@@ -256,6 +277,7 @@ def _factors(ops, g, saved, refactor):
 
 
 @rule("linalg_eigh")
+@quiet
 def linalg_eigh(ops, g, needs, a, w, v, uplo):
     gw, gv = g
     if gw is None and gv is None:
@@ -275,6 +297,7 @@ def linalg_eigh(ops, g, needs, a, w, v, uplo):
 
 
 @rule("linalg_svd")
+@quiet
 def linalg_svd(ops, g, needs, a, u, s, vh, full):
     gu, gs, gvh = g
     if gu is None and gs is None and gvh is None:
@@ -335,6 +358,7 @@ def _svd_outer(ops, u, s, vh, gu, gvh, inner, m, n):
 
 
 @rule("linalg_qr")
+@quiet
 def linalg_qr(ops, g, needs, a, q, r, mode):
     gq, gr = g
     m, n = ops.shape(a)[-2:]
@@ -386,6 +410,7 @@ def _diagonal(ops, x):
 
 
 @rule("linalg_lstsq")
+@quiet
 def linalg_lstsq(ops, g, needs, a, b, vector):
     gx = g[0]
     if gx is None:
