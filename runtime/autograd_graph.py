@@ -9,7 +9,7 @@ hooks are not version-checked: the hooks own them. Python numbers and internal c
 (masks, shapes) are not tensors and are saved as they are.
 """
 
-from runtime.function import SAVE_HOOKS, Node  # noqa: F401
+from runtime.function import SAVE_HOOKS, Node  # noqa: F401  (Node: torch.autograd.graph.Node)
 
 _disabled = []  # messages of the open disable_saved_tensors_hooks blocks
 

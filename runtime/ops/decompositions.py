@@ -48,8 +48,6 @@ SolveEx = collections.namedtuple("linalg_solve_ex", ["result", "info"])
 Lstsq = collections.namedtuple("linalg_lstsq", ["solution", "residuals", "rank",
                                                 "singular_values"])
 
-_SQUARE_FREE = ("svd", "qr", "lstsq", "svdvals")
-
 
 def check_matrix(a, name, square=True):
     """PyTorch's checks of a matrix argument: at least 2-d, float, square where needed."""
@@ -306,12 +304,7 @@ def eigh(a, UPLO="L"):
 
 
 def eigvalsh(a, UPLO="L"):
-    return _only(eigh(a, UPLO), 0)
-
-
-def _only(outs, i):
-    """One output of a multi-output factorization (the others stay alive in the node)."""
-    return outs[i]
+    return eigh(a, UPLO).eigenvalues  # the eigenvectors stay saved in the node
 
 
 def svd(a, full_matrices=True):
@@ -340,7 +333,7 @@ def _svd_data(a, full):
 
 def svdvals(a):
     check_matrix(a, "svdvals", square=False)
-    return _only(svd(a, full_matrices=False), 1)
+    return svd(a, full_matrices=False).S
 
 
 def lstsq(a, b, rcond=None, driver=None):

@@ -60,10 +60,12 @@ class _NumpyLinalg:
     def solve_triangular(a, b, lower):
         from runtime.ops.decompositions import _batched
 
+        def one(m, r):
+            return scipy.linalg.solve_triangular(m, r, lower=lower, check_finite=False)
+
         a, b = _broadcast_batch(a, b)
-        fn = lambda m, r: scipy.linalg.solve_triangular(m, r, lower=lower, check_finite=False)  # noqa: E731
         with np.errstate(all="ignore"):
-            return _batched(fn, a, b) if a.size and b.size else np.zeros(b.shape, a.dtype)
+            return _batched(one, a, b) if a.size and b.size else np.zeros(b.shape, a.dtype)
 
     @staticmethod
     def prod(x, dim):
