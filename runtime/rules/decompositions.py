@@ -60,8 +60,9 @@ class _NumpyLinalg:
     def solve_triangular(a, b, lower):
         from runtime.ops.decompositions import _batched
 
-        def one(m, r):
-            return scipy.linalg.solve_triangular(m, r, lower=lower, check_finite=False)
+        def one(m, r):  # BLAS trsm: no singularity check, a zero pivot gives inf/nan
+            trsm = scipy.linalg.blas.get_blas_funcs("trsm", (m, r))
+            return trsm(1.0, m, r, lower=int(lower))
 
         a, b = _broadcast_batch(a, b)
         with np.errstate(all="ignore"):
@@ -93,7 +94,10 @@ class _TensorLinalg:
 
     @staticmethod
     def solve_triangular(a, b, lower):
-        return _TensorLinalg.solve(a, b)
+        """Unchecked, as PyTorch's triangular solves are: a zero pivot gives inf/nan."""
+        from runtime.ops.decompositions import solve_ex
+
+        return solve_ex(a, b).result
 
     @staticmethod
     def prod(x, dim):
@@ -103,14 +107,17 @@ class _TensorLinalg:
 
     @staticmethod
     def pinv(a):
-        """Full-rank pseudo-inverse from recorded solves (lstsq's create_graph path)."""
-        from runtime.ops import matmul, transpose
+        """The pseudo-inverse from a recorded SVD, singular values below max(m, n) * eps of
+        the largest treated as zero (PyTorch's default cut-off)."""
+        from runtime.ops import matmul, transpose, where
+        from runtime.ops.decompositions import svd
 
-        at = transpose(a, -2, -1)
+        u, s, vh = svd(a, full_matrices=False)
         m, n = a._data.shape[-2:]
-        if m >= n:
-            return _TensorLinalg.solve(matmul(at, a), at)
-        return transpose(_TensorLinalg.solve(matmul(a, at), a), -2, -1)
+        largest = np.max(s._data, axis=-1, keepdims=True, initial=0.0)
+        keep = _const(s._data > largest * (max(m, n) * np.finfo(a._data.dtype).eps))
+        s_inv = where(keep, 1 / where(keep, s, 1.0), 0.0)
+        return matmul(transpose(vh, -2, -1) * s_inv.unsqueeze(-2), transpose(u, -2, -1))
 
 
 def _linalg(ops, g):
@@ -404,7 +411,7 @@ def _qr_tall(ops, la, q, r, gq, gr):
     ga = ops.matmul(q, sym)
     if gq is not None:
         ga = ops.add(ga, gq)
-    return right_solve(la, ops, ops.mT(r), ga)
+    return ops.mT(la.solve_triangular(r, ops.mT(ga), False))  # X R^T = gA
 
 
 def _diagonal(ops, x):
