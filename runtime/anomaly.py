@@ -23,8 +23,8 @@ from runtime import autograd_meta, engine, function
 _state = {"enabled": False, "check_nan": True}
 _TRACEBACKS = {}  # node sequence number -> formatted forward stack
 _MAX_TRACEBACKS = 200_000
-_ORIGINAL = {"run_rule": engine._run_rule, "apply": function.Node._apply,
-             "sequence": function._sequence}
+_ORIGINAL = {"run_rule": engine._run_rule, "sequence": function._sequence}
+_APPLY = {}  # node class -> its own _apply, while anomaly mode replaces it
 _RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -96,19 +96,36 @@ def _checked_run_rule(node, g, ops):
     return _guarded(_ORIGINAL["run_rule"], node, g, ops)
 
 
-def _checked_apply(self, g, ops):
-    return _guarded(_ORIGINAL["apply"], self, g, ops)
+def _checked(apply):
+    def checked_apply(self, g, ops):
+        return _guarded(apply, self, g, ops)
+
+    return checked_apply
+
+
+def _node_classes_with_apply():
+    """Node classes that define their own _apply (the base, CopySlices, custom Functions'
+    nodes ...): every way the engine runs a node's derivative. AccumulateGrad only adds."""
+    found, stack = [], [function.Node]
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        if "_apply" in cls.__dict__ and cls is not function.AccumulateGrad:
+            found.append(cls)
+    return found
 
 
 def _install(on):
-    if on:
-        counter = _RecordingCounter(_ORIGINAL["sequence"])
-        engine._run_rule = _checked_run_rule
-        function.Node._apply = _checked_apply
-    else:
-        counter = _ORIGINAL["sequence"]
-        engine._run_rule = _ORIGINAL["run_rule"]
-        function.Node._apply = _ORIGINAL["apply"]
+    if on and not _APPLY:
+        for cls in _node_classes_with_apply():
+            _APPLY[cls] = cls.__dict__["_apply"]
+            cls._apply = _checked(_APPLY[cls])
+    elif not on:
+        for cls, apply in _APPLY.items():
+            cls._apply = apply
+        _APPLY.clear()
+    engine._run_rule = _checked_run_rule if on else _ORIGINAL["run_rule"]
+    counter = _RecordingCounter(_ORIGINAL["sequence"]) if on else _ORIGINAL["sequence"]
     function._sequence = autograd_meta._sequence = counter
 
 

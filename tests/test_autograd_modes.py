@@ -216,3 +216,25 @@ def test_disable_saved_tensors_hooks():
             with pytest.raises(RuntimeError):
                 with L.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
                     pass
+
+
+def test_anomaly_covers_custom_function_backward():
+    for L in LIBS:
+        class Boom(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                raise ValueError("backward failed")
+
+        x = L.tensor([1.0], requires_grad=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with L.autograd.detect_anomaly():
+                y = Boom.apply(x)
+                with pytest.raises(ValueError):
+                    y.sum().backward()
+        texts = [str(w.message) for w in caught if "Error detected in" in str(w.message)]
+        assert len(texts) == 1 and "BoomBackward" in texts[0] and "Boom.apply(x)" in texts[0]
