@@ -416,3 +416,21 @@ def test_linalg_error_is_runtime_error_subclass():
     assert issubclass(adcompile.linalg.LinAlgError, RuntimeError)
     with pytest.raises(adcompile.linalg.LinAlgError):
         adcompile.linalg.inv(adcompile.zeros(2, 2))
+
+
+GRADGRADCHECK = ["det", "slogdet_torch", "inv", "cholesky", "qr", "eigh_projector",
+                 "svd_reconstruct", "svdvals", "lstsq", "einsum_chain3", "matrix_norm_nuc"]
+
+
+@pytest.mark.parametrize("name", GRADGRADCHECK)
+def test_linalg_gradgradcheck(name):
+    """Second derivatives against finite differences of the first (no torch involved)."""
+    fn, specs = CASES[name]
+    inputs = [adcompile.tensor(a, requires_grad=rg) for a, _, rg in
+              _inputs(specs, "float64", _seed(name))]
+
+    def f(*xs):
+        xs = [(x + x.mT) / 2 if s[1] == SPD else x for x, s in zip(xs, specs)]
+        return fn(adcompile, *xs)
+
+    assert adcompile.autograd.gradgradcheck(f, tuple(inputs), eps=1e-6, atol=1e-4)
