@@ -275,18 +275,24 @@ GRADCHECK = [n for n in CASES if "empty" not in n and "inf" not in n and n != "m
              and n != "matrix_norm_m1_dims"]
 
 
-@pytest.mark.parametrize("name", GRADCHECK)
-def test_linalg_gradcheck(name):
+def _checkable(name):
+    """(function, float64 inputs) of a row for gradcheck / gradgradcheck."""
     fn, specs = CASES[name]
-    inputs = [adcompile.tensor(a, requires_grad=rg) for a, _, rg in
-              _inputs(specs, "float64", _seed(name))]
+    inputs = tuple(adcompile.tensor(a, requires_grad=rg) for a, _, rg in
+                   _inputs(specs, "float64", _seed(name)))
 
     def f(*xs):
         # eigh and cholesky read one triangle: differentiate a symmetric function of the input
         xs = [(x + x.mT) / 2 if s[1] == SPD else x for x, s in zip(xs, specs)]
         return fn(adcompile, *xs)
 
-    assert adcompile.autograd.gradcheck(f, tuple(inputs), eps=1e-6, atol=1e-5)
+    return f, inputs
+
+
+@pytest.mark.parametrize("name", GRADCHECK)
+def test_linalg_gradcheck(name):
+    f, inputs = _checkable(name)
+    assert adcompile.autograd.gradcheck(f, inputs, eps=1e-6, atol=1e-5)
 
 
 # -- degenerate inputs: PyTorch's documented inf / nan / zero behaviour ---------------------------
@@ -425,12 +431,5 @@ GRADGRADCHECK = ["det", "slogdet_torch", "inv", "cholesky", "qr", "eigh_projecto
 @pytest.mark.parametrize("name", GRADGRADCHECK)
 def test_linalg_gradgradcheck(name):
     """Second derivatives against finite differences of the first (no torch involved)."""
-    fn, specs = CASES[name]
-    inputs = [adcompile.tensor(a, requires_grad=rg) for a, _, rg in
-              _inputs(specs, "float64", _seed(name))]
-
-    def f(*xs):
-        xs = [(x + x.mT) / 2 if s[1] == SPD else x for x, s in zip(xs, specs)]
-        return fn(adcompile, *xs)
-
-    assert adcompile.autograd.gradgradcheck(f, tuple(inputs), eps=1e-6, atol=1e-4)
+    f, inputs = _checkable(name)
+    assert adcompile.autograd.gradgradcheck(f, inputs, eps=1e-6, atol=1e-4)
