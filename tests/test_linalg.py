@@ -146,6 +146,8 @@ CASES = {
     "cholesky": row(lambda L, a: L.linalg.cholesky(a), ((3, 3), SPD)),
     "cholesky_batch": row(lambda L, a: L.linalg.cholesky(a), ((2, 4, 4), SPD)),
     "cholesky_upper": row(lambda L, a: L.linalg.cholesky(a, upper=True), ((3, 3), SPD)),
+    "cholesky_legacy": row(lambda L, a: L.cholesky(a), ((3, 3), SPD)),
+    "cholesky_legacy_upper_method": row(lambda L, a: a.cholesky(upper=True), ((3, 3), SPD)),
     "cholesky_ex": row(lambda L, a: L.linalg.cholesky_ex(a).L, ((3, 3), SPD)),
     "qr": row(lambda L, a: L.linalg.qr(a), ((4, 3), ANY)),
     "qr_square": row(lambda L, a: L.linalg.qr(a), ((3, 3), ANY)),
