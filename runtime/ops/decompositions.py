@@ -13,12 +13,12 @@ PyTorch's (MKL) may pick different signs, exactly as two PyTorch builds may.
 import collections
 
 import numpy as np
-import scipy.linalg
 
 from runtime import dtypes
 from runtime.autograd_meta import any_requires_grad, record, record_multi
 from runtime.function import node_class, save_input, save_output
 from runtime.ops._core import wrap
+from runtime.rules.decompositions import scipy_linalg as _scipy
 
 
 class LinAlgError(RuntimeError):
@@ -120,7 +120,7 @@ def logdet(a):
 def _lu_info(a):
     """LAPACK's info for an LU factorization of each matrix: 0, or the 1-based index of the
     first zero pivot (PyTorch's error names it)."""
-    getrf = scipy.linalg.lapack.get_lapack_funcs("getrf", (a,))
+    getrf = _scipy().lapack.get_lapack_funcs("getrf", (a,))
     flat = a.reshape((-1,) + a.shape[-2:])
     infos = [getrf(m)[2] for m in flat]
     return np.array(infos, np.int32).reshape(a.shape[:-2])
@@ -144,7 +144,7 @@ def inv_ex(a, check_errors=False):
 
 
 def _lu_inverse(m):
-    return scipy.linalg.lu_solve(lu_factor(m), np.eye(len(m), dtype=m.dtype), check_finite=False)
+    return _scipy().lu_solve(lu_factor(m), np.eye(len(m), dtype=m.dtype), check_finite=False)
 
 
 def lu_factor(m):
@@ -154,7 +154,7 @@ def lu_factor(m):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return scipy.linalg.lu_factor(m, check_finite=False)
+        return _scipy().lu_factor(m, check_finite=False)
 
 
 def inv(a):
@@ -215,7 +215,7 @@ def _solve_data(a, b, vector, left):
 def _lu_solve(m, rhs, trans=0):
     """LAPACK getrf + getrs without the singularity check: a zero pivot gives inf/nan, as
     PyTorch's lu_solve does in the derivative formulas that use it."""
-    return scipy.linalg.lu_solve(lu_factor(m), rhs, trans=trans, check_finite=False)
+    return _scipy().lu_solve(lu_factor(m), rhs, trans=trans, check_finite=False)
 
 
 def solve(a, b, left=True):
@@ -246,7 +246,7 @@ def cholesky_ex(a, upper=False, check_errors=False, _legacy=False):
 
 def _partial_cholesky(sym):
     """Per-matrix potrf results and info codes, for cholesky_ex on a failing batch."""
-    potrf = scipy.linalg.lapack.get_lapack_funcs("potrf", (sym,))
+    potrf = _scipy().lapack.get_lapack_funcs("potrf", (sym,))
     flat = sym.reshape((-1,) + sym.shape[-2:])
     lows, infos = [], []
     for m in flat:

@@ -18,9 +18,19 @@ outputs of a fresh factorization node.
 import functools
 
 import numpy as np
-import scipy.linalg
 
 from runtime.rules import rule
+
+
+def scipy_linalg():
+    """scipy.linalg, imported on first use: importing it with the runtime would grow the
+    heap every garbage collection scans, which slows the eager hot path measurably."""
+    import scipy.linalg
+
+    return scipy.linalg
+
+
+_scipy = scipy_linalg
 
 
 def quiet(fn):
@@ -61,7 +71,7 @@ class _NumpyLinalg:
         from runtime.ops.decompositions import _batched
 
         def one(m, r):  # BLAS trsm: no singularity check, a zero pivot gives inf/nan
-            trsm = scipy.linalg.blas.get_blas_funcs("trsm", (m, r))
+            trsm = _scipy().blas.get_blas_funcs("trsm", (m, r))
             return trsm(1.0, m, r, lower=int(lower))
 
         a, b = _broadcast_batch(a, b)
@@ -187,7 +197,7 @@ def _det_grad_lu(a, d):
         diag = np.diagonal(lu).copy()
         lu[np.diag_indices_from(lu)] = np.where(diag == 0, eps, diag)
         rhs = dm * np.eye(len(m), dtype=m.dtype)
-        return scipy.linalg.lu_solve((lu, piv), rhs, check_finite=False)
+        return _scipy().lu_solve((lu, piv), rhs, check_finite=False)
 
     if a.size == 0:
         return np.zeros(a.shape, a.dtype)
