@@ -136,6 +136,14 @@ from runtime import special  # noqa: E402
 
 
 from runtime.creation import tensor  # noqa: E402  (rebinds the name the submodule took)
+from runtime import linalg  # noqa: E402
+from runtime.linalg import toplevel as _linalg_toplevel  # noqa: E402
+from runtime.linalg.toplevel import *  # noqa: E402,F401,F403
+
+_linalg_toplevel.install(Tensor)
+from runtime import func  # noqa: E402
+from runtime.func import vmap  # noqa: E402,F401
+from runtime.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: E402,F401
 
 
 equal = _ops.equal

@@ -151,3 +151,8 @@ set_grad_enabled = grad_mode.set_grad_enabled
 no_grad = grad_mode.no_grad
 enable_grad = grad_mode.enable_grad
 inference_mode = grad_mode.inference_mode
+
+from runtime import autograd_functional as functional  # noqa: E402,F401
+from runtime import autograd_graph as graph  # noqa: E402,F401
+from runtime import forward_ad  # noqa: E402,F401
+from runtime.anomaly import detect_anomaly, set_detect_anomaly  # noqa: E402,F401

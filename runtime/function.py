@@ -217,7 +217,7 @@ class SavedTensor:
             if t is None:
                 d = self.data
                 if d.__class__ is not np.ndarray:
-                    return d
+                    return d if d.__class__ is not Packed else d.restore(ops)
             else:
                 d = t._data
             # 0-dim values travel as numpy scalars: their arithmetic is ~10x cheaper
@@ -236,7 +236,7 @@ class SavedTensor:
         if self.tensor is not None:
             return self.tensor
         if not isinstance(self.data, np.ndarray):
-            return self.data
+            return self.data if self.data.__class__ is not Packed else self.data.restore(None)
         t = Tensor._wrap(self.data)
         if self.output_of is not None and grad_mode.is_grad_enabled():
             t._vc = self.vc
@@ -289,6 +289,8 @@ def save_input(t):
         raise RuntimeError(
             "a tensor created under inference_mode cannot be saved for backward; clone() it "
             "outside inference mode, or use no_grad() instead of inference_mode()")
+    if SAVE_HOOKS:
+        return SavedTensor(None, Packed(t), None, None)
     saved = _new(SavedTensor)  # SavedTensor(t, None, t._vc, None) without the __init__ call
     saved.tensor = t
     saved.data = None
@@ -300,7 +302,30 @@ def save_input(t):
 
 
 def save_output(t, node_name):
+    if SAVE_HOOKS:
+        return SavedTensor(None, Packed(t), None, node_name)
     return SavedTensor(None, t._data, t._vc, node_name)
+
+
+# (pack, unpack) pairs of torch.autograd.graph.saved_tensors_hooks, innermost last
+SAVE_HOOKS = []
+
+
+class Packed:
+    """A saved tensor as the innermost saved_tensors_hooks pack hook returned it."""
+
+    __slots__ = ("value", "unpack")
+
+    def __init__(self, tensor):
+        pack, self.unpack = SAVE_HOOKS[-1]
+        self.value = pack(tensor)
+
+    def restore(self, ops):
+        """The unpack hook's tensor: as a Tensor (recording), or its data (numpy backward)."""
+        t = self.unpack(self.value)
+        if ops is not numpy_ops:
+            return t
+        return t._data[()] if t._data.ndim == 0 else t._data
 
 
 # -- AccumulateGrad -----------------------------------------------------------------------

@@ -161,6 +161,10 @@ def _arg(fn, x, dim, keepdim):
 def norm(x, p="fro", dim=None, keepdim=False):
     """The vector p-norm over `dim` (all elements by default); p=0 counts non-zeros,
     p=inf/-inf take the largest/smallest magnitude."""
+    if p == "nuc":  # torch.norm's nuclear norm is linalg's
+        from runtime.linalg.norms import matrix_norm
+
+        return matrix_norm(x, "nuc", (0, 1) if dim is None else dim, keepdim)
     if p in ("fro", None):
         p = 2
     if x._dtype.category != dtypes.FLOAT:

@@ -1,5 +1,7 @@
 """Derivative rules of linear-algebra primitives: each states its transpose."""
 
+import numpy as np
+
 from runtime.rules import rule
 
 
@@ -83,3 +85,52 @@ def solve(ops, g, needs, a, x):
     if needs[0]:
         ga = ops.neg(ops.outer(gb, x) if ops.ndim(x) == 1 else ops.matmul(gb, ops.mT(x)))
     return ga, (gb if needs[1] else None)
+
+
+@rule("addmv")
+def addmv(ops, g, needs, mat, vec, beta, alpha):
+    gin = _scale(ops, g, beta) if needs[0] else None
+    gmat = _scale(ops, ops.outer(g, vec), alpha) if needs[1] else None
+    gvec = _scale(ops, ops.matmul(ops.mT(mat), g), alpha) if needs[2] else None
+    return gin, gmat, gvec
+
+
+@rule("baddbmm")
+def baddbmm(ops, g, needs, b1, b2, beta, alpha):
+    gin = _scale(ops, g, beta) if needs[0] else None
+    g1 = _scale(ops, ops.matmul(g, ops.mT(b2)), alpha) if needs[1] else None
+    g2 = _scale(ops, ops.matmul(ops.mT(b1), g), alpha) if needs[2] else None
+    return gin, g1, g2
+
+
+@rule("addbmm")
+def addbmm(ops, g, needs, b1, b2, beta, alpha, batch):
+    """input + sum_b b1[b] @ b2[b]: every batch entry sees the same cotangent."""
+    gin = _scale(ops, g, beta) if needs[0] else None
+    shape = ops.shape(g)
+    gb = ops.expand(ops.unsqueeze(g, 0), (batch,) + tuple(shape))
+    g1 = _scale(ops, ops.matmul(gb, ops.mT(b2)), alpha) if needs[1] else None
+    g2 = _scale(ops, ops.matmul(ops.mT(b1), gb), alpha) if needs[2] else None
+    return gin, g1, g2
+
+
+@rule("reduce_extreme")
+def reduce_extreme(ops, g, needs, x, result, dim, keepdim):
+    """amax/amin along one dimension (matrix norms): ties share the cotangent evenly."""
+    if not keepdim:
+        g, result = ops.unsqueeze(g, dim), ops.unsqueeze(result, dim)
+    hit = ops.cast_like(ops.eq(x, result), g)
+    return (ops.div(ops.mul(g, hit), ops.sum_dim(hit, dim, True)),)
+
+
+@rule("diagonal_dims")
+def diagonal_dims(ops, g, needs, shape, dim1, dim2):
+    """diagonal(x, 0, dim1, dim2) (its values on a new last axis): the cotangent goes back onto
+    the diagonal of a zero tensor of the input's shape."""
+    n = ops.shape(g)[-1]
+    square = ops.where(np.eye(n, dtype=bool), ops.unsqueeze(g, -1), 0.0)
+    rest = [i for i in range(len(shape)) if i not in (dim1, dim2)]
+    order = [0] * len(shape)
+    for src, dst in enumerate(rest + [dim1, dim2]):
+        order[dst] = src
+    return (ops.permute(square, tuple(order)),)

@@ -1,0 +1,33 @@
+"""torch.linalg: the public namespace of adcompile's linear algebra (forward kernels in
+`runtime.ops.decompositions` and `runtime.linalg.norms`, derivative rules in
+`runtime.rules.decompositions`)."""
+
+from runtime.linalg.norms import matrix_norm, norm, vector_norm  # noqa: F401
+from runtime.ops.decompositions import (  # noqa: F401
+    LinAlgError,
+    cholesky,
+    cholesky_ex,
+    det,
+    eigh,
+    eigvalsh,
+    inv,
+    inv_ex,
+    lstsq,
+    qr,
+    slogdet,
+    solve,
+    solve_ex,
+    svd,
+    svdvals,
+)
+
+
+def matmul(a, b):
+    from runtime.ops import matmul as mm
+
+    return mm(a, b)
+
+
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "det", "eigh", "eigvalsh", "inv",
+           "inv_ex", "lstsq", "matmul", "matrix_norm", "norm", "qr", "slogdet", "solve",
+           "solve_ex", "svd", "svdvals", "vector_norm"]

@@ -1,0 +1,90 @@
+"""Forward kernels of the fused BLAS-style products: addmv, baddbmm, addbmm.
+
+Each computes beta * input + alpha * product in one node (AddmvBackward0, BaddbmmBackward0,
+AddbmmBackward0) whose edges are (input, first factor, second factor), as PyTorch records
+them. With beta = 0 the input is ignored, so nan or inf in it does not propagate.
+"""
+
+import numpy as np
+
+from runtime.autograd_meta import any_requires_grad, record
+from runtime.function import node_class, save_input
+from runtime.ops._core import wrap
+
+AddmvBackward0 = node_class("AddmvBackward0", "addmv")
+BaddbmmBackward0 = node_class("BaddbmmBackward0", "baddbmm")
+AddbmmBackward0 = node_class("AddbmmBackward0", "addbmm")
+
+
+def _check(name, ndims, *operands):
+    # PyTorch indexes the batch factors' third dimension first: too few dimensions are an
+    # IndexError there, a RuntimeError elsewhere
+    for t, nd in zip(operands[1:], ndims):
+        if t._data.ndim != nd:
+            error = IndexError if nd == 3 and t._data.ndim < 3 else RuntimeError
+            raise error(f"{name}(): expected a {nd}-D tensor, got {t._data.ndim}-D")
+    if len({t._dtype for t in operands}) != 1:
+        raise RuntimeError(f"{name}(): all operands must have one dtype, got "
+                           f"{', '.join(str(t._dtype) for t in operands)}")
+
+
+def _combine(name, inp, prod, beta, alpha):
+    if alpha != 1:
+        prod = prod * alpha
+    if beta == 0:
+        data = prod
+    else:
+        data = prod + (inp._data if beta == 1 else beta * inp._data)
+    if data.shape != prod.shape:
+        raise RuntimeError(f"{name}(): the input of shape {list(inp._data.shape)} cannot be "
+                           f"broadcast to the product's shape {list(prod.shape)}")
+    return data
+
+
+def _product(name, a, b):
+    try:
+        return np.matmul(a._data, b._data)
+    except ValueError:
+        raise RuntimeError(f"{name}(): shapes {list(a._data.shape)} and {list(b._data.shape)} "
+                           f"cannot be multiplied") from None
+
+
+def _fused(cls, name, inp, m1, m2, prod, beta, alpha, extra=()):
+    try:
+        data = _combine(name, inp, prod, beta, alpha)
+    except ValueError:
+        raise RuntimeError(f"{name}(): the input of shape {list(inp._data.shape)} cannot be "
+                           f"broadcast to the product's shape {list(prod.shape)}") from None
+    out = wrap(data, m1._dtype)
+    if any_requires_grad((inp, m1, m2)):
+        record(cls, (inp, m1, m2), out,
+               (save_input(m1) if m2.requires_grad else None,
+                save_input(m2) if m1.requires_grad else None, beta, alpha) + extra)
+    return out
+
+
+def addmv(inp, mat, vec, *, beta=1, alpha=1):
+    _check("addmv", (2, 1), inp, mat, vec)
+    return _fused(AddmvBackward0, "addmv", inp, mat, vec, _product("addmv", mat, vec), beta,
+                  alpha)
+
+
+def baddbmm(inp, b1, b2, *, beta=1, alpha=1):
+    _check("baddbmm", (3, 3), inp, b1, b2)
+    _same_batch("baddbmm", b1, b2)
+    return _fused(BaddbmmBackward0, "baddbmm", inp, b1, b2, _product("baddbmm", b1, b2), beta,
+                  alpha)
+
+
+def addbmm(inp, b1, b2, *, beta=1, alpha=1):
+    _check("addbmm", (3, 3), inp, b1, b2)
+    _same_batch("addbmm", b1, b2)
+    prod = _product("addbmm", b1, b2).sum(axis=0)
+    return _fused(AddbmmBackward0, "addbmm", inp, b1, b2, prod, beta, alpha,
+                  (b1._data.shape[0],))
+
+
+def _same_batch(name, b1, b2):
+    if b1._data.shape[0] != b2._data.shape[0]:
+        raise RuntimeError(f"{name}(): the batches have different sizes, "
+                           f"{b1._data.shape[0]} and {b2._data.shape[0]}")
