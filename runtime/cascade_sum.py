@@ -162,6 +162,8 @@ def sum_like_torch(a, axis=None, keepdims=False):
             d % a.ndim for d in ((axis,) if isinstance(axis, int) else axis)))
         out = torch_sum(a, dims)
         if out is not None:
+            if isinstance(out, np.ndarray):
+                out = np.ascontiguousarray(out)  # a fresh C-ordered result, as PyTorch's
             if keepdims:
                 out = np.reshape(out, [1 if dims is None or d in dims else n
                                        for d, n in enumerate(a.shape)])
