@@ -80,6 +80,7 @@ class Optimizer:
     def __repr__(self):
         lines = [type(self).__name__ + " ("]
         for i, group in enumerate(self.param_groups):
+            lines += [""] if i else []
             lines.append(f"Parameter Group {i}")
             for key in sorted(k for k in group if k != "params"):
                 lines.append(f"    {key}: {group[key]}")
@@ -159,3 +160,14 @@ def _run_closure(closure):
 
     with enable_grad():
         return closure()
+
+
+# the optimizer families (each module imports Optimizer from here)
+from runtime.optim.adamw import AdamW  # noqa: E402
+from runtime.optim.rmsprop import RMSprop  # noqa: E402
+from runtime.optim.adagrad import Adagrad  # noqa: E402
+from runtime.optim.adadelta import Adadelta  # noqa: E402
+from runtime.optim.adamax import Adamax  # noqa: E402
+from runtime.optim.nadam import NAdam  # noqa: E402
+from runtime.optim.radam import RAdam  # noqa: E402
+from runtime.optim import lr_scheduler  # noqa: E402
