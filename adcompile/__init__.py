@@ -13,3 +13,4 @@ globals().update({k: v for k, v in vars(_runtime).items() if not k.startswith("_
 from adcompile.api import (  # noqa: E402,F401
     CompiledFunction, adcompile, grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp)
 from adcompile.errors import CompileError, InternalError  # noqa: E402,F401
+from adcompile import utils  # noqa: E402,F401
