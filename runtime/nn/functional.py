@@ -151,3 +151,12 @@ def dropout(input, p=0.5, training=True, inplace=False):
 def one_hot(tensor, num_classes=-1):
     n = int(tensor._data.max()) + 1 if num_classes < 0 else num_classes
     return wrap(np.eye(n, dtype=np.int64)[tensor._data], dtypes.int64)
+
+
+# the layer families (each imports this module's core, so they are registered last)
+from runtime.nn.conv import conv1d, conv2d  # noqa: E402,F401
+from runtime.nn.pooling import (  # noqa: E402,F401
+    adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d)
+from runtime.nn.norm import batch_norm, group_norm, layer_norm  # noqa: E402,F401
+from runtime.nn.activation import (  # noqa: E402,F401
+    elu, embedding, gelu, leaky_relu, silu, softplus)

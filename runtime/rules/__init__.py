@@ -30,3 +30,5 @@ def rule(*names):
 
 
 from runtime.rules import elementwise, reductions, linalg, shape  # noqa: E402,F401
+from runtime.rules import conv  # noqa: E402,F401
+from runtime.rules import activation  # noqa: E402,F401
