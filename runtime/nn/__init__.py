@@ -28,3 +28,9 @@ from runtime.nn.pooling import (  # noqa: E402,F401
 from runtime.nn.norm import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm  # noqa: E402,F401
 from runtime.nn.activation import (  # noqa: E402,F401
     ELU, GELU, Embedding, LeakyReLU, SiLU, Softplus)
+from runtime.nn.loss import (  # noqa: E402,F401
+    BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, HuberLoss, KLDivLoss,
+    SmoothL1Loss)
+from runtime.nn.containers import (  # noqa: E402,F401
+    ModuleDict, ModuleList, ParameterDict, ParameterList)
+from runtime.nn import utils  # noqa: E402,F401

@@ -34,22 +34,21 @@ def _pointwise(node_name, prim, fn, *params):
 
 def _gelu_none(d):
     cdf = special.ndtr(d).astype(d.dtype)
-    return d * cdf, (save_input(wrap(cdf, None)),)
+    return d * cdf, (save_input(wrap(cdf, None)), "none")
 
 
 def _gelu_tanh(d):
     inner = np.tanh(math.sqrt(2.0 / math.pi) * (d + 0.044715 * d * d * d)).astype(d.dtype)
-    return 0.5 * d * (1 + inner), (save_input(wrap(inner, None)),)
+    return 0.5 * d * (1 + inner), (save_input(wrap(inner, None)), "tanh")
 
 
-_GELU = {"none": ("gelu", _gelu_none), "tanh": ("gelu_tanh", _gelu_tanh)}
+_GELU = {"none": _gelu_none, "tanh": _gelu_tanh}
 
 
 def gelu(input, approximate="none"):
     if approximate not in _GELU:
         raise ValueError(f"approximate must be 'none' or 'tanh', not {approximate!r}")
-    prim, fn = _GELU[approximate]
-    return _pointwise("GeluBackward0", prim, fn)(input)
+    return _pointwise("GeluBackward0", "gelu", _GELU[approximate])(input)
 
 
 def silu(input, inplace=False):

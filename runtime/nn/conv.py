@@ -138,8 +138,7 @@ class _ConvNd(Module):
              f"stride={self.stride}")
         zero = "valid" if isinstance(self.padding, str) else (0,) * self._n
         if self.padding != zero:
-            s += f", padding={self.padding!r}" if isinstance(self.padding, str) else \
-                f", padding={self.padding}"
+            s += f", padding={self.padding}"
         s += f", dilation={self.dilation}" if self.dilation != (1,) * self._n else ""
         s += f", groups={self.groups}" if self.groups != 1 else ""
         s += ", bias=False" if self.bias is None else ""

@@ -160,3 +160,7 @@ from runtime.nn.pooling import (  # noqa: E402,F401
 from runtime.nn.norm import batch_norm, group_norm, layer_norm  # noqa: E402,F401
 from runtime.nn.activation import (  # noqa: E402,F401
     elu, embedding, gelu, leaky_relu, silu, softplus)
+from runtime.nn.padding import normalize, one_hot, pad  # noqa: E402,F401
+from runtime.nn.loss import (  # noqa: E402,F401
+    binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss,
+    cross_entropy, huber_loss, kl_div, smooth_l1_loss)

@@ -185,9 +185,15 @@ class Module:
     # -- state -----------------------------------------------------------------------------
     def state_dict(self, destination=None, prefix="", keep_vars=False):
         out = collections.OrderedDict() if destination is None else destination
-        for name, t in list(self.named_parameters(prefix=prefix.rstrip("."))) + \
-                list(self.named_buffers(prefix=prefix.rstrip("."))):
-            out[name] = t if keep_vars else t.detach()
+        for name, p in self._parameters.items():  # each module's own entries, then its children's
+            if p is not None:
+                out[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None:
+                out[prefix + name] = b if keep_vars else b.detach()
+        for name, m in self._modules.items():
+            if m is not None:
+                m.state_dict(out, prefix + name + ".", keep_vars)
         return out
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
@@ -352,6 +358,9 @@ class Flatten(Module):
 
     def forward(self, input):
         return F.flatten(input, self.start_dim, self.end_dim)
+
+    def extra_repr(self):
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 
 class Sequential(Module):

@@ -36,21 +36,27 @@ def softplus(ops, g, needs, x, beta, threshold):
     return (ops.where(ops.gt(bx, threshold), g, ops.mul(g, _sigmoid(ops, bx))),)
 
 
-@rule("gelu")
-def gelu(ops, g, needs, x, cdf):
+def _gelu_erf(ops, x, cdf):
     pdf = ops.mul(ops.exp(ops.mul(ops.mul(x, x), -0.5)), 1.0 / math.sqrt(2.0 * math.pi))
-    return (ops.mul(g, ops.add(cdf, ops.mul(x, pdf))),)
+    return ops.add(cdf, ops.mul(x, pdf))
 
 
-@rule("gelu_tanh")
-def gelu_tanh(ops, g, needs, x, inner_tanh):
+def _gelu_tanh(ops, x, inner_tanh):
     """d/dx 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3)."""
     k = math.sqrt(2.0 / math.pi)
     du = ops.mul(ops.add(ops.mul(ops.mul(x, x), 3 * 0.044715), 1.0), k)
     sech2 = ops.rsub(ops.mul(inner_tanh, inner_tanh), 1.0)
-    dy = ops.add(ops.mul(ops.add(inner_tanh, 1.0), 0.5), ops.mul(ops.mul(x, 0.5),
-                                                                  ops.mul(sech2, du)))
-    return (ops.mul(g, dy),)
+    return ops.add(ops.mul(ops.add(inner_tanh, 1.0), 0.5), ops.mul(ops.mul(x, 0.5),
+                                                                   ops.mul(sech2, du)))
+
+
+_GELU_PARTIAL = {"none": _gelu_erf, "tanh": _gelu_tanh}
+
+
+@rule("gelu")
+def gelu(ops, g, needs, x, saved, approximate):
+    """`saved` is the forward's normal CDF (exact form) or tanh of the inner term."""
+    return (ops.mul(g, _GELU_PARTIAL[approximate](ops, x, saved)),)
 
 
 @rule("embedding")

@@ -110,3 +110,9 @@ def avg_pool(ops, g, needs, x_shape, geom, divisor):
     positions = int(np.prod(g_shape[2:]))
     share = ops.reshape(ops.div(g, divisor), (n, c, 1, positions))
     return (ops.col2im(ops.expand(share, (n, c, kk, positions)), x_shape, geom),)
+
+
+@rule("constant_pad")
+def constant_pad(ops, g, needs, key):
+    """Padding's transpose: the cotangent sliced back to the unpadded region."""
+    return (ops.getitem(g, key),)
