@@ -254,3 +254,71 @@ def test_conv_double_backward_matches_torch():
         runs.append((gx.detach().numpy(), x.grad.numpy(), w.grad.numpy()))
     for a, b in zip(*runs):
         _close(b, a, "double backward")
+
+
+def _flatten_outputs(out):
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in _flatten_outputs(o)]
+    return [] if out is None else [out]
+
+
+# name: (constructor, call(module, lib, inputs) -> outputs, input shapes)
+SEQUENCE_LAYERS = {
+    "rnn": (lambda nn: nn.RNN(3, 4), lambda m, lib, xs: m(xs[0]), [(5, 2, 3)]),
+    "rnn_relu_2layer": (lambda nn: nn.RNN(3, 4, num_layers=2, nonlinearity="relu",
+                                          bias=False), lambda m, lib, xs: m(xs[0]),
+                        [(5, 2, 3)]),
+    "lstm": (lambda nn: nn.LSTM(3, 4), lambda m, lib, xs: m(xs[0]), [(5, 2, 3)]),
+    "lstm_bi_batch_first": (lambda nn: nn.LSTM(3, 4, num_layers=2, batch_first=True,
+                                               bidirectional=True),
+                            lambda m, lib, xs: m(xs[0]), [(2, 5, 3)]),
+    "lstm_h0": (lambda nn: nn.LSTM(3, 4), lambda m, lib, xs: m(xs[0], (xs[1], xs[2])),
+                [(4, 2, 3), (1, 2, 4), (1, 2, 4)]),
+    "lstm_unbatched": (lambda nn: nn.LSTM(3, 4), lambda m, lib, xs: m(xs[0]), [(5, 3)]),
+    "gru": (lambda nn: nn.GRU(3, 4), lambda m, lib, xs: m(xs[0]), [(5, 2, 3)]),
+    "gru_bi_h0": (lambda nn: nn.GRU(3, 4, num_layers=2, bidirectional=True),
+                  lambda m, lib, xs: m(xs[0], xs[1]), [(5, 2, 3), (4, 2, 4)]),
+    "mha_self": (lambda nn: nn.MultiheadAttention(8, 2),
+                 lambda m, lib, xs: m(xs[0], xs[0], xs[0]), [(5, 2, 8)]),
+    "mha_cross_batch_first": (lambda nn: nn.MultiheadAttention(8, 4, batch_first=True),
+                              lambda m, lib, xs: m(xs[0], xs[1], xs[1],
+                                                   average_attn_weights=False),
+                              [(2, 3, 8), (2, 5, 8)]),
+    "mha_masks": (lambda nn: nn.MultiheadAttention(4, 2, bias=False),
+                  lambda m, lib, xs: m(xs[0], xs[1], xs[2],
+                                       attn_mask=lib.tensor(np.triu(np.ones((3, 4), bool), 1)),
+                                       key_padding_mask=lib.tensor(
+                                           np.array([[False] * 3 + [True], [False] * 4]))),
+                  [(3, 2, 4), (4, 2, 4), (4, 2, 4)]),
+    "sdpa": (lambda nn: nn.Identity(),
+             lambda m, lib, xs: lib.nn.functional.scaled_dot_product_attention(
+                 xs[0], xs[1], xs[2], is_causal=True), [(2, 3, 4, 5)] * 3),
+}
+
+
+def _run_sequence(lib, name):
+    make, call, shapes = SEQUENCE_LAYERS[name]
+    lib.manual_seed(0)
+    layer = make(lib.nn)
+    init = {k: v.detach().numpy().copy() for k, v in layer.state_dict().items()}
+    xs = [lib.tensor(_x(s, 10 + i), requires_grad=True) for i, s in enumerate(shapes)]
+    outs = _flatten_outputs(call(layer, lib, xs))
+    total = sum((o * lib.tensor(_x(tuple(o.shape), 20 + i))).sum() for i, o in enumerate(outs))
+    total.backward()
+    return dict(init=init, outs=[o.detach().numpy() for o in outs],
+                gx=[x.grad.numpy() for x in xs],
+                grads={k: p.grad.numpy() for k, p in layer.named_parameters()},
+                repr=repr(layer))
+
+
+@pytest.mark.parametrize("name", sorted(SEQUENCE_LAYERS))
+def test_sequence_layer_matches_torch(name):
+    t, a = _run_sequence(torch, name), _run_sequence(adcompile, name)
+    assert a["repr"] == t["repr"]
+    for key in ("init", "grads"):
+        assert list(a[key]) == list(t[key]), key
+        for k in t[key]:
+            _close(a[key][k], t[key][k], f"{key} {k}")
+    assert [o.shape for o in a["outs"]] == [o.shape for o in t["outs"]]
+    for i, (x, y) in enumerate(zip(a["outs"] + a["gx"], t["outs"] + t["gx"])):
+        _close(x, y, f"output/input gradient {i}")

@@ -34,3 +34,5 @@ from runtime.nn.loss import (  # noqa: E402,F401
 from runtime.nn.containers import (  # noqa: E402,F401
     ModuleDict, ModuleList, ParameterDict, ParameterList)
 from runtime.nn import utils  # noqa: E402,F401
+from runtime.nn.rnn import GRU, LSTM, RNN, RNNBase  # noqa: E402,F401
+from runtime.nn.attention import MultiheadAttention  # noqa: E402,F401

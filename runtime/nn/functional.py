@@ -164,3 +164,4 @@ from runtime.nn.padding import normalize, one_hot, pad  # noqa: E402,F401
 from runtime.nn.loss import (  # noqa: E402,F401
     binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss,
     cross_entropy, huber_loss, kl_div, smooth_l1_loss)
+from runtime.nn.attention import scaled_dot_product_attention  # noqa: E402,F401
