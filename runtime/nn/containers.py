@@ -4,8 +4,6 @@ They register their members under the keys PyTorch uses ("0", "1", ... for lists
 dict keys for dicts), so named_parameters and state_dict keys agree with PyTorch's.
 """
 
-import collections
-
 from runtime.nn.modules import Module, Parameter
 from runtime.tensor import Tensor
 
@@ -97,49 +95,62 @@ class ModuleList(Module):
         return "ModuleList(\n  " + "\n  ".join(lines) + "\n)"
 
 
-class ModuleDict(Module):
+class _DictView:
+    """The mapping methods of ModuleDict and ParameterDict, over the registration table
+    named by `_table` ("_modules" or "_parameters")."""
+
+    _table = "_modules"
+
+    def _entries(self):
+        return self.__dict__[self._table]
+
+    def __getitem__(self, key):
+        return self._entries()[key]
+
+    def __delitem__(self, key):
+        del self._entries()[key]
+
+    def __len__(self):
+        return len(self._entries())
+
+    def __iter__(self):
+        return iter(self._entries())
+
+    def __contains__(self, key):
+        return key in self._entries()
+
+    def keys(self):
+        return self._entries().keys()
+
+    def items(self):
+        return self._entries().items()
+
+    def values(self):
+        return self._entries().values()
+
+    def pop(self, key):
+        return self._entries().pop(key)
+
+    def get(self, key, default=None):
+        return self._entries().get(key, default)
+
+    def clear(self):
+        self._entries().clear()
+
+    def update(self, pairs):
+        pairs = pairs.items() if isinstance(pairs, (dict, _DictView)) else pairs
+        for key, value in pairs:
+            self[key] = value
+
+
+class ModuleDict(_DictView, Module):
     def __init__(self, modules=None):
         super().__init__()
         if modules is not None:
             self.update(modules)
 
-    def __getitem__(self, key):
-        return self._modules[key]
-
     def __setitem__(self, key, module):
         self.add_module(key, module)
-
-    def __delitem__(self, key):
-        del self._modules[key]
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules)
-
-    def __contains__(self, key):
-        return key in self._modules
-
-    def keys(self):
-        return self._modules.keys()
-
-    def items(self):
-        return self._modules.items()
-
-    def values(self):
-        return self._modules.values()
-
-    def pop(self, key):
-        return self._modules.pop(key)
-
-    def clear(self):
-        self._modules.clear()
-
-    def update(self, modules):
-        pairs = modules.items() if isinstance(modules, (dict, ModuleDict)) else modules
-        for key, m in pairs:
-            self[key] = m
 
 
 def _as_parameter(value):
@@ -194,51 +205,16 @@ class ParameterList(Module):
                          for k, p in self._parameters.items())
 
 
-class ParameterDict(Module):
+class ParameterDict(_DictView, Module):
+    _table = "_parameters"
+
     def __init__(self, parameters=None):
         super().__init__()
         if parameters is not None:
             self.update(parameters)
 
-    def __getitem__(self, key):
-        return self._parameters[key]
-
     def __setitem__(self, key, value):
         self.register_parameter(key, _as_parameter(value))
-
-    def __delitem__(self, key):
-        del self._parameters[key]
-
-    def __len__(self):
-        return len(self._parameters)
-
-    def __iter__(self):
-        return iter(self._parameters)
-
-    def __contains__(self, key):
-        return key in self._parameters
-
-    def keys(self):
-        return self._parameters.keys()
-
-    def items(self):
-        return self._parameters.items()
-
-    def values(self):
-        return self._parameters.values()
-
-    def pop(self, key):
-        return self._parameters.pop(key)
-
-    def get(self, key, default=None):
-        return self._parameters.get(key, default)
-
-    def update(self, parameters):
-        pairs = parameters.items() if isinstance(parameters, (dict, ParameterDict,
-                                                              collections.OrderedDict)) \
-            else parameters
-        for key, value in pairs:
-            self[key] = value
 
     def extra_repr(self):
         names = {k: _TYPE_NAMES.get(str(p.dtype).replace("torch.", ""), "Tensor")

@@ -6,8 +6,6 @@ Parameters are initialised as PyTorch does (kaiming-uniform weight, uniform bias
 +-1/sqrt(fan_in)), drawing the same random numbers for the same manual_seed.
 """
 
-import math
-
 import numpy as np
 
 from runtime import ops as F
@@ -123,11 +121,7 @@ class _ConvNd(Module):
     def reset_parameters(self):
         from runtime.nn import init
 
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in = self.weight._data[0].size
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        init.default_layer_init_(self.weight, self.bias, self.weight._data[0].size)
 
     def forward(self, input):
         return convolution(input, self.weight, self.bias, self.stride, self.padding,

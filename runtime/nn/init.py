@@ -76,5 +76,14 @@ def xavier_normal_(tensor, gain=1.0, generator=None):
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)), generator)
 
 
+def default_layer_init_(weight, bias, fan_in):
+    """PyTorch's default for Linear and Conv layers: kaiming-uniform weight (a = sqrt(5)) and
+    a bias uniform in +-1/sqrt(fan_in), drawn in that order."""
+    kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        uniform_(bias, -bound, bound)
+
+
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_",
            "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_", "xavier_normal_"]

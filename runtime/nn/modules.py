@@ -2,7 +2,6 @@
 Linear, activations, Sequential and the losses."""
 
 import collections
-import math
 
 import numpy as np
 
@@ -292,10 +291,7 @@ class Linear(Module):
     def reset_parameters(self):
         from runtime.nn import init
 
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        init.default_layer_init_(self.weight, self.bias, self.in_features)
 
     def forward(self, input):
         return NF.linear(input, self.weight, self.bias)
