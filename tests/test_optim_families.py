@@ -217,3 +217,60 @@ def test_scheduler_errors():
             lib.optim.lr_scheduler.OneCycleLR(opt, 0.1)
         with pytest.raises(KeyError):
             lib.optim.lr_scheduler.StepLR(opt, 3, last_epoch=4)
+
+
+LBFGS_OPTIONS = {
+    "default": dict(max_iter=6),
+    "short_history": dict(lr=0.5, max_iter=5, history_size=3),
+    "tolerances": dict(lr=0.8, max_iter=8, max_eval=6, tolerance_change=1e-4),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LBFGS_OPTIONS))
+def test_lbfgs_trajectory(name):
+    """Each LBFGS iteration takes float32 dot products (numpy's BLAS against PyTorch's, with
+    different summation orders); the first iterations agree to rounding, and over 3 steps of
+    up to 8 iterations the differences grow to ~1e-4 (over 100 iterations the two runs part
+    visibly), hence the short runs and the tolerances."""
+    runs = []
+    for lib in (torch, adcompile):
+        model = _model(lib)
+        x, y = _data(lib)
+        opt = lib.optim.LBFGS(model.parameters(), **LBFGS_OPTIONS[name])
+
+        def closure():
+            opt.zero_grad()
+            loss = _loss(model, x, y)
+            loss.backward()
+            return loss
+
+        trace = []
+        for _ in range(3):
+            loss = opt.step(closure)
+            trace.append((float(loss.detach()), [p.detach().numpy().copy() for p in model.parameters()],
+                          opt.state[next(iter(model.parameters()))]["func_evals"]))
+        runs.append(trace)
+    for (la, pa, ea), (lt, pt, et) in zip(runs[1], runs[0]):
+        assert ea == et
+        assert la == pytest.approx(lt, rel=1e-3)
+        for a, b in zip(pa, pt):
+            np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-4)
+
+
+def test_lbfgs_first_iterations_are_exact():
+    runs = []
+    for lib in (torch, adcompile):
+        model = _model(lib)
+        x, y = _data(lib)
+        opt = lib.optim.LBFGS(model.parameters(), max_iter=2)
+
+        def closure():
+            opt.zero_grad()
+            loss = _loss(model, x, y)
+            loss.backward()
+            return loss
+
+        opt.step(closure)
+        runs.append([p.detach().numpy().copy() for p in model.parameters()])
+    for a, b in zip(*runs):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)

@@ -171,3 +171,4 @@ from runtime.optim.adamax import Adamax  # noqa: E402
 from runtime.optim.nadam import NAdam  # noqa: E402
 from runtime.optim.radam import RAdam  # noqa: E402
 from runtime.optim import lr_scheduler  # noqa: E402
+from runtime.optim.lbfgs import LBFGS  # noqa: E402
