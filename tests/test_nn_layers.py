@@ -322,3 +322,29 @@ def test_sequence_layer_matches_torch(name):
     assert [o.shape for o in a["outs"]] == [o.shape for o in t["outs"]]
     for i, (x, y) in enumerate(zip(a["outs"] + a["gx"], t["outs"] + t["gx"])):
         _close(x, y, f"output/input gradient {i}")
+
+
+INITS = {
+    "orthogonal_wide": ("orthogonal_", (4, 6), dict(gain=2.0)),
+    "orthogonal_tall": ("orthogonal_", (6, 4), {}),
+    "orthogonal_conv": ("orthogonal_", (3, 2, 2, 2), {}),
+    "eye": ("eye_", (3, 5), {}),
+    "dirac": ("dirac_", (4, 2, 3, 3), dict(groups=2)),
+    "xavier_normal": ("xavier_normal_", (3, 4), dict(gain=0.5)),
+    "xavier_uniform": ("xavier_uniform_", (3, 4, 2), {}),
+    "kaiming_normal": ("kaiming_normal_", (3, 4), dict(mode="fan_out", nonlinearity="relu")),
+    "kaiming_uniform": ("kaiming_uniform_", (5, 2), dict(a=0.1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INITS))
+def test_init_matches_torch(name):
+    fn, shape, kw = INITS[name]
+    runs = []
+    for lib in (torch, adcompile):
+        lib.manual_seed(0)
+        t = lib.empty(*shape)
+        getattr(lib.nn.init, fn)(t, **kw)
+        runs.append((t.numpy().copy(), float(lib.rand(1)[0])))
+    _close(runs[1][0], runs[0][0], fn)
+    assert runs[1][1] == runs[0][1]
