@@ -348,3 +348,24 @@ def test_init_matches_torch(name):
         runs.append((t.numpy().copy(), float(lib.rand(1)[0])))
     _close(runs[1][0], runs[0][0], fn)
     assert runs[1][1] == runs[0][1]
+
+
+def test_forward_hooks_match_torch():
+    runs = []
+    for lib in (torch, adcompile):
+        lib.manual_seed(0)
+        model = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.ReLU(), lib.nn.Linear(4, 2))
+        seen = []
+        h1 = model[0].register_forward_hook(lambda m, args, out: seen.append(
+            ("out", tuple(out.shape))))
+        model[2].register_forward_pre_hook(lambda m, args: (args[0] * 2,))
+        model[2].register_forward_hook(lambda m, args, out: out + 1)
+        model.register_forward_pre_hook(lambda m, args: seen.append(("pre", len(args))),
+                                        prepend=True)
+        x = lib.ones(5, 3)
+        first = model(x).detach().numpy().copy()
+        h1.remove()
+        model(x)
+        runs.append((first, seen))
+    np.testing.assert_allclose(runs[1][0], runs[0][0], rtol=1e-6)
+    assert runs[1][1] == runs[0][1]

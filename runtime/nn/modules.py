@@ -51,7 +51,21 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args, **kwargs):
+        if "_forward_pre_hooks" in self.__dict__ or "_forward_hooks" in self.__dict__:
+            from runtime.nn.module_hooks import call_with_hooks
+
+            return call_with_hooks(self, args, kwargs)
         return self.forward(*args, **kwargs)
+
+    def register_forward_pre_hook(self, hook, **options):
+        from runtime.nn.module_hooks import register_forward_pre_hook
+
+        return register_forward_pre_hook(self, hook, **options)
+
+    def register_forward_hook(self, hook, **options):
+        from runtime.nn.module_hooks import register_forward_hook
+
+        return register_forward_hook(self, hook, **options)
 
     # -- registration ----------------------------------------------------------------------
     def __setattr__(self, name, value):
