@@ -15,23 +15,22 @@ def _table(module, name):
     return table
 
 
-def register_forward_pre_hook(module, hook, *, prepend=False, with_kwargs=False):
-    table = _table(module, "_forward_pre_hooks")
+def _register(module, table_name, hook, prepend, with_kwargs):
+    table = _table(module, table_name)
     handle = RemovableHandle(table)
     table[handle.id] = (hook, with_kwargs)
     if prepend:
         table.move_to_end(handle.id, last=False)
     return handle
+
+
+def register_forward_pre_hook(module, hook, *, prepend=False, with_kwargs=False):
+    return _register(module, "_forward_pre_hooks", hook, prepend, with_kwargs)
 
 
 def register_forward_hook(module, hook, *, prepend=False, with_kwargs=False,
                           always_call=False):
-    table = _table(module, "_forward_hooks")
-    handle = RemovableHandle(table)
-    table[handle.id] = (hook, with_kwargs)
-    if prepend:
-        table.move_to_end(handle.id, last=False)
-    return handle
+    return _register(module, "_forward_hooks", hook, prepend, with_kwargs)
 
 
 def _run_pre_hooks(module, hooks, args, kwargs):
