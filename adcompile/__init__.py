@@ -23,3 +23,4 @@ for _name in ("nn", "nn.functional", "nn.init", "nn.modules", "optim", "autograd
 from adcompile.api import (  # noqa: E402,F401
     CompiledFunction, adcompile, grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp)
 from adcompile.errors import CompileError, InternalError  # noqa: E402,F401
+from adcompile import utils  # noqa: E402,F401

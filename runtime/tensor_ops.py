@@ -234,3 +234,15 @@ def prod_others(x, result, dims):
 
 
 from runtime.tensor_ops_breadth import *  # noqa: E402,F401,F403  (issue 16 families)
+def im2col(x, geom):
+    from runtime.rules.conv import im2col_array
+
+    return _scatter("Im2ColBackward0", "im2col", x, im2col_array(x._data, geom),
+                    (x._data.shape, geom))
+
+
+def col2im(cols, x_shape, geom):
+    from runtime.rules.conv import col2im_array
+
+    return _scatter("Col2ImBackward0", "col2im", cols, col2im_array(cols._data, x_shape, geom),
+                    (geom,))

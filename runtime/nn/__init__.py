@@ -22,3 +22,17 @@ from runtime.nn.modules import (  # noqa: F401
     Softmax,
     Tanh,
 )
+from runtime.nn.conv import Conv1d, Conv2d  # noqa: E402,F401
+from runtime.nn.pooling import (  # noqa: E402,F401
+    AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d)
+from runtime.nn.norm import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm  # noqa: E402,F401
+from runtime.nn.activation import (  # noqa: E402,F401
+    ELU, GELU, Embedding, LeakyReLU, SiLU, Softplus)
+from runtime.nn.loss import (  # noqa: E402,F401
+    BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, HuberLoss, KLDivLoss,
+    SmoothL1Loss)
+from runtime.nn.containers import (  # noqa: E402,F401
+    ModuleDict, ModuleList, ParameterDict, ParameterList)
+from runtime.nn import utils  # noqa: E402,F401
+from runtime.nn.rnn import GRU, LSTM, RNN, RNNBase  # noqa: E402,F401
+from runtime.nn.attention import MultiheadAttention  # noqa: E402,F401

@@ -140,9 +140,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                                      reduce=None, reduction="mean", pos_weight=None):
     """(1 - t) * x - log(sigmoid(x)), one node as in PyTorch; `weight` is a constant."""
     _check_reduction(reduction)
-    if pos_weight is not None:
-        raise NotImplementedError("binary_cross_entropy_with_logits: pos_weight is not "
-                                  "supported yet")
+    if pos_weight is not None:  # a composition of recorded ops (nn/loss.py)
+        return _weighted_bce_with_logits(input, target, weight, reduction=reduction,
+                                         pos_weight=pos_weight)
     if tuple(input.shape) != tuple(target.shape):
         raise ValueError(f"target size ({list(target.shape)}) must be the same as input size "
                          f"({list(input.shape)})")
@@ -175,3 +175,19 @@ def dropout(input, p=0.5, training=True, inplace=False):
 def one_hot(tensor, num_classes=-1):
     n = int(tensor._data.max()) + 1 if num_classes < 0 else num_classes
     return wrap(np.eye(n, dtype=np.int64)[tensor._data], dtypes.int64)
+
+
+# the layer families (each imports this module's core, so they are registered last)
+from runtime.nn.conv import conv1d, conv2d  # noqa: E402,F401
+from runtime.nn.pooling import (  # noqa: E402,F401
+    adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d)
+from runtime.nn.norm import batch_norm, group_norm, layer_norm  # noqa: E402,F401
+from runtime.nn.activation import (  # noqa: E402,F401
+    elu, embedding, gelu, leaky_relu, silu, softplus)
+from runtime.nn.padding import normalize, one_hot, pad  # noqa: E402,F401
+from runtime.nn.loss import (  # noqa: E402,F401
+    binary_cross_entropy, cosine_embedding_loss, cross_entropy, huber_loss, kl_div,
+    smooth_l1_loss)
+from runtime.nn.loss import (  # noqa: E402  (pos_weight; without it, the one node above)
+    binary_cross_entropy_with_logits as _weighted_bce_with_logits)
+from runtime.nn.attention import scaled_dot_product_attention  # noqa: E402,F401

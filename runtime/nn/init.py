@@ -76,5 +76,68 @@ def xavier_normal_(tensor, gain=1.0, generator=None):
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)), generator)
 
 
+def default_layer_init_(weight, bias, fan_in):
+    """PyTorch's default for Linear and Conv layers: kaiming-uniform weight (a = sqrt(5)) and
+    a bias uniform in +-1/sqrt(fan_in), drawn in that order."""
+    kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        uniform_(bias, -bound, bound)
+
+
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_",
            "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_", "xavier_normal_"]
+
+
+def eye_(tensor):
+    import numpy as np
+
+    if tensor._data.ndim != 2:
+        raise ValueError("eye_ needs a 2-d tensor")
+    with no_grad():
+        tensor._data[...] = np.eye(*tensor._data.shape, dtype=tensor._data.dtype)
+    return tensor
+
+
+def dirac_(tensor, groups=1):
+    import numpy as np
+
+    shape = tensor._data.shape
+    if len(shape) not in (3, 4, 5) or shape[0] % groups:
+        raise ValueError("dirac_ needs a 3, 4 or 5-d tensor whose first dimension is "
+                         "divisible by groups")
+    per_group = shape[0] // groups
+    centre = tuple(s // 2 for s in shape[2:])
+    data = np.zeros(shape, tensor._data.dtype)
+    for g in range(groups):
+        for d in range(min(per_group, shape[1])):
+            data[(g * per_group + d, d) + centre] = 1
+    with no_grad():
+        tensor._data[...] = data
+    return tensor
+
+
+def orthogonal_(tensor, gain=1.0, generator=None):
+    """A (semi-)orthogonal matrix from the QR decomposition of normal draws, with the signs
+    fixed by R's diagonal, as PyTorch builds it."""
+    import numpy as np
+
+    from runtime import random as _random
+
+    if tensor._data.ndim < 2:
+        raise ValueError("orthogonal_ needs a tensor with at least 2 dimensions")
+    rows = tensor._data.shape[0]
+    cols = tensor._data.size // rows
+    flat = _random.randn((rows, cols), tensor._data.dtype, generator)
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q = q * np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    with no_grad():
+        tensor._data[...] = (q * gain).reshape(tensor._data.shape).astype(tensor._data.dtype)
+    return tensor
+
+
+__all__ += ["eye_", "dirac_", "orthogonal_", "default_layer_init_"]

@@ -2,7 +2,6 @@
 Linear, activations, Sequential and the losses."""
 
 import collections
-import math
 
 import numpy as np
 
@@ -54,7 +53,21 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args, **kwargs):
+        if "_forward_pre_hooks" in self.__dict__ or "_forward_hooks" in self.__dict__:
+            from runtime.nn.module_hooks import call_with_hooks
+
+            return call_with_hooks(self, args, kwargs)
         return self.forward(*args, **kwargs)
+
+    def register_forward_pre_hook(self, hook, **options):
+        from runtime.nn.module_hooks import register_forward_pre_hook
+
+        return register_forward_pre_hook(self, hook, **options)
+
+    def register_forward_hook(self, hook, **options):
+        from runtime.nn.module_hooks import register_forward_hook
+
+        return register_forward_hook(self, hook, **options)
 
     # -- registration ----------------------------------------------------------------------
     def __setattr__(self, name, value):
@@ -187,9 +200,15 @@ class Module:
     # -- state -----------------------------------------------------------------------------
     def state_dict(self, destination=None, prefix="", keep_vars=False):
         out = collections.OrderedDict() if destination is None else destination
-        for name, t in list(self.named_parameters(prefix=prefix.rstrip("."))) + \
-                list(self.named_buffers(prefix=prefix.rstrip("."))):
-            out[name] = t if keep_vars else t.detach()
+        for name, p in self._parameters.items():  # each module's own entries, then its children's
+            if p is not None:
+                out[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None:
+                out[prefix + name] = b if keep_vars else b.detach()
+        for name, m in self._modules.items():
+            if m is not None:
+                m.state_dict(out, prefix + name + ".", keep_vars)
         return out
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
@@ -288,10 +307,7 @@ class Linear(Module):
     def reset_parameters(self):
         from runtime.nn import init
 
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        init.default_layer_init_(self.weight, self.bias, self.in_features)
 
     def forward(self, input):
         return NF.linear(input, self.weight, self.bias)
@@ -354,6 +370,9 @@ class Flatten(Module):
 
     def forward(self, input):
         return F.flatten(input, self.start_dim, self.end_dim)
+
+    def extra_repr(self):
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 
 class Sequential(Module):

@@ -80,6 +80,7 @@ class Optimizer:
     def __repr__(self):
         lines = [type(self).__name__ + " ("]
         for i, group in enumerate(self.param_groups):
+            lines += [""] if i else []
             lines.append(f"Parameter Group {i}")
             for key in sorted(k for k in group if k != "params"):
                 lines.append(f"    {key}: {group[key]}")
@@ -152,50 +153,6 @@ class Adam(Optimizer):
         p.addcdiv_(exp_avg, denom, value=-step_size)
 
 
-class RMSprop(Optimizer):
-    """Divides each step by a running root mean square of the gradients (PyTorch's
-    single-tensor update, operation for operation)."""
-
-    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
-                 centered=False, *, maximize=False):
-        if lr < 0 or eps < 0 or alpha < 0 or momentum < 0 or weight_decay < 0:
-            raise ValueError("RMSprop needs lr, alpha, eps, momentum and weight_decay >= 0")
-        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
-                                      momentum=momentum, centered=centered,
-                                      maximize=maximize))
-
-    def _state(self, p, g):
-        state = self.state.get(p)
-        if state is None:
-            state = self.state[p] = {"step": 0, "square_avg": zeros_like(p)}
-            if g["momentum"] > 0:
-                state["momentum_buffer"] = zeros_like(p)
-            if g["centered"]:
-                state["grad_avg"] = zeros_like(p)
-        return state
-
-    def _update(self, p, g):
-        grad = p._grad if not g["maximize"] else F.neg(p._grad)
-        state = self._state(p, g)
-        state["step"] += 1
-        if g["weight_decay"]:
-            grad = F.add(grad, p, alpha=g["weight_decay"])
-        square_avg = state["square_avg"]
-        square_avg.mul_(g["alpha"]).addcmul_(grad, grad, value=1 - g["alpha"])
-        if g["centered"]:
-            state["grad_avg"].lerp_(grad, 1 - g["alpha"])
-            avg = F.sqrt(F.addcmul(square_avg, state["grad_avg"], state["grad_avg"], value=-1))
-        else:
-            avg = F.sqrt(square_avg)
-        avg = avg.add_(g["eps"])
-        if g["momentum"] > 0:
-            buf = state["momentum_buffer"]
-            buf.mul_(g["momentum"]).addcdiv_(grad, avg)
-            p.add_(buf, alpha=-g["lr"])
-        else:
-            p.addcdiv_(grad, avg, value=-g["lr"])
-
-
 def _run_closure(closure):
     if closure is None:
         return None
@@ -203,3 +160,15 @@ def _run_closure(closure):
 
     with enable_grad():
         return closure()
+
+
+# the optimizer families (each module imports Optimizer from here)
+from runtime.optim.adamw import AdamW  # noqa: E402
+from runtime.optim.rmsprop import RMSprop  # noqa: E402
+from runtime.optim.adagrad import Adagrad  # noqa: E402
+from runtime.optim.adadelta import Adadelta  # noqa: E402
+from runtime.optim.adamax import Adamax  # noqa: E402
+from runtime.optim.nadam import NAdam  # noqa: E402
+from runtime.optim.radam import RAdam  # noqa: E402
+from runtime.optim import lr_scheduler  # noqa: E402
+from runtime.optim.lbfgs import LBFGS  # noqa: E402

@@ -32,3 +32,5 @@ def rule(*names):
 from runtime.rules import elementwise, reductions, linalg, shape  # noqa: E402,F401
 from runtime.rules import special, scans, indexing  # noqa: E402,F401  (issue 16 families)
 from runtime.rules import decompositions  # noqa: E402,F401
+from runtime.rules import conv  # noqa: E402,F401
+from runtime.rules import activation  # noqa: E402,F401

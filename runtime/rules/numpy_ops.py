@@ -377,3 +377,4 @@ def threshold_backward(g, result):
 
 
 from runtime.rules.numpy_breadth import *  # noqa: E402,F401,F403  (issue 16 families)
+from runtime.rules.conv import col2im_array as col2im, im2col_array as im2col  # noqa: E402,F401

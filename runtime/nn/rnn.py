@@ -1,0 +1,200 @@
+"""Recurrent layers: RNN, LSTM, GRU (multi-layer, bidirectional, batch_first, inter-layer
+dropout), composed step by step from differentiable eager ops (linear, sigmoid, tanh), so
+backpropagation through time comes from the shared rules.
+
+Parameters are registered and initialised in PyTorch's order (per layer and direction:
+weight_ih, weight_hh, bias_ih, bias_hh, each uniform in +-1/sqrt(hidden_size)), so the same
+manual_seed gives the same weights. Gate order in the stacked weights is PyTorch's:
+LSTM (input, forget, cell, output), GRU (reset, update, new).
+"""
+
+import math
+
+import numpy as np
+
+from runtime import ops as F
+from runtime.nn import functional as NF
+from runtime.nn.modules import Module, Parameter
+from runtime.tensor import Tensor
+
+
+def _rnn_tanh(x, h, w):
+    return F.tanh(F.add(NF.linear(x, w[0], w[2]), NF.linear(h, w[1], w[3])))
+
+
+def _rnn_relu(x, h, w):
+    return F.relu(F.add(NF.linear(x, w[0], w[2]), NF.linear(h, w[1], w[3])))
+
+
+def _lstm_cell(x, state, w):
+    h, c = state
+    gates = F.add(NF.linear(x, w[0], w[2]), NF.linear(h, w[1], w[3]))
+    i, f, g, o = F.chunk(gates, 4, -1)
+    c = F.add(F.mul(F.sigmoid(f), c), F.mul(F.sigmoid(i), F.tanh(g)))
+    return F.mul(F.sigmoid(o), F.tanh(c)), c
+
+
+def _gru_cell(x, h, w):
+    xr, xz, xn = F.chunk(NF.linear(x, w[0], w[2]), 3, -1)
+    hr, hz, hn = F.chunk(NF.linear(h, w[1], w[3]), 3, -1)
+    r = F.sigmoid(F.add(xr, hr))
+    z = F.sigmoid(F.add(xz, hz))
+    n = F.tanh(F.add(xn, F.mul(r, hn)))
+    return F.add(F.mul(F.rsub(z, 1), n), F.mul(z, h))
+
+
+_CELLS = {"RNN_TANH": (_rnn_tanh, 1), "RNN_RELU": (_rnn_relu, 1), "LSTM": (_lstm_cell, 4),
+          "GRU": (_gru_cell, 3)}
+
+
+class RNNBase(Module):
+    def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True,
+                 batch_first=False, dropout=0.0, bidirectional=False, proj_size=0,
+                 device=None, dtype=None):
+        super().__init__()
+        if proj_size:
+            raise NotImplementedError("LSTM proj_size is not supported")
+        if not 0 <= dropout <= 1 or isinstance(dropout, bool):
+            raise ValueError("dropout must be a number in [0, 1]")
+        if hidden_size <= 0 or num_layers <= 0:
+            raise ValueError("hidden_size and num_layers must be positive")
+        self.mode, self.input_size, self.hidden_size = mode, input_size, hidden_size
+        self.num_layers, self.bias, self.batch_first = num_layers, bias, batch_first
+        self.dropout, self.bidirectional, self.proj_size = float(dropout), bidirectional, 0
+        gates = _CELLS[mode][1] * hidden_size
+        dt = dtype or F.get_default_dtype()
+        self._weight_names = []
+        for layer in range(num_layers):
+            for suffix in ("", "_reverse")[: 1 + bidirectional]:
+                width = input_size if layer == 0 else hidden_size * (1 + bidirectional)
+                names = self._add_layer(f"l{layer}{suffix}", gates, width, dt)
+                self._weight_names.append(names)
+        self.reset_parameters()
+
+    def _add_layer(self, tag, gates, width, dt):
+        shapes = {f"weight_ih_{tag}": (gates, width), f"weight_hh_{tag}": (gates,
+                                                                          self.hidden_size)}
+        if self.bias:
+            shapes.update({f"bias_ih_{tag}": (gates,), f"bias_hh_{tag}": (gates,)})
+        for name, shape in shapes.items():
+            setattr(self, name, Parameter(Tensor._wrap(np.empty(shape, dt.np), dt)))
+        return list(shapes) + [None] * (4 - len(shapes))
+
+    def reset_parameters(self):
+        from runtime.nn import init
+
+        stdv = 1.0 / math.sqrt(self.hidden_size)
+        for p in self.parameters():
+            init.uniform_(p, -stdv, stdv)
+
+    def _weights(self, index):
+        return [None if n is None else getattr(self, n) for n in self._weight_names[index]]
+
+    def _zeros(self, batch_shape, x):
+        shape = (self.num_layers * (1 + self.bidirectional),) + batch_shape + \
+            (self.hidden_size,)
+        return Tensor._wrap(np.zeros(shape, x._data.dtype), x._dtype)
+
+    def _run_direction(self, cell, xs, state, weights, reverse):
+        steps = range(len(xs) - 1, -1, -1) if reverse else range(len(xs))
+        outs = [None] * len(xs)
+        for t in steps:
+            state = cell(xs[t], state, weights)
+            outs[t] = state[0] if isinstance(state, tuple) else state
+        return outs, state
+
+    def forward(self, input, hx=None):
+        batched = input._data.ndim == 3
+        if input._data.ndim not in (2, 3):
+            raise ValueError(f"{type(self).__name__} expects a 2-d or 3-d input, got "
+                             f"{input._data.ndim}-d")
+        x = input if batched else F.unsqueeze(input, 1)
+        if batched and self.batch_first:
+            x = F.transpose(x, 0, 1)
+        states = self._initial_states(hx, x, batched)
+        outs, finals = self._layers(F.unbind(x, 0), states)
+        out = F.stack(outs, 0)
+        if batched and self.batch_first:
+            out = F.transpose(out, 0, 1)
+        return self._package(out, finals, batched)
+
+    def _initial_states(self, hx, x, batched):
+        n_states = 2 if self.mode == "LSTM" else 1
+        if hx is None:
+            zeros = self._zeros((x._data.shape[1],), x)
+            return [zeros] * n_states
+        hx = list(hx) if isinstance(hx, (tuple, list)) else [hx]
+        if len(hx) != n_states:
+            raise RuntimeError(f"{type(self).__name__} expects {n_states} initial state(s)")
+        expected = (self.num_layers * (1 + self.bidirectional), x._data.shape[1],
+                    self.hidden_size)
+        hx = [h if batched else F.unsqueeze(h, 1) for h in hx]
+        for h in hx:
+            if tuple(h._data.shape) != expected:
+                raise RuntimeError(f"expected hidden size {expected}, got "
+                                   f"{tuple(h._data.shape)}")
+        return hx
+
+    def _layers(self, xs, states):
+        cell = _CELLS[self.mode][0]
+        finals = []
+        dirs = 1 + self.bidirectional
+        for layer in range(self.num_layers):
+            results = []
+            for d in range(dirs):
+                k = layer * dirs + d
+                init = tuple(s[k] for s in states)
+                init = init if self.mode == "LSTM" else init[0]
+                outs, final = self._run_direction(cell, xs, init, self._weights(k), d == 1)
+                results.append(outs)
+                finals.append(final)
+            xs = [F.cat([r[t] for r in results], -1) if dirs == 2 else results[0][t]
+                  for t in range(len(xs))]
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                xs = [NF.dropout(x, self.dropout, True) for x in xs]
+        return xs, finals
+
+    def _package(self, out, finals, batched):
+        def collect(i=None):
+            h = F.stack([f if i is None else f[i] for f in finals], 0)
+            return h if batched else F.squeeze(h, 1)
+
+        if not batched:
+            out = F.squeeze(out, 1)
+        if self.mode == "LSTM":
+            return out, (collect(0), collect(1))
+        return out, collect()
+
+    def extra_repr(self):
+        s = f"{self.input_size}, {self.hidden_size}"
+        s += f", num_layers={self.num_layers}" if self.num_layers != 1 else ""
+        s += f", bias={self.bias}" if self.bias is not True else ""
+        s += f", batch_first={self.batch_first}" if self.batch_first is not False else ""
+        s += f", dropout={self.dropout}" if self.dropout != 0 else ""
+        s += f", bidirectional={self.bidirectional}" if self.bidirectional is not False else ""
+        return s
+
+
+class RNN(RNNBase):
+    def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True,
+                 batch_first=False, dropout=0.0, bidirectional=False, device=None, dtype=None):
+        modes = {"tanh": "RNN_TANH", "relu": "RNN_RELU"}
+        if nonlinearity not in modes:
+            raise ValueError(f"unknown nonlinearity {nonlinearity!r} (use 'tanh' or 'relu')")
+        self.nonlinearity = nonlinearity
+        super().__init__(modes[nonlinearity], input_size, hidden_size, num_layers, bias,
+                         batch_first, dropout, bidirectional)
+
+
+class LSTM(RNNBase):
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
+                 dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None):
+        super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first,
+                         dropout, bidirectional, proj_size)
+
+
+class GRU(RNNBase):
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
+                 dropout=0.0, bidirectional=False, device=None, dtype=None):
+        super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first,
+                         dropout, bidirectional)

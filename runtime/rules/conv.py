@@ -1,0 +1,118 @@
+"""Convolution and pooling: the im2col/col2im kernels on numpy and the derivative rules.
+
+A convolution is a matmul against the input's patches ("im2col"): for input (N, C, *S) and
+weight (O, C/G, *K), the patches form (N, G, C/G*prod(K), L) with L output positions.
+Its rule is three matmuls and a col2im (the transpose of im2col, a scatter-add of patches
+back onto the padded input). im2col and col2im are linear and each other's transpose, so
+they are primitives with rules too and double backward works through the Tensor namespace.
+
+`geom` describes the convolution on two spatial axes (1-d convolutions are run as 2-d ones of
+height 1): (kernel, stride, padding, dilation, groups, spatial_ndim).
+"""
+
+import numpy as np
+
+from runtime.rules import rule
+
+
+def _as2d(shape, ndim):
+    """The 4-d shape that a 1-d (N, C, L) input is run as."""
+    return shape if ndim == 2 else (shape[0], shape[1], 1, shape[2])
+
+
+def out_size(size, k, s, p, d):
+    return (size + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+def _patches(xp, geom, out_hw):
+    """A strided view (N, C, kh, kw, OH, OW) of the padded input's patches."""
+    (kh, kw), (sh, sw), _, (dh, dw) = geom[:4]
+    n, c = xp.shape[:2]
+    s = xp.strides
+    return np.lib.stride_tricks.as_strided(
+        xp, (n, c, kh, kw) + out_hw,
+        (s[0], s[1], s[2] * dh, s[3] * dw, s[2] * sh, s[3] * sw), writeable=False)
+
+
+def _out_hw(shape4, geom):
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = geom[:4]
+    return (out_size(shape4[2], kh, sh, ph, dh), out_size(shape4[3], kw, sw, pw, dw))
+
+
+def im2col_array(x, geom, pad_value=0.0):
+    """(N, C, *S) -> patches (N, G, C/G*kh*kw, L)."""
+    ndim, groups = geom[5], geom[4]
+    x4 = x.reshape(_as2d(x.shape, ndim))
+    (ph, pw) = geom[2]
+    xp = np.pad(x4, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=pad_value)
+    hw = _out_hw(x4.shape, geom)
+    cols = _patches(xp, geom, hw)
+    n, c = x4.shape[:2]
+    return np.ascontiguousarray(cols).reshape(n, groups, -1, hw[0] * hw[1])
+
+
+def col2im_array(cols, x_shape, geom):
+    """The transpose of im2col_array: scatter-add patches back onto an input of x_shape."""
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = geom[:4]
+    n, c, h, w = _as2d(tuple(x_shape), geom[5])
+    oh, ow = _out_hw((n, c, h, w), geom)
+    cols = cols.reshape(n, c, kh, kw, oh, ow)
+    xp = np.zeros((n, c, h + 2 * ph, w + 2 * pw), cols.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            xp[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh,
+               j * dw:j * dw + sw * (ow - 1) + 1:sw] += cols[:, :, i, j]
+    return xp[:, :, ph:ph + h, pw:pw + w].reshape(x_shape)
+
+
+@rule("im2col")
+def im2col(ops, g, needs, x_shape, geom):
+    return (ops.col2im(g, x_shape, geom),)
+
+
+@rule("col2im")
+def col2im(ops, g, needs, geom):
+    return (ops.im2col(g, geom),)
+
+
+@rule("convolution")
+def convolution(ops, g, needs, x, w, geom, has_bias):
+    """out[n, g, o, l] = sum_k w2[g, o, k] * cols[n, g, k, l] (+ bias[o])."""
+    n, groups = ops.shape(x)[0], geom[4]
+    w_shape = ops.shape(w)
+    w2 = ops.reshape(w, (groups, w_shape[0] // groups, -1))
+    g2 = ops.reshape(g, (n, groups, w_shape[0] // groups, -1))
+    gx = gw = gb = None
+    if needs[0]:
+        gx = ops.col2im(ops.matmul(ops.mT(w2), g2), ops.shape(x), geom)
+    if needs[1]:
+        gw = ops.reshape(ops.sum_dim(ops.matmul(g2, ops.mT(ops.im2col(x, geom))), 0, False),
+                         w_shape)
+    if has_bias and needs[2]:
+        gb = ops.sum_dim(ops.sum_dim(g2, 3, False), 0, False)
+        gb = ops.reshape(gb, (w_shape[0],))
+    return gx, gw, gb
+
+
+@rule("max_pool")
+def max_pool(ops, g, needs, x_shape, flat_index):
+    """Each output's cotangent goes to the input element that was the window's maximum."""
+    size = int(np.prod(x_shape))
+    return (ops.reshape(ops.embed_add(ops.reshape(g, (-1,)), (size,), flat_index), x_shape),)
+
+
+@rule("avg_pool")
+def avg_pool(ops, g, needs, x_shape, geom, divisor):
+    """Average pooling (padding counted) is im2col then a mean over each window."""
+    kk = geom[0][0] * geom[0][1]
+    n, c = x_shape[:2]
+    g_shape = ops.shape(g)
+    positions = int(np.prod(g_shape[2:]))
+    share = ops.reshape(ops.div(g, divisor), (n, c, 1, positions))
+    return (ops.col2im(ops.expand(share, (n, c, kk, positions)), x_shape, geom),)
+
+
+@rule("constant_pad")
+def constant_pad(ops, g, needs, key):
+    """Padding's transpose: the cotangent sliced back to the unpadded region."""
+    return (ops.getitem(g, key),)

@@ -1,0 +1,371 @@
+"""nn layers, losses and functional forms, differential against PyTorch 2.13, from tables.
+
+For every layer: parameters initialised from the same manual_seed, output, gradients of the
+input and of every parameter, grad_fn name, state_dict keys and shapes, buffers after the
+forward pass, and repr must agree with PyTorch's."""
+
+import numpy as np
+import pytest
+import torch
+
+import adcompile
+
+
+def _x(shape, seed=0, kind="normal"):
+    rng = np.random.default_rng(seed)
+    if kind == "index":
+        return rng.integers(0, 5, shape).astype(np.int64)
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+# name: (constructor, input shape, input kind, check grad_fn name)
+LAYERS = {
+    "conv1d": (lambda nn: nn.Conv1d(4, 6, 3), (2, 4, 9), "normal", True),
+    "conv1d_options": (lambda nn: nn.Conv1d(4, 6, 3, stride=2, padding=2, dilation=2,
+                                            groups=2), (2, 4, 11), "normal", True),
+    "conv2d": (lambda nn: nn.Conv2d(3, 5, 3), (2, 3, 7, 6), "normal", True),
+    "conv2d_options": (lambda nn: nn.Conv2d(4, 6, (3, 2), stride=(2, 1), padding=(1, 2),
+                                            dilation=(1, 2), groups=2, bias=False),
+                       (2, 4, 8, 7), "normal", True),
+    "conv2d_same": (lambda nn: nn.Conv2d(2, 3, 3, padding="same"), (1, 2, 5, 5), "normal",
+                    True),
+    "conv2d_depthwise": (lambda nn: nn.Conv2d(3, 6, 3, groups=3, padding=1),
+                         (2, 3, 5, 5), "normal", True),
+    "maxpool1d": (lambda nn: nn.MaxPool1d(3, 2, 1), (2, 3, 9), "normal", True),
+    "maxpool2d": (lambda nn: nn.MaxPool2d(2), (2, 3, 6, 6), "normal", True),
+    "maxpool2d_options": (lambda nn: nn.MaxPool2d(3, stride=2, padding=1, dilation=1),
+                          (2, 3, 7, 6), "normal", True),
+    "maxpool2d_dilation": (lambda nn: nn.MaxPool2d(2, stride=1, dilation=2), (1, 2, 6, 6),
+                           "normal", True),
+    "avgpool1d": (lambda nn: nn.AvgPool1d(3, 2, 1), (2, 3, 9), "normal", True),
+    "avgpool2d": (lambda nn: nn.AvgPool2d(2), (2, 3, 6, 6), "normal", True),
+    "avgpool2d_options": (lambda nn: nn.AvgPool2d(3, stride=2, padding=1), (2, 3, 7, 6),
+                          "normal", True),
+    "adaptive_avgpool2d": (lambda nn: nn.AdaptiveAvgPool2d((3, 2)), (2, 3, 7, 5), "normal",
+                           False),
+    "adaptive_avgpool2d_even": (lambda nn: nn.AdaptiveAvgPool2d(3), (2, 3, 6, 6), "normal",
+                                False),
+    "batchnorm1d": (lambda nn: nn.BatchNorm1d(3), (5, 3), "normal", False),
+    "batchnorm1d_3d": (lambda nn: nn.BatchNorm1d(3, momentum=None), (4, 3, 5), "normal",
+                       False),
+    "batchnorm2d": (lambda nn: nn.BatchNorm2d(3), (4, 3, 5, 5), "normal", False),
+    "batchnorm2d_eval": (lambda nn: nn.BatchNorm2d(3).eval(), (4, 3, 5, 5), "normal", False),
+    "batchnorm2d_noaffine": (lambda nn: nn.BatchNorm2d(3, affine=False, eps=1e-3,
+                                                       momentum=0.3), (4, 3, 2, 2), "normal",
+                             False),
+    "batchnorm2d_nostats": (lambda nn: nn.BatchNorm2d(3, track_running_stats=False),
+                            (4, 3, 2, 2), "normal", False),
+    "layernorm": (lambda nn: nn.LayerNorm(6), (3, 4, 6), "normal", False),
+    "layernorm_2d": (lambda nn: nn.LayerNorm((4, 6), eps=1e-3, bias=False), (3, 4, 6),
+                     "normal", False),
+    "groupnorm": (lambda nn: nn.GroupNorm(2, 4), (3, 4, 5), "normal", False),
+    "groupnorm_2d": (lambda nn: nn.GroupNorm(1, 4, affine=False), (3, 4, 2, 3), "normal",
+                     False),
+    "embedding": (lambda nn: nn.Embedding(5, 3), (4, 2), "index", True),
+    "embedding_padding": (lambda nn: nn.Embedding(5, 3, padding_idx=1), (6,), "index", True),
+    "dropout_eval": (lambda nn: nn.Dropout(0.3).eval(), (3, 4), "normal", False),
+    "flatten": (lambda nn: nn.Flatten(), (2, 3, 4), "normal", True),
+    "identity": (lambda nn: nn.Identity(), (2, 3), "normal", False),
+    "gelu": (lambda nn: nn.GELU(), (3, 4), "normal", True),
+    "gelu_tanh": (lambda nn: nn.GELU(approximate="tanh"), (3, 4), "normal", True),
+    "silu": (lambda nn: nn.SiLU(), (3, 4), "normal", True),
+    "leaky_relu": (lambda nn: nn.LeakyReLU(0.2), (3, 4), "normal", True),
+    "elu": (lambda nn: nn.ELU(alpha=0.7), (3, 4), "normal", True),
+    "softplus": (lambda nn: nn.Softplus(beta=2.0, threshold=1.0), (3, 4), "normal", True),
+    "softmax": (lambda nn: nn.Softmax(dim=1), (3, 4), "normal", True),
+    "log_softmax": (lambda nn: nn.LogSoftmax(dim=-1), (3, 4), "normal", True),
+    "linear": (lambda nn: nn.Linear(4, 3), (2, 4), "normal", True),
+    "sequential_cnn": (lambda nn: nn.Sequential(nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4),
+                                                nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                                                nn.Linear(36, 3)), (2, 1, 8, 8), "normal",
+                       True),
+}
+
+
+def _run_layer(lib, name):
+    make, shape, kind, _ = LAYERS[name]
+    lib.manual_seed(0)
+    layer = make(lib.nn)
+    init = {k: v.detach().numpy().copy() for k, v in layer.state_dict().items()}
+    x = lib.tensor(_x(shape, 1, kind), requires_grad=kind != "index")
+    y = layer(x)
+    w = lib.tensor(_x(tuple(y.shape), 2))
+    (y * w).sum().backward()
+    return dict(
+        init=init, y=y.detach().numpy(), fn=type(y.grad_fn).__name__ if y.grad_fn else None,
+        gx=None if kind == "index" else x.grad.numpy(),
+        grads={k: p.grad.numpy() for k, p in layer.named_parameters()},
+        after={k: v.detach().numpy() for k, v in layer.state_dict().items()},
+        repr=repr(layer))
+
+
+def _close(a, b, what):
+    np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5, err_msg=what)
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_layer_matches_torch(name):
+    t, a = _run_layer(torch, name), _run_layer(adcompile, name)
+    assert a["repr"] == t["repr"]
+    for key in ("init", "after", "grads"):
+        assert list(a[key]) == list(t[key]), key
+        for k in t[key]:
+            assert a[key][k].shape == t[key][k].shape
+            _close(a[key][k], t[key][k], f"{key} {k}")
+    _close(a["y"], t["y"], "output")
+    if t["gx"] is not None:
+        _close(a["gx"], t["gx"], "input gradient")
+    if LAYERS[name][3]:
+        assert a["fn"] == t["fn"]
+
+
+def _ce(**kw):
+    return lambda lib, x, c, p: lib.nn.CrossEntropyLoss(**kw)(x, c)
+
+
+# name: loss(lib, logits (6, 4), class targets (6,), probabilities (6, 4))
+LOSSES = {
+    "ce_weight": lambda lib, x, c, p: lib.nn.CrossEntropyLoss(
+        weight=lib.tensor([1.0, 2.0, 0.5, 1.5]))(x, c),
+    "ce_ignore": _ce(ignore_index=2),
+    "ce_smoothing": _ce(label_smoothing=0.2),
+    "ce_smoothing_weight_ignore": lambda lib, x, c, p: lib.nn.CrossEntropyLoss(
+        weight=lib.tensor([1.0, 2.0, 0.5, 1.5]), ignore_index=1, label_smoothing=0.1)(x, c),
+    "ce_smoothing_sum": _ce(label_smoothing=0.3, reduction="sum"),
+    "ce_smoothing_none": lambda lib, x, c, p: (_ce(label_smoothing=0.3, reduction="none")(
+        lib, x, c, p) * lib.arange(6.0)).sum(),
+    "ce_probs": lambda lib, x, c, p: lib.nn.CrossEntropyLoss()(x, p),
+    "ce_probs_smoothing": _ce(label_smoothing=0.25),
+    "ce_kdim": lambda lib, x, c, p: lib.nn.CrossEntropyLoss(label_smoothing=0.1)(
+        x.reshape(2, 3, 4).permute(0, 2, 1), c.reshape(2, 3)),
+    "nll_weight": lambda lib, x, c, p: lib.nn.NLLLoss(weight=lib.tensor([1.0, 2.0, 0.5, 1.5]))(
+        x.log_softmax(1), c),
+    "bce_weight": lambda lib, x, c, p: lib.nn.BCELoss(weight=lib.tensor([1.0, 2.0, 0.5, 1.5]))(
+        x.sigmoid(), p),
+    "bce_logits": lambda lib, x, c, p: lib.nn.BCEWithLogitsLoss()(x, p),
+    "bce_logits_weights": lambda lib, x, c, p: lib.nn.BCEWithLogitsLoss(
+        weight=lib.tensor([1.0, 2.0, 0.5, 1.5]), pos_weight=lib.tensor([3.0, 1.0, 0.5, 2.0]))(
+        x * 3, p),
+    "smooth_l1": lambda lib, x, c, p: lib.nn.SmoothL1Loss()(x, p * 2),
+    "smooth_l1_beta": lambda lib, x, c, p: lib.nn.SmoothL1Loss(beta=0.3, reduction="sum")(
+        x, p),
+    "huber": lambda lib, x, c, p: lib.nn.HuberLoss(delta=0.5)(x, p * 2),
+    "kl_div": lambda lib, x, c, p: lib.nn.KLDivLoss(reduction="batchmean")(
+        x.log_softmax(1), p),
+    "kl_div_log_target": lambda lib, x, c, p: lib.nn.KLDivLoss(reduction="sum",
+                                                               log_target=True)(
+        x.log_softmax(1), p.log()),
+    "cosine_embedding": lambda lib, x, c, p: lib.nn.CosineEmbeddingLoss(margin=0.1)(
+        x, p, lib.tensor([1, -1, 1, -1, -1, 1])),
+    "pad_constant": lambda lib, x, c, p: (lib.nn.functional.pad(x, (1, 2, -1, 1), value=0.5)
+                                          ** 2).sum(),
+    "pad_reflect": lambda lib, x, c, p: (lib.nn.functional.pad(
+        x.reshape(2, 3, 4), (2, 1), mode="reflect") ** 2).sum(),
+    "pad_replicate": lambda lib, x, c, p: (lib.nn.functional.pad(
+        x.reshape(1, 2, 3, 4), (1, 2, 2, 0), mode="replicate") ** 2).sum(),
+    "pad_circular": lambda lib, x, c, p: (lib.nn.functional.pad(
+        x.reshape(1, 2, 3, 4), (1, 2, 2, 1), mode="circular") ** 2).sum(),
+    "normalize": lambda lib, x, c, p: (lib.nn.functional.normalize(x) * p).sum(),
+    "normalize_p1": lambda lib, x, c, p: (lib.nn.functional.normalize(x, p=1, dim=0) * p).sum(),
+    "conv2d_functional": lambda lib, x, c, p: lib.nn.functional.conv2d(
+        x.reshape(1, 1, 6, 4), p.reshape(6, 1, 2, 2)[:3], stride=2).pow(2).sum(),
+}
+
+
+def _loss_run(lib, name):
+    rng = np.random.default_rng(5)
+    x = lib.tensor(rng.standard_normal((6, 4)).astype(np.float32), requires_grad=True)
+    c = lib.tensor(np.array([0, 1, 2, 3, 2, 1], np.int64))
+    probs = rng.random((6, 4)).astype(np.float32) + 0.05
+    p = lib.tensor(probs / probs.sum(1, keepdims=True))
+    loss = LOSSES[name](lib, x, c, p)
+    loss.backward()
+    return loss.detach().numpy(), x.grad.numpy()
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_loss_matches_torch(name):
+    (lt, gt), (la, ga) = _loss_run(torch, name), _loss_run(adcompile, name)
+    _close(la, lt, "loss")
+    _close(ga, gt, "gradient")
+
+
+def test_one_hot_and_errors():
+    for lib in (torch, adcompile):
+        assert lib.nn.functional.one_hot(lib.tensor([0, 2, 1]), 4).numpy().tolist() == \
+            [[1, 0, 0, 0], [0, 0, 1, 0], [0, 1, 0, 0]]
+        with pytest.raises(RuntimeError):
+            lib.nn.Conv2d(3, 4, 3)(lib.ones(1, 2, 5, 5))
+        with pytest.raises(ValueError):
+            lib.nn.Conv2d(3, 4, 3, groups=2)
+        with pytest.raises(ValueError):
+            lib.nn.BatchNorm2d(3)(lib.ones(2, 3))
+        with pytest.raises(ValueError):
+            lib.nn.BatchNorm1d(3)(lib.ones(1, 3))
+        with pytest.raises(IndexError):
+            lib.nn.Embedding(3, 2)(lib.tensor([3]))
+        with pytest.raises(RuntimeError):
+            lib.nn.CrossEntropyLoss(label_smoothing=1.5)(lib.ones(2, 3), lib.tensor([0, 1]))
+
+
+def test_containers_match_torch():
+    runs = []
+    for lib in (torch, adcompile):
+        nn = lib.nn
+        lib.manual_seed(0)
+        net = nn.Module()
+        net.blocks = nn.ModuleList([nn.Linear(2, 2), nn.ReLU(), nn.ReLU()])
+        net.blocks.append(nn.Linear(2, 1))
+        net.heads = nn.ModuleDict({"a": nn.Linear(1, 1), "b": nn.Tanh()})
+        net.scales = nn.ParameterList([nn.Parameter(lib.ones(2)), lib.zeros(3)])
+        net.named = nn.ParameterDict({"w": nn.Parameter(lib.ones(2, 3))})
+        keys = {k: tuple(v.shape) for k, v in net.state_dict().items()}
+        runs.append((keys, repr(net), repr(net.scales), repr(net.named), len(net.blocks),
+                     repr(net.blocks[1:3]), [type(m).__name__ for m in net.heads.values()]))
+    assert runs[0] == runs[1]
+
+
+def test_clip_grad_matches_torch():
+    runs = []
+    for lib in (torch, adcompile):
+        lib.manual_seed(0)
+        model = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.Linear(4, 2))
+        (model(lib.ones(5, 3) * 3) ** 2).sum().backward()
+        total = lib.nn.utils.clip_grad_norm_(model.parameters(), 1.5)
+        after = [p.grad.numpy().copy() for p in model.parameters()]
+        inf_total = lib.nn.utils.clip_grad_norm_(model.parameters(), 0.5, norm_type="inf")
+        lib.nn.utils.clip_grad_value_(model.parameters(), 0.01)
+        runs.append((float(total), after, float(inf_total),
+                     [p.grad.numpy().copy() for p in model.parameters()]))
+    (ta, aa, ia, va), (tt, at, it, vt) = runs[1], runs[0]
+    assert ta == pytest.approx(tt, rel=1e-5) and ia == pytest.approx(it, rel=1e-5)
+    for a, b in zip(aa + va, at + vt):
+        _close(a, b, "clipped gradient")
+
+
+def test_conv_double_backward_matches_torch():
+    runs = []
+    for lib in (torch, adcompile):
+        x = lib.tensor(_x((1, 2, 5, 5)), requires_grad=True)
+        w = lib.tensor(_x((3, 2, 3, 3), 1), requires_grad=True)
+        y = lib.nn.functional.conv2d(x, w, padding=1)
+        (gx,) = lib.autograd.grad((y * y).sum(), x, create_graph=True)
+        (gx * gx).sum().backward()
+        runs.append((gx.detach().numpy(), x.grad.numpy(), w.grad.numpy()))
+    for a, b in zip(*runs):
+        _close(b, a, "double backward")
+
+
+def _flatten_outputs(out):
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in _flatten_outputs(o)]
+    return [] if out is None else [out]
+
+
+# name: (constructor, call(module, lib, inputs) -> outputs, input shapes)
+SEQUENCE_LAYERS = {
+    "rnn": (lambda nn: nn.RNN(3, 4), lambda m, lib, xs: m(xs[0]), [(5, 2, 3)]),
+    "rnn_relu_2layer": (lambda nn: nn.RNN(3, 4, num_layers=2, nonlinearity="relu",
+                                          bias=False), lambda m, lib, xs: m(xs[0]),
+                        [(5, 2, 3)]),
+    "lstm": (lambda nn: nn.LSTM(3, 4), lambda m, lib, xs: m(xs[0]), [(5, 2, 3)]),
+    "lstm_bi_batch_first": (lambda nn: nn.LSTM(3, 4, num_layers=2, batch_first=True,
+                                               bidirectional=True),
+                            lambda m, lib, xs: m(xs[0]), [(2, 5, 3)]),
+    "lstm_h0": (lambda nn: nn.LSTM(3, 4), lambda m, lib, xs: m(xs[0], (xs[1], xs[2])),
+                [(4, 2, 3), (1, 2, 4), (1, 2, 4)]),
+    "lstm_unbatched": (lambda nn: nn.LSTM(3, 4), lambda m, lib, xs: m(xs[0]), [(5, 3)]),
+    "gru": (lambda nn: nn.GRU(3, 4), lambda m, lib, xs: m(xs[0]), [(5, 2, 3)]),
+    "gru_bi_h0": (lambda nn: nn.GRU(3, 4, num_layers=2, bidirectional=True),
+                  lambda m, lib, xs: m(xs[0], xs[1]), [(5, 2, 3), (4, 2, 4)]),
+    "mha_self": (lambda nn: nn.MultiheadAttention(8, 2),
+                 lambda m, lib, xs: m(xs[0], xs[0], xs[0]), [(5, 2, 8)]),
+    "mha_cross_batch_first": (lambda nn: nn.MultiheadAttention(8, 4, batch_first=True),
+                              lambda m, lib, xs: m(xs[0], xs[1], xs[1],
+                                                   average_attn_weights=False),
+                              [(2, 3, 8), (2, 5, 8)]),
+    "mha_masks": (lambda nn: nn.MultiheadAttention(4, 2, bias=False),
+                  lambda m, lib, xs: m(xs[0], xs[1], xs[2],
+                                       attn_mask=lib.tensor(np.triu(np.ones((3, 4), bool), 1)),
+                                       key_padding_mask=lib.tensor(
+                                           np.array([[False] * 3 + [True], [False] * 4]))),
+                  [(3, 2, 4), (4, 2, 4), (4, 2, 4)]),
+    "sdpa": (lambda nn: nn.Identity(),
+             lambda m, lib, xs: lib.nn.functional.scaled_dot_product_attention(
+                 xs[0], xs[1], xs[2], is_causal=True), [(2, 3, 4, 5)] * 3),
+}
+
+
+def _run_sequence(lib, name):
+    make, call, shapes = SEQUENCE_LAYERS[name]
+    lib.manual_seed(0)
+    layer = make(lib.nn)
+    init = {k: v.detach().numpy().copy() for k, v in layer.state_dict().items()}
+    xs = [lib.tensor(_x(s, 10 + i), requires_grad=True) for i, s in enumerate(shapes)]
+    outs = _flatten_outputs(call(layer, lib, xs))
+    total = sum((o * lib.tensor(_x(tuple(o.shape), 20 + i))).sum() for i, o in enumerate(outs))
+    total.backward()
+    return dict(init=init, outs=[o.detach().numpy() for o in outs],
+                gx=[x.grad.numpy() for x in xs],
+                grads={k: p.grad.numpy() for k, p in layer.named_parameters()},
+                repr=repr(layer))
+
+
+@pytest.mark.parametrize("name", sorted(SEQUENCE_LAYERS))
+def test_sequence_layer_matches_torch(name):
+    t, a = _run_sequence(torch, name), _run_sequence(adcompile, name)
+    assert a["repr"] == t["repr"]
+    for key in ("init", "grads"):
+        assert list(a[key]) == list(t[key]), key
+        for k in t[key]:
+            _close(a[key][k], t[key][k], f"{key} {k}")
+    assert [o.shape for o in a["outs"]] == [o.shape for o in t["outs"]]
+    for i, (x, y) in enumerate(zip(a["outs"] + a["gx"], t["outs"] + t["gx"])):
+        _close(x, y, f"output/input gradient {i}")
+
+
+INITS = {
+    "orthogonal_wide": ("orthogonal_", (4, 6), dict(gain=2.0)),
+    "orthogonal_tall": ("orthogonal_", (6, 4), {}),
+    "orthogonal_conv": ("orthogonal_", (3, 2, 2, 2), {}),
+    "eye": ("eye_", (3, 5), {}),
+    "dirac": ("dirac_", (4, 2, 3, 3), dict(groups=2)),
+    "xavier_normal": ("xavier_normal_", (3, 4), dict(gain=0.5)),
+    "xavier_uniform": ("xavier_uniform_", (3, 4, 2), {}),
+    "kaiming_normal": ("kaiming_normal_", (3, 4), dict(mode="fan_out", nonlinearity="relu")),
+    "kaiming_uniform": ("kaiming_uniform_", (5, 2), dict(a=0.1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INITS))
+def test_init_matches_torch(name):
+    fn, shape, kw = INITS[name]
+    runs = []
+    for lib in (torch, adcompile):
+        lib.manual_seed(0)
+        t = lib.empty(*shape)
+        getattr(lib.nn.init, fn)(t, **kw)
+        runs.append((t.numpy().copy(), float(lib.rand(1)[0])))
+    _close(runs[1][0], runs[0][0], fn)
+    assert runs[1][1] == runs[0][1]
+
+
+def test_forward_hooks_match_torch():
+    runs = []
+    for lib in (torch, adcompile):
+        lib.manual_seed(0)
+        model = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.ReLU(), lib.nn.Linear(4, 2))
+        seen = []
+        h1 = model[0].register_forward_hook(lambda m, args, out: seen.append(
+            ("out", tuple(out.shape))))
+        model[2].register_forward_pre_hook(lambda m, args: (args[0] * 2,))
+        model[2].register_forward_hook(lambda m, args, out: out + 1)
+        model.register_forward_pre_hook(lambda m, args: seen.append(("pre", len(args))),
+                                        prepend=True)
+        x = lib.ones(5, 3)
+        first = model(x).detach().numpy().copy()
+        h1.remove()
+        model(x)
+        runs.append((first, seen))
+    np.testing.assert_allclose(runs[1][0], runs[0][0], rtol=1e-6)
+    assert runs[1][1] == runs[0][1]
