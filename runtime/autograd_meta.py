@@ -43,7 +43,7 @@ class TensorMeta:
     """Rarely used per-tensor autograd state, allocated on first use."""
 
     __slots__ = ("hooks", "post_acc_hooks", "acc", "retains_grad", "view_steps", "creation",
-                 "view_version", "own_requires_grad", "views")
+                 "view_version", "own_requires_grad", "views", "detached")
 
     def __init__(self):
         self.hooks = None
@@ -55,6 +55,7 @@ class TensorMeta:
         self.view_version = 0
         self.own_requires_grad = False  # a view's own flag (requires_grad_() on the view)
         self.views = None  # on a base: weakrefs to views whose requires_grad follows it
+        self.detached = False  # a non-leaf detached in place: nodes that saved it refuse it
 
 
 def meta_of(t):
@@ -161,6 +162,8 @@ def _new_unary_node(cls, x, out, args):
 def record(cls, inputs, out, args=()):
     """Attach a new node of class `cls` to `out`, the result of the op on `inputs`."""
     node = new_node(cls, inputs, out, args)
+    if cls._keeps_indices:
+        node._freed = False
     out._grad_fn = node
     return node
 
@@ -318,13 +321,14 @@ def _multi_view_name(t):
     return name.replace("Backward0", "")
 
 
-def apply_inplace(t, result):
-    """Write `result` (the out-of-place value, possibly with a node) into `t`."""
+def apply_inplace(t, result, aliased=False):
+    """Write `result` (the out-of-place value, possibly with a node) into `t`. `aliased`: an
+    operand shares `t`'s memory, so the node's saved copies of `t` stay bound to it."""
     node = result._grad_fn
     base = t if t._base is None else t._base
     base_had_grad = base._requires_grad or base._grad_fn is not None
     old_data = t._data
-    if node is not None:
+    if node is not None and not aliased:
         _snapshot_saved_self(node, t, old_data)
     if old_data.shape != result._data.shape:
         raise RuntimeError(

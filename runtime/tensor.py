@@ -21,6 +21,7 @@ import warnings
 import weakref
 
 import numpy as np
+from numpy.lib.array_utils import byte_bounds as _byte_bounds
 
 from runtime import dtypes, grad_mode
 from runtime import ops as F
@@ -344,6 +345,8 @@ class Tensor:
             raise RuntimeError("detach_() cannot be used on a view; use detach() to get a new "
                                "tensor instead")
         had_grad = self._requires_grad or self._grad_fn is not None
+        if self._grad_fn is not None:
+            meta_of(self).detached = True
         self._grad_fn = None
         self._output_nr = 0
         self._requires_grad = False
@@ -652,17 +655,27 @@ class Tensor:
     def _inplace(self, result_fn, *args):
         recording = _recording(self, args)
         check_inplace(self, recording)
+        vc = self._vc
+        aliased = False
+        for a in args:
+            if getattr(a, "_vc", None) is vc:
+                aliased = True
+        if aliased:
+            _check_partial_overlap(self, args)
         if not recording:
             direct = _DIRECT.get(result_fn)
             if direct is not None and self._data.flags.writeable and direct(self._data, *args):
-                self._vc[0] += 1
+                vc[0] += 1
                 return self
+        _check_internal_overlap(self)
         result = result_fn(self, *args)
         if result._dtype is not self._dtype and result._dtype.category > self._dtype.category:
             raise RuntimeError(f"the result of an in-place operation has dtype "
                                f"{result._dtype}, which cannot be stored in a tensor of dtype "
                                f"{self._dtype}")
-        return apply_inplace(self, result)
+        # an operand sharing the target's memory (a.mul_(a)) stays saved as it is, so
+        # backward finds it modified, as PyTorch does
+        return apply_inplace(self, result, aliased and recording)
 
     def __iadd__(self, other):
         return self._inplace(F.add, other)
@@ -793,6 +806,35 @@ def _recording(t, args):
         return True
     return any(getattr(a, "_requires_grad", False) or getattr(a, "_grad_fn", None) is not None
                for a in args)
+
+
+def _check_internal_overlap(t):
+    """An in-place write into a tensor whose elements share memory (expand()) is refused."""
+    d = t._data
+    if not d.flags.writeable and any(st == 0 and n > 1 for st, n in zip(d.strides, d.shape)):
+        raise RuntimeError("an in-place operation cannot write into a tensor in which several "
+                           "elements share one memory location (made by expand()); clone() "
+                           "it first")
+
+
+def _check_partial_overlap(t, args):
+    """An operand that overlaps the target's memory without being exactly the target is
+    refused (PyTorch's check: both dense, byte ranges intersecting)."""
+    d = t._data
+    for a in args:
+        if getattr(a, "_vc", None) is not t._vc:
+            continue
+        o = a._data
+        same = (o.__array_interface__["data"][0] == d.__array_interface__["data"][0]
+                and o.strides == d.strides and o.shape == d.shape)
+        if not same and _dense(o) and _dense(d) and np.may_share_memory(o, d):
+            raise RuntimeError("an operand of an in-place operation shares part of its memory "
+                               "with the tensor being written; clone() the operand first")
+
+
+def _dense(d):
+    lo, hi = _byte_bounds(d)
+    return hi - lo == d.size * d.itemsize
 
 
 def _rebuild(data, requires_grad):

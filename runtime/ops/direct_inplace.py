@@ -108,7 +108,10 @@ def _zero(data):
 
 def _fill(data, value):
     if value.__class__ not in _SCALARS + (bool,):
-        return False
+        d = getattr(value, "_data", None)  # setitem's 0-dim tensor of the target's dtype
+        if d is None or d.ndim or d.dtype != data.dtype:
+            return False
+        value = d
     data[...] = value
     return True
 

@@ -75,8 +75,8 @@ def setitem(x, key, value):
         plain = tuple(S._plain_key(k) for k in keys)
         x._inplace(index_put, plain if isinstance(key, tuple) else plain[0], value)
         return
-    target = S.getitem(x, key)
+    target, _ = S._basic_view(x, keys)
     if is_tensor(value):
         target._inplace(copy_like_op, value)
-    else:
-        target._inplace(fill_like_op, value)
+    else:  # PyTorch fills with the number as a 0-dim tensor: FillBackward3, edge (None, 0)
+        target._inplace(fill_like_op, wrap(np.asarray(value, dtype=x._dtype.np), x._dtype))

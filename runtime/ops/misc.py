@@ -4,7 +4,7 @@ logical reductions, sorting and gathering helpers."""
 import numpy as np
 
 from runtime import dtypes
-from runtime.autograd_meta import any_requires_grad, record
+from runtime.autograd_meta import _state, any_requires_grad, record
 from runtime.function import node_class, save_input, save_output
 from runtime.ops._core import float_dtype, wrap
 from runtime.ops.reductions import _axes, _rule_dims, normalize_dims
@@ -14,6 +14,10 @@ LogSoftmaxBackward0 = node_class("LogSoftmaxBackward0", "log_softmax")
 CumsumBackward0 = node_class("CumsumBackward0", "cumsum")
 CumprodBackward0 = node_class("CumprodBackward0", "cumprod")
 LogsumexpBackward0 = node_class("LogsumexpBackward0", "logsumexp")
+AddcmulBackward0 = node_class("AddcmulBackward0", "addcmul")
+AddcdivBackward0 = node_class("AddcdivBackward0", "addcdiv")
+LerpBackward0 = node_class("LerpBackward0", "lerp")
+LerpBackward1 = node_class("LerpBackward1", "lerp_tensor")
 
 
 def _axis(dim, x):
@@ -109,23 +113,74 @@ def full_like_scalar(x, value):
 
 
 def addcmul(x, t1, t2, value=1):
-    """x + value * t1 * t2 (in PyTorch's order of operations)."""
+    """x + value * t1 * t2 (in PyTorch's order of operations), one AddcmulBackward0 node."""
     from runtime.ops.elementwise import add, mul
 
-    return add(x, mul(mul(t1, value), t2))
+    _check_addc(x, t1, t2, "addcmul")
+    out = _unrecorded(lambda: add(x, mul(mul(t1, value), t2)))
+    if any_requires_grad((x, t1, t2)):
+        record(AddcmulBackward0, (x, t1, t2), out, (save_input(t1), save_input(t2), value))
+    return out
 
 
 def addcdiv(x, t1, t2, value=1):
-    """x + value * t1 / t2 (in PyTorch's order of operations)."""
+    """x + value * t1 / t2 (in PyTorch's order of operations), one AddcdivBackward0 node."""
     from runtime.ops.elementwise import add, div, mul
 
-    return add(x, div(mul(t1, value), t2))
+    _check_addc(x, t1, t2, "addcdiv")
+    if all(t._dtype.category != dtypes.FLOAT for t in (t1, t2)):
+        raise RuntimeError("addcdiv() of two integer tensors would be an integer division, "
+                           "which is not supported: convert tensor1 or tensor2 to float")
+    out = _unrecorded(lambda: add(x, div(mul(t1, value), t2)))
+    if any_requires_grad((x, t1, t2)):
+        record(AddcdivBackward0, (x, t1, t2), out, (save_input(t1), save_input(t2), value))
+    return out
+
+
+def _check_addc(x, t1, t2, name):
+    from runtime.ops._core import result_dtype
+
+    if result_dtype(x, t1, t2) is dtypes.bool_:
+        raise NotImplementedError(f"{name}() is not implemented for bool tensors")
+
+
+def _unrecorded(fn):
+    """fn() with recording off: composite kernels whose graph is one node of their own."""
+    saved = _state.enabled
+    _state.enabled = False
+    try:
+        return fn()
+    finally:
+        _state.enabled = saved
 
 
 def lerp(x, end, weight):
-    """x + weight * (end - x), computed from the nearer end as PyTorch does."""
-    from runtime.ops.elementwise import add, mul, rsub, sub
+    """x + weight * (end - x), computed from the nearer end as PyTorch does: LerpBackward0
+    for a number weight, LerpBackward1 (with an edge to the weight) for a tensor."""
+    from runtime.ops.elementwise import add, mul, sub, where
 
-    if isinstance(weight, (int, float)) and weight >= 0.5:
-        return sub(end, mul(sub(end, x), 1 - weight))
-    return add(x, mul(sub(end, x), weight))
+    _check_lerp(x, end, weight)
+    if not hasattr(weight, "_data"):
+        if weight >= 0.5:
+            out = _unrecorded(lambda: sub(end, mul(sub(end, x), 1 - weight)))
+        else:
+            out = _unrecorded(lambda: add(x, mul(sub(end, x), weight)))
+        if any_requires_grad((x, end)):
+            record(LerpBackward0, (x, end), out, (weight,))
+        return out
+    w = weight
+    out = _unrecorded(lambda: where(w.abs() < 0.5, add(x, mul(sub(end, x), w)),
+                                    sub(end, mul(sub(end, x), 1 - w))))
+    if any_requires_grad((x, end, weight)):
+        record(LerpBackward1, (x, end, weight), out,
+               (save_input(x), save_input(end), save_input(weight)))
+    return out
+
+
+def _check_lerp(x, end, weight):
+    if x._dtype.category != dtypes.FLOAT:
+        raise NotImplementedError(f"lerp() is not implemented for {x._dtype} tensors")
+    for name, t in (("end", end), ("weight", weight)):
+        if hasattr(t, "_data") and t._dtype is not x._dtype:
+            raise RuntimeError(f"lerp(): {name} has dtype {t._dtype}, but the input has "
+                               f"{x._dtype}; both must have the same dtype")

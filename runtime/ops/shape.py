@@ -255,9 +255,10 @@ def _plain_key(k):
 def getitem(x, key):
     """x[key] as PyTorch indexes: integers, slices and None first (as views), then the
     advanced indices (lists, index and mask tensors) on that view in one IndexBackward0."""
+    single_slice = isinstance(key, slice)
     key = key if isinstance(key, tuple) else (key,)
     if not any(_is_advanced(k) for k in key):
-        return _basic_index(x, key)
+        return _basic_index(x, key, single_slice)
     basic, rest = _split_key(key, x._data.ndim)
     full = slice(None)
     touched = any(not (k is Ellipsis or (isinstance(k, slice) and k == full)) for k in basic)
@@ -306,7 +307,7 @@ def _dims_indexed(k):
 
 def _index(x, key):
     try:
-        data = x._data[key]
+        data = np.ascontiguousarray(x._data[key])  # PyTorch's index results are contiguous
     except IndexError as e:
         raise IndexError(f"index out of range: {e}") from None
     out = wrap(data, x._dtype)
@@ -315,7 +316,18 @@ def _index(x, key):
     return out
 
 
-def _basic_index(x, key):
+def _basic_index(x, key, single_slice=False):
+    """x[key] for integers, slices, None and Ellipsis, as a chain of views. Slices that cover
+    a whole dimension (after clamping) are skipped, as PyTorch skips them, except a lone slice
+    key of getitem (`single_slice`); when nothing is left, the result is an alias of `x`."""
+    out, touched = _basic_view(x, key, single_slice)
+    if not touched:
+        out = make_view(x, x._data[...], ("getitem", (Ellipsis,)), AliasBackward0, ())
+    return out
+
+
+def _basic_view(x, key, single_slice=False):
+    """(view, touched): the basic-indexing view of `x`, or `x` itself when no step applies."""
     nd = x._data.ndim
     consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
     if consumed > nd:
@@ -329,16 +341,21 @@ def _basic_index(x, key):
             dim += 1
             touched = True
         elif isinstance(k, slice):
-            if k != slice(None):
+            if single_slice or not _whole(k, out._data.shape[dim]):
                 out = _slice(out, dim, k)
                 touched = True
             dim += 1
         else:
             out = select(out, dim, _as_int(k))
             touched = True
-    if not touched:
-        out = make_view(x, x._data[...], ("getitem", (Ellipsis,)), AliasBackward0, ())
-    return out
+    return out, touched
+
+
+def _whole(s, size):
+    """Whether slice `s` covers all `size` elements of a dimension in order."""
+    if s.step is not None and s.step <= 0:
+        return False
+    return s.indices(size) == (0, size, 1)
 
 
 def _as_int(k):
@@ -463,7 +480,7 @@ def cat(tensors, dim=0):
         data = np.concatenate([t._data.astype(dt.np, copy=False) for t in parts], axis=d)
     except ValueError as e:
         raise RuntimeError(f"cat(): the tensors' shapes do not fit together: {e}") from None
-    out = wrap(data, dt)
+    out = wrap(np.ascontiguousarray(data), dt)  # contiguous whatever the inputs' layout
     if any_requires_grad(tensors):
         sizes = [0 if s else t._data.shape[d] for t, s in zip(tensors, skip)]
         record(CatBackward0, tensors, out, (d, sizes))
@@ -483,7 +500,7 @@ def stack(tensors, dim=0):
     except ValueError:
         raise RuntimeError("stack() needs tensors of equal shape, got "
                            f"{[list(t._data.shape) for t in tensors]}") from None
-    out = wrap(data, dt)
+    out = wrap(np.ascontiguousarray(data), dt)
     if any_requires_grad(tensors):
         record(StackBackward0, tensors, out, (d,))
     return out
@@ -524,7 +541,7 @@ def chunk(x, chunks, dim=0):
     d = _dim(dim, x._data.ndim)
     size = x._data.shape[d]
     if size == 0:
-        return _split_views(x, d, [0] * chunks, "SplitBackward0")
+        return _split_views(x, d, [0] * chunks, "SplitWithSizesBackward0")
     return split(x, -(-size // chunks), d)
 
 
@@ -575,15 +592,17 @@ def _repeated_shape(shape, reps):
 
 # -- copies and conversions --------------------------------------------------------------------
 
-def clone(x):
-    out = wrap(np.array(x._data, copy=True), x._dtype)
+def clone(x, order="K"):
+    """A copy; `order` "K" keeps the memory layout (PyTorch's preserve_format), "C" makes it
+    contiguous."""
+    out = wrap(np.array(x._data, copy=True, order=order), x._dtype)
     if any_requires_grad((x,)):
         record(CloneBackward0, (x,), out, ())
     return out
 
 
 def contiguous(x):
-    return x if x._data.flags.c_contiguous else clone(x)
+    return x if x._data.flags.c_contiguous else clone(x, "C")
 
 
 def to_dtype(x, dt, copy=False):

@@ -69,6 +69,36 @@ def rpow(ops, g, needs, base, result):
     return (ops.mul(g, ops.mul(result, ops.log_scalar(base))),)
 
 
+@rule("addcmul")
+def addcmul(ops, g, needs, t1, t2, value):
+    """x + value * t1 * t2."""
+    gv = _scale(ops, g, value)
+    return (g if needs[0] else None, ops.mul(gv, t2) if needs[1] else None,
+            ops.mul(gv, t1) if needs[2] else None)
+
+
+@rule("addcdiv")
+def addcdiv(ops, g, needs, t1, t2, value):
+    """x + value * t1 / t2."""
+    gv = _scale(ops, g, value)
+    g2 = ops.neg(ops.div(ops.mul(gv, t1), ops.mul(t2, t2))) if needs[2] else None
+    return (g if needs[0] else None, ops.div(gv, t2) if needs[1] else None, g2)
+
+
+@rule("lerp")
+def lerp(ops, g, needs, weight):
+    """x + weight * (end - x) for a number weight."""
+    return (ops.mul(g, 1 - weight) if needs[0] else None,
+            ops.mul(g, weight) if needs[1] else None)
+
+
+@rule("lerp_tensor")
+def lerp_tensor(ops, g, needs, x, end, weight):
+    gx = ops.mul(g, ops.rsub(weight, 1)) if needs[0] else None
+    gw = ops.mul(g, ops.sub(end, x)) if needs[2] else None
+    return gx, ops.mul(g, weight) if needs[1] else None, gw
+
+
 @rule("neg")
 def neg(ops, g, needs):
     return (ops.neg(g),)
