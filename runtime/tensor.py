@@ -669,6 +669,8 @@ class Tensor:
                 return self
         _check_internal_overlap(self)
         result = result_fn(self, *args)
+        if not recording:
+            result._grad_fn = None
         if result._dtype is not self._dtype and result._dtype.category > self._dtype.category:
             raise RuntimeError(f"the result of an in-place operation has dtype "
                                f"{result._dtype}, which cannot be stored in a tensor of dtype "
@@ -804,8 +806,10 @@ def _recording(t, args):
         return False
     if t._requires_grad or t._grad_fn is not None:
         return True
-    return any(getattr(a, "_requires_grad", False) or getattr(a, "_grad_fn", None) is not None
-               for a in args)
+    # an integer or bool target cannot carry gradient, whatever is written into it
+    return t._dtype.is_floating_point and any(
+        getattr(a, "_requires_grad", False) or getattr(a, "_grad_fn", None) is not None
+        for a in args)
 
 
 def _check_internal_overlap(t):
@@ -865,7 +869,8 @@ def _install_methods():
         if fn is not None and not hasattr(Tensor, name):
             setattr(Tensor, name, fn)
     Tensor.T = property(lambda self: F.permute(self, tuple(reversed(range(self._data.ndim)))))
-    Tensor.mT = property(lambda self: F.transpose(self, -2, -1))
+    Tensor.mT = property(F.matrix_transpose)
+    Tensor.mH = Tensor.mT  # real dtypes only: the conjugate is the tensor itself
     Tensor.subtract = Tensor.sub
     Tensor.multiply = Tensor.mul
     Tensor.divide = Tensor.div

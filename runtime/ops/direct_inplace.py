@@ -40,8 +40,12 @@ def _operand(x, data):
 
 
 def _fits(d, data):
-    return d.__class__ in _SCALARS or d.shape == data.shape or d.ndim == 0 or \
-        np.broadcast_shapes(d.shape, data.shape) == data.shape
+    if d.__class__ in _SCALARS or d.shape == data.shape or d.ndim == 0:
+        return True
+    try:
+        return np.broadcast_shapes(d.shape, data.shape) == data.shape
+    except ValueError:  # the general path raises PyTorch's error
+        return False
 
 
 def _binary(np_fn):

@@ -19,6 +19,7 @@ from runtime.ops._core import (
     wrap,
 )
 from runtime import dtypes
+from runtime.rules import numpy_ops
 
 AddBackward0 = node_class("AddBackward0", "add")
 SubBackward0 = node_class("SubBackward0", "sub")
@@ -116,13 +117,27 @@ def _check_not_bool(a, b):
 def _additive(np_fn, cls, a, b, alpha, name):
     """a + alpha * b or a - alpha * b (Python operators: fast on numpy scalars)."""
     ad, bd, dt = _operands(a, b, name)
+    if alpha.__class__ is not int or alpha != 1:
+        bd = _scaled(bd, alpha, dt)
     try:
-        out = _result(np_fn(ad, bd if alpha == 1 else bd * alpha), dt)
+        out = _result(np_fn(ad, bd), dt)
     except ValueError:
         raise _shape_error(a, b) from None
     if _grad_on(a, b):
         record(cls, (a, b), out, (alpha,))
     return out
+
+
+def _scaled(bd, alpha, dt):
+    """alpha * b for add/sub, with PyTorch's checks of alpha against the result dtype."""
+    if dt is dtypes.bool_:
+        return np.logical_and(bd, bool(alpha))
+    if alpha.__class__ is bool:
+        raise RuntimeError("a bool alpha is only allowed when the result is a bool tensor")
+    if dt.category != _FLOAT and isinstance(alpha, float):
+        raise RuntimeError(f"alpha must be an integer for a result of dtype {dt}, "
+                           f"got {alpha}")
+    return bd * alpha
 
 
 def rsub(x, c, alpha=1):
@@ -229,11 +244,25 @@ def pow(a, b):
     if type(b) in _SCALARS:
         return _pow_scalar(a, b)
     dt = binary_dtype(a, b)
-    out = _compute(np.power, a, b, dt)
+    if dt is dtypes.bool_:
+        raise NotImplementedError("pow() is not implemented for two bool operands")
+    out = _compute(np.power if dt.category == _FLOAT else _int_power, a, b, dt)
     if any_requires_grad((a, b)):
         record(PowBackward1, (a, b), out,
                (save_input(a), save_input(b), save_output(out, "PowBackward1")))
     return out
+
+
+def _int_power(b, e):
+    """Integer b ** e as PyTorch computes it: a negative exponent gives 1 for b = 1, +-1 for
+    b = -1 by parity, and 0 otherwise (numpy refuses negative integer powers)."""
+    neg = np.less(e, 0)
+    if not np.any(neg):
+        return np.power(b, e)
+    r = np.power(b, np.abs(e))
+    odd = np.equal(np.remainder(e, 2), 1)
+    tiny = np.where(np.equal(b, 1), 1, np.where(np.equal(b, -1), np.where(odd, -1, 1), 0))
+    return np.where(neg, tiny, r).astype(r.dtype)
 
 
 def _pow_scalar(a, e):
@@ -249,7 +278,8 @@ def _pow_scalar(a, e):
 def rpow(x, base):
     """base ** x for a Python number base (`2 ** x`)."""
     dt = binary_dtype(x, base)
-    out = wrap(np.power(base, data_of(x, dt.np)), dt)
+    power = np.power if dt.category == _FLOAT else _int_power
+    out = wrap(power(np.asarray(base, dt.np), data_of(x, dt.np)), dt)
     if any_requires_grad((x,)):
         record(PowBackward2, (x,), out, (base, save_output(out, "PowBackward2")))
     return out
@@ -434,7 +464,9 @@ def _sigmoid(d):
 
 
 def _relu(d):
-    return np.maximum(d, 0)
+    if d.dtype == np.bool_:
+        raise RuntimeError("relu() is not implemented for bool tensors")
+    return np.where(d < 0, 0, d)  # -0.0 and nan stay, as PyTorch's relu keeps them
 
 
 def _rsqrt(d):
@@ -453,7 +485,18 @@ def _negate(d):
 
 
 neg = _define_unary("neg", _negate, "NegBackward0", "neg", None, keep_dtype=True)
-abs = _define_unary("abs", np.abs, "AbsBackward0", "abs", "input", keep_dtype=True)
+def _no_bool(np_fn, name):
+    """np_fn for the ops PyTorch has no bool kernel for."""
+    def kernel(d):
+        if d.dtype == np.bool_:
+            raise NotImplementedError(f"{name}() is not implemented for bool tensors")
+        return np_fn(d)
+
+    return kernel
+
+
+abs = _define_unary("abs", _no_bool(np.abs, "abs"), "AbsBackward0", "abs", "input",
+                    keep_dtype=True)
 exp = _define_unary("exp", np.exp, "ExpBackward0", "exp", "result")
 log = _define_unary("log", np.log, "LogBackward0", "log", "input")
 log1p = _define_unary("log1p", np.log1p, "Log1PBackward0", "log1p", "input")
@@ -467,11 +510,15 @@ sigmoid = _define_unary("sigmoid", _sigmoid, "SigmoidBackward0", "sigmoid", "res
 relu = _define_unary("relu", _relu, "ReluBackward0", "relu", "result", keep_dtype=True)
 reciprocal = _define_unary("reciprocal", _reciprocal, "ReciprocalBackward0", "reciprocal",
                            "result")
-sign = _define_unary("sign", np.sign, "SignBackward0", "sign", None, keep_dtype=True)
-floor = _define_unary("floor", np.floor, "FloorBackward0", "floor", None, keep_dtype=True)
-ceil = _define_unary("ceil", np.ceil, "CeilBackward0", "ceil", None, keep_dtype=True)
-trunc = _define_unary("trunc", np.trunc, "TruncBackward0", "trunc", None, keep_dtype=True)
-_round0 = _define_unary("round", np.round, "RoundBackward0", "round", None, keep_dtype=True)
+sign = _define_unary("sign", numpy_ops.sign, "SignBackward0", "sign", None, keep_dtype=True)
+floor = _define_unary("floor", _no_bool(np.floor, "floor"), "FloorBackward0", "floor", None,
+                      keep_dtype=True)
+ceil = _define_unary("ceil", _no_bool(np.ceil, "ceil"), "CeilBackward0", "ceil", None,
+                     keep_dtype=True)
+trunc = _define_unary("trunc", _no_bool(np.trunc, "trunc"), "TruncBackward0", "trunc", None,
+                      keep_dtype=True)
+_round0 = _define_unary("round", _no_bool(np.round, "round"), "RoundBackward0", "round", None,
+                        keep_dtype=True)
 
 
 def round(x, decimals=0):
@@ -491,7 +538,10 @@ def _compare(np_fn, name):
     def op(a, b):
         b = check_operand(b, name)
         dt = binary_dtype(a, b)
-        return wrap(np_fn(data_of(a, dt.np), data_of(b, dt.np)), dtypes.bool_)
+        try:
+            return wrap(np_fn(data_of(a, dt.np), data_of(b, dt.np)), dtypes.bool_)
+        except ValueError:
+            raise _shape_error(a, b) from None
 
     op.__name__ = name
     return op

@@ -56,7 +56,11 @@ def copy_like_op(x, src):
 def index_put(x, key, value):
     data = np.array(x._data)
     v = value._data if is_tensor(value) else value
-    data[key] = v
+    try:
+        data[key] = v
+    except ValueError:
+        raise RuntimeError(f"a value of shape {list(np.shape(v))} cannot be broadcast to the "
+                           f"shape {list(data[key].shape)} of the indexed elements") from None
     out = wrap(data, x._dtype)
     if any_requires_grad((x, value)):
         vshape = value._data.shape if is_tensor(value) else ()
@@ -72,8 +76,10 @@ def setitem(x, key, value):
     value = check_operand(value, "setitem")
     keys = key if isinstance(key, tuple) else (key,)
     if any(S._is_advanced(k) for k in keys):
-        plain = tuple(S._plain_key(k) for k in keys)
-        x._inplace(index_put, plain if isinstance(key, tuple) else plain[0], value)
+        # integers and slices first (a view), then the advanced indices on it, as getitem
+        basic, rest = S._split_key(keys, x._data.ndim)
+        target, _ = S._basic_view(x, basic)
+        target._inplace(index_put, rest, value)
         return
     target, _ = S._basic_view(x, keys)
     if is_tensor(value):

@@ -41,7 +41,7 @@ def softmax(x, dim=None, dtype=None):
     x = _float_input(x, dtype, "softmax")
     axis = _axis(dim, x)
     d = x._data
-    shifted = np.exp(d - np.max(d, axis=axis, keepdims=True))
+    shifted = np.exp(d - np.max(d, axis=axis, keepdims=True, initial=-np.inf))
     out = wrap(shifted / np.sum(shifted, axis=axis, keepdims=True), float_dtype(x))
     if any_requires_grad((x,)):
         record(SoftmaxBackward0, (x,), out, (save_output(out, "SoftmaxBackward0"), axis))
@@ -52,9 +52,10 @@ def log_softmax(x, dim=None, dtype=None):
     x = _float_input(x, dtype, "log_softmax")
     axis = _axis(dim, x)
     d = x._data
-    m = np.max(d, axis=axis, keepdims=True)
-    lse = np.log(np.sum(np.exp(d - m), axis=axis, keepdims=True)) + m
-    out = wrap(d - lse, float_dtype(x))
+    shifted = d - np.max(d, axis=axis, keepdims=True, initial=-np.inf)
+    # (x - max) - log(sum(exp(x - max))), in PyTorch's order: exact for huge equal values
+    out = wrap(shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True)),
+               float_dtype(x))
     if any_requires_grad((x,)):
         record(LogSoftmaxBackward0, (x,), out, (save_output(out, "LogSoftmaxBackward0"), axis))
     return out
@@ -64,7 +65,7 @@ def logsumexp(x, dim, keepdim=False):
     dims = normalize_dims(dim, x._data.ndim)
     ax = _axes(dims, x._data.ndim)
     d = x._data
-    m = np.max(d, axis=ax, keepdims=True)
+    m = np.max(d, axis=ax, keepdims=True, initial=-np.inf)
     m = np.where(np.isfinite(m), m, 0)
     r = np.log(np.sum(np.exp(d - m), axis=ax, keepdims=True)) + m
     if not keepdim and ax is not None:
@@ -81,6 +82,8 @@ def cumsum(x, dim, dtype=None):
     axis = _axis(dim, x)
     dt = dtype or (x._dtype if x._dtype.is_floating_point else dtypes.int64)
     data = np.cumsum(x._data, axis=axis, dtype=dt.np).reshape(x._data.shape)
+    if dt.category == dtypes.FLOAT:
+        data += 0.0  # PyTorch's running sum starts at +0.0, so it never yields -0.0
     out = wrap(data, dt)
     if any_requires_grad((x,)):
         record(CumsumBackward0, (x,), out, (axis if axis is not None else 0,))

@@ -124,7 +124,7 @@ def flatten(x, start_dim=0, end_dim=-1):
     if s == e:
         return x
     shape = x._data.shape
-    return reshape(x, shape[:s] + (-1,) + shape[e + 1:])
+    return reshape(x, shape[:s] + (int(np.prod(shape[s:e + 1])),) + shape[e + 1:])
 
 
 def t(x):
@@ -459,7 +459,14 @@ def _slice(x, dim, s):
     return make_view(x, x._data[key], ("getitem", key), SliceBackward0, (x._data.shape, key))
 
 
+def _check_not_0d(x, name):
+    if x._data.ndim == 0:
+        raise RuntimeError(f"{name}() needs a tensor with at least one dimension, got a 0-dim "
+                           f"tensor")
+
+
 def narrow(x, dim, start, length):
+    _check_not_0d(x, "narrow")
     d = _dim(dim, x._data.ndim)
     return _slice(x, d, slice(start, start + length))
 
@@ -494,7 +501,11 @@ def stack(tensors, dim=0):
     from runtime.ops._core import result_dtype
 
     dt = result_dtype(*tensors)
-    d = dim % (tensors[0]._data.ndim + 1)
+    nd = tensors[0]._data.ndim + 1
+    if not -nd <= dim < nd:
+        raise IndexError(f"stack(): dimension {dim} is out of range for the result's {nd} "
+                         f"dimensions (valid: {-nd} to {nd - 1})")
+    d = dim % nd
     try:
         data = np.stack([t._data.astype(dt.np, copy=False) for t in tensors], axis=d)
     except ValueError:
@@ -511,6 +522,7 @@ def split(x, split_size_or_sections=None, dim=0, *, split_size=None):
     be shorter), or of the listed sizes. `split_size=` is Tensor.split's keyword."""
     if split_size is not None:
         split_size_or_sections = split_size
+    _check_not_0d(x, "split")
     d = _dim(dim, x._data.ndim)
     size = x._data.shape[d]
     if isinstance(split_size_or_sections, (list, tuple)):
@@ -538,11 +550,22 @@ def _pieces(step, size):
 def chunk(x, chunks, dim=0):
     if chunks <= 0:
         raise RuntimeError(f"chunk(): the number of chunks must be positive, got {chunks}")
+    _check_not_0d(x, "chunk")
     d = _dim(dim, x._data.ndim)
     size = x._data.shape[d]
     if size == 0:
         return _split_views(x, d, [0] * chunks, "SplitWithSizesBackward0")
     return split(x, -(-size // chunks), d)
+
+
+def matrix_transpose(x):
+    """x.mT: the last two dimensions swapped; a 0-dim tensor is its own transpose."""
+    nd = x._data.ndim
+    if nd == 0:
+        return x
+    if nd == 1:
+        raise RuntimeError("mT needs a matrix or a batch of matrices, got a 1-D tensor")
+    return transpose(x, -2, -1)
 
 
 def _split_views(x, d, sizes, node_name):

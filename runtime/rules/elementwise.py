@@ -233,11 +233,13 @@ def fill_tensor(ops, g, needs):
 
 @rule("maximum", "minimum")
 def maximum(ops, g, needs, a, b, is_max):
-    a_wins = ops.gt(a, b) if is_max else ops.lt(a, b)
-    tie = ops.eq(a, b)
-    half = ops.mul(g, 0.5)
-    ga = ops.where(a_wins, g, ops.where(tie, half, 0.0)) if needs[0] else None
-    gb = ops.where(a_wins, 0.0, ops.where(tie, half, g)) if needs[1] else None
+    """Ties split g in halves; an operand gets nothing only where the other one wins, so
+    both get g where a nan is compared (as in PyTorch)."""
+    share = ops.where(ops.eq(a, b), ops.mul(g, 0.5), g)
+    a_loses = ops.lt(a, b) if is_max else ops.gt(a, b)
+    b_loses = ops.gt(a, b) if is_max else ops.lt(a, b)
+    ga = ops.where(a_loses, 0.0, share) if needs[0] else None
+    gb = ops.where(b_loses, 0.0, share) if needs[1] else None
     return ga, gb
 
 

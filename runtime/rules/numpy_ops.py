@@ -12,7 +12,6 @@ import numpy as np
 pow = np.power
 sin = np.sin
 cos = np.cos
-sign = np.sign
 abs = np.abs
 eq = np.equal
 gt = np.greater
@@ -25,6 +24,16 @@ isnan = np.isnan
 log = np.log
 matmul = np.matmul
 outer = np.outer
+
+
+def sign(d):
+    """PyTorch's sign: 0 at nan (numpy's is nan), and a bool stays itself."""
+    if d.dtype == np.bool_:
+        return np.array(d)
+    r = np.sign(d)
+    if r.dtype.kind == "f":
+        r = np.where(r != r, 0, r)
+    return r
 
 
 def log_scalar(c):
@@ -313,4 +322,4 @@ def cumsum(x, dim):
 
 
 def threshold_backward(g, result):
-    return where(np.greater(result, 0), g, 0.0)
+    return where(np.less_equal(result, 0), 0.0, g)  # nan results pass g, as in PyTorch
