@@ -589,10 +589,13 @@ class Tensor:
         return F.floor_divide(self, other)
 
     def __rfloordiv__(self, other):
-        return F.floor_divide(F.full_like_scalar(self, other), self)
+        return F.rfloor_divide(self, other)
 
     def __mod__(self, other):
         return F.remainder(self, other)
+
+    def __rmod__(self, other):
+        return F.rremainder(self, other)
 
     def __pow__(self, other):
         return F.pow(self, other)
@@ -667,7 +670,7 @@ class Tensor:
             if direct is not None and self._data.flags.writeable and direct(self._data, *args):
                 vc[0] += 1
                 return self
-        _check_internal_overlap(self)
+        _check_internal_overlap(self, result_fn)
         result = result_fn(self, *args)
         if not recording:
             result._grad_fn = None
@@ -812,13 +815,25 @@ def _recording(t, args):
         for a in args)
 
 
-def _check_internal_overlap(t):
-    """An in-place write into a tensor whose elements share memory (expand()) is refused."""
+def _check_internal_overlap(t, result_fn):
+    """An in-place write into a tensor whose elements share memory (expand()) is refused,
+    except a fill (fill_, zero_), which PyTorch allows: one that owns its memory (a gradient
+    made by expanding) gets a buffer of its own."""
     d = t._data
     if not d.flags.writeable and any(st == 0 and n > 1 for st, n in zip(d.strides, d.shape)):
+        if result_fn in (F.fill_like_op, F.zero_like_op) and t._base is None:
+            t._data = _own_expanded(d)
+            return
         raise RuntimeError("an in-place operation cannot write into a tensor in which several "
                            "elements share one memory location (made by expand()); clone() "
                            "it first")
+
+
+def _own_expanded(d):
+    """A writable copy of an expanded array that keeps its zero strides."""
+    compact = np.array(d[tuple(slice(0, 1) if st == 0 else slice(None) for st in d.strides)])
+    strides = tuple(0 if st == 0 else cs for st, cs in zip(d.strides, compact.strides))
+    return np.lib.stride_tricks.as_strided(compact, d.shape, strides)
 
 
 def _check_partial_overlap(t, args):

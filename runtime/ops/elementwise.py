@@ -42,6 +42,9 @@ ClampMinBackward0 = node_class("ClampMinBackward0", "clamp")
 ClampMaxBackward0 = node_class("ClampMaxBackward0", "clamp")
 ClampMinBackward1 = node_class("ClampMinBackward1", "clamp_min_tensor")
 ClampMaxBackward1 = node_class("ClampMaxBackward1", "clamp_max_tensor")
+RemainderBackward0 = node_class("RemainderBackward0", "alias")
+RemainderBackward1 = node_class("RemainderBackward1", "remainder")
+NotImplementedNode = node_class("NotImplemented", "not_implemented")
 
 
 _ndarray = np.ndarray
@@ -191,9 +194,10 @@ def div(a, b, rounding_mode=None):
     return out
 
 
-def _rounded_div(a, b, mode):
+def _rounded_div(a, b, mode, cls=None):
     """a / b rounded toward -inf ("floor") or toward zero ("trunc"): piecewise constant, so
-    recorded as DivBackward2 whose gradients are zeros."""
+    recorded as DivBackward2 whose gradients are zeros (`cls` NotImplemented: floor_divide,
+    which PyTorch does not differentiate)."""
     if mode not in ("floor", "trunc"):
         raise RuntimeError(f"div(): rounding_mode must be None, 'trunc' or 'floor', not {mode!r}")
     dt = binary_dtype(a, b)
@@ -210,7 +214,10 @@ def _rounded_div(a, b, mode):
         raise _shape_error(a, b) from None
     out = wrap(data, dt)
     if any_requires_grad((a, b)):
-        record(DivBackward2, (a, b), out, ())
+        if cls is None:
+            record(DivBackward2, (a, b), out, ())
+        else:
+            record(cls, tuple(t for t in (a, b) if requires_grad(t)), out, ())
     return out
 
 
@@ -226,15 +233,40 @@ def rdiv(x, c):
 
 
 def floor_divide(a, b):
-    return _rounded_div(a, check_operand(b, "floor_divide"), "floor")
+    return _rounded_div(a, check_operand(b, "floor_divide"), "floor", NotImplementedNode)
 
 
 def remainder(a, b):
+    """a - floor(a / b) * b: RemainderBackward0 (one edge) for a number b, RemainderBackward1
+    for a tensor b; a number divided by a tensor (`2 % x`) is not differentiated."""
     b = check_operand(b, "remainder")
     dt = binary_dtype(a, b)
+    if dt is dtypes.bool_:
+        raise NotImplementedError("remainder() is not implemented for bool tensors")
     if dt.category != dtypes.FLOAT and np.any(np.equal(data_of(b, dt.np), 0)):
         raise RuntimeError("integer remainder by zero (ZeroDivisionError)")
-    return _compute(np.mod, a, b, dt)
+    out = _compute(np.mod, a, b, dt)
+    if any_requires_grad((a, b)):
+        if not is_tensor(b):
+            record(RemainderBackward0, (a,), out, ())
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                q = np.floor(np.true_divide(data_of(a, dt.np), data_of(b, dt.np)))
+            record(RemainderBackward1, (a, b), out, (None, None, q))
+    return out
+
+
+def rremainder(x, c):
+    """c % x for a Python number c."""
+    out = remainder(wrap(np.asarray(c), None), x)
+    if out._grad_fn is not None:
+        record(NotImplementedNode, (x,), out, ())
+    return out
+
+
+def rfloor_divide(x, c):
+    """c // x for a Python number c: one NotImplemented edge, to x."""
+    return _rounded_div(wrap(np.asarray(c), None), x, "floor", NotImplementedNode)
 
 
 def pow(a, b):

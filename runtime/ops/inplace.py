@@ -79,10 +79,39 @@ def setitem(x, key, value):
         # integers and slices first (a view), then the advanced indices on it, as getitem
         basic, rest = S._split_key(keys, x._data.ndim)
         target, _ = S._basic_view(x, basic)
+        if is_tensor(value):
+            value = _strip_leading_ones(value, S)
         target._inplace(index_put, rest, value)
         return
     target, _ = S._basic_view(x, keys)
-    if is_tensor(value):
+    if not is_tensor(value):  # PyTorch writes a number as a 0-dim tensor of x's dtype
+        value = wrap(np.asarray(value, dtype=x._dtype.np), x._dtype)
+    copy_to(target, value, S)
+
+
+def copy_to(target, value, S):
+    """PyTorch's setitem copy: copy_ for equal shapes, fill_ from a 0-dim value, else the
+    value without its leading 1-sized dimensions (a view), expanded, then copy_."""
+    shape = target._data.shape
+    if value._data.shape == shape:
         target._inplace(copy_like_op, value)
-    else:  # PyTorch fills with the number as a 0-dim tensor: FillBackward3, edge (None, 0)
-        target._inplace(fill_like_op, wrap(np.asarray(value, dtype=x._dtype.np), x._dtype))
+    elif value._data.ndim == 0:
+        target._inplace(fill_like_op, value)
+    else:
+        value = S.view(value, _without_leading_ones(value._data.shape))
+        if value._data.shape != shape:
+            value = S.expand(value, shape)
+        target._inplace(copy_like_op, value)
+
+
+def _without_leading_ones(shape):
+    i = 0
+    while i < len(shape) and shape[i] == 1:
+        i += 1
+    return shape[i:]
+
+
+def _strip_leading_ones(value, S):
+    shape = value._data.shape
+    short = _without_leading_ones(shape)
+    return value if short == shape else S.view(value, short)

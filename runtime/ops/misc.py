@@ -102,13 +102,18 @@ def cumprod(x, dim, dtype=None):
 
 
 def all(x, dim=None, keepdim=False):
-    ax = None if dim is None else normalize_dims(dim, x._data.ndim)
-    return wrap(np.all(x._data, axis=ax, keepdims=keepdim), dtypes.bool_)
+    return _logical_reduce(np.all, x, dim, keepdim)
 
 
 def any(x, dim=None, keepdim=False):
+    return _logical_reduce(np.any, x, dim, keepdim)
+
+
+def _logical_reduce(np_fn, x, dim, keepdim):
     ax = None if dim is None else normalize_dims(dim, x._data.ndim)
-    return wrap(np.any(x._data, axis=ax, keepdims=keepdim), dtypes.bool_)
+    if x._data.ndim == 0:
+        ax = None  # dim 0 / -1 of a 0-dim tensor is the tensor itself
+    return wrap(np_fn(x._data, axis=ax, keepdims=keepdim), dtypes.bool_)
 
 
 def full_like_scalar(x, value):
@@ -131,7 +136,7 @@ def addcdiv(x, t1, t2, value=1):
     from runtime.ops.elementwise import add, div, mul
 
     _check_addc(x, t1, t2, "addcdiv")
-    if all(t._dtype.category != dtypes.FLOAT for t in (t1, t2)):
+    if t1._dtype.category != dtypes.FLOAT and t2._dtype.category != dtypes.FLOAT:
         raise RuntimeError("addcdiv() of two integer tensors would be an integer division, "
                            "which is not supported: convert tensor1 or tensor2 to float")
     out = _unrecorded(lambda: add(x, div(mul(t1, value), t2)))

@@ -148,6 +148,8 @@ def transpose(x, dim0, dim1):
 
 
 def permute(x, *dims):
+    if not dims:
+        raise TypeError("permute() needs the order of the dimensions, e.g. permute(1, 0)")
     nd = x._data.ndim
     perm = tuple(_dim(d, nd) for d in _sizes(dims))
     if sorted(perm) != list(range(nd)):
@@ -171,10 +173,14 @@ def squeeze(x, dim=None):
 
 
 def squeeze_dim_node(x, dim, cls):
-    """squeeze(dim) recorded under a specific node class (matmul's SqueezeBackward4)."""
+    """squeeze_(dim) of a fresh result, recorded under a specific node class (matmul's
+    SqueezeBackward4): not a view, as PyTorch squeezes its own mm output in place."""
     shape = x._data.shape
     new = shape[:dim] + shape[dim + 1:]
-    return make_view(x, x._data.reshape(new), ("reshape", new), cls, (shape,))
+    out = wrap(x._data.reshape(new), x._dtype)
+    if any_requires_grad((x,)):
+        record(cls, (x,), out, (shape,))
+    return out
 
 
 def unsqueeze(x, dim):
@@ -352,10 +358,11 @@ def _basic_view(x, key, single_slice=False):
 
 
 def _whole(s, size):
-    """Whether slice `s` covers all `size` elements of a dimension in order."""
-    if s.step is not None and s.step <= 0:
-        return False
-    return s.indices(size) == (0, size, 1)
+    """Whether PyTorch skips slice `s` of a dimension of `size` elements: it starts at 0 (as
+    written, not clamped), reaches the end, and has step 1."""
+    start = 0 if s.start is None else _as_int(s.start)
+    stop = size if s.stop is None else _as_int(s.stop)
+    return start == 0 and stop >= size and s.step in (None, 1)
 
 
 def _as_int(k):

@@ -360,6 +360,12 @@ def remainder(ops, g, needs, a, b, quotient_floor):
             ops.neg(ops.mul(g, quotient_floor)) if needs[1] else None)
 
 
+@rule("not_implemented")
+def not_implemented(ops, g, needs):
+    raise RuntimeError("this operation (floor_divide, or a number % a tensor) has no "
+                       "derivative; PyTorch does not differentiate it either")
+
+
 @rule("copysign")
 def copysign(ops, g, needs, a, result):
     """copysign(a, b) is |a| with b's sign: the slope in a is sign(a) * sign(result)."""
