@@ -667,7 +667,8 @@ class Tensor:
             _check_partial_overlap(self, args)
         if not recording:
             direct = _DIRECT.get(result_fn)
-            if direct is not None and self._data.flags.writeable and direct(self._data, *args):
+            if direct is not None and (self._base is None or not _overlapping(self._data)) \
+                    and self._data.flags.writeable and direct(self._data, *args):
                 vc[0] += 1
                 return self
         _check_internal_overlap(self, result_fn)
@@ -817,16 +818,22 @@ def _recording(t, args):
 
 def _check_internal_overlap(t, result_fn):
     """An in-place write into a tensor whose elements share memory (expand()) is refused,
-    except a fill (fill_, zero_), which PyTorch allows: one that owns its memory (a gradient
-    made by expanding) gets a buffer of its own."""
+    except a fill (fill_, zero_, masked_fill_), which PyTorch allows; a read-only expanded
+    array (a gradient made by broadcasting) first gets memory of its own."""
     d = t._data
-    if not d.flags.writeable and any(st == 0 and n > 1 for st, n in zip(d.strides, d.shape)):
-        if result_fn in (F.fill_like_op, F.zero_like_op) and t._base is None:
+    if not _overlapping(d):
+        return
+    if result_fn in (F.fill_like_op, F.zero_like_op, F.masked_fill):
+        if not d.flags.writeable:
             t._data = _own_expanded(d)
-            return
-        raise RuntimeError("an in-place operation cannot write into a tensor in which several "
-                           "elements share one memory location (made by expand()); clone() "
-                           "it first")
+        return
+    raise RuntimeError("an in-place operation cannot write into a tensor in which several "
+                       "elements share one memory location (made by expand()); clone() it "
+                       "first")
+
+
+def _overlapping(d):
+    return d.size > 1 and any(st == 0 and n > 1 for st, n in zip(d.strides, d.shape))
 
 
 def _own_expanded(d):

@@ -258,7 +258,8 @@ def remainder(a, b):
 
 def rremainder(x, c):
     """c % x for a Python number c."""
-    out = remainder(wrap(np.asarray(c), None), x)
+    dt = binary_dtype(x, c)
+    out = remainder(wrap(np.asarray(c, dt.np), dt), x)
     if out._grad_fn is not None:
         record(NotImplementedNode, (x,), out, ())
     return out
@@ -266,7 +267,8 @@ def rremainder(x, c):
 
 def rfloor_divide(x, c):
     """c // x for a Python number c: one NotImplemented edge, to x."""
-    return _rounded_div(wrap(np.asarray(c), None), x, "floor", NotImplementedNode)
+    dt = binary_dtype(x, c)
+    return _rounded_div(wrap(np.asarray(c, dt.np), dt), x, "floor", NotImplementedNode)
 
 
 def pow(a, b):

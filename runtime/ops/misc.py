@@ -42,7 +42,8 @@ def softmax(x, dim=None, dtype=None):
     axis = _axis(dim, x)
     d = x._data
     shifted = np.exp(d - np.max(d, axis=axis, keepdims=True, initial=-np.inf))
-    out = wrap(shifted / np.sum(shifted, axis=axis, keepdims=True), float_dtype(x))
+    out = wrap(np.ascontiguousarray(shifted / np.sum(shifted, axis=axis, keepdims=True))
+               .reshape(d.shape), float_dtype(x))
     if any_requires_grad((x,)):
         record(SoftmaxBackward0, (x,), out, (save_output(out, "SoftmaxBackward0"), axis))
     return out
@@ -54,8 +55,9 @@ def log_softmax(x, dim=None, dtype=None):
     d = x._data
     shifted = d - np.max(d, axis=axis, keepdims=True, initial=-np.inf)
     # (x - max) - log(sum(exp(x - max))), in PyTorch's order: exact for huge equal values
-    out = wrap(shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True)),
-               float_dtype(x))
+    out = wrap(np.ascontiguousarray(
+        shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))).reshape(d.shape),
+        float_dtype(x))
     if any_requires_grad((x,)):
         record(LogSoftmaxBackward0, (x,), out, (save_output(out, "LogSoftmaxBackward0"), axis))
     return out
@@ -64,7 +66,7 @@ def log_softmax(x, dim=None, dtype=None):
 def logsumexp(x, dim, keepdim=False):
     dims = normalize_dims(dim, x._data.ndim)
     ax = _axes(dims, x._data.ndim)
-    d = x._data
+    d = x._data.astype(float_dtype(x).np, copy=False)
     m = np.max(d, axis=ax, keepdims=True, initial=-np.inf)
     m = np.where(np.isfinite(m), m, 0)
     r = np.log(np.sum(np.exp(d - m), axis=ax, keepdims=True)) + m
@@ -81,7 +83,7 @@ def logsumexp(x, dim, keepdim=False):
 def cumsum(x, dim, dtype=None):
     axis = _axis(dim, x)
     dt = dtype or (x._dtype if x._dtype.is_floating_point else dtypes.int64)
-    data = np.cumsum(x._data, axis=axis, dtype=dt.np).reshape(x._data.shape)
+    data = np.ascontiguousarray(np.cumsum(x._data, axis=axis, dtype=dt.np)).reshape(x._data.shape)
     if dt.category == dtypes.FLOAT:
         data += 0.0  # PyTorch's running sum starts at +0.0, so it never yields -0.0
     out = wrap(data, dt)
@@ -93,7 +95,8 @@ def cumsum(x, dim, dtype=None):
 def cumprod(x, dim, dtype=None):
     axis = _axis(dim, x)
     dt = dtype or (x._dtype if x._dtype.is_floating_point else dtypes.int64)
-    data = np.cumprod(x._data, axis=axis, dtype=dt.np).reshape(x._data.shape)
+    data = np.ascontiguousarray(np.cumprod(x._data, axis=axis, dtype=dt.np)).reshape(
+        x._data.shape)
     out = wrap(data, dt)
     if any_requires_grad((x,)):
         record(CumprodBackward0, (x,), out, (save_input(x), save_output(out, "CumprodBackward0"),
@@ -189,6 +192,6 @@ def _check_lerp(x, end, weight):
     if x._dtype.category != dtypes.FLOAT:
         raise NotImplementedError(f"lerp() is not implemented for {x._dtype} tensors")
     for name, t in (("end", end), ("weight", weight)):
-        if hasattr(t, "_data") and t._dtype is not x._dtype:
+        if hasattr(t, "_data") and t._dtype is not x._dtype and (name == "end" or t._data.ndim):
             raise RuntimeError(f"lerp(): {name} has dtype {t._dtype}, but the input has "
                                f"{x._dtype}; both must have the same dtype")

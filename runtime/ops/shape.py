@@ -204,6 +204,8 @@ def expand(x, *sizes):
     new = tuple(shape[i - lead] if (s == -1 and i >= lead) else s for i, s in enumerate(sizes))
     try:
         data = np.broadcast_to(x._data, new)
+        if x._data.flags.writeable:  # writes through it are checked by Tensor._inplace
+            data = np.lib.stride_tricks.as_strided(x._data, new, data.strides)
     except ValueError:
         raise RuntimeError(f"expand(): a tensor of shape {list(shape)} cannot be expanded to "
                            f"{list(sizes)}; only dimensions of size 1 can grow") from None
@@ -266,9 +268,7 @@ def getitem(x, key):
     if not any(_is_advanced(k) for k in key):
         return _basic_index(x, key, single_slice)
     basic, rest = _split_key(key, x._data.ndim)
-    full = slice(None)
-    touched = any(not (k is Ellipsis or (isinstance(k, slice) and k == full)) for k in basic)
-    return _index(_basic_index(x, basic) if touched else x, rest)
+    return _index(_basic_view(x, basic)[0], rest)
 
 
 def _split_key(key, nd):
@@ -475,6 +475,14 @@ def _check_not_0d(x, name):
 def narrow(x, dim, start, length):
     _check_not_0d(x, "narrow")
     d = _dim(dim, x._data.ndim)
+    size = x._data.shape[d]
+    if not -size <= start <= size:
+        raise IndexError(f"narrow(): start {start} is out of range for a dimension of size "
+                         f"{size}")
+    start %= size if size else 1
+    if length < 0 or start + length > size:
+        raise RuntimeError(f"narrow(): start {start} and length {length} do not fit in a "
+                           f"dimension of size {size}")
     return _slice(x, d, slice(start, start + length))
 
 

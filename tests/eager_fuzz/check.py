@@ -22,7 +22,9 @@ import adcompile
 from tests.eager_fuzz.gen import PRELUDE, Program
 
 LIBS = {"torch": torch, "adcompile": adcompile}
-TOLERANCE = {"torch.float32": (2e-4, 1e-5), "torch.float64": (1e-7, 1e-10)}
+# float64 values often hold float32 results (x.double()), whose last bits may differ (fused
+# multiply-adds in PyTorch's kernels), hence the float64 tolerance
+TOLERANCE = {"torch.float32": (2e-4, 1e-5), "torch.float64": (2e-6, 1e-9)}
 
 
 @dataclass

@@ -618,7 +618,7 @@ def finish(g):
         g.attempt(Stmt("backward.second", "loss.backward()"), True)
     elif kind == "grad" and leaves:
         g.attempt(Stmt("backward.grad", f"grads = torch.autograd.grad({loss}, [{', '.join(leaves)}],"
-                       f" allow_unused=True)", "grads"), True)
+                       f" allow_unused=True)", "grads", "values"), True)
     elif leaves:
         leaf = r.choice(leaves)
         g.attempt(Stmt("backward.create_graph", f"(gg,) = torch.autograd.grad({loss}, [{leaf}], "
