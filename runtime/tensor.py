@@ -21,10 +21,10 @@ import warnings
 import weakref
 
 import numpy as np
-from numpy.lib.array_utils import byte_bounds as _byte_bounds
 
 from runtime import dtypes, grad_mode
 from runtime import ops as F
+from runtime.overlap import check_internal_overlap, check_partial_overlap, overlapping
 from runtime.autograd_meta import (
     accumulator_of,
     apply_inplace,
@@ -664,14 +664,14 @@ class Tensor:
             if getattr(a, "_vc", None) is vc:
                 aliased = True
         if aliased:
-            _check_partial_overlap(self, args)
+            check_partial_overlap(self, args)
         if not recording:
             direct = _DIRECT.get(result_fn)
-            if direct is not None and (self._base is None or not _overlapping(self._data)) \
+            if direct is not None and (self._base is None or not overlapping(self._data)) \
                     and self._data.flags.writeable and direct(self._data, *args):
                 vc[0] += 1
                 return self
-        _check_internal_overlap(self, result_fn)
+        check_internal_overlap(self, result_fn)
         result = result_fn(self, *args)
         if not recording:
             result._grad_fn = None
@@ -814,53 +814,6 @@ def _recording(t, args):
     return t._dtype.is_floating_point and any(
         getattr(a, "_requires_grad", False) or getattr(a, "_grad_fn", None) is not None
         for a in args)
-
-
-def _check_internal_overlap(t, result_fn):
-    """An in-place write into a tensor whose elements share memory (expand()) is refused,
-    except a fill (fill_, zero_, masked_fill_), which PyTorch allows; a read-only expanded
-    array (a gradient made by broadcasting) first gets memory of its own."""
-    d = t._data
-    if not _overlapping(d):
-        return
-    if result_fn in (F.fill_like_op, F.zero_like_op, F.masked_fill):
-        if not d.flags.writeable:
-            t._data = _own_expanded(d)
-        return
-    raise RuntimeError("an in-place operation cannot write into a tensor in which several "
-                       "elements share one memory location (made by expand()); clone() it "
-                       "first")
-
-
-def _overlapping(d):
-    return d.size > 1 and any(st == 0 and n > 1 for st, n in zip(d.strides, d.shape))
-
-
-def _own_expanded(d):
-    """A writable copy of an expanded array that keeps its zero strides."""
-    compact = np.array(d[tuple(slice(0, 1) if st == 0 else slice(None) for st in d.strides)])
-    strides = tuple(0 if st == 0 else cs for st, cs in zip(d.strides, compact.strides))
-    return np.lib.stride_tricks.as_strided(compact, d.shape, strides)
-
-
-def _check_partial_overlap(t, args):
-    """An operand that overlaps the target's memory without being exactly the target is
-    refused (PyTorch's check: both dense, byte ranges intersecting)."""
-    d = t._data
-    for a in args:
-        if getattr(a, "_vc", None) is not t._vc:
-            continue
-        o = a._data
-        same = (o.__array_interface__["data"][0] == d.__array_interface__["data"][0]
-                and o.strides == d.strides and o.shape == d.shape)
-        if not same and _dense(o) and _dense(d) and np.may_share_memory(o, d):
-            raise RuntimeError("an operand of an in-place operation shares part of its memory "
-                               "with the tensor being written; clone() the operand first")
-
-
-def _dense(d):
-    lo, hi = _byte_bounds(d)
-    return hi - lo == d.size * d.itemsize
 
 
 def _rebuild(data, requires_grad):
