@@ -349,11 +349,19 @@ def apply_inplace(t, result, aliased=False):
 
 
 def _snapshot_saved_self(node, t, old_data):
+    """The in-place op's node keeps the target's value from before the op: a copy that
+    still carries the target's old history, so a create_graph backward differentiates it."""
+    snapshot = None
     for a in node._args:
         if type(a) is SavedTensor and a.tensor is t:
-            a.tensor = None
-            a.data = old_data.copy()
-            a.vc = None
+            if snapshot is None:
+                snapshot = t._new_like(old_data.copy())
+                snapshot._grad_fn = t._grad_fn
+                snapshot._output_nr = t._output_nr
+                snapshot._requires_grad = t._requires_grad and t._grad_fn is None
+            a.tensor = snapshot
+            a.vc = snapshot._vc
+            a.version = snapshot._vc[0]
 
 
 def _rebind_saved_result(node, t):

@@ -18,6 +18,7 @@ def check_internal_overlap(t, result_fn):
     array (a gradient made by broadcasting) first gets memory of its own."""
     d = t._data
     if not overlapping(d):
+        own_memory(t)
         return
     if result_fn in (F.fill_like_op, F.zero_like_op, F.masked_fill):
         if not d.flags.writeable:
@@ -26,6 +27,14 @@ def check_internal_overlap(t, result_fn):
     raise RuntimeError("an in-place operation cannot write into a tensor in which several "
                        "elements share one memory location (made by expand()); clone() it "
                        "first")
+
+
+def own_memory(t):
+    """A read-only tensor that is no view (a gradient made by broadcasting) gets writable
+    memory of its own, laid out as before, so in-place writes into it (or a view of it) work
+    as in PyTorch."""
+    if not t._data.flags.writeable and t._base is None:
+        t._data = _own_expanded(t._data)
 
 
 def overlapping(d):

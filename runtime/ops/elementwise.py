@@ -364,7 +364,8 @@ def where(cond, a=None, b=None):
     except ValueError:
         raise _shape_error(a, b, cond) from None
     if any_requires_grad((a, b)):
-        record(WhereBackward0, (a, b), out, (c,))
+        # the condition is saved as PyTorch saves it: changing it in place breaks backward
+        record(WhereBackward0, (a, b), out, (save_input(cond) if is_tensor(cond) else c,))
     return out
 
 
@@ -390,12 +391,12 @@ def masked_fill(x, mask, value):
                                f"{value._data.ndim} dimension(s)")
         out = wrap(np.where(m, value._data.astype(x._dtype.np), x._data), x._dtype)
         if any_requires_grad((x, value)):
-            record(MaskedFillBackward1, (x, value), out, (m,))
+            record(MaskedFillBackward1, (x, value), out, (save_input(mask),))
         return out
     value = check_operand(value, "masked_fill")
     out = wrap(np.where(m, np.asarray(value).astype(x._dtype.np), x._data), x._dtype)
     if any_requires_grad((x,)):
-        record(MaskedFillBackward0, (x,), out, (m,))
+        record(MaskedFillBackward0, (x,), out, (save_input(mask),))
     return out
 
 

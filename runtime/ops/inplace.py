@@ -73,7 +73,10 @@ def setitem(x, key, value):
     from runtime.ops import shape as S
     from runtime.ops._core import check_operand
 
+    from runtime.overlap import own_memory
+
     value = check_operand(value, "setitem")
+    own_memory(x)
     keys = key if isinstance(key, tuple) else (key,)
     if any(S._is_advanced(k) for k in keys):
         # integers and slices first (a view), then the advanced indices on it, as getitem

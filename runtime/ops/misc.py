@@ -24,6 +24,11 @@ def _axis(dim, x):
     return normalize_dims(dim, x._data.ndim)[0] if x._data.ndim else None
 
 
+def _empty_integral(x, dtype):
+    """An empty integer or bool input: PyTorch returns it (copied) instead of refusing it."""
+    return dtype is None and x._data.size == 0 and x._dtype.category != dtypes.FLOAT
+
+
 def _float_input(x, dtype, name):
     """The input converted to `dtype` when given; integer inputs need one (PyTorch has no
     integer softmax kernels)."""
@@ -38,6 +43,8 @@ def _float_input(x, dtype, name):
 
 
 def softmax(x, dim=None, dtype=None):
+    if _empty_integral(x, dtype):
+        return wrap(x._data.copy(), x._dtype)
     x = _float_input(x, dtype, "softmax")
     axis = _axis(dim, x)
     d = x._data
@@ -50,6 +57,8 @@ def softmax(x, dim=None, dtype=None):
 
 
 def log_softmax(x, dim=None, dtype=None):
+    if _empty_integral(x, dtype):
+        return wrap(x._data.copy(), x._dtype)
     x = _float_input(x, dtype, "log_softmax")
     axis = _axis(dim, x)
     d = x._data

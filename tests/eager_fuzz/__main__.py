@@ -29,12 +29,12 @@ def main(argv=None):
     else:
         base = int.from_bytes(os.urandom(4), "little") * 1000
         seeds = (base + i for i in range(10**9))
-    tried, failed = fuzz(seeds, args.time)
+    tried, failed = fuzz(seeds, args.time, progress=True)
     report(tried, failed, args.examples)
     return 1 if failed else 0
 
 
-def fuzz(seeds, seconds=None):
+def fuzz(seeds, seconds=None, progress=False):
     """(programs tried, [(program, finding)]) until seeds or seconds run out."""
     start, tried, failed = time.monotonic(), 0, []
     for seed in seeds:
@@ -45,6 +45,8 @@ def fuzz(seeds, seconds=None):
         finding = check.check(program)
         if finding is not None:
             failed.append((program, finding))
+            if progress:
+                print(f"seed {seed}: {finding.headline()}", file=sys.stderr, flush=True)
     return tried, failed
 
 

@@ -32,6 +32,7 @@ def node_hook(name):
 SHAPES = [(), (3,), (4,), (2, 3), (1, 3), (2, 1), (3, 3), (3, 2), (2, 2, 3), (2, 1, 3), (0,),
           (2, 0), (1,), (3, 1)]
 FLOAT_VALUES = [0.0, 1.0, -1.0, 0.5, 2.0, -2.5]
+MAX_NUMEL = 256
 
 
 @dataclass
@@ -128,8 +129,10 @@ class Gen:
             except Exception:  # noqa: BLE001 - PyTorch refused it
                 if not keep_error:
                     return False
-        self.program.stmts.append(stmt)
         value = self.ns.get(stmt.target)
+        if isinstance(value, torch.Tensor) and value.numel() > MAX_NUMEL:
+            return False  # shapes grow by repeat/expand/outer: keep programs small
+        self.program.stmts.append(stmt)
         if stmt.target and isinstance(value, torch.Tensor) and stmt.target not in self.pool:
             self.pool.append(stmt.target)
         return True
@@ -540,7 +543,9 @@ def make_augassign(g):
 
 
 def make_hook(g):
-    x = g.pick_float(lambda t: t.requires_grad)
+    # not on views: PyTorch 2.13 crashes (SIGSEGV) registering a hook on a view whose base
+    # was modified in place
+    x = g.pick_float(lambda t: t.requires_grad and t._base is None)
     if x is None:
         return None
     r = g.rng
