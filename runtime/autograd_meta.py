@@ -334,7 +334,12 @@ def apply_inplace(t, result, aliased=False):
         raise RuntimeError(
             f"an in-place result of shape {list(result._data.shape)} cannot be written into "
             f"a tensor of shape {list(old_data.shape)}")
-    np.copyto(old_data, result._data, casting="unsafe")
+    if 0 in old_data.strides and old_data.size > 1:
+        # elements share memory (a fill of an expanded tensor): write only what changed, so
+        # that the last write to a shared element is the op's, as in PyTorch
+        np.copyto(old_data, result._data, casting="unsafe", where=result._data != old_data)
+    else:
+        np.copyto(old_data, result._data, casting="unsafe")
     t._vc[0] += 1
     if node is None:
         return t

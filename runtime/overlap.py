@@ -20,7 +20,7 @@ def check_internal_overlap(t, result_fn):
     if not overlapping(d):
         own_memory(t)
         return
-    if result_fn in (F.fill_like_op, F.zero_like_op, F.masked_fill):
+    if result_fn in (F.fill_like_op, F.zero_like_op, F.masked_fill, F.index_put):
         if not d.flags.writeable:
             t._data = _own_expanded(d)
         return
@@ -56,8 +56,8 @@ def check_partial_overlap(t, args):
         if getattr(a, "_vc", None) is not t._vc:
             continue
         o = a._data
-        same = (o.__array_interface__["data"][0] == d.__array_interface__["data"][0]
-                and o.strides == d.strides and o.shape == d.shape)
+        # the same memory exactly (x.copy_(x), or a view of x expanded back to x's place)
+        same = o.size == d.size and _byte_bounds(o) == _byte_bounds(d)
         if not same and _dense(o) and _dense(d) and np.may_share_memory(o, d):
             raise RuntimeError("an operand of an in-place operation shares part of its memory "
                                "with the tensor being written; clone() the operand first")

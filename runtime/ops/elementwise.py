@@ -252,7 +252,8 @@ def remainder(a, b):
         else:
             with np.errstate(divide="ignore", invalid="ignore"):
                 q = np.floor(np.true_divide(data_of(a, dt.np), data_of(b, dt.np)))
-            record(RemainderBackward1, (a, b), out, (None, None, q))
+            # a and b saved as PyTorch saves them (for the version check), q is what the rule uses
+            record(RemainderBackward1, (a, b), out, (save_input(a), save_input(b), q))
     return out
 
 
@@ -394,7 +395,10 @@ def masked_fill(x, mask, value):
             record(MaskedFillBackward1, (x, value), out, (save_input(mask),))
         return out
     value = check_operand(value, "masked_fill")
-    out = wrap(np.where(m, np.asarray(value).astype(x._dtype.np), x._data), x._dtype)
+    try:
+        out = wrap(np.where(m, np.asarray(value).astype(x._dtype.np), x._data), x._dtype)
+    except ValueError:
+        raise _shape_error(x, mask) from None
     if any_requires_grad((x,)):
         record(MaskedFillBackward0, (x,), out, (save_input(mask),))
     return out

@@ -64,6 +64,9 @@ def mv(a, b):
 
 def bmm(a, b):
     _check(a, b, "bmm", (3, 3))
+    if a._data.shape[0] != b._data.shape[0]:
+        raise RuntimeError(f"bmm(): the batch sizes differ ({a._data.shape[0]} and "
+                           f"{b._data.shape[0]}); bmm does not broadcast, matmul does")
     return _product(BmmBackward0, np.matmul, a, b)
 
 

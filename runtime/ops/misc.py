@@ -188,7 +188,9 @@ def lerp(x, end, weight):
         if any_requires_grad((x, end)):
             record(LerpBackward0, (x, end), out, (weight,))
         return out
-    w = weight
+    from runtime.ops.shape import to_dtype
+
+    w = to_dtype(weight, x._dtype)  # a 0-dim weight may have another dtype
     out = _unrecorded(lambda: where(w.abs() < 0.5, add(x, mul(sub(end, x), w)),
                                     sub(end, mul(sub(end, x), 1 - w))))
     if any_requires_grad((x, end, weight)):
@@ -198,9 +200,11 @@ def lerp(x, end, weight):
 
 
 def _check_lerp(x, end, weight):
-    if x._dtype.category != dtypes.FLOAT:
-        raise NotImplementedError(f"lerp() is not implemented for {x._dtype} tensors")
+    if not hasattr(end, "_data"):
+        raise TypeError(f"lerp(): end must be a Tensor, not {type(end).__name__}")
     for name, t in (("end", end), ("weight", weight)):
         if hasattr(t, "_data") and t._dtype is not x._dtype and (name == "end" or t._data.ndim):
             raise RuntimeError(f"lerp(): {name} has dtype {t._dtype}, but the input has "
                                f"{x._dtype}; both must have the same dtype")
+    if x._dtype.category != dtypes.FLOAT:
+        raise NotImplementedError(f"lerp() is not implemented for {x._dtype} tensors")
