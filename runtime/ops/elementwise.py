@@ -505,7 +505,7 @@ def _sigmoid(d):
 def _relu(d):
     if d.dtype == np.bool_:
         raise RuntimeError("relu() is not implemented for bool tensors")
-    return np.where(d < 0, 0, d)  # -0.0 and nan stay, as PyTorch's relu keeps them
+    return np.maximum(0, d)  # 0 first: -0.0 and nan stay, as PyTorch's relu keeps them
 
 
 def _rsqrt(d):

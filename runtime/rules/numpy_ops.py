@@ -32,7 +32,9 @@ def sign(d):
         return np.array(d)
     r = np.sign(d)
     if r.dtype.kind == "f":
-        r = np.where(r != r, 0, r)
+        nan = np.isnan(r)
+        if nan.any():
+            r = np.where(nan, 0, r)
     return r
 
 
