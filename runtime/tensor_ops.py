@@ -48,6 +48,10 @@ def div(a, b):
     return F.div(a, b) if is_tensor(a) else F.mul(F.reciprocal(b), a)
 
 
+def div_floor(a, b):
+    return F.div(a, b, rounding_mode="floor")
+
+
 def pow(x, e):
     return F.pow(x, e)
 

@@ -252,8 +252,9 @@ def remainder(a, b):
         else:
             with np.errstate(divide="ignore", invalid="ignore"):
                 q = np.floor(np.true_divide(data_of(a, dt.np), data_of(b, dt.np)))
-            # a and b saved as PyTorch saves them (for the version check), q is what the rule uses
-            record(RemainderBackward1, (a, b), out, (save_input(a), save_input(b), q))
+            # PyTorch saves a and b only for b's gradient (a version check then applies)
+            saved = (save_input(a), save_input(b)) if requires_grad(b) else (None, None)
+            record(RemainderBackward1, (a, b), out, saved + (q,))
     return out
 
 
@@ -330,6 +331,9 @@ def float_power(x, exponent):
 
 
 def _minmax(a, b, is_max):
+    if not is_tensor(b):
+        raise TypeError(f"{'maximum' if is_max else 'minimum'}() takes two tensors, got "
+                        f"{type(b).__name__} as the second operand; use clamp() for a number")
     b = check_operand(b, "maximum")
     dt = binary_dtype(a, b)
     out = _compute(np.maximum if is_max else np.minimum, a, b, dt)

@@ -479,7 +479,8 @@ def narrow(x, dim, start, length):
     if not -size <= start <= size:
         raise IndexError(f"narrow(): start {start} is out of range for a dimension of size "
                          f"{size}")
-    start %= size if size else 1
+    if start < 0:
+        start += size
     if length < 0 or start + length > size:
         raise RuntimeError(f"narrow(): start {start} and length {length} do not fit in a "
                            f"dimension of size {size}")
