@@ -308,6 +308,9 @@ def save_input(t):
         return SavedTensor(None, t, None, None)
     if not hasattr(t, "_inference"):  # a constant (numpy array) inside a derivative rule
         return SavedTensor(None, np.asarray(t), None, None)
+    m = t._meta
+    if m is not None and m.detached:  # detached in place before: saved as the constant it is
+        t = t.detach()
     if t._inference:
         raise RuntimeError(
             "a tensor created under inference_mode cannot be saved for backward; clone() it "

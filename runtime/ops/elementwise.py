@@ -251,7 +251,7 @@ def remainder(a, b):
             record(RemainderBackward0, (a,), out, ())
         else:
             with np.errstate(divide="ignore", invalid="ignore"):
-                q = np.floor(np.true_divide(data_of(a, dt.np), data_of(b, dt.np)))
+                q = np.floor_divide(data_of(a, dt.np), data_of(b, dt.np))  # torch's rounding
             # PyTorch saves a and b only for b's gradient (a version check then applies)
             saved = (save_input(a), save_input(b)) if requires_grad(b) else (None, None)
             record(RemainderBackward1, (a, b), out, saved + (q,))

@@ -160,6 +160,8 @@ def addcdiv(x, t1, t2, value=1):
 def _check_addc(x, t1, t2, name):
     from runtime.ops._core import result_dtype
 
+    if not (hasattr(t1, "_data") and hasattr(t2, "_data")):
+        raise TypeError(f"{name}(): tensor1 and tensor2 must be Tensors")
     if result_dtype(x, t1, t2) is dtypes.bool_:
         raise NotImplementedError(f"{name}() is not implemented for bool tensors")
 
