@@ -6,14 +6,8 @@ the item of the issue they pin down: graph nodes and edges, memory layout, creat
 safety checks, values, dtype flow, escaped numpy exceptions, error classes and dtype checks.
 """
 
-import difflib
-import pprint
-
 import pytest
-import torch as real_torch
-
-import adcompile
-from test_semantics import Raised, catch, edges, run_snippet
+from test_semantics import Raised, assert_matches_torch, catch, edges
 
 CASES = {}
 
@@ -381,12 +375,4 @@ def t9_dtype_checks(torch, rec):
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_case_matches_torch(name):
-    fn = CASES[name]
-    theirs = run_snippet(real_torch, fn, is_oracle=True)
-    ours = run_snippet(adcompile, fn, is_oracle=False)
-    if ours != theirs:
-        diff = "\n".join(difflib.unified_diff(
-            pprint.pformat(theirs, width=100).splitlines(),
-            pprint.pformat(ours, width=100).splitlines(),
-            "torch", "adcompile", lineterm=""))
-        pytest.fail(f"{name}: observations differ\n{diff}", pytrace=False)
+    assert_matches_torch(name, CASES[name])
