@@ -43,7 +43,7 @@ class TensorMeta:
     """Rarely used per-tensor autograd state, allocated on first use."""
 
     __slots__ = ("hooks", "post_acc_hooks", "acc", "retains_grad", "view_steps", "creation",
-                 "view_version", "own_requires_grad", "views")
+                 "view_version", "own_requires_grad", "views", "detached")
 
     def __init__(self):
         self.hooks = None
@@ -55,6 +55,7 @@ class TensorMeta:
         self.view_version = 0
         self.own_requires_grad = False  # a view's own flag (requires_grad_() on the view)
         self.views = None  # on a base: weakrefs to views whose requires_grad follows it
+        self.detached = False  # a non-leaf detached in place: nodes that saved it refuse it
 
 
 def meta_of(t):
@@ -161,6 +162,8 @@ def _new_unary_node(cls, x, out, args):
 def record(cls, inputs, out, args=()):
     """Attach a new node of class `cls` to `out`, the result of the op on `inputs`."""
     node = new_node(cls, inputs, out, args)
+    if cls._keeps_indices:
+        node._freed = False
     out._grad_fn = node
     return node
 
@@ -318,19 +321,25 @@ def _multi_view_name(t):
     return name.replace("Backward0", "")
 
 
-def apply_inplace(t, result):
-    """Write `result` (the out-of-place value, possibly with a node) into `t`."""
+def apply_inplace(t, result, aliased=False):
+    """Write `result` (the out-of-place value, possibly with a node) into `t`. `aliased`: an
+    operand shares `t`'s memory, so the node's saved copies of `t` stay bound to it."""
     node = result._grad_fn
     base = t if t._base is None else t._base
     base_had_grad = base._requires_grad or base._grad_fn is not None
     old_data = t._data
-    if node is not None:
+    if node is not None and not aliased:
         _snapshot_saved_self(node, t, old_data)
     if old_data.shape != result._data.shape:
         raise RuntimeError(
             f"an in-place result of shape {list(result._data.shape)} cannot be written into "
             f"a tensor of shape {list(old_data.shape)}")
-    np.copyto(old_data, result._data, casting="unsafe")
+    if 0 in old_data.strides and old_data.size > 1:
+        # elements share memory (a fill of an expanded tensor): write only what changed, so
+        # that the last write to a shared element is the op's, as in PyTorch
+        np.copyto(old_data, result._data, casting="unsafe", where=result._data != old_data)
+    else:
+        np.copyto(old_data, result._data, casting="unsafe")
     t._vc[0] += 1
     if node is None:
         return t
@@ -345,17 +354,21 @@ def apply_inplace(t, result):
 
 
 def _snapshot_saved_self(node, t, old_data):
-    """The in-place node saved `t` itself; it needs t's value before the write, which keeps
-    t's history up to now, so create_graph differentiates through it (as PyTorch's saved
-    original self does)."""
+    """The in-place op's node keeps the target's value from before the op: a copy that
+    still carries the target's old history, so a create_graph backward differentiates it."""
+    snapshot = None
     for a in node._args:
-        if type(a) is SavedTensor and a.tensor is t:
-            before = t._new_like(old_data.copy())
-            before._grad_fn = t.grad_fn
-            before._output_nr = t._output_nr
-            a.tensor = before
-            a.vc = before._vc
-            a.version = before._vc[0]
+        # t itself, or the detached alias save_input keeps of a tensor detached in place
+        if type(a) is SavedTensor and a.tensor is not None and (
+                a.tensor is t or (a.vc is t._vc and a.tensor._data is old_data)):
+            if snapshot is None:
+                snapshot = t._new_like(old_data.copy())
+                snapshot._grad_fn = t._grad_fn
+                snapshot._output_nr = t._output_nr
+                snapshot._requires_grad = t._requires_grad and t._grad_fn is None
+            a.tensor = snapshot
+            a.vc = snapshot._vc
+            a.version = snapshot._vc[0]
 
 
 def _rebind_saved_result(node, t):

@@ -49,6 +49,7 @@ class Node:
     __slots__ = ("next_functions", "_args", "_fit", "_seq", "_hooks", "_freed", "__weakref__")
     _rule = None
     _n_outputs = 1
+    _keeps_indices = False  # saves index tensors or masks: freed after backward, as in PyTorch
 
     @classmethod
     def name(cls):
@@ -170,6 +171,17 @@ def _fit(ops, g, fit):
 
 _node_classes = {}
 
+# Nodes that PyTorch makes save an index tensor or a mask, so that a second backward through
+# them without retain_graph fails as it does there, though our rules keep the index as data.
+_INDEX_SAVING = frozenset({
+    "IndexBackward0", "IndexPutBackward0", "WhereBackward0", "MaskedFillBackward0",
+    "MaskedFillBackward1", "GatherBackward0", "IndexSelectBackward0", "MaxBackward0",
+    "MinBackward0", "SortBackward0", "TopkBackward0", "MaskedSelectBackward0", "AmaxBackward0",
+    "AminBackward0", "MaskedScatterBackward0", "ScatterBackward0", "ScatterAddBackward0",
+    "KthvalueBackward0", "MedianBackward1", "ModeBackward0", "CummaxBackward0",
+    "CumminBackward0", "TakeBackward0", "IndexAddBackward0", "IndexFillBackward0",
+})
+
 
 class MultiOutputNode(Node):
     """A node with several outputs (split, unbind); the count is per instance."""
@@ -182,7 +194,8 @@ def node_class(name, prim, multi_output=False):
     cls = _node_classes.get(name)
     if cls is None:
         base = MultiOutputNode if multi_output else Node
-        cls = type(name, (base,), {"__slots__": (), "_rule": staticmethod(RULES[prim])})
+        cls = type(name, (base,), {"__slots__": (), "_rule": staticmethod(RULES[prim]),
+                                   "_keeps_indices": name in _INDEX_SAVING})
         _node_classes[name] = cls
     return cls
 
@@ -219,11 +232,16 @@ class SavedTensor:
                 if d.__class__ is not np.ndarray:
                     return d if d.__class__ is not Packed else d.restore(ops)
             else:
+                if t._grad_fn is None and t._meta is not None and t._meta.detached:
+                    raise_detached()
                 d = t._data
             # 0-dim values travel as numpy scalars: their arithmetic is ~10x cheaper
             return d[()] if d.ndim == 0 else d
         if self.freed:
             raise_freed()
+        t = self.tensor
+        if t is not None and t._grad_fn is None and t._meta is not None and t._meta.detached:
+            raise_detached()
         if self.vc is not None and self.vc[0] != self.version:
             raise RuntimeError(self._modified_message())
         if ops is numpy_ops:
@@ -273,6 +291,12 @@ def raise_freed():
         "run backward through the graph again")
 
 
+def raise_detached():
+    raise RuntimeError(
+        "a tensor saved for the backward pass was detached in place (detach_()) after it was "
+        "saved, so its history is gone; use the out-of-place detach() instead")
+
+
 def _op_name(node_name):
     """'ExpBackward0' -> 'Exp', 'CopySlices' -> 'CopySlices'."""
     i = node_name.find("Backward")
@@ -285,6 +309,9 @@ def save_input(t):
         return SavedTensor(None, t, None, None)
     if not hasattr(t, "_inference"):  # a constant (numpy array) inside a derivative rule
         return SavedTensor(None, np.asarray(t), None, None)
+    m = t._meta
+    if m is not None and m.detached:  # detached in place before: saved as the constant it is
+        t = t.detach()
     if t._inference:
         raise RuntimeError(
             "a tensor created under inference_mode cannot be saved for backward; clone() it "
@@ -379,6 +406,8 @@ def accumulate(variable, g, ops, refs=0):
     `refs`: how many references to `g` the caller holds (0: never take `g` over)."""
     from runtime.tensor import Tensor
 
+    if not variable._requires_grad:  # detached in place after use: nothing lands
+        return
     np_dtype = variable._dtype.np
     if ops is numpy_ops:
         existing = variable._grad

@@ -24,6 +24,7 @@ import numpy as np
 
 from runtime import dtypes, grad_mode
 from runtime import ops as F
+from runtime.overlap import check_internal_overlap, check_partial_overlap, overlapping
 from runtime.autograd_meta import (
     accumulator_of,
     apply_inplace,
@@ -374,6 +375,8 @@ class Tensor:
             raise RuntimeError("detach_() cannot be used on a view; use detach() to get a new "
                                "tensor instead")
         had_grad = self._requires_grad or self._grad_fn is not None
+        if self._grad_fn is not None:
+            meta_of(self).detached = True
         self._grad_fn = None
         self._output_nr = 0
         self._requires_grad = False
@@ -621,10 +624,13 @@ class Tensor:
         return F.floor_divide(self, other)
 
     def __rfloordiv__(self, other):
-        return F.floor_divide(F.full_like_scalar(self, other), self)
+        return F.rfloor_divide(self, other)
 
     def __mod__(self, other):
         return F.remainder(self, other)
+
+    def __rmod__(self, other):
+        return F.rremainder(self, other)
 
     def __pow__(self, other):
         return F.pow(self, other)
@@ -687,17 +693,30 @@ class Tensor:
     def _inplace(self, result_fn, *args):
         recording = _recording(self, args)
         check_inplace(self, recording)
+        vc = self._vc
+        aliased = False
+        for a in args:
+            if getattr(a, "_vc", None) is vc:
+                aliased = True
+        if aliased:
+            check_partial_overlap(self, args)
         if not recording:
             direct = _DIRECT.get(result_fn)
-            if direct is not None and self._data.flags.writeable and direct(self._data, *args):
-                self._vc[0] += 1
+            if direct is not None and (self._base is None or not overlapping(self._data)) \
+                    and self._data.flags.writeable and direct(self._data, *args):
+                vc[0] += 1
                 return self
+        check_internal_overlap(self, result_fn)
         result = result_fn(self, *args)
+        if not recording:
+            result._grad_fn = None
         if result._dtype is not self._dtype and result._dtype.category > self._dtype.category:
             raise RuntimeError(f"the result of an in-place operation has dtype "
                                f"{result._dtype}, which cannot be stored in a tensor of dtype "
                                f"{self._dtype}")
-        return apply_inplace(self, result)
+        # an operand sharing the target's memory (a.mul_(a)) stays saved as it is, so
+        # backward finds it modified, as PyTorch does
+        return apply_inplace(self, result, aliased and recording)
 
     def __iadd__(self, other):
         return self._inplace(F.add, other)
@@ -826,8 +845,10 @@ def _recording(t, args):
         return False
     if t._requires_grad or t._grad_fn is not None:
         return True
-    return any(getattr(a, "_requires_grad", False) or getattr(a, "_grad_fn", None) is not None
-               for a in args)
+    # an integer or bool target cannot carry gradient, whatever is written into it
+    return t._dtype.is_floating_point and any(
+        getattr(a, "_requires_grad", False) or getattr(a, "_grad_fn", None) is not None
+        for a in args)
 
 
 def _rebuild(data, requires_grad):
@@ -858,7 +879,9 @@ def _install_methods():
         if fn is not None and not hasattr(Tensor, name):
             setattr(Tensor, name, fn)
     Tensor.T = property(lambda self: F.permute(self, tuple(reversed(range(self._data.ndim)))))
-    Tensor.mT = property(lambda self: F.transpose(self, -2, -1))
+    Tensor.mT = property(F.matrix_transpose)
+    Tensor.mH = property(lambda self: F.matrix_transpose(self).conj() if self.is_complex()
+                         else F.matrix_transpose(self))
     Tensor.subtract = Tensor.sub
     Tensor.multiply = Tensor.mul
     Tensor.divide = Tensor.div

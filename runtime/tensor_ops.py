@@ -57,6 +57,10 @@ def div(a, b):
     return F.div(a, b) if is_tensor(a) else F.mul(F.reciprocal(b), a)
 
 
+def div_floor(a, b):
+    return F.div(a, b, rounding_mode="floor")
+
+
 def pow(x, e):
     return F.pow(x, e)
 
@@ -204,7 +208,7 @@ def diag_embed(g, shape):
 
 def threshold_backward(g, result):
     """g where result > 0, else 0; recorded with both inputs, as PyTorch records it."""
-    data = np.where(result._data > 0, g._data, 0.0).astype(g._dtype.np)
+    data = np.where(result._data <= 0, 0.0, g._data).astype(g._dtype.np)
     out = wrap(data, g._dtype)
     if any_requires_grad((g, result)):
         record(node_class("ThresholdBackwardBackward0", "threshold_backward"), (g, result),

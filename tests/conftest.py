@@ -12,10 +12,11 @@ os.environ.setdefault("ADCOMPILE_CACHE_DIR",
 
 
 def pytest_addoption(parser):
-    group = parser.getgroup("fuzz", "random-program fuzzer (tests/compiler/test_fuzz.py)")
+    group = parser.getgroup("fuzz", "random-program fuzzers (tests/compiler/test_fuzz.py, "
+                                    "tests/eager_fuzz)")
     group.addoption("--time", type=float, default=None, metavar="SECONDS",
-                    help="fuzz the compiler with fresh random seeds for SECONDS instead of "
-                         "running the fixed slice of seeds")
+                    help="fuzz with fresh random seeds for SECONDS instead of running the "
+                         "fixed slice of seeds (each fuzzer selected)")
     group.addoption("--fuzz-seed", type=int, default=None, metavar="N",
                     help="replay the fuzzer's program of seed N (prints it; use -s)")
 

@@ -3759,7 +3759,11 @@ KNOWN_GAPS = {
     pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN_GAPS[n], strict=True))
     if n in KNOWN_GAPS else n for n in SNIPPETS])
 def test_snippet_matches_torch(name):
-    fn = SNIPPETS[name]
+    assert_matches_torch(name, SNIPPETS[name])
+
+
+def assert_matches_torch(name, fn):
+    """Run snippet `fn` on PyTorch and on adcompile; fail with a diff when they differ."""
     theirs = run_snippet(real_torch, fn, is_oracle=True)
     ours = run_snippet(adcompile, fn, is_oracle=False)
     if ours != theirs:

@@ -40,8 +40,12 @@ def _operand(x, data):
 
 
 def _fits(d, data):
-    return d.__class__ in _SCALARS or d.shape == data.shape or d.ndim == 0 or \
-        np.broadcast_shapes(d.shape, data.shape) == data.shape
+    if d.__class__ in _SCALARS or d.shape == data.shape or d.ndim == 0:
+        return True
+    try:
+        return np.broadcast_shapes(d.shape, data.shape) == data.shape
+    except ValueError:  # the general path raises PyTorch's error
+        return False
 
 
 def _binary(np_fn):
@@ -108,7 +112,10 @@ def _zero(data):
 
 def _fill(data, value):
     if value.__class__ not in _SCALARS + (bool,):
-        return False
+        d = getattr(value, "_data", None)  # setitem's 0-dim tensor of the target's dtype
+        if d is None or d.ndim or d.dtype != data.dtype:
+            return False
+        value = d
     data[...] = value
     return True
 

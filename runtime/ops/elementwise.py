@@ -20,6 +20,7 @@ from runtime.ops._core import (
     wrap,
 )
 from runtime import dtypes
+from runtime.rules import numpy_ops
 
 AddBackward0 = node_class("AddBackward0", "add")
 SubBackward0 = node_class("SubBackward0", "sub")
@@ -42,6 +43,9 @@ ClampMinBackward0 = node_class("ClampMinBackward0", "clamp")
 ClampMaxBackward0 = node_class("ClampMaxBackward0", "clamp")
 ClampMinBackward1 = node_class("ClampMinBackward1", "clamp_min_tensor")
 ClampMaxBackward1 = node_class("ClampMaxBackward1", "clamp_max_tensor")
+RemainderBackward0 = node_class("RemainderBackward0", "alias")
+RemainderBackward1 = node_class("RemainderBackward1", "remainder")
+NotImplementedNode = node_class("NotImplemented", "not_implemented")
 
 
 _ndarray = np.ndarray
@@ -117,13 +121,27 @@ def _check_not_bool(a, b):
 def _additive(np_fn, cls, a, b, alpha, name):
     """a + alpha * b or a - alpha * b (Python operators: fast on numpy scalars)."""
     ad, bd, dt = _operands(a, b, name)
+    if alpha.__class__ is not int or alpha != 1:
+        bd = _scaled(bd, alpha, dt)
     try:
-        out = _result(np_fn(ad, bd if alpha == 1 else bd * alpha), dt)
+        out = _result(np_fn(ad, bd), dt)
     except ValueError:
         raise _shape_error(a, b) from None
     if _grad_on(a, b):
         record(cls, (a, b), out, (alpha,))
     return out
+
+
+def _scaled(bd, alpha, dt):
+    """alpha * b for add/sub, with PyTorch's checks of alpha against the result dtype."""
+    if dt is dtypes.bool_:
+        return np.logical_and(bd, bool(alpha))
+    if alpha.__class__ is bool:
+        raise RuntimeError("a bool alpha is only allowed when the result is a bool tensor")
+    if dt.category != _FLOAT and isinstance(alpha, float):
+        raise RuntimeError(f"alpha must be an integer for a result of dtype {dt}, "
+                           f"got {alpha}")
+    return bd * alpha
 
 
 def rsub(x, c, alpha=1):
@@ -177,9 +195,10 @@ def div(a, b, rounding_mode=None):
     return out
 
 
-def _rounded_div(a, b, mode):
+def _rounded_div(a, b, mode, cls=None):
     """a / b rounded toward -inf ("floor") or toward zero ("trunc"): piecewise constant, so
-    recorded as DivBackward2 whose gradients are zeros."""
+    recorded as DivBackward2 whose gradients are zeros (`cls` NotImplemented: floor_divide,
+    which PyTorch does not differentiate)."""
     if mode not in ("floor", "trunc"):
         raise RuntimeError(f"div(): rounding_mode must be None, 'trunc' or 'floor', not {mode!r}")
     dt = binary_dtype(a, b)
@@ -196,7 +215,10 @@ def _rounded_div(a, b, mode):
         raise _shape_error(a, b) from None
     out = wrap(data, dt)
     if any_requires_grad((a, b)):
-        record(DivBackward2, (a, b), out, ())
+        if cls is None:
+            record(DivBackward2, (a, b), out, ())
+        else:
+            record(cls, tuple(t for t in (a, b) if requires_grad(t)), out, ())
     return out
 
 
@@ -212,15 +234,44 @@ def rdiv(x, c):
 
 
 def floor_divide(a, b):
-    return _rounded_div(a, check_operand(b, "floor_divide"), "floor")
+    return _rounded_div(a, check_operand(b, "floor_divide"), "floor", NotImplementedNode)
 
 
 def remainder(a, b):
+    """a - floor(a / b) * b: RemainderBackward0 (one edge) for a number b, RemainderBackward1
+    for a tensor b; a number divided by a tensor (`2 % x`) is not differentiated."""
     b = check_operand(b, "remainder")
     dt = binary_dtype(a, b)
+    if dt is dtypes.bool_:
+        raise NotImplementedError("remainder() is not implemented for bool tensors")
     if dt.category != dtypes.FLOAT and np.any(np.equal(data_of(b, dt.np), 0)):
         raise RuntimeError("integer remainder by zero (ZeroDivisionError)")
-    return _compute(np.mod, a, b, dt)
+    out = _compute(np.mod, a, b, dt)
+    if any_requires_grad((a, b)):
+        if not is_tensor(b):
+            record(RemainderBackward0, (a,), out, ())
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                q = np.floor_divide(data_of(a, dt.np), data_of(b, dt.np))  # torch's rounding
+            # PyTorch saves a and b only for b's gradient (a version check then applies)
+            saved = (save_input(a), save_input(b)) if requires_grad(b) else (None, None)
+            record(RemainderBackward1, (a, b), out, saved + (q,))
+    return out
+
+
+def rremainder(x, c):
+    """c % x for a Python number c."""
+    dt = binary_dtype(x, c)
+    out = remainder(wrap(np.asarray(c, dt.np), dt), x)
+    if out._grad_fn is not None:
+        record(NotImplementedNode, (x,), out, ())
+    return out
+
+
+def rfloor_divide(x, c):
+    """c // x for a Python number c: one NotImplemented edge, to x."""
+    dt = binary_dtype(x, c)
+    return _rounded_div(wrap(np.asarray(c, dt.np), dt), x, "floor", NotImplementedNode)
 
 
 def pow(a, b):
@@ -230,11 +281,25 @@ def pow(a, b):
     if type(b) in _SCALARS:
         return _pow_scalar(a, b)
     dt = binary_dtype(a, b)
-    out = _compute(np.power, a, b, dt)
+    if dt is dtypes.bool_:
+        raise NotImplementedError("pow() is not implemented for two bool operands")
+    out = _compute(np.power if dt.category == _FLOAT else _int_power, a, b, dt)
     if any_requires_grad((a, b)):
         record(PowBackward1, (a, b), out,
                (save_input(a), save_input(b), save_output(out, "PowBackward1")))
     return out
+
+
+def _int_power(b, e):
+    """Integer b ** e as PyTorch computes it: a negative exponent gives 1 for b = 1, +-1 for
+    b = -1 by parity, and 0 otherwise (numpy refuses negative integer powers)."""
+    neg = np.less(e, 0)
+    if not np.any(neg):
+        return np.power(b, e)
+    r = np.power(b, np.abs(e))
+    odd = np.equal(np.remainder(e, 2), 1)
+    tiny = np.where(np.equal(b, 1), 1, np.where(np.equal(b, -1), np.where(odd, -1, 1), 0))
+    return np.where(neg, tiny, r).astype(r.dtype)
 
 
 def _pow_scalar(a, e):
@@ -250,7 +315,8 @@ def _pow_scalar(a, e):
 def rpow(x, base):
     """base ** x for a Python number base (`2 ** x`)."""
     dt = binary_dtype(x, base)
-    out = wrap(np.power(base, data_of(x, dt.np)), dt)
+    power = np.power if dt.category == _FLOAT else _int_power
+    out = wrap(power(np.asarray(base, dt.np), data_of(x, dt.np)), dt)
     if any_requires_grad((x,)):
         record(PowBackward2, (x,), out, (base, save_output(out, "PowBackward2")))
     return out
@@ -266,6 +332,9 @@ def float_power(x, exponent):
 
 
 def _minmax(a, b, is_max):
+    if not is_tensor(b):
+        raise TypeError(f"{'maximum' if is_max else 'minimum'}() takes two tensors, got "
+                        f"{type(b).__name__} as the second operand; use clamp() for a number")
     b = check_operand(b, "maximum")
     dt = binary_dtype(a, b)
     out = _compute(np.maximum if is_max else np.minimum, a, b, dt)
@@ -301,7 +370,8 @@ def where(cond, a=None, b=None):
     except ValueError:
         raise _shape_error(a, b, cond) from None
     if any_requires_grad((a, b)):
-        record(WhereBackward0, (a, b), out, (c,))
+        # the condition is saved as PyTorch saves it: changing it in place breaks backward
+        record(WhereBackward0, (a, b), out, (save_input(cond) if is_tensor(cond) else c,))
     return out
 
 
@@ -327,12 +397,15 @@ def masked_fill(x, mask, value):
                                f"{value._data.ndim} dimension(s)")
         out = wrap(np.where(m, value._data.astype(x._dtype.np), x._data), x._dtype)
         if any_requires_grad((x, value)):
-            record(MaskedFillBackward1, (x, value), out, (m,))
+            record(MaskedFillBackward1, (x, value), out, (save_input(mask),))
         return out
     value = check_operand(value, "masked_fill")
-    out = wrap(np.where(m, np.asarray(value).astype(x._dtype.np), x._data), x._dtype)
+    try:
+        out = wrap(np.where(m, np.asarray(value).astype(x._dtype.np), x._data), x._dtype)
+    except ValueError:
+        raise _shape_error(x, mask) from None
     if any_requires_grad((x,)):
-        record(MaskedFillBackward0, (x,), out, (m,))
+        record(MaskedFillBackward0, (x,), out, (save_input(mask),))
     return out
 
 
@@ -437,7 +510,9 @@ def _sigmoid(d):
 
 
 def _relu(d):
-    return np.maximum(d, 0)
+    if d.dtype == np.bool_:
+        raise RuntimeError("relu() is not implemented for bool tensors")
+    return np.maximum(0, d)  # 0 first: -0.0 and nan stay, as PyTorch's relu keeps them
 
 
 def _rsqrt(d):
@@ -456,7 +531,18 @@ def _negate(d):
 
 
 neg = _define_unary("neg", _negate, "NegBackward0", "neg", None, keep_dtype=True)
-abs = _define_unary("abs", np.abs, "AbsBackward0", "abs", "input", keep_dtype=True)
+def _no_bool(np_fn, name):
+    """np_fn for the ops PyTorch has no bool kernel for."""
+    def kernel(d):
+        if d.dtype == np.bool_:
+            raise NotImplementedError(f"{name}() is not implemented for bool tensors")
+        return np_fn(d)
+
+    return kernel
+
+
+abs = _define_unary("abs", _no_bool(np.abs, "abs"), "AbsBackward0", "abs", "input",
+                    keep_dtype=True)
 exp = _define_unary("exp", np.exp, "ExpBackward0", "exp", "result")
 log = _define_unary("log", np.log, "LogBackward0", "log", "input")
 log1p = _define_unary("log1p", np.log1p, "Log1PBackward0", "log1p", "input")
@@ -470,11 +556,15 @@ sigmoid = _define_unary("sigmoid", _sigmoid, "SigmoidBackward0", "sigmoid", "res
 relu = _define_unary("relu", _relu, "ReluBackward0", "relu", "result", keep_dtype=True)
 reciprocal = _define_unary("reciprocal", _reciprocal, "ReciprocalBackward0", "reciprocal",
                            "result")
-sign = _define_unary("sign", np.sign, "SignBackward0", "sign", None, keep_dtype=True)
-floor = _define_unary("floor", np.floor, "FloorBackward0", "floor", None, keep_dtype=True)
-ceil = _define_unary("ceil", np.ceil, "CeilBackward0", "ceil", None, keep_dtype=True)
-trunc = _define_unary("trunc", np.trunc, "TruncBackward0", "trunc", None, keep_dtype=True)
-_round0 = _define_unary("round", np.round, "RoundBackward0", "round", None, keep_dtype=True)
+sign = _define_unary("sign", numpy_ops.sign, "SignBackward0", "sign", None, keep_dtype=True)
+floor = _define_unary("floor", _no_bool(np.floor, "floor"), "FloorBackward0", "floor", None,
+                      keep_dtype=True)
+ceil = _define_unary("ceil", _no_bool(np.ceil, "ceil"), "CeilBackward0", "ceil", None,
+                     keep_dtype=True)
+trunc = _define_unary("trunc", _no_bool(np.trunc, "trunc"), "TruncBackward0", "trunc", None,
+                      keep_dtype=True)
+_round0 = _define_unary("round", _no_bool(np.round, "round"), "RoundBackward0", "round", None,
+                        keep_dtype=True)
 
 
 def round(x, decimals=0):
@@ -494,7 +584,10 @@ def _compare(np_fn, name):
     def op(a, b):
         b = check_operand(b, name)
         dt = binary_dtype(a, b)
-        return wrap(np_fn(data_of(a, dt.np), data_of(b, dt.np)), dtypes.bool_)
+        try:
+            return wrap(np_fn(data_of(a, dt.np), data_of(b, dt.np)), dtypes.bool_)
+        except ValueError:
+            raise _shape_error(a, b) from None
 
     op.__name__ = name
     return op

@@ -56,7 +56,11 @@ def copy_like_op(x, src):
 def index_put(x, key, value):
     data = np.array(x._data)
     v = value._data if is_tensor(value) else value
-    data[key] = v
+    try:
+        data[key] = v
+    except ValueError:
+        raise RuntimeError(f"a value of shape {list(np.shape(v))} cannot be broadcast to the "
+                           f"shape {list(data[key].shape)} of the indexed elements") from None
     out = wrap(data, x._dtype)
     if any_requires_grad((x, value)):
         vshape = value._data.shape if is_tensor(value) else ()
@@ -69,14 +73,48 @@ def setitem(x, key, value):
     from runtime.ops import shape as S
     from runtime.ops._core import check_operand
 
+    from runtime.overlap import own_memory
+
     value = check_operand(value, "setitem")
+    own_memory(x)
     keys = key if isinstance(key, tuple) else (key,)
     if any(S._is_advanced(k) for k in keys):
-        plain = tuple(S._plain_key(k) for k in keys)
-        x._inplace(index_put, plain if isinstance(key, tuple) else plain[0], value)
+        # integers and slices first (a view), then the advanced indices on it, as getitem
+        basic, rest = S._split_key(keys, x._data.ndim)
+        target, _ = S._basic_view(x, basic)
+        if is_tensor(value):
+            value = _strip_leading_ones(value, S)
+        target._inplace(index_put, rest, value)
         return
-    target = S.getitem(x, key)
-    if is_tensor(value):
+    target, _ = S._basic_view(x, keys)
+    if not is_tensor(value):  # PyTorch writes a number as a 0-dim tensor of x's dtype
+        value = wrap(np.asarray(value, dtype=x._dtype.np), x._dtype)
+    copy_to(target, value, S)
+
+
+def copy_to(target, value, S):
+    """PyTorch's setitem copy: copy_ for equal shapes, fill_ from a 0-dim value, else the
+    value without its leading 1-sized dimensions (a view), expanded, then copy_."""
+    shape = target._data.shape
+    if value._data.shape == shape:
         target._inplace(copy_like_op, value)
-    else:
+    elif value._data.ndim == 0:
         target._inplace(fill_like_op, value)
+    else:
+        value = S.view(value, _without_leading_ones(value._data.shape))
+        if value._data.shape != shape:
+            value = S.expand(value, shape)
+        target._inplace(copy_like_op, value)
+
+
+def _without_leading_ones(shape):
+    i = 0
+    while i < len(shape) and shape[i] == 1:
+        i += 1
+    return shape[i:]
+
+
+def _strip_leading_ones(value, S):
+    shape = value._data.shape
+    short = _without_leading_ones(shape)
+    return value if short == shape else S.view(value, short)

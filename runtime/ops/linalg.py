@@ -64,6 +64,9 @@ def mv(a, b):
 
 def bmm(a, b):
     _check(a, b, "bmm", (3, 3))
+    if a._data.shape[0] != b._data.shape[0]:
+        raise RuntimeError(f"bmm(): the batch sizes differ ({a._data.shape[0]} and "
+                           f"{b._data.shape[0]}); bmm does not broadcast, matmul does")
     return _product(BmmBackward0, np.matmul, a, b)
 
 
@@ -112,7 +115,8 @@ def _should_fold(a, b):
     if t1.size == 0:
         return True
     shape, strides = t1.shape, t1.strides
-    return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(t1.ndim - 1))
+    # the first n-1 dimensions (those folded into rows) must be contiguous among themselves
+    return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(t1.ndim - 2))
 
 
 def _folded(a, b):
@@ -170,7 +174,7 @@ def outer(a, b):
     if a._data.ndim != 1 or b._data.ndim != 1:
         raise RuntimeError(f"outer() expects two 1-D tensors, got {a._data.ndim}-D and "
                            f"{b._data.ndim}-D")
-    return mul(S.view(a, (-1, 1)), b)
+    return mul(S.reshape(a, (-1, 1)), b)  # PyTorch reshapes (ReshapeAlias when strided)
 
 
 def addmm(bias, m1, m2, beta=1, alpha=1):

@@ -4,7 +4,7 @@ logical reductions, sorting and gathering helpers."""
 import numpy as np
 
 from runtime import dtypes
-from runtime.autograd_meta import any_requires_grad, record
+from runtime.autograd_meta import _state, any_requires_grad, record
 from runtime.function import node_class, save_input, save_output
 from runtime.ops._core import float_dtype, wrap
 from runtime.ops.reductions import _axes, _rule_dims, normalize_dims
@@ -14,10 +14,19 @@ LogSoftmaxBackward0 = node_class("LogSoftmaxBackward0", "log_softmax")
 CumsumBackward0 = node_class("CumsumBackward0", "cumsum")
 CumprodBackward0 = node_class("CumprodBackward0", "cumprod")
 LogsumexpBackward0 = node_class("LogsumexpBackward0", "logsumexp")
+AddcmulBackward0 = node_class("AddcmulBackward0", "addcmul")
+AddcdivBackward0 = node_class("AddcdivBackward0", "addcdiv")
+LerpBackward0 = node_class("LerpBackward0", "lerp")
+LerpBackward1 = node_class("LerpBackward1", "lerp_tensor")
 
 
 def _axis(dim, x):
     return normalize_dims(dim, x._data.ndim)[0] if x._data.ndim else None
+
+
+def _empty_integral(x, dtype):
+    """An empty integer or bool input: PyTorch returns it (copied) instead of refusing it."""
+    return dtype is None and x._data.size == 0 and x._dtype.category != dtypes.FLOAT
 
 
 def _float_input(x, dtype, name):
@@ -34,23 +43,30 @@ def _float_input(x, dtype, name):
 
 
 def softmax(x, dim=None, dtype=None):
+    if _empty_integral(x, dtype):
+        return wrap(x._data.copy(), x._dtype)
     x = _float_input(x, dtype, "softmax")
     axis = _axis(dim, x)
     d = x._data
-    shifted = np.exp(d - np.max(d, axis=axis, keepdims=True))
-    out = wrap(shifted / np.sum(shifted, axis=axis, keepdims=True), float_dtype(x))
+    shifted = np.exp(d - np.max(d, axis=axis, keepdims=True, initial=-np.inf))
+    out = wrap(np.ascontiguousarray(shifted / np.sum(shifted, axis=axis, keepdims=True))
+               .reshape(d.shape), float_dtype(x))
     if any_requires_grad((x,)):
         record(SoftmaxBackward0, (x,), out, (save_output(out, "SoftmaxBackward0"), axis))
     return out
 
 
 def log_softmax(x, dim=None, dtype=None):
+    if _empty_integral(x, dtype):
+        return wrap(x._data.copy(), x._dtype)
     x = _float_input(x, dtype, "log_softmax")
     axis = _axis(dim, x)
     d = x._data
-    m = np.max(d, axis=axis, keepdims=True)
-    lse = np.log(np.sum(np.exp(d - m), axis=axis, keepdims=True)) + m
-    out = wrap(d - lse, float_dtype(x))
+    shifted = d - np.max(d, axis=axis, keepdims=True, initial=-np.inf)
+    # (x - max) - log(sum(exp(x - max))), in PyTorch's order: exact for huge equal values
+    out = wrap(np.ascontiguousarray(
+        shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))).reshape(d.shape),
+        float_dtype(x))
     if any_requires_grad((x,)):
         record(LogSoftmaxBackward0, (x,), out, (save_output(out, "LogSoftmaxBackward0"), axis))
     return out
@@ -59,8 +75,8 @@ def log_softmax(x, dim=None, dtype=None):
 def logsumexp(x, dim, keepdim=False):
     dims = normalize_dims(dim, x._data.ndim)
     ax = _axes(dims, x._data.ndim)
-    d = x._data
-    m = np.max(d, axis=ax, keepdims=True)
+    d = x._data.astype(float_dtype(x).np, copy=False)
+    m = np.max(d, axis=ax, keepdims=True, initial=-np.inf)
     m = np.where(np.isfinite(m), m, 0)
     r = np.log(np.sum(np.exp(d - m), axis=ax, keepdims=True)) + m
     if not keepdim and ax is not None:
@@ -76,7 +92,9 @@ def logsumexp(x, dim, keepdim=False):
 def cumsum(x, dim, dtype=None):
     axis = _axis(dim, x)
     dt = dtype or (x._dtype if x._dtype.is_floating_point else dtypes.int64)
-    data = np.cumsum(x._data, axis=axis, dtype=dt.np).reshape(x._data.shape)
+    data = np.ascontiguousarray(np.cumsum(x._data, axis=axis, dtype=dt.np)).reshape(x._data.shape)
+    if dt.category == dtypes.FLOAT:
+        data += 0.0  # PyTorch's running sum starts at +0.0, so it never yields -0.0
     out = wrap(data, dt)
     if any_requires_grad((x,)):
         record(CumsumBackward0, (x,), out, (axis if axis is not None else 0,))
@@ -86,7 +104,8 @@ def cumsum(x, dim, dtype=None):
 def cumprod(x, dim, dtype=None):
     axis = _axis(dim, x)
     dt = dtype or (x._dtype if x._dtype.is_floating_point else dtypes.int64)
-    data = np.cumprod(x._data, axis=axis, dtype=dt.np).reshape(x._data.shape)
+    data = np.ascontiguousarray(np.cumprod(x._data, axis=axis, dtype=dt.np)).reshape(
+        x._data.shape)
     out = wrap(data, dt)
     if any_requires_grad((x,)):
         record(CumprodBackward0, (x,), out, (save_input(x), save_output(out, "CumprodBackward0"),
@@ -95,13 +114,18 @@ def cumprod(x, dim, dtype=None):
 
 
 def all(x, dim=None, keepdim=False):
-    ax = None if dim is None else normalize_dims(dim, x._data.ndim)
-    return wrap(np.all(x._data, axis=ax, keepdims=keepdim), dtypes.bool_)
+    return _logical_reduce(np.all, x, dim, keepdim)
 
 
 def any(x, dim=None, keepdim=False):
+    return _logical_reduce(np.any, x, dim, keepdim)
+
+
+def _logical_reduce(np_fn, x, dim, keepdim):
     ax = None if dim is None else normalize_dims(dim, x._data.ndim)
-    return wrap(np.any(x._data, axis=ax, keepdims=keepdim), dtypes.bool_)
+    if x._data.ndim == 0:
+        ax = None  # dim 0 / -1 of a 0-dim tensor is the tensor itself
+    return wrap(np_fn(x._data, axis=ax, keepdims=keepdim), dtypes.bool_)
 
 
 def full_like_scalar(x, value):
@@ -109,23 +133,86 @@ def full_like_scalar(x, value):
 
 
 def addcmul(x, t1, t2, value=1):
-    """x + value * t1 * t2 (in PyTorch's order of operations)."""
+    """x + value * t1 * t2 (in PyTorch's order of operations), one AddcmulBackward0 node."""
     from runtime.ops.elementwise import add, mul
 
-    return add(x, mul(mul(t1, value), t2))
+    value = _check_addc(x, t1, t2, "addcmul", value)
+    out = _unrecorded(lambda: add(x, mul(mul(t1, value), t2)))
+    if any_requires_grad((x, t1, t2)):
+        record(AddcmulBackward0, (x, t1, t2), out, (save_input(t1), save_input(t2), value))
+    return out
 
 
 def addcdiv(x, t1, t2, value=1):
-    """x + value * t1 / t2 (in PyTorch's order of operations)."""
+    """x + value * t1 / t2 (in PyTorch's order of operations), one AddcdivBackward0 node."""
     from runtime.ops.elementwise import add, div, mul
 
-    return add(x, div(mul(t1, value), t2))
+    value = _check_addc(x, t1, t2, "addcdiv", value)
+    if t1._dtype.category != dtypes.FLOAT and t2._dtype.category != dtypes.FLOAT:
+        raise RuntimeError("addcdiv() of two integer tensors would be an integer division, "
+                           "which is not supported: convert tensor1 or tensor2 to float")
+    out = _unrecorded(lambda: add(x, div(mul(t1, value), t2)))
+    if any_requires_grad((x, t1, t2)):
+        record(AddcdivBackward0, (x, t1, t2), out, (save_input(t1), save_input(t2), value))
+    return out
+
+
+def _check_addc(x, t1, t2, name, value):
+    """The checks PyTorch makes; returns `value` as the result's dtype takes it (an integer
+    result truncates a float value: addcmul of int64 tensors with value=0.5 adds nothing)."""
+    from runtime.ops._core import result_dtype
+
+    if not (hasattr(t1, "_data") and hasattr(t2, "_data")):
+        raise TypeError(f"{name}(): tensor1 and tensor2 must be Tensors")
+    result = result_dtype(x, t1, t2)
+    if result is dtypes.bool_:
+        raise NotImplementedError(f"{name}() is not implemented for bool tensors")
+    if result.category != dtypes.FLOAT and isinstance(value, float):
+        return int(value)
+    return value
+
+
+def _unrecorded(fn):
+    """fn() with recording off: composite kernels whose graph is one node of their own."""
+    saved = _state.enabled
+    _state.enabled = False
+    try:
+        return fn()
+    finally:
+        _state.enabled = saved
 
 
 def lerp(x, end, weight):
-    """x + weight * (end - x), computed from the nearer end as PyTorch does."""
-    from runtime.ops.elementwise import add, mul, rsub, sub
+    """x + weight * (end - x), computed from the nearer end as PyTorch does: LerpBackward0
+    for a number weight, LerpBackward1 (with an edge to the weight) for a tensor."""
+    from runtime.ops.elementwise import add, mul, sub, where
 
-    if isinstance(weight, (int, float)) and weight >= 0.5:
-        return sub(end, mul(sub(end, x), 1 - weight))
-    return add(x, mul(sub(end, x), weight))
+    _check_lerp(x, end, weight)
+    if not hasattr(weight, "_data"):
+        if weight >= 0.5:
+            out = _unrecorded(lambda: sub(end, mul(sub(end, x), 1 - weight)))
+        else:
+            out = _unrecorded(lambda: add(x, mul(sub(end, x), weight)))
+        if any_requires_grad((x, end)):
+            record(LerpBackward0, (x, end), out, (weight,))
+        return out
+    from runtime.ops.shape import to_dtype
+
+    w = to_dtype(weight, x._dtype)  # a 0-dim weight may have another dtype
+    out = _unrecorded(lambda: where(w.abs() < 0.5, add(x, mul(sub(end, x), w)),
+                                    sub(end, mul(sub(end, x), 1 - w))))
+    if any_requires_grad((x, end, weight)):
+        record(LerpBackward1, (x, end, weight), out,
+               (save_input(x), save_input(end), save_input(weight)))
+    return out
+
+
+def _check_lerp(x, end, weight):
+    if not hasattr(end, "_data"):
+        raise TypeError(f"lerp(): end must be a Tensor, not {type(end).__name__}")
+    for name, t in (("end", end), ("weight", weight)):
+        if hasattr(t, "_data") and t._dtype is not x._dtype and (name == "end" or t._data.ndim):
+            raise RuntimeError(f"lerp(): {name} has dtype {t._dtype}, but the input has "
+                               f"{x._dtype}; both must have the same dtype")
+    if x._dtype.category != dtypes.FLOAT:
+        raise NotImplementedError(f"lerp() is not implemented for {x._dtype} tensors")

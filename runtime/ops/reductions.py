@@ -128,6 +128,7 @@ def _extreme(x, dim, keepdim, is_max):
             record(cls, (x,), out, (save_input(x), save_output(out, cls.__name__)))
         return out
     axis = normalize_dims(dim, d.ndim)[0]
+    _check_reducible(d, axis, "max()/min()")
     src = d if d.ndim else d.reshape(1)
     pick = np.argmax if is_max else np.argmin
     idx = pick(src, axis=axis, keepdims=True)
@@ -152,10 +153,21 @@ def argmin(x, dim=None, keepdim=False):
 
 
 def _arg(fn, x, dim, keepdim):
+    if x._dtype is dtypes.bool_:
+        raise RuntimeError(f"{fn.__name__}() does not take bool tensors; convert to an "
+                           f"integer dtype first")
     if dim is None:
+        _check_reducible(x._data.reshape(-1), 0, fn.__name__ + "()")
         return wrap(np.asarray(fn(x._data), np.int64), dtypes.int64)
     axis = normalize_dims(dim, x._data.ndim)[0]
+    _check_reducible(x._data, axis, fn.__name__ + "()")
     return wrap(fn(x._data, axis=axis, keepdims=keepdim).astype(np.int64), dtypes.int64)
+
+
+def _check_reducible(d, axis, name):
+    """Reductions without an identity (max, argmax, ...) refuse an empty reduced dimension."""
+    if d.ndim and d.shape[axis] == 0:
+        raise IndexError(f"{name} cannot reduce dimension {axis}: it has size 0")
 
 
 def norm(x, p="fro", dim=None, keepdim=False):

@@ -124,7 +124,7 @@ def flatten(x, start_dim=0, end_dim=-1):
     if s == e:
         return x
     shape = x._data.shape
-    return reshape(x, shape[:s] + (-1,) + shape[e + 1:])
+    return reshape(x, shape[:s] + (int(np.prod(shape[s:e + 1])),) + shape[e + 1:])
 
 
 def t(x):
@@ -148,6 +148,8 @@ def transpose(x, dim0, dim1):
 
 
 def permute(x, *dims):
+    if not dims:
+        raise TypeError("permute() needs the order of the dimensions, e.g. permute(1, 0)")
     nd = x._data.ndim
     perm = tuple(_dim(d, nd) for d in _sizes(dims))
     if sorted(perm) != list(range(nd)):
@@ -171,10 +173,14 @@ def squeeze(x, dim=None):
 
 
 def squeeze_dim_node(x, dim, cls):
-    """squeeze(dim) recorded under a specific node class (matmul's SqueezeBackward4)."""
+    """squeeze_(dim) of a fresh result, recorded under a specific node class (matmul's
+    SqueezeBackward4): not a view, as PyTorch squeezes its own mm output in place."""
     shape = x._data.shape
     new = shape[:dim] + shape[dim + 1:]
-    return make_view(x, x._data.reshape(new), ("reshape", new), cls, (shape,))
+    out = wrap(x._data.reshape(new), x._dtype)
+    if any_requires_grad((x,)):
+        record(cls, (x,), out, (shape,))
+    return out
 
 
 def unsqueeze(x, dim):
@@ -198,6 +204,8 @@ def expand(x, *sizes):
     new = tuple(shape[i - lead] if (s == -1 and i >= lead) else s for i, s in enumerate(sizes))
     try:
         data = np.broadcast_to(x._data, new)
+        if x._data.flags.writeable:  # writes through it are checked by Tensor._inplace
+            data = np.lib.stride_tricks.as_strided(x._data, new, data.strides)
     except ValueError:
         raise RuntimeError(f"expand(): a tensor of shape {list(shape)} cannot be expanded to "
                            f"{list(sizes)}; only dimensions of size 1 can grow") from None
@@ -255,13 +263,12 @@ def _plain_key(k):
 def getitem(x, key):
     """x[key] as PyTorch indexes: integers, slices and None first (as views), then the
     advanced indices (lists, index and mask tensors) on that view in one IndexBackward0."""
+    single_slice = isinstance(key, slice)
     key = key if isinstance(key, tuple) else (key,)
     if not any(_is_advanced(k) for k in key):
-        return _basic_index(x, key)
+        return _basic_index(x, key, single_slice)
     basic, rest = _split_key(key, x._data.ndim)
-    full = slice(None)
-    touched = any(not (k is Ellipsis or (isinstance(k, slice) and k == full)) for k in basic)
-    return _index(_basic_index(x, basic) if touched else x, rest)
+    return _index(_basic_view(x, basic)[0], rest)
 
 
 def _split_key(key, nd):
@@ -306,7 +313,7 @@ def _dims_indexed(k):
 
 def _index(x, key):
     try:
-        data = x._data[key]
+        data = np.ascontiguousarray(x._data[key])  # PyTorch's index results are contiguous
     except IndexError as e:
         raise IndexError(f"index out of range: {e}") from None
     out = wrap(data, x._dtype)
@@ -315,7 +322,18 @@ def _index(x, key):
     return out
 
 
-def _basic_index(x, key):
+def _basic_index(x, key, single_slice=False):
+    """x[key] for integers, slices, None and Ellipsis, as a chain of views. Slices that cover
+    a whole dimension (after clamping) are skipped, as PyTorch skips them, except a lone slice
+    key of getitem (`single_slice`); when nothing is left, the result is an alias of `x`."""
+    out, touched = _basic_view(x, key, single_slice)
+    if not touched:
+        out = make_view(x, x._data[...], ("getitem", (Ellipsis,)), AliasBackward0, ())
+    return out
+
+
+def _basic_view(x, key, single_slice=False):
+    """(view, touched): the basic-indexing view of `x`, or `x` itself when no step applies."""
     nd = x._data.ndim
     consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
     if consumed > nd:
@@ -329,16 +347,22 @@ def _basic_index(x, key):
             dim += 1
             touched = True
         elif isinstance(k, slice):
-            if k != slice(None):
+            if single_slice or not _whole(k, out._data.shape[dim]):
                 out = _slice(out, dim, k)
                 touched = True
             dim += 1
         else:
             out = select(out, dim, _as_int(k))
             touched = True
-    if not touched:
-        out = make_view(x, x._data[...], ("getitem", (Ellipsis,)), AliasBackward0, ())
-    return out
+    return out, touched
+
+
+def _whole(s, size):
+    """Whether PyTorch skips slice `s` of a dimension of `size` elements: it starts at 0 (as
+    written, not clamped), reaches the end, and has step 1."""
+    start = 0 if s.start is None else _as_int(s.start)
+    stop = size if s.stop is None else _as_int(s.stop)
+    return start == 0 and stop >= size and s.step in (None, 1)
 
 
 def _as_int(k):
@@ -442,8 +466,24 @@ def _slice(x, dim, s):
     return make_view(x, x._data[key], ("getitem", key), SliceBackward0, (x._data.shape, key))
 
 
+def _check_not_0d(x, name):
+    if x._data.ndim == 0:
+        raise RuntimeError(f"{name}() needs a tensor with at least one dimension, got a 0-dim "
+                           f"tensor")
+
+
 def narrow(x, dim, start, length):
+    _check_not_0d(x, "narrow")
     d = _dim(dim, x._data.ndim)
+    size = x._data.shape[d]
+    if not -size <= start <= size:
+        raise IndexError(f"narrow(): start {start} is out of range for a dimension of size "
+                         f"{size}")
+    if start < 0:
+        start += size
+    if length < 0 or start + length > size:
+        raise RuntimeError(f"narrow(): start {start} and length {length} do not fit in a "
+                           f"dimension of size {size}")
     return _slice(x, d, slice(start, start + length))
 
 
@@ -463,7 +503,7 @@ def cat(tensors, dim=0):
         data = np.concatenate([t._data.astype(dt.np, copy=False) for t in parts], axis=d)
     except ValueError as e:
         raise RuntimeError(f"cat(): the tensors' shapes do not fit together: {e}") from None
-    out = wrap(data, dt)
+    out = wrap(np.ascontiguousarray(data), dt)  # contiguous whatever the inputs' layout
     if any_requires_grad(tensors):
         sizes = [0 if s else t._data.shape[d] for t, s in zip(tensors, skip)]
         record(CatBackward0, tensors, out, (d, sizes))
@@ -477,13 +517,17 @@ def stack(tensors, dim=0):
     from runtime.ops._core import result_dtype
 
     dt = result_dtype(*tensors)
-    d = dim % (tensors[0]._data.ndim + 1)
+    nd = tensors[0]._data.ndim + 1
+    if not -nd <= dim < nd:
+        raise IndexError(f"stack(): dimension {dim} is out of range for the result's {nd} "
+                         f"dimensions (valid: {-nd} to {nd - 1})")
+    d = dim % nd
     try:
         data = np.stack([t._data.astype(dt.np, copy=False) for t in tensors], axis=d)
     except ValueError:
         raise RuntimeError("stack() needs tensors of equal shape, got "
                            f"{[list(t._data.shape) for t in tensors]}") from None
-    out = wrap(data, dt)
+    out = wrap(np.ascontiguousarray(data), dt)
     if any_requires_grad(tensors):
         record(StackBackward0, tensors, out, (d,))
     return out
@@ -494,6 +538,7 @@ def split(x, split_size_or_sections=None, dim=0, *, split_size=None):
     be shorter), or of the listed sizes. `split_size=` is Tensor.split's keyword."""
     if split_size is not None:
         split_size_or_sections = split_size
+    _check_not_0d(x, "split")
     d = _dim(dim, x._data.ndim)
     size = x._data.shape[d]
     if isinstance(split_size_or_sections, (list, tuple)):
@@ -521,11 +566,22 @@ def _pieces(step, size):
 def chunk(x, chunks, dim=0):
     if chunks <= 0:
         raise RuntimeError(f"chunk(): the number of chunks must be positive, got {chunks}")
+    _check_not_0d(x, "chunk")
     d = _dim(dim, x._data.ndim)
     size = x._data.shape[d]
     if size == 0:
-        return _split_views(x, d, [0] * chunks, "SplitBackward0")
+        return _split_views(x, d, [0] * chunks, "SplitWithSizesBackward0")
     return split(x, -(-size // chunks), d)
+
+
+def matrix_transpose(x):
+    """x.mT: the last two dimensions swapped; a 0-dim tensor is its own transpose."""
+    nd = x._data.ndim
+    if nd == 0:
+        return x
+    if nd == 1:
+        raise RuntimeError("mT needs a matrix or a batch of matrices, got a 1-D tensor")
+    return transpose(x, -2, -1)
 
 
 def _split_views(x, d, sizes, node_name):
@@ -575,15 +631,17 @@ def _repeated_shape(shape, reps):
 
 # -- copies and conversions --------------------------------------------------------------------
 
-def clone(x):
-    out = wrap(np.array(x._data, copy=True), x._dtype)
+def clone(x, order="K"):
+    """A copy; `order` "K" keeps the memory layout (PyTorch's preserve_format), "C" makes it
+    contiguous."""
+    out = wrap(np.array(x._data, copy=True, order=order), x._dtype)
     if any_requires_grad((x,)):
         record(CloneBackward0, (x,), out, ())
     return out
 
 
 def contiguous(x):
-    return x if x._data.flags.c_contiguous else clone(x)
+    return x if x._data.flags.c_contiguous else clone(x, "C")
 
 
 def to_dtype(x, dt, copy=False):

@@ -71,6 +71,36 @@ def rpow(ops, g, needs, base, result):
     return (ops.mul(g, ops.mul(result, ops.log_scalar(base))),)
 
 
+@rule("addcmul")
+def addcmul(ops, g, needs, t1, t2, value):
+    """x + value * t1 * t2."""
+    gv = _scale(ops, g, value)
+    return (g if needs[0] else None, ops.mul(gv, t2) if needs[1] else None,
+            ops.mul(gv, t1) if needs[2] else None)
+
+
+@rule("addcdiv")
+def addcdiv(ops, g, needs, t1, t2, value):
+    """x + value * t1 / t2."""
+    gv = _scale(ops, g, value)
+    g2 = ops.neg(ops.div(ops.mul(gv, t1), ops.mul(t2, t2))) if needs[2] else None
+    return (g if needs[0] else None, ops.div(gv, t2) if needs[1] else None, g2)
+
+
+@rule("lerp")
+def lerp(ops, g, needs, weight):
+    """x + weight * (end - x) for a number weight."""
+    return (ops.mul(g, 1 - weight) if needs[0] else None,
+            ops.mul(g, weight) if needs[1] else None)
+
+
+@rule("lerp_tensor")
+def lerp_tensor(ops, g, needs, x, end, weight):
+    gx = ops.mul(g, ops.rsub(weight, 1)) if needs[0] else None
+    gw = ops.mul(g, ops.sub(end, x)) if needs[2] else None
+    return gx, ops.mul(g, weight) if needs[1] else None, gw
+
+
 @rule("neg")
 def neg(ops, g, needs):
     return (ops.neg(g),)
@@ -205,11 +235,13 @@ def fill_tensor(ops, g, needs):
 
 @rule("maximum", "minimum")
 def maximum(ops, g, needs, a, b, is_max):
-    a_wins = ops.gt(a, b) if is_max else ops.lt(a, b)
-    tie = ops.eq(a, b)
-    half = ops.mul(g, 0.5)
-    ga = ops.where(a_wins, g, ops.where(tie, half, 0.0)) if needs[0] else None
-    gb = ops.where(a_wins, 0.0, ops.where(tie, half, g)) if needs[1] else None
+    """Ties split g in halves; an operand gets nothing only where the other one wins, so
+    both get g where a nan is compared (as in PyTorch)."""
+    share = ops.where(ops.eq(a, b), ops.mul(g, 0.5), g)
+    a_loses = ops.lt(a, b) if is_max else ops.gt(a, b)
+    b_loses = ops.gt(a, b) if is_max else ops.lt(a, b)
+    ga = ops.where(a_loses, 0.0, share) if needs[0] else None
+    gb = ops.where(b_loses, 0.0, share) if needs[1] else None
     return ga, gb
 
 
@@ -362,8 +394,18 @@ def hypot(ops, g, needs, a, b, result):
 def remainder(ops, g, needs, a, b, quotient_floor):
     """a % b = a - floor(a / b) * b, with floor(a / b) piecewise constant (C's fmod is the
     same with trunc(a / b))."""
+    if needs[1] and a is not None and hasattr(a, "requires_grad"):
+        # recording (create_graph): the quotient from the saved operands, as PyTorch does,
+        # so the gradient depends on them
+        quotient_floor = ops.div_floor(a, b)
     return (g if needs[0] else None,
             ops.neg(ops.mul(g, quotient_floor)) if needs[1] else None)
+
+
+@rule("not_implemented")
+def not_implemented(ops, g, needs):
+    raise RuntimeError("this operation (floor_divide, or a number % a tensor) has no "
+                       "derivative; PyTorch does not differentiate it either")
 
 
 @rule("copysign")

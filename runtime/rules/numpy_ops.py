@@ -13,7 +13,6 @@ from runtime.cascade_sum import mean_like_torch, sum_like_torch
 
 sin = np.sin
 cos = np.cos
-sign = np.sign
 abs = np.abs
 eq = np.equal
 gt = np.greater
@@ -26,6 +25,18 @@ isnan = np.isnan
 log = np.log
 matmul = np.matmul
 outer = np.outer
+
+
+def sign(d):
+    """PyTorch's sign: 0 at nan (numpy's is nan), and a bool stays itself."""
+    if d.dtype == np.bool_:
+        return np.array(d)
+    r = np.sign(d)
+    if r.dtype.kind == "f":
+        nan = np.isnan(r)
+        if nan.any():
+            r = np.where(nan, 0, r)
+    return r
 
 
 def log_scalar(c):
@@ -373,7 +384,7 @@ def cumsum(x, dim):
 
 
 def threshold_backward(g, result):
-    return where(np.greater(result, 0), g, 0.0)
+    return where(np.less_equal(result, 0), 0.0, g)  # nan results pass g, as in PyTorch
 
 
 from runtime.rules.numpy_breadth import *  # noqa: E402,F401,F403  (issue 16 families)

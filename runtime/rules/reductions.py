@@ -140,7 +140,8 @@ def cumprod(ops, g, needs, x, result, dim):
     """Without zeros, PyTorch's formula: reversed cumsum of (result * g), divided by x.
     With zeros, grad_k = prod(x[:k]) * S_k where S_k = g_k + x[k+1] * S_{k+1}: exact, and
     built from recorded ops, so it can be differentiated again."""
-    if ops.ndim(x) == 0:
+    shape = ops.shape(x)
+    if len(shape) == 0 or shape[dim] == 1 or 0 in shape:  # the identity: g itself
         return (g,)
     if not ops.any_zero(x):
         weighted = ops.flip(ops.cumsum(ops.flip(ops.mul(result, g), dim), dim), dim)

@@ -19,7 +19,7 @@ def t(ops, g, needs):
 
 @rule("transpose")
 def transpose(ops, g, needs, d0, d1):
-    return (ops.swapaxes(g, d0, d1) if ops.ndim(g) else g,)  # a 0-dim "transpose" is itself
+    return (g if ops.ndim(g) == 0 else ops.swapaxes(g, d0, d1),)
 
 
 @rule("permute")

@@ -1,0 +1,68 @@
+"""PyTorch's memory-overlap checks of in-place operations, on numpy arrays.
+
+An in-place op may not write into a tensor whose elements share memory (made by expand()),
+except a fill; an operand may not overlap part of the target (the same memory exactly is
+fine). Both checks follow PyTorch's: zero strides for the first, byte ranges of dense
+operands for the second.
+"""
+
+import numpy as np
+from numpy.lib.array_utils import byte_bounds as _byte_bounds
+
+from runtime import ops as F
+
+
+def check_internal_overlap(t, result_fn):
+    """An in-place write into a tensor whose elements share memory (expand()) is refused,
+    except a fill (fill_, zero_, masked_fill_), which PyTorch allows; a read-only expanded
+    array (a gradient made by broadcasting) first gets memory of its own."""
+    d = t._data
+    if not overlapping(d):
+        own_memory(t)
+        return
+    if result_fn in (F.fill_like_op, F.zero_like_op, F.masked_fill, F.index_put):
+        if not d.flags.writeable:
+            t._data = _own_expanded(d)
+        return
+    raise RuntimeError("an in-place operation cannot write into a tensor in which several "
+                       "elements share one memory location (made by expand()); clone() it "
+                       "first")
+
+
+def own_memory(t):
+    """A read-only tensor that is no view (a gradient made by broadcasting) gets writable
+    memory of its own, laid out as before, so in-place writes into it (or a view of it) work
+    as in PyTorch."""
+    if not t._data.flags.writeable and t._base is None:
+        t._data = _own_expanded(t._data)
+
+
+def overlapping(d):
+    return d.size > 1 and any(st == 0 and n > 1 for st, n in zip(d.strides, d.shape))
+
+
+def _own_expanded(d):
+    """A writable copy of an expanded array that keeps its zero strides."""
+    compact = np.array(d[tuple(slice(0, 1) if st == 0 else slice(None) for st in d.strides)])
+    strides = tuple(0 if st == 0 else cs for st, cs in zip(d.strides, compact.strides))
+    return np.lib.stride_tricks.as_strided(compact, d.shape, strides)
+
+
+def check_partial_overlap(t, args):
+    """An operand that overlaps the target's memory without being exactly the target is
+    refused (PyTorch's check: both dense, byte ranges intersecting)."""
+    d = t._data
+    for a in args:
+        if getattr(a, "_vc", None) is not t._vc:
+            continue
+        o = a._data
+        # the same memory exactly (x.copy_(x), or a view of x expanded back to x's place)
+        same = o.size == d.size and _byte_bounds(o) == _byte_bounds(d)
+        if not same and _dense(o) and _dense(d) and np.may_share_memory(o, d):
+            raise RuntimeError("an operand of an in-place operation shares part of its memory "
+                               "with the tensor being written; clone() the operand first")
+
+
+def _dense(d):
+    lo, hi = _byte_bounds(d)
+    return hi - lo == d.size * d.itemsize
