@@ -2,9 +2,6 @@
 
 from runtime.nn import functional, init  # noqa: F401
 from runtime.nn.modules import (  # noqa: F401
-    BCELoss,
-    BCEWithLogitsLoss,
-    CrossEntropyLoss,
     Dropout,
     Flatten,
     Identity,
@@ -12,7 +9,6 @@ from runtime.nn.modules import (  # noqa: F401
     Linear,
     LogSoftmax,
     Module,
-    ModuleList,
     MSELoss,
     NLLLoss,
     Parameter,

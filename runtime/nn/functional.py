@@ -1,8 +1,10 @@
 """torch.nn.functional: activations, linear layers and losses built on the eager kernels.
 
 Losses with their own PyTorch node (MseLossBackward0, NllLossBackward0,
-BinaryCrossEntropyBackward0, BinaryCrossEntropyWithLogitsBackward0) record it; the others are compositions, so their graphs match
-PyTorch's (l1_loss is mean(abs(sub)), cross_entropy is nll_loss over log_softmax).
+BinaryCrossEntropyBackward0, BinaryCrossEntropyWithLogitsBackward0) record it; the others
+are compositions, so their graphs match PyTorch's (l1_loss is mean(abs(sub)); cross_entropy,
+in nn/loss.py, is nll_loss over log_softmax). The layer families register their functional
+forms at the end of this module.
 """
 
 import numpy as np
@@ -106,18 +108,6 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return out
 
 
-def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
-                  reduce=None, reduction="mean", label_smoothing=0.0):
-    if target._dtype.is_floating_point:
-        logp = F.log_softmax(input, 1 if input._data.ndim > 1 else 0)
-        return _reduce(F.neg(F.sum(F.mul(logp, target), 1 if input._data.ndim > 1 else 0)),
-                       reduction)
-    if label_smoothing:
-        raise NotImplementedError("cross_entropy: label_smoothing is not supported yet")
-    logp = F.log_softmax(input, 1 if input._data.ndim > 1 else 0)
-    return nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
-
-
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
     _check_reduction(reduction)
@@ -170,11 +160,6 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
     keep = (random.rand(input._data.shape, np.float32) >= p).astype(input._data.dtype)
     return F.mul(input, wrap(keep / (1 - p), input._dtype))
-
-
-def one_hot(tensor, num_classes=-1):
-    n = int(tensor._data.max()) + 1 if num_classes < 0 else num_classes
-    return wrap(np.eye(n, dtype=np.int64)[tensor._data], dtypes.int64)
 
 
 # the layer families (each imports this module's core, so they are registered last)

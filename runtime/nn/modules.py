@@ -415,26 +415,6 @@ class Sequential(Module):
         return self
 
 
-class ModuleList(Module):
-    def __init__(self, modules=()):
-        super().__init__()
-        for m in modules:
-            self.append(m)
-
-    def append(self, module):
-        self.add_module(str(len(self._modules)), module)
-        return self
-
-    def __getitem__(self, i):
-        return list(self._modules.values())[i]
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-
 class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__()
@@ -467,20 +447,6 @@ class MSELoss(_Loss):
         return NF.mse_loss(input, target, reduction=self.reduction)
 
 
-class BCELoss(_Loss):
-    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
-        super().__init__(reduction=reduction)
-        self.weight = weight
-
-    def forward(self, input, target):
-        return NF.binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
-
-
-class BCEWithLogitsLoss(_Loss):
-    def forward(self, input, target):
-        return NF.binary_cross_entropy_with_logits(input, target, reduction=self.reduction)
-
-
 class NLLLoss(_Loss):
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
                  reduction="mean"):
@@ -490,9 +456,3 @@ class NLLLoss(_Loss):
     def forward(self, input, target):
         return NF.nll_loss(input, target, self.weight, ignore_index=self.ignore_index,
                            reduction=self.reduction)
-
-
-class CrossEntropyLoss(NLLLoss):
-    def forward(self, input, target):
-        return NF.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index,
-                                reduction=self.reduction)

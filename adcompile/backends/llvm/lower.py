@@ -113,6 +113,8 @@ class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering, FusionLowering):
         self._deaths = {}
         self.outlined_fns = {}  # key -> (function, result template, output types, errors)
         self.located = True  # error messages name the op's line (not in an outlined op)
+        self.exits = {}  # error code -> this function's block that leaves with it
+        self.ranges = {}  # (an outlined function's errors, line) -> their codes here
 
     # -- function skeleton ------------------------------------------------------------------
     def start(self):
@@ -148,11 +150,10 @@ class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering, FusionLowering):
     def check(self, bad, code):
         """Leave through the cleanup block with `code` when `bad` is true (one exit block per
         code and function: the checks of one line share it)."""
-        exits = self.__dict__.setdefault("_exits", {})
-        fail_bb = exits.get(code)
+        fail_bb = self.exits.get(code)
         if fail_bb is None:
             here = self.b.block
-            fail_bb = exits[code] = self.func.append_basic_block("fail")
+            fail_bb = self.exits[code] = self.func.append_basic_block("fail")
             self.b.position_at_end(fail_bb)
             self.exit(code)
             self.b.position_at_end(here)
@@ -312,12 +313,11 @@ class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering, FusionLowering):
         errors (2, 3, ...) registered here, at `loc`, in order; other statuses unchanged."""
         if not errors:
             return status
-        ranges = self.__dict__.setdefault("_ranges", {})
         key = (tuple(errors), loc)
-        if key not in ranges:  # a new run of codes, in order
-            ranges[key] = [self.errors.add(exception, message + _where(loc))
-                           for exception, message in errors]
-        codes = ranges[key]
+        if key not in self.ranges:  # a new run of codes, in order
+            self.ranges[key] = [self.errors.add(exception, message + _where(loc))
+                                for exception, message in errors]
+        codes = self.ranges[key]
         own = self.b.icmp_signed(">=", status, ir.Constant(I32, 2))
         return self.b.select(own, self.b.add(status, ir.Constant(I32, codes[0] - 2)), status)
 
