@@ -736,6 +736,87 @@ def test_returned_arrays_own_their_memory():
     assert v[0].base is x and v[4].base is x
 
 
+def small_results(x, n):
+    """Small temporaries in a loop (pooled buffers, carved from slabs), then results that are
+    a whole pooled buffer, a view of one, and two views of another."""
+    acc = x * 0.0
+    for i in range(n):
+        acc = acc + np.tanh(x * i) * 0.5
+    both = acc * 2.0
+    return acc, both[1:], both[::-1], (acc + 1.0)[0]
+
+
+def test_pooled_results_outlive_the_call():
+    """A result whose buffer lies in a slab is copied out when it is handed to numpy: later
+    calls (which reuse the slabs) do not change it, its views share its memory as they would
+    in numpy, and numpy owns (and frees) that memory."""
+    f = compiled(small_results, "llvm")
+    x = _n(5)
+    first = f(x, 4)
+    kept = [np.array(r, copy=True) for r in first]
+    for n in (3, 7, 2):  # overwrite the slabs the first call used
+        f(x + n, n)
+    for got, want in zip(first, kept):
+        np.testing.assert_array_equal(got, want)
+    check_same(first, small_results(x, 4), "pooled results")
+    acc, tail, rev, scalar = first
+    assert acc.flags.owndata and acc.base is None
+    assert np.shares_memory(tail, rev) and tail.base is rev.base
+    assert not np.shares_memory(acc, tail)
+    tail[0] = 123.0
+    assert rev[-2] == 123.0
+
+
+def many_sizes(x, n):
+    s = 0.0
+    for i in range(1, n):
+        t = np.ones(i * 37) * x[0]  # every pooled size class, then past the largest
+        s += np.sum(t)
+    return s
+
+
+def test_pool_covers_every_size_and_stays_flat():
+    """Buffers of every size class and larger, created and released in a loop: the result
+    is numpy's and repeated calls (which give their slabs back to the process's cache) do not
+    grow memory; nor do calls that raise halfway."""
+    x = _n(3)
+    f = compiled(many_sizes, "llvm")
+    assert f(x, 600) == many_sizes(x, 600)
+    assert _growth(lambda: f(x, 600), 200, 20) < 16 * 2**20
+    small = compiled(fail_after_temporaries, "llvm")
+    y = _n(8, 3)
+
+    def fail():
+        with pytest.raises(IndexError):
+            small(y, 10_000)
+
+    assert _growth(fail, 3000, 100) < 16 * 2**20
+
+
+def test_pooled_buffers_under_threads():
+    """Calls on several threads take slabs from the shared cache and give them back at
+    once; results stay right and memory stays bounded."""
+    import threading
+
+    f = compiled(small_results, "llvm")
+    x = _n(6)
+    expected = small_results(x, 5)
+    errors = []
+
+    def work():
+        for _ in range(300):
+            got = f(x, 5)
+            if not all(np.array_equal(a, b) for a, b in zip(got, expected)):
+                errors.append(got)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
 def test_views_of_arguments_write_through():
     x = _n(5)
     before = x.copy()

@@ -1118,7 +1118,9 @@ class ArrayLowering(PairwiseLowering):
         return self.reduce_at("sum", a, i64(0), [n], [stride], t.dtype)
 
     def sum_to(self, op):
-        """g summed down to like's shape: leading axes, and axes where like has length 1."""
+        """g summed down to like's shape: leading axes, and axes where like has length 1. An
+        array g that turns out to have like's shape already is the result itself (as the
+        Python backend's `_sum_to` returns it), without a copy."""
         g, like = self.v(op.operands[0]), self.v(op.operands[1])
         t = op.results[0].type
         if not isinstance(g, (ArrayV, LazyV)):
@@ -1132,7 +1134,38 @@ class ArrayLowering(PairwiseLowering):
         lead = g.ndim - like.ndim
         if lead < 0:
             raise NotImplementedError("sum_to of an array to a shape of more dimensions")
-        out = self.new_array(t.dtype, like.shape, op.loc)
+        if lead or not isinstance(g, ArrayV) or g.dtype != t.dtype:
+            return self.summed_to(g, like, t, lead, op.loc)
+        b = self.b
+        same = ir.Constant(I1, 1)
+        for n, d in zip(like.shape, g.shape):
+            same = b.and_(same, b.icmp_signed("==", n, d))
+        alias_bb = self.func.append_basic_block("sum_to.same")
+        sum_bb = self.func.append_basic_block("sum_to.sum")
+        done = self.func.append_basic_block("sum_to.end")
+        b.cbranch(same, alias_bb, sum_bb)
+        b.position_at_end(alias_bb)
+        self.retain(g)
+        alias_end = b.block
+        b.branch(done)
+        b.position_at_end(sum_bb)
+        out = self.summed_to(g, like, t, lead, op.loc)
+        sum_end = b.block
+        b.branch(done)
+        b.position_at_end(done)
+        merged = []
+        for typ, mine, made in [(PTR, g.obj, out.obj), (PTR, g.data, out.data)] + \
+                [(I64, s, o) for s, o in zip(g.strides, out.strides)]:
+            phi = b.phi(typ)
+            phi.add_incoming(mine, alias_end)
+            phi.add_incoming(made, sum_end)
+            merged.append(phi)
+        obj, data, *strides = merged
+        return ArrayV(t.dtype, obj, data, list(like.shape), strides,
+                      "alloc" if g.origin == "alloc" else None)
+
+    def summed_to(self, g, like, t, lead, loc):
+        out = self.new_array(t.dtype, like.shape, loc)
         self.zero_fill(out)
         strides = [i64(0)] * lead
         for k, n in enumerate(like.shape):
@@ -1140,7 +1173,7 @@ class ArrayLowering(PairwiseLowering):
             one = self.b.icmp_signed("==", n, i64(1))
             bad = self.b.and_(self.b.not_(one), self.b.icmp_signed("!=", n, d))
             self.fail_with(bad, "ValueError", "sum_to: length %lld cannot be summed to length "
-                           f"%lld (axis {k})", op.loc, d, n)
+                           f"%lld (axis {k})", loc, d, n)
             strides.append(self.b.select(one, i64(0), out.strides[k]))
         acc_dtype = _SUM_ACC[g.dtype] if t.dtype != "bool" else "bool"
 

@@ -43,6 +43,9 @@ class _BufferTag:
 
 
 _BUFFER_TAG = _BufferTag()
+# the slabs calls have finished with, kept for the next call (memory.py): a list the entry points
+# take whole and give back with an atomic exchange
+_SLAB_CACHE = ctypes.c_void_p(0)
 
 
 class ABIError(RuntimeError):
@@ -155,6 +158,7 @@ def symbols():
             "adc_i64_type": id(np.int64), "adc_npbool_type": id(np.bool_),
             "adc_np_true": id(np.True_), "adc_np_false": id(np.False_),
             "adc_miss": id(MISS), "adc_none": id(None), "adc_buffer_tag": id(_BUFFER_TAG),
+            "adc_slab_cache": ctypes.addressof(_SLAB_CACHE),
         }
         for name, exception in EXCEPTIONS.items():
             found[f"adc_exc_{name}"] = id(exception)

@@ -16,10 +16,11 @@ offsets come from `capi`, which checked them against the running interpreter.
 import llvmlite.ir as ir
 
 from adcompile.backends.llvm import capi
-from adcompile.backends.llvm.memory import TAG, TR_BASE, TR_NELEMS, TR_NEXT, TR_PYOBJ, TR_TAG
-from adcompile.backends.llvm.values import (CONTEXT, CTX_ERR, CTX_TEMPS, CTX_TSTATE, F32, F64,
-                                            I1, I8, I32, I64, ITEMSIZE, MEM, PTR, alloca,
-                                            external, flat_types, i64, opaque)
+from adcompile.backends.llvm.memory import (SLAB, SLAB_CACHE, SLABS_KEPT, TAG, TR_BASE, TR_CLASS,
+                                            TR_NELEMS, TR_NEXT, TR_PYOBJ, TR_TAG)
+from adcompile.backends.llvm.values import (CONTEXT, CTX_ERR, CTX_SLABS, CTX_SPARE, CTX_TEMPS,
+                                            CTX_TSTATE, F32, F64, I1, I8, I32, I64, ITEMSIZE,
+                                            MEM, PTR, alloca, external, flat_types, i64, opaque)
 from adcompile.ir import types as T
 
 METH_FASTCALL = 0x80
@@ -96,6 +97,10 @@ class _Entry:
             flat_args += self.unpack(obj, t, k in self.written, k < self.exact)
         ctx = alloca(self.b, CONTEXT, name="ctx")
         self.b.store(ir.Constant(CONTEXT, None), ctx)
+        spare = self.b.atomic_rmw("xchg", self.symbol(SLAB_CACHE), ir.Constant(PTR, None),
+                                  "seq_cst")
+        self.b.store(spare, self.b.gep(ctx, [i64(0), ir.Constant(I32, CTX_SPARE)],
+                                       source_etype=CONTEXT))
         result_struct = ir.LiteralStructType(flat_types(self.kernel.result_type))
         out = alloca(self.b, result_struct, name="out")
 
@@ -116,6 +121,7 @@ class _Entry:
         self.b.position_at_end(failed)
         self.raise_error(status, ctx_field)
         self.release_buffers(ctx_field)
+        self.give_back_slabs(ctx)
         self.b.ret(ir.Constant(PTR, None))
         # success: box the result, then release the arrays not handed back
         self.b.position_at_end(box_bb)
@@ -124,6 +130,7 @@ class _Entry:
                   for k, t in enumerate(result_struct.elements)]
         result = self.box(self.kernel.result_type, iter(values))
         self.release_buffers(ctx_field)
+        self.give_back_slabs(ctx)
         self.b.ret(result)
         # an argument did not fit
         self.b.position_at_end(self.miss_bb)
@@ -151,12 +158,70 @@ class _Entry:
         nxt = self.field(trailer, 8 * TR_NEXT, PTR)  # read before the buffer may go
         owner = self.field(trailer, 8 * TR_PYOBJ, PTR)
         with b.if_else(self.is_(owner, ir.Constant(PTR, None))) as (ours, handed):
-            with ours:
-                b.call(self.declare("free", ir.VoidType(), [PTR]),
-                       [self.field(trailer, 8 * TR_BASE, PTR)])
+            with ours:  # a pooled buffer goes with its slab
+                alone = b.icmp_signed("<", self.field(trailer, 8 * TR_CLASS, I64), i64(0))
+                with b.if_then(alone):
+                    b.call(self.declare("free", ir.VoidType(), [PTR]),
+                           [self.field(trailer, 8 * TR_BASE, PTR)])
             with handed:
                 b.call(self.declare("Py_DecRef", ir.VoidType(), [PTR]), [owner])
         trailer.add_incoming(nxt, b.block)
+        b.branch(head)
+        b.position_at_end(done)
+
+    def give_back_slabs(self, ctx):
+        """When the call ends, the slabs it used or took go back to the process's cache (at
+        most SLABS_KEPT standard ones; the others are freed): one exchange, and whatever
+        another call gave back meanwhile is freed."""
+        fn = self.module.globals.get("adc.slabs_done")
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR]),
+                             name="adc.slabs_done")
+            fn.linkage = "internal"
+            b = ir.IRBuilder(fn.append_basic_block("entry"))
+            free = self.declare("free", ir.VoidType(), [PTR])
+            kept = alloca(b, PTR)
+            count = alloca(b, I64)
+            b.store(ir.Constant(PTR, None), kept)
+            b.store(i64(0), count)
+
+            def keep_or_free(b, slab):
+                standard = b.icmp_signed("==", b.load(b.gep(slab, [i64(1)], source_etype=I64),
+                                                      typ=I64), i64(SLAB))
+                room = b.icmp_signed("<", b.load(count, typ=I64), i64(SLABS_KEPT))
+                with b.if_else(b.and_(standard, room)) as (keep, drop):
+                    with keep:
+                        b.store(b.load(kept, typ=PTR), slab)
+                        b.store(slab, kept)
+                        b.store(b.add(b.load(count, typ=I64), i64(1)), count)
+                    with drop:
+                        b.call(free, [slab])
+
+            for k in (CTX_SLABS, CTX_SPARE):
+                field = b.gep(fn.args[0], [i64(0), ir.Constant(I32, k)], source_etype=CONTEXT)
+                self.each_slab(b, b.load(field, typ=PTR), keep_or_free)
+            old = b.atomic_rmw("xchg", self.symbol(SLAB_CACHE), b.load(kept, typ=PTR), "seq_cst")
+            self.each_slab(b, old, lambda b, slab: b.call(free, [slab]))
+            b.ret_void()
+        self.b.call(fn, [ctx])
+
+    @staticmethod
+    def each_slab(b, first, visit):
+        """visit(b, slab) for each slab of the list from `first` (the link read first)."""
+        fn = b.function
+        pre = b.block
+        head = fn.append_basic_block("slab.head")
+        body = fn.append_basic_block("slab.body")
+        done = fn.append_basic_block("slab.end")
+        b.branch(head)
+        b.position_at_end(head)
+        slab = b.phi(PTR)
+        slab.add_incoming(first, pre)
+        b.cbranch(b.icmp_unsigned("==", slab, ir.Constant(PTR, None)), done, body)
+        b.position_at_end(body)
+        nxt = b.load(slab, typ=PTR)
+        visit(b, slab)
+        slab.add_incoming(nxt, b.block)
         b.branch(head)
         b.position_at_end(done)
 
@@ -393,18 +458,26 @@ class _Entry:
         b.cbranch(self.is_(tag, self.symbol(TAG)), buffer_bb, array_bb)
         b.position_at_end(buffer_bb)
         owner = self.owner_of(obj, t, data, shape, strides)
+        # the same place in the owner's memory (a slab buffer was copied when handed over)
+        offset = b.sub(b.ptrtoint(data, I64),
+                       b.ptrtoint(self.field(obj, 8 * TR_BASE, PTR), I64))
+        moved = b.gep(self.field(owner, capi.ARRAY_DATA, PTR), [offset], source_etype=I8)
         owned = b.block
         b.branch(array_bb)
         b.position_at_end(array_bb)
         base = b.phi(PTR)
         base.add_incoming(obj, pre)
         base.add_incoming(owner, owned)
-        return self.array_of(base, t, data, shape, strides)
+        where = b.phi(PTR)
+        where.add_incoming(data, pre)
+        where.add_incoming(moved, owned)
+        return self.array_of(base, t, where, shape, strides)
 
     def owner_of(self, trailer, t, data, shape, strides):
         """The numpy array that owns a returned buffer, made on first use: the returned
         value itself when it is the whole buffer in C order, else a 1-d array over all of
-        it. numpy frees the memory when that array dies (it owns the data)."""
+        it. numpy frees the memory when that array dies (it owns the data). A buffer carved
+        from a slab, which goes when the call ends, is first copied into a malloc block."""
         b = self.b
         slot = b.gep(trailer, [i64(TR_PYOBJ)], source_etype=I64)
         made = b.load(slot, typ=PTR)
@@ -413,9 +486,10 @@ class _Entry:
         done = self.func.append_basic_block("own.done")
         b.cbranch(self.is_(made, ir.Constant(PTR, None)), make_bb, done)
         b.position_at_end(make_bb)
-        start = self.field(trailer, 8 * TR_BASE, PTR)
+        base = self.field(trailer, 8 * TR_BASE, PTR)
+        start = self.own_copy(trailer, base)
         nelems = self.field(trailer, 8 * TR_NELEMS, I64)
-        whole = b.and_(self.is_(data, start),
+        whole = b.and_(self.is_(data, base),
                        b.icmp_signed("==", self.product(shape), nelems))
         expected = i64(1)
         for n, s in reversed(list(zip(shape, strides))):
@@ -442,6 +516,33 @@ class _Entry:
         result.add_incoming(made, pre)
         result.add_incoming(owner, make_end)
         return result
+
+    def own_copy(self, trailer, base):
+        """Memory numpy may free for the buffer's elements: its own block, or for a pooled
+        buffer a malloc'd copy of it (an unlikely failure: a MemoryError)."""
+        b = self.b
+        pre = b.block
+        copy_bb = self.func.append_basic_block("own.copy")
+        copied_bb = self.func.append_basic_block("own.copied")
+        done = self.func.append_basic_block("own.memory")
+        pooled = b.icmp_signed(">=", self.field(trailer, 8 * TR_CLASS, I64), i64(0))
+        b.cbranch(pooled, copy_bb, done)
+        b.position_at_end(copy_bb)
+        size = b.sub(b.ptrtoint(trailer, I64), b.ptrtoint(base, I64))
+        copy = b.call(self.declare("malloc", PTR, [I64]), [size])
+        nomem = self.func.append_basic_block("own.nomem")
+        b.cbranch(self.is_(copy, ir.Constant(PTR, None)), nomem, copied_bb)
+        b.position_at_end(nomem)
+        b.call(self.declare("PyErr_NoMemory", PTR, []), [])
+        self.b.branch(self.error_bb)
+        b.position_at_end(copied_bb)
+        b.call(self.declare("memcpy", PTR, [PTR, PTR, I64]), [copy, base, size])
+        b.branch(done)
+        b.position_at_end(done)
+        memory = b.phi(PTR)
+        memory.add_incoming(base, pre)
+        memory.add_incoming(copy, copied_bb)
+        return memory
 
     def product(self, shape):
         n = i64(1)

@@ -25,20 +25,35 @@ both have. Every live buffer is also on a doubly linked list in the call's conte
 exit (an IndexError halfway through a loop) leaves through the cleanup block without
 releasing anything, and the entry point then frees every buffer still on the list, so error
 exits do not leak; after a normal return the list holds only the buffers handed to Python.
+
+Temporaries are allocated once per call, not once per loop iteration. A buffer of up to
+2**max(POOL_CLASSES) bytes takes a block of a power-of-two size class; releasing it puts the
+block on the context's free list of that class, where the next buffer of that class is taken
+from. New blocks are carved from *slabs* (SLAB bytes, one malloc each), which the entry point
+frees when the call ends. So a loop whose body makes the same temporaries each time allocates in
+its first iteration only, a tape of small arrays costs one malloc per slab rather than one per
+array, and the pool never holds more than the most blocks of a class alive at once. A returned
+array whose buffer lies in a slab is copied into memory of its own when it is handed to numpy
+(entry.py). A larger buffer is malloc'd and freed as it comes and goes.
 """
 
 import llvmlite.ir as ir
 
 from adcompile.ir import types as T
 from adcompile.ir.nodes import walk, walk_op
-from adcompile.backends.llvm.values import (CONTEXT, CTX_TEMPS, I1, I32, I64, ITEMSIZE, PTR,
-                                            ArrayV, TupleV, alloca, arrays_in, external,
-                                            has_arrays, i64)
+from adcompile.backends.llvm.values import (CONTEXT, CTX_CURSOR, CTX_LIMIT, CTX_POOL,
+                                            CTX_SLABS, CTX_SPARE, CTX_TEMPS, I1, I8, I32, I64,
+                                            ITEMSIZE, POOL_CLASSES, PTR, ArrayV, TupleV, alloca,
+                                            arrays_in, external, has_arrays, i64)
 
 # the trailer, in 8-byte slots
-TR_COUNT, TR_TAG, TR_PREV, TR_NEXT, TR_BASE, TR_PYOBJ, TR_NELEMS = range(7)
+TR_COUNT, TR_TAG, TR_PREV, TR_NEXT, TR_BASE, TR_PYOBJ, TR_NELEMS, TR_CLASS = range(8)
 TRAILER = 64
 TAG = "adc_buffer_tag"  # what slot TR_TAG holds: bound to a private object's address
+# a slab: a header (the next slab, the size of its blocks' part), then SLAB bytes of blocks, or
+# one larger block; a call's standard slabs (at most SLABS_KEPT) go back to the process's cache
+SLAB, SLAB_HEADER, SLABS_KEPT = 1 << 16, 64, 256
+SLAB_CACHE = "adc_slab_cache"
 
 _VIEWS = ("load", "slice", "transpose", "broadcast_to", "diagonal")
 _UNKNOWN = object()
@@ -81,7 +96,8 @@ def _visit(op, join, of):
     prim = op.prim
     if prim in _VIEWS and isinstance(op.operands[0].type, T.Array):
         join(op.results[0], of(op.operands[0]))
-    elif prim == "reshape":  # a view when the memory allows one, else a copy
+    elif prim == "reshape" or (prim == "sum_to" and _may_alias(op)):
+        # a view when the memory allows one, else a copy; sum_to: g itself when it has the shape
         source = of(op.operands[0])
         join(op.results[0], source if source in ("alloc", _UNKNOWN) else None)
     elif prim == "tuple_get":
@@ -114,6 +130,13 @@ def _visit(op, join, of):
     else:
         for r in op.results:
             join(r, "alloc")
+
+
+def _may_alias(sum_to):
+    """Whether a sum_to may return its operand (arrays.py: same rank and dtype)."""
+    g, like = sum_to.operands[0].type, sum_to.operands[1].type
+    return isinstance(g, T.Array) and isinstance(like, T.Array) and g.ndim == like.ndim and \
+        g.dtype == sum_to.results[0].type.dtype
 
 
 # -- when values die --------------------------------------------------------------------------
@@ -167,41 +190,156 @@ class MemoryLowering:
 
     def buffer_fn(self):
         """adc.buffer(ctx, nbytes, nelems): a new buffer with a reference count of 1, on the
-        context's list; returns its trailer, or null (no memory, or nbytes < 0)."""
+        context's list; returns its trailer, or null (no memory, or nbytes < 0). A buffer of
+        up to 2**max(POOL_CLASSES) bytes comes from the call's pool when one of its size class
+        is free there."""
         fn = self.module.globals.get("adc.buffer")
         if fn is not None:
             return fn
         fn = ir.Function(self.module, ir.FunctionType(PTR, [PTR, I64, I64]), name="adc.buffer")
         fn.linkage = "internal"
         ctx, nbytes, nelems = fn.args
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
-        fail = fn.append_basic_block("fail")
-        go = fn.append_basic_block("malloc")
-        made = fn.append_basic_block("made")
-        b.cbranch(b.icmp_signed("<", nbytes, i64(0)), fail, go)
-        b.position_at_end(fail)
+        blocks = {name: fn.append_basic_block(name)
+                  for name in ("entry", "fail", "sized", "pool", "reuse", "fresh", "big", "made")}
+        b = ir.IRBuilder(blocks["entry"])
+        b.cbranch(b.icmp_signed("<", nbytes, i64(0)), blocks["fail"], blocks["sized"])
+        b.position_at_end(blocks["fail"])
         b.ret(ir.Constant(PTR, None))
-        b.position_at_end(go)
+        b.position_at_end(blocks["sized"])
         rounded = b.and_(b.add(nbytes, i64(15)), i64(-16))
         total = b.add(rounded, i64(TRAILER))
-        base = b.call(self.libc("malloc", PTR, [I64]), [total])
-        b.cbranch(b.icmp_unsigned("==", base, ir.Constant(PTR, None)), fail, made)
-        b.position_at_end(made)
-        trailer = b.gep(base, [rounded], source_etype=ir.IntType(8))
+        cls = self.size_class(b, total)
+        b.cbranch(b.icmp_signed("<=", cls, i64(POOL_CLASSES[-1])), blocks["pool"], blocks["big"])
+        # a pooled size: the free buffer on top of its class's list, else a new one
+        b.position_at_end(blocks["pool"])
+        head = self.pool_head(b, ctx, cls)
+        top = b.load(head, typ=PTR)
+        b.cbranch(b.icmp_unsigned("==", top, ir.Constant(PTR, None)), blocks["fresh"],
+                  blocks["reuse"])
+        b.position_at_end(blocks["reuse"])
+        b.store(b.load(self.slot(top, TR_NEXT, b), typ=PTR), head)
+        b.branch(blocks["made"])
+        b.position_at_end(blocks["fresh"])
+        size = b.shl(i64(1), cls)
+        pooled = b.call(self.carve_fn(), [ctx, size])
+        b.cbranch(b.icmp_unsigned("==", pooled, ir.Constant(PTR, None)), blocks["fail"],
+                  blocks["made"])
+        fresh_end = b.block
+        # a large buffer: exactly its size, freed when released
+        b.position_at_end(blocks["big"])
+        large = self.malloc_buffer(b, total, rounded, i64(-1), blocks["fail"])
+        b.branch(blocks["made"])
+        big_end = b.block
+        b.position_at_end(blocks["made"])
+        trailer = b.phi(PTR)
+        trailer.add_incoming(top, blocks["reuse"])
+        trailer.add_incoming(pooled, fresh_end)
+        trailer.add_incoming(large, big_end)
         head_field = b.gep(ctx, [i64(0), ir.Constant(I32, CTX_TEMPS)], source_etype=CONTEXT)
-        head = b.load(head_field, typ=PTR)
+        first = b.load(head_field, typ=PTR)
         for k, value in ((TR_COUNT, i64(1)), (TR_TAG, external(self.module, TAG)),
-                         (TR_PREV, ir.Constant(PTR, None)), (TR_NEXT, head), (TR_BASE, base),
+                         (TR_PREV, ir.Constant(PTR, None)), (TR_NEXT, first),
                          (TR_PYOBJ, ir.Constant(PTR, None)), (TR_NELEMS, nelems)):
             b.store(value, self.slot(trailer, k, b))
-        with b.if_then(b.icmp_unsigned("!=", head, ir.Constant(PTR, None))):
-            b.store(trailer, self.slot(head, TR_PREV, b))
+        with b.if_then(b.icmp_unsigned("!=", first, ir.Constant(PTR, None))):
+            b.store(trailer, self.slot(first, TR_PREV, b))
         b.store(trailer, head_field)
         b.ret(trailer)
         return fn
 
+    @staticmethod
+    def size_class(b, total):
+        """k such that total <= 2**k, at least the smallest pooled class."""
+        ctlz = b.ctlz(b.sub(total, i64(1)), ir.Constant(I1, 0))
+        k = b.sub(i64(64), ctlz)
+        return b.select(b.icmp_signed("<", k, i64(POOL_CLASSES[0])), i64(POOL_CLASSES[0]), k)
+
+    @staticmethod
+    def pool_head(b, ctx, cls):
+        """Where the context keeps the first free buffer of size class `cls`."""
+        index = b.sub(cls, i64(POOL_CLASSES[0]))
+        return b.gep(ctx, [i64(0), ir.Constant(I32, CTX_POOL), index], source_etype=CONTEXT)
+
+    def malloc_buffer(self, b, size, offset, cls, fail):
+        """malloc(size) with its trailer at `offset` holding the block's base and size class;
+        branches to `fail` when there is no memory. Returns the trailer."""
+        base = b.call(self.libc("malloc", PTR, [I64]), [size])
+        got = b.append_basic_block("malloc.ok")
+        b.cbranch(b.icmp_unsigned("==", base, ir.Constant(PTR, None)), fail, got)
+        b.position_at_end(got)
+        trailer = b.gep(base, [offset], source_etype=ir.IntType(8))
+        b.store(base, self.slot(trailer, TR_BASE, b))
+        b.store(cls, self.slot(trailer, TR_CLASS, b))
+        return trailer
+
+    def carve_fn(self):
+        """adc.carve(ctx, size): the trailer of a new pooled block of `size` (a power of two)
+        bytes, cut from the current slab or a new one; null when malloc fails. A block larger
+        than a quarter slab gets a slab of its own, so the current one keeps its free part."""
+        fn = self.module.globals.get("adc.carve")
+        if fn is not None:
+            return fn
+        fn = ir.Function(self.module, ir.FunctionType(PTR, [PTR, I64]), name="adc.carve")
+        fn.linkage = "internal"
+        ctx, size = fn.args
+        blocks = {name: fn.append_basic_block(name)
+                  for name in ("entry", "cut", "check", "spare", "malloc", "slab", "fail", "linked",
+                               "own")}
+        b = ir.IRBuilder(blocks["entry"])
+
+        def field(k):
+            return b.gep(ctx, [i64(0), ir.Constant(I32, k)], source_etype=CONTEXT)
+
+        cursor = b.load(field(CTX_CURSOR), typ=PTR)
+        room = b.sub(b.ptrtoint(b.load(field(CTX_LIMIT), typ=PTR), I64), b.ptrtoint(cursor, I64))
+        b.cbranch(b.icmp_signed("<=", size, room), blocks["cut"], blocks["check"])
+        # from the current slab
+        b.position_at_end(blocks["cut"])
+        b.store(b.gep(cursor, [size], source_etype=I8), field(CTX_CURSOR))
+        b.ret(self.pooled_block(b, cursor, size))
+        # a new slab: a spare one, or SLAB bytes from malloc, or the block's size when it is large
+        b.position_at_end(blocks["check"])
+        large = b.icmp_signed(">", size, i64(SLAB // 4))
+        length = b.select(large, size, i64(SLAB))
+        spare = b.load(field(CTX_SPARE), typ=PTR)
+        reuse = b.and_(b.not_(large), b.icmp_unsigned("!=", spare, ir.Constant(PTR, None)))
+        b.cbranch(reuse, blocks["spare"], blocks["malloc"])
+        b.position_at_end(blocks["spare"])
+        b.store(b.load(spare, typ=PTR), field(CTX_SPARE))
+        b.branch(blocks["slab"])
+        b.position_at_end(blocks["malloc"])
+        new = b.call(self.libc("malloc", PTR, [I64]), [b.add(length, i64(SLAB_HEADER))])
+        b.cbranch(b.icmp_unsigned("==", new, ir.Constant(PTR, None)), blocks["fail"],
+                  blocks["slab"])
+        b.position_at_end(blocks["fail"])
+        b.ret(ir.Constant(PTR, None))
+        b.position_at_end(blocks["slab"])
+        slab = b.phi(PTR)
+        slab.add_incoming(spare, blocks["spare"])
+        slab.add_incoming(new, blocks["malloc"])
+        b.store(length, b.gep(slab, [i64(1)], source_etype=I64))
+        b.store(b.load(field(CTX_SLABS), typ=PTR), slab)
+        b.store(slab, field(CTX_SLABS))
+        block = b.gep(slab, [i64(SLAB_HEADER)], source_etype=I8)
+        b.cbranch(large, blocks["own"], blocks["linked"])
+        b.position_at_end(blocks["linked"])
+        b.store(b.gep(block, [size], source_etype=I8), field(CTX_CURSOR))
+        b.store(b.gep(block, [i64(SLAB)], source_etype=I8), field(CTX_LIMIT))
+        b.branch(blocks["own"])
+        b.position_at_end(blocks["own"])
+        b.ret(self.pooled_block(b, block, size))
+        return fn
+
+    def pooled_block(self, b, block, size):
+        trailer = b.gep(block, [b.sub(size, i64(TRAILER))], source_etype=I8)
+        b.store(block, self.slot(trailer, TR_BASE, b))
+        cls = b.sub(i64(63), b.ctlz(size, ir.Constant(I1, 0)))
+        b.store(cls, self.slot(trailer, TR_CLASS, b))
+        return trailer
+
     def unbuffer_fn(self):
-        """adc.unbuffer(ctx, trailer): take a buffer off the context's list and free it."""
+        """adc.unbuffer(ctx, trailer): take a buffer off the context's list; a pooled one goes
+        on its class's free list for the next buffer of its size, a large one is freed."""
         fn = self.module.globals.get("adc.unbuffer")
         if fn is not None:
             return fn
@@ -221,8 +359,15 @@ class MemoryLowering:
                 b.store(nxt, self.slot(prev, TR_NEXT, b))
         with b.if_then(b.icmp_unsigned("!=", nxt, null)):
             b.store(prev, self.slot(nxt, TR_PREV, b))
-        b.call(self.libc("free", ir.VoidType(), [PTR]),
-               [b.load(self.slot(trailer, TR_BASE, b), typ=PTR)])
+        cls = b.load(self.slot(trailer, TR_CLASS, b), typ=I64)
+        with b.if_else(b.icmp_signed("<", cls, i64(0))) as (large, pooled):
+            with large:
+                b.call(self.libc("free", ir.VoidType(), [PTR]),
+                       [b.load(self.slot(trailer, TR_BASE, b), typ=PTR)])
+            with pooled:
+                head = self.pool_head(b, ctx, cls)
+                b.store(b.load(head, typ=PTR), self.slot(trailer, TR_NEXT, b))
+                b.store(trailer, head)
         b.ret_void()
         return fn
 
