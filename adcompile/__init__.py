@@ -10,6 +10,7 @@ import runtime as _runtime
 import sys as _sys
 
 globals().update({k: v for k, v in vars(_runtime).items() if not k.startswith("_")})
+_runtime._batching.NAMESPACES.append(_sys.modules[__name__])  # torch.* names batch in vmap
 
 # `import adcompile.nn`, `from adcompile.nn import functional`, `import adcompile.optim` ...
 # import the runtime's modules themselves, as `import torch.nn` does for torch.
