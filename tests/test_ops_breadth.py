@@ -936,3 +936,33 @@ def test_scatter_reduce_prod_double_backward_src_larger_than_index():
 
     assert adcompile.autograd.gradcheck(f, (x, s))
     assert adcompile.autograd.gradgradcheck(f, (x, s))
+
+
+# Tie-heavy inputs: which index a selection returns among equal values follows PyTorch's CPU
+# algorithms (median: index order; kthvalue: PyTorch's quickselect; max/min/argmax: first).
+TIE_SELECTIONS = {
+    "median_dim": lambda x, d, k: x.median(d),
+    "median_dim_keepdim": lambda x, d, k: x.median(d, keepdim=True),
+    "kthvalue": lambda x, d, k: x.kthvalue(k, d),
+    "max_dim": lambda x, d, k: x.max(d),
+    "min_dim": lambda x, d, k: x.min(d),
+    "argmax": lambda x, d, k: (x.argmax(d),),
+    "cummax": lambda x, d, k: x.cummax(d),
+    "cummin": lambda x, d, k: x.cummin(d),
+}
+
+
+@pytest.mark.parametrize("name", list(TIE_SELECTIONS))
+def test_selection_indices_on_ties(name):
+    rng = np.random.default_rng(_seed(name))
+    for trial in range(60):
+        shape = tuple(int(s) for s in rng.integers(1, 24, int(rng.integers(1, 4))))
+        a = rng.integers(0, 3, shape).astype(np.float64)
+        if trial % 4 == 0 and "cum" not in name:
+            a[rng.random(shape) < 0.2] = np.nan
+        d = int(rng.integers(-len(shape), len(shape)))
+        k = int(rng.integers(1, shape[d] + 1))
+        got = [[t.numpy() for t in TIE_SELECTIONS[name](L.tensor(a), d, k)]
+               for L in (torch, adcompile)]
+        for want, ours in zip(*got):
+            np.testing.assert_array_equal(ours, want, err_msg=f"{shape} dim={d} k={k}\n{a}")

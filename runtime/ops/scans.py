@@ -258,11 +258,77 @@ def _pick(cls, result_type, x, position, d, keepdim, nan_wins=False):
 
 
 def kthvalue(x, k, dim=-1, keepdim=False):
+    """Which of tied elements is picked follows PyTorch's CPU quickselect (`_quickselect`),
+    so indices equal PyTorch's on ties too."""
     d = _dim1(dim, x._data.ndim)
     size = x._data.shape[d] if x._data.ndim else 1
     if not 1 <= k <= size:
         raise RuntimeError(f"kthvalue(): k = {k} is out of range for a dimension of size {size}")
-    return _pick(KthvalueBackward0, KthvalueResult, x, k - 1, d, keepdim)
+    src = x._data if x._data.ndim else x._data.reshape(1)
+    idx = np.take(_order(src, d, False), [k - 1], axis=d)
+    _quickselect_ties(src, idx, k - 1, d)
+    kept = idx.shape if keepdim else idx.shape[:d] + idx.shape[d + 1:]
+    return _select(KthvalueBackward0, KthvalueResult, x, idx, d, kept)
+
+
+def _quickselect_ties(src, idx, k, d):
+    """Rows whose k-th value is tied: the index PyTorch's quickselect lands on (in place)."""
+    rows = np.moveaxis(src, d, -1)
+    picked = np.moveaxis(idx, d, -1)
+    value = np.take_along_axis(rows, picked, -1)
+    same = (rows == value) | (np.isnan(rows) & np.isnan(value))
+    ties = same.sum(-1) > 1
+    for at in np.ndindex(ties.shape):
+        if ties[at]:
+            picked[at] = _quickselect(rows[at].tolist(), k)
+
+
+def _after(a, b):
+    """PyTorch's order for selections: nan after everything, else greater."""
+    return (a != a and b == b) or a > b
+
+
+def _quickselect(arr, k):
+    """PyTorch's CPU quick_select_template (median-of-three pivot, Hoare partition) on one
+    row, carrying the original indices: the index that lands at position k."""
+    idx = list(range(len(arr)))
+
+    def swap(i, j):
+        arr[i], arr[j] = arr[j], arr[i]
+        idx[i], idx[j] = idx[j], idx[i]
+
+    lo, hi = 0, len(arr) - 1
+    while hi > lo:
+        if hi == lo + 1:
+            if _after(arr[lo], arr[hi]):
+                swap(lo, hi)
+            break
+        swap(lo + (hi - lo) // 2, lo + 1)
+        for a, b in ((lo + 1, hi), (lo, hi), (lo + 1, lo)):
+            if _after(arr[a], arr[b]):
+                swap(a, b)
+        i, j = _partition(arr, swap, lo, hi)
+        if j <= k:
+            lo = i
+        if j >= k:
+            hi = j - 1
+    return idx[k]
+
+
+def _partition(arr, swap, lo, hi):
+    i, j, pivot = lo + 1, hi, arr[lo]
+    while True:
+        i += 1
+        while _after(pivot, arr[i]):
+            i += 1
+        j -= 1
+        while _after(arr[j], pivot):
+            j -= 1
+        if j < i:
+            break
+        swap(i, j)
+    swap(lo, j)
+    return i, j
 
 
 def median(x, dim=None, keepdim=False):
