@@ -25,3 +25,11 @@ from adcompile.api import (  # noqa: E402,F401
     CompiledFunction, adcompile, grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp)
 from adcompile.errors import CompileError, InternalError  # noqa: E402,F401
 from adcompile import utils  # noqa: E402,F401
+
+# The compiler's code generators live in the package adcompile.backends, which takes the name
+# torch.backends has; it carries torch.backends' namespaces too (opt_einsum, cudnn, mps, cuda)
+# so that `torch.backends.opt_einsum.enabled = False` works after `import adcompile as torch`.
+from adcompile import backends  # noqa: E402
+
+for _name, _value in vars(_runtime.backends).items():
+    setattr(backends, _name, _value)
