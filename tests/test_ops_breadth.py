@@ -177,6 +177,16 @@ SCANS = {
     "median_ties": op(lambda L, x: x.median(), [(8,)], SMALLINT),
     "median_dim": op(lambda L, x: x.median(1), [(3, 5)], DISTINCT),
     "median_dim_keepdim": op(lambda L, x: L.median(x, 0, keepdim=True), [(4, 3)], DISTINCT),
+    "nanmedian": op(lambda L, x: x.nanmedian(), [(7,)], NONFINITE),
+    "nanmedian_ties": op(lambda L, x: L.nanmedian(x), [(8,)], SMALLINT),
+    "nanmedian_dim": op(lambda L, x: x.nanmedian(1), [(3, 5)], NONFINITE),
+    "nanmedian_dim_keepdim": op(lambda L, x: L.nanmedian(x, 0, keepdim=True), [(4, 3)],
+                                SMALLINT),
+    "mode": op(lambda L, x: x.mode(), [(3, 6)], SMALLINT),
+    "mode_dim_keepdim": op(lambda L, x: L.mode(x, 0, True), [(5, 3)], SMALLINT),
+    "mode_values": op(lambda L, x: x.mode(0).values, [(6,)], SMALLINT, D2),
+    "sort_ties": op(lambda L, x: x.sort(1, descending=True), [(3, 20)], SMALLINT),
+    "argsort_ties": op(lambda L, x: L.argsort(x, 0), [(24, 2)], SMALLINT),
     "kthvalue": op(lambda L, x: x.kthvalue(2), [(3, 5)], DISTINCT),
     "kthvalue_dim": op(lambda L, x: L.kthvalue(x, 3, 0, True), [(4, 3)], DISTINCT),
     "kthvalue_values": op(lambda L, x: x.kthvalue(1, 0).values, [(4,)], DISTINCT, D2),
@@ -389,6 +399,8 @@ EDGES = {
     "cummin_empty": op(lambda L, x: x.cummin(0), [(0,)], ANY),
     "median_0d": op(lambda L, x: x.median(), [()], ANY),
     "kthvalue_0d": op(lambda L, x: x.kthvalue(1), [()], ANY),
+    "nanmedian_0d": op(lambda L, x: x.nanmedian(0), [()], ANY),
+    "mode_0d": op(lambda L, x: x.mode(), [()], ANY),
     "topk_0d": op(lambda L, x: x.topk(1), [()], ANY),
     "topk_zero_k": op(lambda L, x: x.topk(0), [(3,)], ANY),
     "diff_empty": op(lambda L, x: x.diff(), [(0,)], ANY),
@@ -939,7 +951,8 @@ def test_scatter_reduce_prod_double_backward_src_larger_than_index():
 
 
 # Tie-heavy inputs: which index a selection returns among equal values follows PyTorch's CPU
-# algorithms (median: index order; kthvalue: PyTorch's quickselect; max/min/argmax: first).
+# algorithms (median: index order; kthvalue: PyTorch's quickselect; sort, argsort and mode: the
+# C++ library's unstable sort; max/min/argmax: first).
 TIE_SELECTIONS = {
     "median_dim": lambda x, d, k: x.median(d),
     "median_dim_keepdim": lambda x, d, k: x.median(d, keepdim=True),
@@ -949,6 +962,11 @@ TIE_SELECTIONS = {
     "argmax": lambda x, d, k: (x.argmax(d),),
     "cummax": lambda x, d, k: x.cummax(d),
     "cummin": lambda x, d, k: x.cummin(d),
+    "sort": lambda x, d, k: x.sort(d),
+    "sort_descending": lambda x, d, k: x.sort(d, descending=True),
+    "argsort": lambda x, d, k: (x.argsort(d),),
+    "nanmedian_dim": lambda x, d, k: x.nanmedian(d),
+    "mode": lambda x, d, k: x.mode(d),
 }
 
 
@@ -958,7 +976,7 @@ def test_selection_indices_on_ties(name):
     for trial in range(60):
         shape = tuple(int(s) for s in rng.integers(1, 24, int(rng.integers(1, 4))))
         a = rng.integers(0, 3, shape).astype(np.float64)
-        if trial % 4 == 0 and "cum" not in name:
+        if trial % 4 == 0 and "cum" not in name and name != "mode":
             a[rng.random(shape) < 0.2] = np.nan
         d = int(rng.integers(-len(shape), len(shape)))
         k = int(rng.integers(1, shape[d] + 1))

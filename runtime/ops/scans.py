@@ -16,6 +16,7 @@ from runtime import dtypes
 from runtime.autograd_meta import any_requires_grad, record, record_multi
 from runtime.function import save_input, save_output
 from runtime.ops._family import node, record_freed
+from runtime.ops import introsort
 from runtime.ops import shape as S
 from runtime.ops._core import check_operand, is_tensor, wrap
 from runtime.ops.reductions import _axes, _rule_dims, normalize_dims
@@ -39,6 +40,8 @@ SortResult = _return_type("sort")
 TopkResult = _return_type("topk")
 KthvalueResult = _return_type("kthvalue")
 MedianResult = _return_type("median")
+NanmedianResult = _return_type("nanmedian")
+ModeResult = _return_type("mode")
 CummaxResult = _return_type("cummax")
 CumminResult = _return_type("cummin")
 
@@ -51,6 +54,9 @@ CumminBackward0 = node("CumminBackward0", "cummax")
 MedianBackward0 = node("MedianBackward0", "evenly_distribute")
 MedianBackward1 = node("MedianBackward1", "amax_dim")
 KthvalueBackward0 = node("KthvalueBackward0", "amax_dim")
+NanmedianBackward0 = node("NanmedianBackward0", "evenly_distribute")
+NanmedianBackward1 = node("NanmedianBackward1", "amax_dim")
+ModeBackward0 = node("ModeBackward0", "amax_dim")
 VarMeanBackward0 = node("VarMeanBackward0", "var_mean", multi_output=True)
 StdMeanBackward0 = node("StdMeanBackward0", "std_mean", multi_output=True)
 SortBackward0 = node("SortBackward0", "amax_dim")
@@ -219,11 +225,36 @@ def _select(cls, result_type, x, idx, d, keepdim_shape=None):
 
 
 def sort(x, dim=-1, descending=False, *, stable=None):
-    """Always stable; passing stable= selects PyTorch's other overload (SortBackward1)."""
+    """Stable when asked; otherwise tied elements come out in the order PyTorch's unstable
+    CPU sort leaves them (runtime.ops.introsort). Passing stable= selects PyTorch's other
+    overload (SortBackward1)."""
     d = _dim1(dim, x._data.ndim)
     src = x._data if x._data.ndim else x._data.reshape(1)
     cls = SortBackward0 if stable is None else SortBackward1
-    return _select(cls, SortResult, x, _order(src, d, descending), d)
+    idx = _order(src, d, descending)
+    if not stable and not _sorted_stably(src, d):
+        _unstable_ties(src, idx, d, descending)
+    return _select(cls, SortResult, x, idx, d)
+
+
+_RADIX_FROM = 32768  # PyTorch sorts 1-D integer tensors this long with a stable radix sort
+
+
+def _sorted_stably(src, d):
+    """Where PyTorch's sort keeps equal elements in index order: a dimension of stride 0
+    (all elements equal, left as they are) and long 1-D integer tensors."""
+    return src.strides[d] == 0 or (src.ndim == 1 and src.size >= _RADIX_FROM
+                                   and src.dtype.kind in "iu")
+
+
+def _unstable_ties(src, idx, d, descending):
+    """Rows with equal values: the permutation of PyTorch's unstable sort (in place)."""
+    rows = np.moveaxis(src, d, -1)
+    out = np.moveaxis(idx, d, -1)
+    less = introsort.descending if descending else introsort.ascending
+    for at in np.ndindex(rows.shape[:-1]):
+        if introsort.has_ties(rows[at]):
+            out[at] = introsort.order(rows[at].tolist(), less)
 
 
 def argsort(x, dim=-1, descending=False, *, stable=False):
@@ -350,6 +381,71 @@ def median(x, dim=None, keepdim=False):
     return _pick(MedianBackward1, MedianResult, x, (size - 1) // 2, d, keepdim, nan_wins=True)
 
 
+def nanmedian(x, dim=None, keepdim=False):
+    """median ignoring nans (nan only where every element is nan); with dim, the index of
+    the lower middle among the non-nan values in index order."""
+    if dim is None:
+        data = x._data.reshape(-1)
+        kept = np.sort(data[~np.isnan(data)], kind="stable") if data.dtype.kind == "f" else \
+            np.sort(data, kind="stable")
+        value = kept[(kept.size - 1) // 2] if kept.size else np.nan
+        out = wrap(np.asarray(value, x._dtype.np), x._dtype)
+        if any_requires_grad((x,)):
+            record(NanmedianBackward0, (x,), out, (save_input(x), save_output(out, "Nanmedian")))
+        return out
+    d = _dim1(dim, x._data.ndim)
+    _check_nonempty("nanmedian", x, (d,))
+    src = x._data if x._data.ndim else x._data.reshape(1)
+    order = _order(src, d, False)  # nans last, equal values in index order
+    size = src.shape[d]
+    count = size - np.sum(np.isnan(src), axis=d, keepdims=True) if src.dtype.kind == "f" \
+        else np.full(np.take(src, [0], axis=d).shape, size)
+    idx = np.take_along_axis(order, np.maximum(count - 1, 0) // 2, d)
+    _all_nan_rows(src, idx, count, d)
+    kept = idx.shape if keepdim else idx.shape[:d] + idx.shape[d + 1:]
+    return _select(NanmedianBackward1, NanmedianResult, x, idx, d, kept)
+
+
+def _all_nan_rows(src, idx, count, d):
+    """PyTorch's kernel selects the first position among elements that never compare
+    less than one another: the index its nth_element leaves there (in place)."""
+    picked = np.moveaxis(idx, d, -1)
+    empty = np.moveaxis(count, d, -1)[..., 0] == 0
+    n = src.shape[d]
+    for at in np.ndindex(empty.shape):
+        if empty[at]:
+            picked[at] = introsort.nth([0.0] * n, 0, introsort.never)
+
+
+def mode(x, dim=-1, keepdim=False):
+    """The most frequent value along dim (the smallest among equally frequent ones) and the
+    index PyTorch's CPU kernel reports: the last of its run after an unstable sort."""
+    d = _dim1(dim, x._data.ndim)
+    src = x._data if x._data.ndim else x._data.reshape(1)
+    _check_nonempty("mode", x, (d,))
+    rows = np.moveaxis(src, d, -1)
+    picked = np.zeros(rows.shape[:-1] + (1,), np.int64)
+    for at in np.ndindex(rows.shape[:-1]):
+        picked[at] = _mode_index(rows[at])
+    idx = np.moveaxis(picked, -1, d)
+    kept = idx.shape if keepdim else idx.shape[:d] + idx.shape[d + 1:]
+    return _select(ModeBackward0, ModeResult, x, idx, d, kept)
+
+
+def _mode_index(row):
+    values = row.tolist()
+    perm = introsort.order(values, introsort.plain_less) if introsort.has_ties(row) else \
+        np.argsort(row, kind="stable").tolist()
+    best, best_count, count = 0, 0, 0
+    for k, i in enumerate(perm):
+        count += 1
+        if k == len(perm) - 1 or values[i] != values[perm[k + 1]]:
+            if count > best_count:
+                best, best_count = i, count
+            count = 0
+    return best
+
+
 # -- counts and comparisons ---------------------------------------------------------------------
 
 def count_nonzero(x, dim=None):
@@ -399,5 +495,5 @@ def diff(x, n=1, dim=-1, prepend=None, append=None):
 
 
 FUNCTIONS = ["amax", "amin", "nansum", "var_mean", "std_mean", "logcumsumexp", "cummax",
-             "cummin", "median", "kthvalue", "sort", "argsort", "msort", "topk",
-             "count_nonzero", "isclose", "allclose", "diff"]
+             "cummin", "median", "nanmedian", "mode", "kthvalue", "sort", "argsort", "msort",
+             "topk", "count_nonzero", "isclose", "allclose", "diff"]
