@@ -434,7 +434,9 @@ def mode(x, dim=-1, keepdim=False):
 
 def _mode_index(row):
     values = row.tolist()
-    perm = introsort.order(values, introsort.plain_less) if introsort.has_ties(row) else \
+    # a nan compares equal to everything under the kernel's `<`: emulate those rows too
+    emulate = introsort.has_ties(row) or (row.dtype.kind == "f" and np.isnan(row).any())
+    perm = introsort.order(values, introsort.plain_less) if emulate else \
         np.argsort(row, kind="stable").tolist()
     best, best_count, count = 0, 0, 0
     for k, i in enumerate(perm):
