@@ -219,9 +219,16 @@ def vjp(func, *primals, has_aux=False):
     return result + (_finish(aux, keep),) if has_aux else result
 
 
-def jvp(func, primals, tangents, *, strict=False, has_aux=False):
+def _cotangent_seed(o):
+    """Zeros shaped like output `o` that require grad (per batch entry inside vmap)."""
     from runtime.creation import zeros_like
 
+    if batching.is_batched(o):
+        return batching.BatchedTensor(zeros_like(o._t, requires_grad=True), o._nb)
+    return zeros_like(o, requires_grad=True)
+
+
+def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
         raise RuntimeError("jvp(f, primals, tangents): primals and tangents must be tuples")
     if len(primals) != len(tangents):
@@ -232,7 +239,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         leaves = _map(_leaf, primals)
         out, aux = _split_aux(func(*leaves), has_aux, "jvp")
         flat_out = _flatten(out)
-        u = [zeros_like(o, requires_grad=True) for o in flat_out]
+        u = [_cotangent_seed(o) for o in flat_out]
         vjps = _grads(flat_out, _flatten(leaves), u)
         flat_t = _flatten(tangents)
         jv = _grads(vjps, u, flat_t)
@@ -261,18 +268,19 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
 def _jacobian_rows(out, diff, as_tuple):
     """d out / d diff[j] for each j, shaped out.shape + arg.shape (pytrees of args kept)."""
     from runtime.creation import zeros
-    from runtime.ops import reshape, stack
+    import runtime
 
     flat_in = _flatten(diff)
     rows = []
-    flat_out = reshape(out, (-1,))
+    flat_out = out.reshape(-1)
     for k in range(out.numel()):
         rows.append(_grads((flat_out[k],), flat_in, (None,)))
     per_input = []
     for j, x in enumerate(flat_in):
         shape = tuple(out.shape) + tuple(x.shape)
         col = [r[j] for r in rows]
-        per_input.append(reshape(stack(col, 0), shape) if col else
+        # runtime.stack and the methods dispatch batched rows inside vmap
+        per_input.append(runtime.stack(col, 0).reshape(shape) if col else
                          zeros(shape, dtype=x.dtype))
     trees = _unflatten(diff, per_input)
     return tuple(trees) if as_tuple else trees[0]

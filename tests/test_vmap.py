@@ -190,3 +190,21 @@ def test_vmap_leaves_namespaces_unpatched():
     adcompile.func.vmap(lambda x: adcompile.sin(x))(adcompile.ones(2, 2))
     assert adcompile.sin is before
     assert adcompile.Tensor.sum is batching.original_methods()["sum"]
+
+
+TRANSFORMS_IN_VMAP = {
+    "jacrev": lambda L: L.func.vmap(L.func.jacrev(lambda v: v.sin() * v.sum())),
+    "hessian": lambda L: L.func.vmap(L.func.hessian(lambda v: (v ** 3).sum() * v[0])),
+    "jvp": lambda L: L.func.vmap(lambda p: L.func.jvp(lambda v: v.exp() * v[1],
+                                                      (p,), (L.ones_like(p),))[1]),
+    "vjp": lambda L: L.func.vmap(lambda p: L.func.vjp(lambda v: v.tanh(), p)[1](p)[0]),
+}
+
+
+@pytest.mark.parametrize("name", list(TRANSFORMS_IN_VMAP))
+def test_function_transforms_inside_vmap(name):
+    results = []
+    for L in LIBS:
+        x = _w(L, (4, 3), 9)
+        results.append(_numpy(TRANSFORMS_IN_VMAP[name](L)(x)))
+    _check_same(results[1], results[0])

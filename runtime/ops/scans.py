@@ -292,6 +292,7 @@ def kthvalue(x, k, dim=-1, keepdim=False):
     """Which of tied elements is picked follows PyTorch's CPU quickselect (`_quickselect`),
     so indices equal PyTorch's on ties too."""
     d = _dim1(dim, x._data.ndim)
+    _check_nonempty("kthvalue", x, (d,))
     size = x._data.shape[d] if x._data.ndim else 1
     if not 1 <= k <= size:
         raise RuntimeError(f"kthvalue(): k = {k} is out of range for a dimension of size {size}")
