@@ -951,8 +951,8 @@ def test_scatter_reduce_prod_double_backward_src_larger_than_index():
 
 
 # Tie-heavy inputs: which index a selection returns among equal values follows PyTorch's CPU
-# algorithms (median: index order; kthvalue: PyTorch's quickselect; sort, argsort and mode: the
-# C++ library's unstable sort; max/min/argmax: first).
+# algorithms (median: index order; kthvalue: PyTorch's quickselect; sort, argsort, mode and
+# topk: the C++ library's unstable sort, nth_element and partial_sort; max/min/argmax: first).
 TIE_SELECTIONS = {
     "median_dim": lambda x, d, k: x.median(d),
     "median_dim_keepdim": lambda x, d, k: x.median(d, keepdim=True),
@@ -967,6 +967,9 @@ TIE_SELECTIONS = {
     "argsort": lambda x, d, k: (x.argsort(d),),
     "nanmedian_dim": lambda x, d, k: x.nanmedian(d),
     "mode": lambda x, d, k: x.mode(d),
+    "topk": lambda x, d, k: x.topk(k, d),
+    "topk_smallest_unsorted": lambda x, d, k: x.topk(k, d, largest=False, sorted=False),
+    "topk_small_k_long_row": lambda x, d, k: x.reshape(-1).repeat(70).topk(1),
 }
 
 

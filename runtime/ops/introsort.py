@@ -19,11 +19,32 @@ def order(keys, less):
     """The permutation the library's sort leaves on pairs (keys[i], i) under `less` (a
     comparison of keys): result[p] is the original index at position p."""
     items = [(k, i) for i, k in enumerate(keys)]
-    n = len(items)
-    if n > 1:
-        _introsort(items, 0, n, 2 * int(math.log2(n)), less)
-        _final_insertion_sort(items, n, less)
+    _sort_range(items, 0, len(items), less)
     return [i for _, i in items]
+
+
+def _sort_range(a, first, last, less):
+    n = last - first
+    if n > 1:
+        _introsort(a, first, last, 2 * int(math.log2(n)), less)
+        _final_insertion_sort(a, first, last, less)
+
+
+def topk(keys, k, largest, sort):
+    """The original indices PyTorch's CPU topk kernel returns: partial_sort when k is small
+    against the row (k * 64 <= n), else nth_element, then a sort of the first k - 1."""
+    less = descending if largest else ascending
+    items = [(key, i) for i, key in enumerate(keys)]
+    if k == 0:
+        return []
+    if k * 64 <= len(items):  # partial_sort: heap_select, then sort_heap
+        _heap_select(items, 0, k, len(items), less)
+        _sort_heap(items, 0, k, less)
+        return [i for _, i in items[:k]]
+    _nth_element(items, k - 1, less)
+    if sort:
+        _sort_range(items, 0, k - 1, less)
+    return [i for _, i in items[:k]]
 
 
 def _introsort(a, first, last, depth, less):
@@ -67,13 +88,13 @@ def _unguarded_partition(a, first, last, pivot, less):
         first += 1
 
 
-def _final_insertion_sort(a, n, less):
-    if n > _RUN:
-        _insertion_sort(a, 0, _RUN, less)
-        for i in range(_RUN, n):
+def _final_insertion_sort(a, first, last, less):
+    if last - first > _RUN:
+        _insertion_sort(a, first, first + _RUN, less)
+        for i in range(first + _RUN, last):
             _linear_insert(a, i, less)
     else:
-        _insertion_sort(a, 0, n, less)
+        _insertion_sort(a, first, last, less)
 
 
 def _insertion_sort(a, first, last, less):
@@ -95,27 +116,30 @@ def _linear_insert(a, last, less):
 def nth(keys, position, less):
     """The original index the library's nth_element (introselect) leaves at `position`."""
     items = [(k, i) for i, k in enumerate(keys)]
-    first, last = 0, len(items)
+    _nth_element(items, position, less)
+    return items[position][1]
+
+
+def _nth_element(a, position, less):
+    first, last = 0, len(a)
     depth = 2 * int(math.log2(last)) if last else 0
     while last - first > 3:
         if depth == 0:
-            _heap_select(items, first, position + 1, last, less)
-            items[first], items[position] = items[position], items[first]
-            return items[position][1]
+            _heap_select(a, first, position + 1, last, less)
+            a[first], a[position] = a[position], a[first]
+            return
         depth -= 1
-        cut = _partition_pivot(items, first, last, less)
+        cut = _partition_pivot(a, first, last, less)
         if cut <= position:
             first = cut
         else:
             last = cut
-    _insertion_sort(items, first, last, less)
-    return items[position][1]
+    _insertion_sort(a, first, last, less)
 
 
 def _heap_select(a, first, middle, last, less):
     n = middle - first
-    for parent in range((n - 2) // 2, -1, -1):
-        _adjust_heap(a, first, parent, n, a[first + parent], less)
+    _make_heap(a, first, middle, less)
     for i in range(middle, last):
         if less(a[i][0], a[first][0]):
             value = a[i]
@@ -126,9 +150,18 @@ def _heap_select(a, first, middle, last, less):
 # -- the heapsort fallback (make_heap, then pop_heap until sorted) ------------------------------
 
 def _heapsort(a, first, last, less):
+    _make_heap(a, first, last, less)
+    _sort_heap(a, first, last, less)
+
+
+def _make_heap(a, first, last, less):
     n = last - first
     for parent in range((n - 2) // 2, -1, -1):
         _adjust_heap(a, first, parent, n, a[first + parent], less)
+
+
+def _sort_heap(a, first, last, less):
+    n = last - first
     while n > 1:
         n -= 1
         value = a[first + n]
@@ -149,6 +182,10 @@ def _adjust_heap(a, first, hole, n, value, less):
         child = 2 * (child + 1)
         a[first + hole] = a[first + child - 1]
         hole = child - 1
+    _push_heap(a, first, hole, top, value, less)
+
+
+def _push_heap(a, first, hole, top, value, less):
     parent = (hole - 1) // 2
     while hole > top and less(a[first + parent][0], value[0]):
         a[first + hole] = a[first + parent]

@@ -272,7 +272,17 @@ def topk(x, k, dim=-1, largest=True, sorted=True):
         raise RuntimeError(f"topk(): k = {k} is out of range for a dimension of size "
                            f"{src.shape[d]}")
     idx = np.take(_order(src, d, largest), np.arange(k), axis=d)
+    _topk_kernel_order(src, idx, d, k, largest, sorted)
     return _select(TopkBackward0, TopkResult, x, idx, d)
+
+
+def _topk_kernel_order(src, idx, d, k, largest, sort):
+    """Rows with ties (or results left unsorted): the order PyTorch's CPU kernel gives."""
+    rows = np.moveaxis(src, d, -1)
+    out = np.moveaxis(idx, d, -1)
+    for at in np.ndindex(rows.shape[:-1]):
+        if (not sort and k > 1) or introsort.has_ties(rows[at]):
+            out[at] = introsort.topk(rows[at].tolist(), k, largest, sort)
 
 
 def _pick(cls, result_type, x, position, d, keepdim, nan_wins=False):
