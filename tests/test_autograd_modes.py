@@ -332,3 +332,49 @@ def test_forward_ad_dual_repr_and_backward_errors():
             assert d.grad is None and not d.requires_grad
     assert_same_error(lambda L: _in_level(L, lambda f: f.make_dual(
         L.ones(2), L.ones(2)).sum().backward()))
+
+
+# -- forward_ad through more families (tangents come from each node's own rule) -------------
+
+FORWARD_2D = {
+ "var_mean": lambda L, x: L.var_mean(x, 1)[0] + L.var_mean(x, 1)[1],
+ "max_dim": lambda L, x: x.max(1).values, "cummax": lambda L, x: x.cummax(1).values,
+ "sort": lambda L, x: x.sort(1).values, "topk": lambda L, x: x.topk(2).values,
+ "split": lambda L, x: x.split(2, 1)[1], "unbind": lambda L, x: x.unbind(0)[1],
+ "scatter_add": lambda L, x: x.scatter_add(1, L.tensor([[0, 1, 0, 2]] * 3), x),
+ "index_select": lambda L, x: x.index_select(1, L.tensor([0, 2])),
+ "gather": lambda L, x: x.gather(1, L.tensor([[0, 1], [2, 3], [1, 1]])),
+ "einsum": lambda L, x: L.einsum("ij,kj->ik", x, x),
+ "det": lambda L, x: L.linalg.det(x[:, :3] + 2 * L.eye(3, dtype=x.dtype)),
+ "solve": lambda L, x: L.linalg.solve(x[:, :3] + 2 * L.eye(3, dtype=x.dtype), x[:, 3]),
+ "cumsum_prod": lambda L, x: x.cumsum(0) * x.cumprod(1),
+ "softmax_ls": lambda L, x: L.log_softmax(x, 1) + L.softmax(x, 0),
+ "norm": lambda L, x: x.norm(dim=1),
+ "setitem_view": lambda L, x: _setitem_rows(L, x),
+ "inplace_chain": lambda L, x: x.clone().mul_(2).add_(x).sin_(),
+ "linear": lambda L, x: L.nn.functional.linear(x, x[:2], x[0, :2]),
+ "conv1d": lambda L, x: L.nn.functional.conv1d(x[None], x[:, None, :2].repeat(1, 3, 1)),
+ "masked_fill": lambda L, x: x.masked_fill(x > 0, 0.5),
+ "where": lambda L, x: L.where(x > 0, x * x, x.exp()),
+ "pow_tensor": lambda L, x: x.abs() ** x,
+ "expand_sum": lambda L, x: x[:, :1].expand(3, 5).sum(),
+ "std": lambda L, x: x.std(), "prod": lambda L, x: x.prod(1),
+}
+def _setitem_rows(L, x):
+    y = x.clone(); y[1:, 2] = x[0, :2] * 3; return y
+
+
+@pytest.mark.parametrize("name", list(FORWARD_2D))
+def test_forward_ad_tangent_families(name):
+    rng = np.random.default_rng(len(name))
+    a, t = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    got = []
+    for L in LIBS:
+        fwAD = L.autograd.forward_ad
+        with fwAD.dual_level():
+            out = FORWARD_2D[name](L, fwAD.make_dual(L.tensor(a), L.tensor(t)))
+            primal, tangent = fwAD.unpack_dual(out)
+            got.append((primal.detach().numpy(), tangent.numpy(), out.requires_grad))
+    np.testing.assert_allclose(got[1][0], got[0][0], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got[1][1], got[0][1], rtol=1e-9, atol=1e-12)
+    assert got[1][2] == got[0][2]

@@ -382,14 +382,19 @@ def median(x, dim=None, keepdim=False):
             value = np.nan
         else:
             value = ordered[-1] if np.isnan(ordered[-1]) else ordered[(ordered.size - 1) // 2]
-        out = wrap(np.asarray(value, x._dtype.np), x._dtype)
-        if any_requires_grad((x,)):
-            record(MedianBackward0, (x,), out, (save_input(x), save_output(out, "Median")))
-        return out
+        return _median_of_all(x, value, MedianBackward0, "Median")
     d = _dim1(dim, x._data.ndim)
     _check_nonempty("median", x, (d,))
     size = x._data.shape[d] if x._data.ndim else 1
     return _pick(MedianBackward1, MedianResult, x, (size - 1) // 2, d, keepdim, nan_wins=True)
+
+
+def _median_of_all(x, value, cls, name):
+    """A 0-dim result whose gradient is shared among the elements equal to it."""
+    out = wrap(np.asarray(value, x._dtype.np), x._dtype)
+    if any_requires_grad((x,)):
+        record(cls, (x,), out, (save_input(x), save_output(out, name)))
+    return out
 
 
 def nanmedian(x, dim=None, keepdim=False):
@@ -400,10 +405,7 @@ def nanmedian(x, dim=None, keepdim=False):
         kept = np.sort(data[~np.isnan(data)], kind="stable") if data.dtype.kind == "f" else \
             np.sort(data, kind="stable")
         value = kept[(kept.size - 1) // 2] if kept.size else np.nan
-        out = wrap(np.asarray(value, x._dtype.np), x._dtype)
-        if any_requires_grad((x,)):
-            record(NanmedianBackward0, (x,), out, (save_input(x), save_output(out, "Nanmedian")))
-        return out
+        return _median_of_all(x, value, NanmedianBackward0, "Nanmedian")
     d = _dim1(dim, x._data.ndim)
     _check_nonempty("nanmedian", x, (d,))
     src = x._data if x._data.ndim else x._data.reshape(1)
