@@ -327,7 +327,15 @@ def _stack_entries(results):
 _saved = []  # (owner, name, original) while patched
 
 
+RANDOM_FACTORIES = {"rand", "randn", "randint", "randperm"}
+RANDOM_LIKE = {"rand_like", "randn_like", "randint_like", "dropout", "uniform_", "normal_"}
+_randomness = []  # the randomness mode of each open level
+
+
 def _dispatching(name, fn):
+    if name in RANDOM_FACTORIES or name in RANDOM_LIKE:
+        return _random_dispatching(name, fn)
+
     @functools.wraps(fn)
     def call(*args, **kwargs):
         if any_batched(args, kwargs):
@@ -335,6 +343,62 @@ def _dispatching(name, fn):
         return fn(*args, **kwargs)
 
     return call
+
+
+def _random_dispatching(name, fn):
+    """Random ops under vmap's `randomness`: "error" refuses them, "same" draws one value
+    for every batch entry, "different" draws one per entry."""
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        mode = _randomness[-1]
+        if mode == "error":
+            raise RuntimeError("vmap: a random operation was called inside vmap with "
+                               "randomness='error'; pass randomness='same' or 'different' "
+                               "to vmap, or draw the random values outside it")
+        batched = any_batched(args, kwargs)
+        if name in RANDOM_FACTORIES:
+            return fn(*args, **kwargs) if mode == "same" else _per_entry(fn, args, kwargs)
+        if mode == "different" or not batched:
+            return dispatch(name, fn, args, kwargs) if batched else fn(*args, **kwargs)
+        return _same_for_all(fn, args, kwargs)
+
+    return call
+
+
+def _per_entry(fn, args, kwargs):
+    """A random factory drawn once per entry of every open level."""
+    sizes = tuple(_sizes)
+    draws = [fn(*args, **kwargs) for _ in range(int(functools.reduce(
+        lambda a, b: a * b, sizes, 1)))]
+    stacked = F.stack(draws, 0) if draws else fn(*args, **kwargs)
+    shape = tuple(stacked._data.shape[1:])
+    return BatchedTensor(F.reshape(stacked, sizes + shape), len(sizes))
+
+
+def _same_for_all(fn, args, kwargs):
+    """rand_like(b) / dropout(b) with randomness='same': one draw of the logical shape (the
+    op applied to entry 0's values), the same for every entry."""
+    x = args[0]
+    if fn.__name__ in ("uniform_", "normal_"):
+        return dispatch(fn.__name__, fn, args, kwargs)  # in place: per entry
+    if fn.__name__ == "dropout":  # one mask (scaled) for every entry
+        from runtime.creation import ones_like
+
+        mask = fn(ones_like(_entry_zero(x)), *args[1:], **kwargs)
+        return dispatch("mul", F.mul, (x, mask), {})
+    logical = fn(_entry_zero(x), *args[1:], **kwargs)
+    nb = x._nb
+    shape = tuple(logical._data.shape)
+    return BatchedTensor(F.expand(F.reshape(logical, (1,) * nb + shape),
+                                  tuple(_sizes[:nb]) + shape), nb)
+
+
+def _entry_zero(x):
+    p = x._t
+    for _ in range(x._nb):
+        p = F.select(p, 0, 0)
+    return p
 
 
 def patch():
@@ -392,15 +456,17 @@ def from_level(x, out_dim, size):
     return p if nb == 1 else BatchedTensor(p, nb - 1)
 
 
-def run_level(size, call):
+def run_level(size, call, randomness="error"):
     """Run `call` with a new vmap level of batch size `size` open."""
     if not _sizes:
         patch()
     _sizes.append(size)
+    _randomness.append(randomness)
     try:
         return call()
     finally:
         _sizes.pop()
+        _randomness.pop()
         if not _sizes:
             unpatch()
 

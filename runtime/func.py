@@ -299,7 +299,9 @@ def hessian(func, argnums=0):
 
 def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     """Vectorised map: `func` runs once on batched tensors (runtime.batching: rules per
-    op, a per-entry loop for ops without one). `chunk_size` is accepted and ignored."""
+    op, a per-entry loop for ops without one). `randomness` as in PyTorch ("error" refuses
+    random ops, "same" draws once for all entries, "different" once per entry).
+    `chunk_size` is accepted and ignored."""
     if randomness not in ("error", "different", "same"):
         raise RuntimeError(f"vmap: randomness must be 'error', 'different' or 'same', got "
                            f"{randomness!r}")
@@ -315,7 +317,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             out = func(*_unflatten(list(args), flat), **kwargs)
             return _unbatch_results(out, out_dims, size)
 
-        return batching.run_level(size, call)
+        return batching.run_level(size, call, randomness)
 
     return wrapper
 

@@ -208,3 +208,18 @@ def test_function_transforms_inside_vmap(name):
         x = _w(L, (4, 3), 9)
         results.append(_numpy(TRANSFORMS_IN_VMAP[name](L)(x)))
     _check_same(results[1], results[0])
+
+
+def test_vmap_randomness_modes():
+    for L in LIBS:
+        x = L.ones(4, 3)
+        with pytest.raises(RuntimeError):
+            FN(L).vmap(lambda r: r + L.randn(3))(x)
+        with pytest.raises(RuntimeError):
+            FN(L).vmap(lambda r: L.nn.functional.dropout(r, 0.5))(x)
+        for fn in (lambda r: r + L.randn(3), lambda r: L.rand_like(r),
+                   lambda r: L.nn.functional.dropout(r, 0.5)):
+            same = FN(L).vmap(fn, randomness="same")(x)
+            assert (same == same[0]).all()
+            different = FN(L).vmap(fn, randomness="different")(L.ones(50, 3))
+            assert not (different == different[0]).all()
