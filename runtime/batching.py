@@ -401,22 +401,31 @@ def _entry_zero(x):
     return p
 
 
+_plan = []  # (owner, name, original, dispatching wrapper), built on the first vmap
+
+
 def patch():
+    if not _plan or any(vars(owner).get(name) is not original
+                        for owner, name, original, _ in _plan):
+        _build_plan()
+    for owner, name, original, wrapper in _plan:
+        setattr(owner, name, wrapper)
+    _saved.extend((owner, name, original) for owner, name, original, _ in _plan)
+
+
+def _build_plan():
+    """What to swap: the namespaces' public runtime functions and Tensor's methods (rebuilt
+    when one of them was rebound since)."""
     original_methods()
+    _plan.clear()
     for module in NAMESPACES:
         for name, value in list(vars(module).items()):
             if (isinstance(value, types.FunctionType) and not name.startswith("_")
                     and name not in _PASS and value.__module__.startswith("runtime")):
-                _swap(module, name, _dispatching(name, value))
+                _plan.append((module, name, value, _dispatching(name, value)))
     for name, value in list(vars(Tensor).items()):
         if isinstance(value, types.FunctionType) and name not in _TENSOR_PASS:
-            _swap(Tensor, name, _dispatching(name, value))
-
-
-def _swap(owner, name, new):
-    _saved.append((owner, name, getattr(owner, name) if owner is Tensor else
-                   vars(owner)[name]))
-    setattr(owner, name, new)
+            _plan.append((Tensor, name, value, _dispatching(name, value)))
 
 
 def unpatch():
