@@ -370,6 +370,61 @@ def pointwise_loss(fn, args, kwargs):
     return BatchedTensor(reduce(p, dims) if dims else p, nb)
 
 
+@rule("einsum")
+def einsum(fn, args, kwargs):
+    """Each batched operand gets the batch labels in front of its subscripts, the output too
+    (the implicit output spelled out first)."""
+    equation, operands = args[0], args[1:]
+    if not isinstance(equation, str) or kwargs:
+        return NotImplemented
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    nb = max(nb_of(x) for x in operands)
+    free = [c for c in "ZYXWVUTSRQPONMLKJIHGFEDCBAzyxwvutsrqponmlkjihgfedcba"
+            if c not in equation][:nb]
+    if len(free) < nb:
+        return NotImplemented
+    lhs, _, rhs = equation.replace(" ", "").partition("->")
+    terms = lhs.split(",")
+    if "->" not in equation:
+        rhs = _implicit_output(terms)
+    batch = "".join(free)
+    terms = [batch + t if is_batched(x) else t for t, x in zip(terms, operands)]
+    physical_ops = [lift(x, nb) if is_batched(x) else x for x in operands]
+    return wrap_out(fn(",".join(terms) + "->" + batch + rhs, *physical_ops), nb)
+
+
+def _implicit_output(terms):
+    counts = {}
+    for t in terms:
+        for c in t.replace("...", ""):
+            counts[c] = counts.get(c, 0) + 1
+    ell = "..." if any("..." in t for t in terms) else ""
+    return ell + "".join(sorted(c for c, n in counts.items() if n == 1))
+
+
+@rule("cross_entropy", "nll_loss")
+def class_loss(fn, args, kwargs):
+    """Per-sample class losses: the batch folded into the loss's own batch dimension with
+    reduction='none', then reduced over the logical dimensions."""
+    x, target = args[:2]
+    extra = set(kwargs) - {"reduction"}
+    if len(args) > 2 or extra or not is_batched(x) or lrank(x) not in (1, 2):
+        return NotImplemented
+    reduction = kwargs.get("reduction", "mean")
+    if reduction not in ("mean", "sum", "none"):
+        return NotImplemented
+    nb = max(x._nb, nb_of(target))
+    px, pt = expand_batch(x, nb), expand_batch(target, nb)
+    classes = px._data.shape[-1]
+    losses = fn(F.reshape(px, (-1, classes)), F.reshape(pt, (-1,)), reduction="none")
+    losses = F.reshape(losses, tuple(pt._data.shape))
+    dims = tuple(range(nb, losses._data.ndim))
+    if reduction != "none" and dims:
+        losses = (F.mean if reduction == "mean" else F.sum)(losses, dims)
+    return wrap_out(losses, nb)
+
+
 # -- indexing -----------------------------------------------------------------------------------
 
 def _is_advanced(k):

@@ -63,6 +63,12 @@ CASES = {
     "unbatched_output": (lambda L: lambda x: (x.sum(), _w(L, (2,))), [(4, 3)], 0, 0),
     "mse_loss": (lambda L: lambda x, y: L.nn.functional.mse_loss(x, y), [(4, 3), (4, 3)],
                  0, 0),
+    "einsum": (lambda L: lambda a, b: (L.einsum("ij,jk->ik", a, b), L.einsum("ij,j", a, b[:, 0]),
+                                       L.einsum("...j,jk", a, _w(L, (3, 2)))),
+               [(4, 2, 3), (4, 3, 5)], 0, 0),
+    "cross_entropy": (lambda L: lambda x: (
+        L.nn.functional.cross_entropy(x, L.tensor([1, 0])),
+        L.nn.functional.cross_entropy(x[0], L.tensor(2), reduction="sum")), [(4, 2, 3)], 0, 0),
 }
 
 
@@ -223,3 +229,38 @@ def test_vmap_randomness_modes():
             assert (same == same[0]).all()
             different = FN(L).vmap(fn, randomness="different")(L.ones(50, 3))
             assert not (different == different[0]).all()
+
+
+def test_per_sample_gradients_of_an_mlp_are_vectorised():
+    """The classic recipe (functional_call + grad + vmap over a classifier): torch's values,
+    and every op of the model and the loss has a batching rule."""
+    results = []
+    batching.FALLBACKS.clear()
+    for L in LIBS:
+        L.manual_seed(0)
+        model = L.nn.Sequential(L.nn.Linear(4, 8), L.nn.ReLU(), L.nn.Linear(8, 3)).double()
+        params = {k: v.detach() for k, v in model.named_parameters()}
+        x, y = _w(L, (6, 4), 10), L.tensor([0, 2, 1, 1, 0, 2])
+
+        def loss(p, xi, yi):
+            logits = FN(L).functional_call(model, p, (xi[None],))
+            return L.nn.functional.cross_entropy(logits, yi[None])
+
+        grads = FN(L).vmap(FN(L).grad(loss), in_dims=(None, 0, 0))(params, x, y)
+        results.append([_numpy(grads[k]) for k in sorted(grads)])
+    _check_same(results[1], results[0])
+    assert not batching.FALLBACKS, dict(batching.FALLBACKS)
+
+
+def test_modules_inside_vmap_batch_or_loop():
+    """Modules whose forward only uses batchable ops run vectorised; others (a conv here) run
+    per entry; both give torch's values."""
+    results = []
+    batching.FALLBACKS.clear()
+    for L in LIBS:
+        L.manual_seed(0)
+        net = L.nn.Sequential(L.nn.Conv1d(2, 3, 2), L.nn.Flatten(0), L.nn.GELU(),
+                              L.nn.Linear(9, 2), L.nn.Tanh()).double()
+        results.append(_numpy(FN(L).vmap(net)(_w(L, (5, 2, 4), 11))))
+    _check_same(results[1], results[0])
+    assert set(batching.FALLBACKS) == {"Conv1d"}
