@@ -10,6 +10,7 @@ import runtime as _runtime
 import sys as _sys
 
 globals().update({k: v for k, v in vars(_runtime).items() if not k.startswith("_")})
+_runtime._batching.NAMESPACES.append(_sys.modules[__name__])  # torch.* names batch in vmap
 
 # `import adcompile.nn`, `from adcompile.nn import functional`, `import adcompile.optim` ...
 # import the runtime's modules themselves, as `import torch.nn` does for torch.
@@ -24,3 +25,11 @@ from adcompile.api import (  # noqa: E402,F401
     CompiledFunction, adcompile, grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp)
 from adcompile.errors import CompileError, InternalError  # noqa: E402,F401
 from adcompile import utils  # noqa: E402,F401
+
+# The compiler's code generators live in the package adcompile.backends, which takes the name
+# torch.backends has; it carries torch.backends' namespaces too (opt_einsum, cudnn, mps, cuda)
+# so that `torch.backends.opt_einsum.enabled = False` works after `import adcompile as torch`.
+from adcompile import backends  # noqa: E402
+
+for _name, _value in vars(_runtime.backends).items():
+    setattr(backends, _name, _value)

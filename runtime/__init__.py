@@ -6,6 +6,7 @@ This package is the foundation (it depends only on numpy). Its public names mirr
 """
 
 import builtins as _builtins
+import sys as _sys
 
 from runtime import autograd, dtypes, nn, optim
 from runtime import ops as _ops
@@ -143,6 +144,10 @@ from runtime.linalg.toplevel import *  # noqa: E402,F401,F403
 _linalg_toplevel.install(Tensor)
 from runtime import func  # noqa: E402
 from runtime.func import vmap  # noqa: E402,F401
+from runtime import batching as _batching  # noqa: E402
+
+# while a vmap runs, these namespaces' functions dispatch batched arguments
+_batching.NAMESPACES.extend([_sys.modules[__name__], nn.functional, special, linalg])
 from runtime.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: E402,F401
 
 

@@ -38,7 +38,24 @@ accelerator = types.SimpleNamespace(
 
 mps = types.SimpleNamespace(is_available=_false, is_built=_false, device_count=_zero)
 
+def _opt_einsum_module():
+    try:
+        import opt_einsum
+    except ImportError:
+        return None
+    return opt_einsum
+
+
+# torch.backends.opt_einsum: as in PyTorch, einsum with three or more operands contracts along
+# the path opt_einsum chooses when that package is installed and this is enabled, else left
+# to right (runtime.ops.einsum)
+opt_einsum = types.SimpleNamespace(
+    is_available=lambda: _opt_einsum_module() is not None,
+    get_opt_einsum=_opt_einsum_module, enabled=_opt_einsum_module() is not None,
+    strategy="auto" if _opt_einsum_module() is not None else None)
+
 backends = types.SimpleNamespace(
+    opt_einsum=opt_einsum,
     mps=types.SimpleNamespace(is_available=_false, is_built=_false),
     cuda=types.SimpleNamespace(is_built=_false),
     cudnn=types.SimpleNamespace(is_available=_false, enabled=False, deterministic=False,

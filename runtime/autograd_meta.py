@@ -37,13 +37,16 @@ _new = object.__new__
 DEFAULT, NO_GRAD, MULTI_OUTPUT, INFERENCE = 0, 1, 2, 3
 _VIEWS_PRUNE_AT = 32  # a base's list of views is first cleared of dead ones at this length
 _weakref = weakref.ref
+# forward AD: while a dual level is open, [propagate] where propagate(node, inputs, outs) gives
+# the outputs of a freshly recorded node their tangents (see runtime.forward_ad)
+FORWARD_AD = []
 
 
 class TensorMeta:
     """Rarely used per-tensor autograd state, allocated on first use."""
 
     __slots__ = ("hooks", "post_acc_hooks", "acc", "retains_grad", "view_steps", "creation",
-                 "view_version", "own_requires_grad", "views", "detached")
+                 "view_version", "own_requires_grad", "views", "detached", "tangent", "fw_only")
 
     def __init__(self):
         self.hooks = None
@@ -56,6 +59,8 @@ class TensorMeta:
         self.own_requires_grad = False  # a view's own flag (requires_grad_() on the view)
         self.views = None  # on a base: weakrefs to views whose requires_grad follows it
         self.detached = False  # a non-leaf detached in place: nodes that saved it refuse it
+        self.tangent = None  # forward AD: the tangent carried inside the open dual level
+        self.fw_only = False  # forward AD: requires grad only so that tangents propagate
 
 
 def meta_of(t):
@@ -165,6 +170,8 @@ def record(cls, inputs, out, args=()):
     if cls._keeps_indices:
         node._freed = False
     out._grad_fn = node
+    if FORWARD_AD:
+        FORWARD_AD[0](node, inputs, (out,))
     return node
 
 
@@ -185,6 +192,8 @@ def record_multi(cls, inputs, outs, args=()):
     for i, out in enumerate(outs):
         out._grad_fn = node
         out._output_nr = i
+    if FORWARD_AD:
+        FORWARD_AD[0](node, inputs, outs)
     return node
 
 
@@ -298,7 +307,7 @@ def check_inplace(t, recording):
         raise RuntimeError(
             "an inference tensor cannot be modified in place outside inference_mode; "
             "clone() it first to get a normal tensor")
-    if not recording:
+    if not recording or (t._meta is not None and t._meta.fw_only):
         return
     base = t._base
     if base is None:
@@ -341,6 +350,11 @@ def apply_inplace(t, result, aliased=False):
     else:
         np.copyto(old_data, result._data, casting="unsafe")
     t._vc[0] += 1
+    if FORWARD_AD:
+        from runtime.forward_ad import inplace_moves
+
+        if inplace_moves(t, result):
+            return t
     if node is None:
         return t
     _rebind_saved_result(node, t)

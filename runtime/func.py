@@ -9,13 +9,16 @@ output that does not depend on an argument gives zeros, as functorch's do.
 
 Forward-mode transforms (jvp, jacfwd) give functorch's values through reverse mode: jvp by the
 double-backward trick, jacfwd as the Jacobian (one VJP per output element). vmap runs the
-function once per batch entry and stacks the results (`out_dims`), which equals functorch's
-vectorized results for functions without side effects.
+function once on batched tensors (runtime.batching). Inside a vmap, `grad`/`vjp` differentiate
+the batched tensors' physical values: an argument not batched is first expanded over the
+open batch dimensions, so its gradient is per batch entry (per-sample gradients), as
+functorch's are.
 """
 
 import functools
 
 from runtime import grad_mode
+from runtime import batching
 from runtime.ops._core import is_tensor
 
 
@@ -33,6 +36,14 @@ def _argnums_tuple(argnums, n):
 
 
 def _leaf(x):
+    if batching.is_batched(x):
+        return batching.BatchedTensor(_plain_leaf(x._t), x._nb)
+    if is_tensor(x) and batching.open_sizes():
+        return _leaf_per_entry(x)
+    return _plain_leaf(x)
+
+
+def _plain_leaf(x):
     if not is_tensor(x):
         raise RuntimeError(f"a differentiated argument must be a Tensor, got "
                            f"{type(x).__name__}")
@@ -41,9 +52,25 @@ def _leaf(x):
     return x.view_as(x) if x.requires_grad else x.detach().requires_grad_()
 
 
+def _leaf_per_entry(x):
+    """A plain argument differentiated inside vmap: one copy per batch entry, so that its
+    gradient is per entry too."""
+    sizes = batching.open_sizes()
+    leaf = _plain_leaf(x)
+    with grad_mode.enable_grad():
+        expanded = leaf.expand(sizes + tuple(leaf.shape))
+    if not x.requires_grad:
+        expanded = expanded.detach().requires_grad_()
+    return batching.BatchedTensor(expanded, len(sizes))
+
+
 def _keep_graph(args):
     """Whether results must stay differentiable: some argument requires grad on entry."""
-    return any(is_tensor(a) and a.requires_grad for a in _flatten(args))
+    return any(_is_t(a) and a.requires_grad for a in _flatten(args))
+
+
+def _is_t(x):
+    return is_tensor(x) or batching.is_batched(x)
 
 
 def _flatten(tree):
@@ -65,7 +92,7 @@ def _map(fn, tree):
 
 
 def _finish(tree, keep):
-    return tree if keep else _map(lambda t: t.detach() if is_tensor(t) else t, tree)
+    return tree if keep else _map(lambda t: t.detach() if _is_t(t) else t, tree)
 
 
 def _grads(outputs, inputs, cotangents):
@@ -73,13 +100,35 @@ def _grads(outputs, inputs, cotangents):
     from runtime import autograd
     from runtime.creation import zeros_like
 
+    outputs, cotangents = _physical_outputs(outputs, cotangents)
+    nbs = [batching.nb_of(x) for x in inputs]
+    inputs = [batching.physical(x) for x in inputs]
     pairs = [(o, c) for o, c in zip(outputs, cotangents) if o.requires_grad]
     if not pairs:
-        return tuple(zeros_like(x) for x in inputs)
-    outs, cots = zip(*pairs)
-    grads = autograd.grad(outs, inputs, cots, retain_graph=True, create_graph=True,
-                          allow_unused=True)
-    return tuple(zeros_like(x) if g is None else g for g, x in zip(grads, inputs))
+        grads = [None] * len(inputs)
+    else:
+        outs, cots = zip(*pairs)
+        grads = autograd.grad(outs, inputs, cots, retain_graph=True, create_graph=True,
+                              allow_unused=True)
+    grads = [zeros_like(x) if g is None else g for g, x in zip(grads, inputs)]
+    return tuple(batching.wrap_out(g, nb) for g, nb in zip(grads, nbs))
+
+
+def _physical_outputs(outputs, cotangents):
+    """Batched outputs and cotangents as physical tensors (an implicit cotangent of a batched
+    scalar is one per batch entry)."""
+    from runtime.creation import ones_like
+
+    outs, cots = [], []
+    for o, c in zip(outputs, cotangents):
+        if batching.is_batched(o):
+            c = ones_like(o._t) if c is None else batching.expand_batch(c, o._nb)
+            o = o._t
+        elif batching.is_batched(c):
+            c = batching.physical(c)
+        outs.append(o)
+        cots.append(c)
+    return outs, cots
 
 
 def _split_aux(result, has_aux, name):
@@ -126,7 +175,7 @@ def _unflatten(trees, leaves):
 
 
 def _check_scalar(out):
-    if not is_tensor(out):
+    if not _is_t(out):
         raise RuntimeError(f"grad(f)(*args): f must return a Tensor, got {type(out).__name__}")
     if out.dim() != 0:
         raise RuntimeError(f"grad(f)(*args): f must return a scalar (0-dim) Tensor, got one "
@@ -170,9 +219,16 @@ def vjp(func, *primals, has_aux=False):
     return result + (_finish(aux, keep),) if has_aux else result
 
 
-def jvp(func, primals, tangents, *, strict=False, has_aux=False):
+def _cotangent_seed(o):
+    """Zeros shaped like output `o` that require grad (per batch entry inside vmap)."""
     from runtime.creation import zeros_like
 
+    if batching.is_batched(o):
+        return batching.BatchedTensor(zeros_like(o._t, requires_grad=True), o._nb)
+    return zeros_like(o, requires_grad=True)
+
+
+def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
         raise RuntimeError("jvp(f, primals, tangents): primals and tangents must be tuples")
     if len(primals) != len(tangents):
@@ -183,7 +239,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         leaves = _map(_leaf, primals)
         out, aux = _split_aux(func(*leaves), has_aux, "jvp")
         flat_out = _flatten(out)
-        u = [zeros_like(o, requires_grad=True) for o in flat_out]
+        u = [_cotangent_seed(o) for o in flat_out]
         vjps = _grads(flat_out, _flatten(leaves), u)
         flat_t = _flatten(tangents)
         jv = _grads(vjps, u, flat_t)
@@ -212,18 +268,19 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
 def _jacobian_rows(out, diff, as_tuple):
     """d out / d diff[j] for each j, shaped out.shape + arg.shape (pytrees of args kept)."""
     from runtime.creation import zeros
-    from runtime.ops import reshape, stack
+    import runtime
 
     flat_in = _flatten(diff)
     rows = []
-    flat_out = reshape(out, (-1,))
+    flat_out = out.reshape(-1)
     for k in range(out.numel()):
         rows.append(_grads((flat_out[k],), flat_in, (None,)))
     per_input = []
     for j, x in enumerate(flat_in):
         shape = tuple(out.shape) + tuple(x.shape)
         col = [r[j] for r in rows]
-        per_input.append(reshape(stack(col, 0), shape) if col else
+        # runtime.stack and the methods dispatch batched rows inside vmap
+        per_input.append(runtime.stack(col, 0).reshape(shape) if col else
                          zeros(shape, dtype=x.dtype))
     trees = _unflatten(diff, per_input)
     return tuple(trees) if as_tuple else trees[0]
@@ -241,6 +298,10 @@ def hessian(func, argnums=0):
 # -- vmap ---------------------------------------------------------------------------------------
 
 def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
+    """Vectorised map: `func` runs once on batched tensors (runtime.batching: rules per
+    op, a per-entry loop for ops without one). `randomness` as in PyTorch ("error" refuses
+    random ops, "same" draws once for all entries, "different" once per entry).
+    `chunk_size` is accepted and ignored."""
     if randomness not in ("error", "different", "same"):
         raise RuntimeError(f"vmap: randomness must be 'error', 'different' or 'same', got "
                            f"{randomness!r}")
@@ -249,8 +310,14 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     def wrapper(*args, **kwargs):
         dims = _in_dims_per_arg(in_dims, args)
         size = _batch_size(args, dims)
-        results = [func(*_slice_args(args, dims, b), **kwargs) for b in range(size)]
-        return _stack_results(results, out_dims)
+
+        def call():
+            flat = [a if d is None else batching.to_level(a, d, size)
+                    for a, d in zip(_flatten(args), _flatten(dims))]
+            out = func(*_unflatten(list(args), flat), **kwargs)
+            return _unbatch_results(out, out_dims, size)
+
+        return batching.run_level(size, call, randomness)
 
     return wrapper
 
@@ -277,7 +344,7 @@ def _batch_size(args, dims):
     for a, d in zip(_flatten(args), _flatten(dims)):
         if d is None:
             continue
-        if not is_tensor(a):
+        if not is_tensor(a) and not batching.is_batched(a):
             raise ValueError(f"vmap: in_dims {d} given for an argument of type "
                              f"{type(a).__name__}; only Tensors can be mapped over")
         if not -a.dim() <= d < max(a.dim(), 1) or a.dim() == 0:
@@ -292,33 +359,14 @@ def _batch_size(args, dims):
     return sizes.pop()
 
 
-def _slice_args(args, dims, b):
-    def pick(pair):
-        a, d = pair
-        return a if d is None else a.select(d, b)
-
-    flat = [pick(p) for p in zip(_flatten(args), _flatten(dims))]
-    return _unflatten(list(args), flat)
-
-
-def _stack_results(results, out_dims):
-    from runtime.ops import stack
-
-    first = results[0]
-    flat = [_flatten(r) for r in results]
-    dims = _flatten(_broadcast_dims(out_dims, first)) if not isinstance(out_dims, int) \
-        else [out_dims] * len(flat[0])
-    stacked = []
-    for k, d in enumerate(dims):
-        column = [f[k] for f in flat]
-        if not is_tensor(column[0]):
-            raise ValueError(f"vmap: the function must return Tensors, got "
-                             f"{type(column[0]).__name__}")
-        if d is None:
-            stacked.append(column[0])
-        else:
-            stacked.append(stack(column, d if d >= 0 else d + column[0].dim() + 1))
-    return _unflatten([first], stacked)[0]
+def _unbatch_results(out, out_dims, size):
+    flat = _flatten(out)
+    if isinstance(out_dims, int):
+        dims = [out_dims] * len(flat)
+    else:
+        dims = _flatten(_broadcast_dims(out_dims, out))
+    return _unflatten([out], [batching.from_level(o, d, size)
+                              for o, d in zip(flat, dims)])[0]
 
 
 def functional_call(module, parameter_and_buffer_dicts, args=(), kwargs=None, *, tie_weights=True,

@@ -179,7 +179,10 @@ class Tensor:
     # -- autograd flags ----------------------------------------------------------------------
     @property
     def requires_grad(self):
-        return self._requires_grad or self._grad_fn is not None
+        if self._grad_fn is not None:
+            return True
+        # a forward-only dual tensor requires grad internally only (runtime.forward_ad)
+        return self._requires_grad and (self._meta is None or not self._meta.fw_only)
 
     @requires_grad.setter
     def requires_grad(self, flag):
@@ -197,6 +200,13 @@ class Tensor:
         self._set_leaf_requires_grad(flag)
 
     def _set_leaf_requires_grad(self, flag):
+        m = self._meta
+        if m is not None and m.fw_only:
+            if not flag:
+                return  # it does not require grad, as far as the user can tell
+            m.fw_only = False  # from now on a real leaf (a view: its own flag)
+            if self._base is None:
+                return
         if flag and self._inference and not _state.inference:
             raise RuntimeError("an inference tensor cannot be made to require grad outside "
                                "inference_mode; clone() it first")
@@ -485,8 +495,12 @@ class Tensor:
         gf = self.grad_fn
         if gf is not None:
             suffixes.append(f"grad_fn=<{type(gf).__name__}>")
-        elif self._requires_grad:
+        elif self.requires_grad:
             suffixes.append("requires_grad=True")
+        tangent = self._meta.tangent if self._meta is not None else None
+        if tangent is not None:
+            shown = tangent.item() if tangent.dim() == 0 else repr(tangent)
+            suffixes.append(f"tangent={shown}")
         return suffixes
 
     __str__ = __repr__

@@ -31,6 +31,13 @@ def scatter_add_dim(g, dim, indices, shape):
     return _indexing.scatter_add(zeros, dim, wrap(indices, None), g)
 
 
+def scatter_prod(like, dim, index, src):
+    """The product of the sources scattered to each position of `like` (1 where none is),
+    recorded: scatter_reduce's prod weights differentiated under create_graph."""
+    ones = wrap(np.ones(like._data.shape, like._dtype.np), like._dtype)
+    return _indexing.scatter_reduce(ones, dim, index, src, "prod")
+
+
 def diagonal_at(x, offset, d1, d2):
     return _indexing.diagonal(x, offset, d1, d2)
 

@@ -79,6 +79,12 @@ CASES = {
                             ((2, 3), ANY)),
     "einsum_list_operands": row(lambda L, a, b: L.einsum("ij,jk", [a, b]), ((2, 3), ANY),
                                 ((3, 2), ANY)),
+    "einsum_chain4": row(lambda L, a, b, c, d: L.einsum("ij,jk,kl,lm->im", a, b, c, d),
+                         ((9, 3), ANY), ((3, 4), ANY), ((4, 5), ANY), ((5, 7), ANY)),
+    "einsum_ring4": row(lambda L, a, b, c, d: L.einsum("ab,cd,bc,da->", a, b, c, d),
+                        ((2, 3), ANY), ((4, 5), ANY), ((3, 4), ANY), ((5, 2), ANY)),
+    "einsum_three_swapped": row(lambda L, a, b, c: L.einsum("ij,jk,kl->li", a, b, c),
+                                ((6, 3), ANY), ((3, 7), ANY), ((7, 2), ANY)),
     # norms
     "vector_norm": row(lambda L, x: L.linalg.vector_norm(x), ((3, 4), ANY)),
     "vector_norm_3_dim": row(lambda L, x: L.linalg.vector_norm(x, 3, dim=1), ((3, 4), ANY)),
@@ -435,3 +441,55 @@ def test_linalg_gradgradcheck(name):
     """Second derivatives against finite differences of the first (no torch involved)."""
     f, inputs = _checkable(name)
     assert adcompile.autograd.gradgradcheck(f, inputs, eps=1e-6, atol=1e-4)
+
+
+# einsum with three or more operands: the contraction order (opt_einsum's path when
+# torch.backends.opt_einsum is enabled, left to right when not) shows in the whole graph
+EINSUM_PATHS = [
+    ("ij,jk,kl,lm->im", [(2, 3), (3, 4), (4, 5), (5, 6)]),
+    ("ij,jk,kl,lm->im", [(9, 3), (3, 4), (4, 5), (5, 7)]),
+    ("ab,bc,cd,de,ef->af", [(2, 9), (9, 3), (3, 8), (8, 2), (2, 2)]),
+    ("ab,cd,bc,da->", [(2, 3), (4, 5), (3, 4), (5, 2)]),
+    ("i,i,i,i->", [(4,), (4,), (4,), (4,)]),
+    ("bij,bjk,bkl,bl->bi", [(2, 3, 4), (2, 4, 5), (2, 5, 6), (2, 6)]),
+    ("ij,kl,jk->il", [(7, 2), (3, 9), (2, 3)]),
+    ("ij,jk,kl->li", [(20, 3), (3, 40), (40, 5)]),
+    ("...ij,jk,kl,lm", [(2, 3, 4), (4, 5), (5, 6), (6, 2)]),
+    ("iij,jk,k,kl->il", [(3, 3, 4), (4, 5), (5,), (5, 2)]),
+    ("ab,ac,ad,ae,af,ag->", [(2, 3), (2, 4), (2, 2), (2, 5), (2, 3), (2, 2)]),
+]
+
+
+def _graph_walk(fn):
+    """Node names depth first along next_functions (None edges included)."""
+    if fn is None:
+        return [None]
+    names = [type(fn).__name__]
+    for child, _ in fn.next_functions:
+        names += _graph_walk(child)
+    return names
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+@pytest.mark.parametrize("case", range(len(EINSUM_PATHS)))
+def test_einsum_contraction_order_graph(case, enabled):
+    equation, shapes = EINSUM_PATHS[case]
+    rng = np.random.default_rng(case)
+    arrays = [rng.standard_normal(s) for s in shapes]
+    seen = []
+    for L in (torch, adcompile):
+        saved = L.backends.opt_einsum.enabled
+        L.backends.opt_einsum.enabled = enabled
+        try:
+            xs = [L.tensor(a, requires_grad=True) for a in arrays]
+            y = L.einsum(equation, *xs)
+            (y * y).sum().backward()
+            seen.append((_graph_walk(y.grad_fn), y.detach().numpy(),
+                         [x.grad.numpy() for x in xs]))
+        finally:
+            L.backends.opt_einsum.enabled = saved
+    (want_graph, want, want_grads), (graph, got, grads) = seen
+    assert graph == want_graph
+    np.testing.assert_allclose(got, want, rtol=1e-10)
+    for g, w in zip(grads, want_grads):
+        np.testing.assert_allclose(g, w, rtol=1e-10)

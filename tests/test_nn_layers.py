@@ -369,3 +369,23 @@ def test_forward_hooks_match_torch():
         runs.append((first, seen))
     np.testing.assert_allclose(runs[1][0], runs[0][0], rtol=1e-6)
     assert runs[1][1] == runs[0][1]
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_conv_accepts_an_unbatched_input(n):
+    """(C, *spatial) input: a batch of one added and removed, as PyTorch does (values,
+    gradients, SqueezeBackward1 over ConvolutionBackward0)."""
+    seen = []
+    for L in (torch, adcompile):
+        L.manual_seed(0)
+        conv = (L.nn.Conv1d if n == 1 else L.nn.Conv2d)(2, 3, 2).double()
+        x = L.tensor(np.random.default_rng(n).standard_normal((2,) + (4,) * n),
+                     requires_grad=True)
+        y = conv(x)
+        y.sum().backward()
+        seen.append((y.detach().numpy(), x.grad.numpy(), type(y.grad_fn).__name__,
+                     type(y.grad_fn.next_functions[0][0]).__name__))
+    (want_y, want_g, *want_names), (got_y, got_g, *got_names) = seen
+    np.testing.assert_allclose(got_y, want_y, rtol=1e-10)
+    np.testing.assert_allclose(got_g, want_g, rtol=1e-10)
+    assert got_names == want_names

@@ -102,6 +102,12 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     return out
 
 
+def functional_module():
+    from runtime.nn import functional
+
+    return functional
+
+
 def _act_module(name, fn, fields, fmt):
     """A Module class calling fn(input, **fields) whose repr prints `fmt` over its fields."""
 
@@ -114,13 +120,16 @@ def _act_module(name, fn, fields, fmt):
             setattr(self, k, v)
 
     def forward(self, input):
-        return fn(input, **{k: getattr(self, k) for k in fields if k != "inplace"})
+        # looked up on each call, so that vmap's dispatching torch.nn.functional is used
+        call = getattr(functional_module(), fn.__name__, fn)
+        return call(input, **{k: getattr(self, k) for k in fields if k != "inplace"})
 
     def extra_repr(self):
         return fmt.format(**{k: getattr(self, k) for k in fields})
 
     return type(name, (Module,), {"__init__": __init__, "forward": forward,
-                                  "extra_repr": extra_repr, "__module__": __name__})
+                                  "extra_repr": extra_repr, "__module__": __name__,
+                                  "_vmap_batches": True})
 
 
 GELU = _act_module("GELU", gelu, {"approximate": "none"}, "approximate={approximate!r}")

@@ -60,7 +60,11 @@ def _check_conv(x, w, groups, n):
 
 
 def convolution(x, w, bias, stride, padding, dilation, groups, n):
-    """The n-d convolution (cross-correlation) of a batched input, as torch.convolution."""
+    """The n-d convolution (cross-correlation) of a batched input, as torch.convolution; an
+    unbatched input is given a batch of one and taken out of it again, as PyTorch does."""
+    if x._data.ndim == n + 1:
+        one = F.unsqueeze(x, 0)
+        return F.squeeze(convolution(one, w, bias, stride, padding, dilation, groups, n), 0)
     _check_conv(x, w, groups, n)
     kernel = w._data.shape[2:]
     stride, dilation = ntuple(stride, n, "stride"), ntuple(dilation, n, "dilation")

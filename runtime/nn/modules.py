@@ -5,7 +5,7 @@ import collections
 
 import numpy as np
 
-from runtime import dtypes
+from runtime import batching, dtypes
 from runtime import ops as F
 from runtime.nn import functional as NF
 from runtime.tensor import Tensor
@@ -52,7 +52,16 @@ class Module:
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
+    # forward only calls ops that vmap can batch (else, inside vmap, it runs per entry)
+    _vmap_batches = False
+
     def __call__(self, *args, **kwargs):
+        if batching.open_sizes() and not self._vmap_batches and batching.any_batched(args,
+                                                                                    kwargs):
+            return batching.dispatch(type(self).__name__, self._call, args, kwargs)
+        return self._call(*args, **kwargs)
+
+    def _call(self, *args, **kwargs):
         if "_forward_pre_hooks" in self.__dict__ or "_forward_hooks" in self.__dict__:
             from runtime.nn.module_hooks import call_with_hooks
 
@@ -291,6 +300,7 @@ _IncompatibleKeys = collections.namedtuple("IncompatibleKeys", ["missing_keys",
 class Linear(Module):
     """y = x @ weight.T + bias, initialised as PyTorch does (kaiming-uniform weight,
     uniform bias in +-1/sqrt(in_features)), drawing from the same random stream."""
+    _vmap_batches = True
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
@@ -319,9 +329,11 @@ class Linear(Module):
 
 def _activation(name, fn):
     def forward(self, input):
-        return fn(input)
+        # looked up on each call, so that vmap's dispatching torch.nn.functional is used
+        return getattr(NF, fn.__name__, fn)(input)
 
-    return type(name, (Module,), {"forward": forward, "__doc__": f"Applies {fn.__name__}."})
+    return type(name, (Module,), {"forward": forward, "__doc__": f"Applies {fn.__name__}.",
+                                  "_vmap_batches": True})
 
 
 ReLU = _activation("ReLU", F.relu)
@@ -347,11 +359,13 @@ class LogSoftmax(Softmax):
 
 
 class Identity(Module):
+    _vmap_batches = True
     def forward(self, input):
         return input
 
 
 class Dropout(Module):
+    _vmap_batches = True
     def __init__(self, p=0.5, inplace=False):
         super().__init__()
         self.p = p
@@ -364,18 +378,20 @@ class Dropout(Module):
 
 
 class Flatten(Module):
+    _vmap_batches = True
     def __init__(self, start_dim=1, end_dim=-1):
         super().__init__()
         self.start_dim, self.end_dim = start_dim, end_dim
 
     def forward(self, input):
-        return F.flatten(input, self.start_dim, self.end_dim)
+        return input.flatten(self.start_dim, self.end_dim)
 
     def extra_repr(self):
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 
 class Sequential(Module):
+    _vmap_batches = True
     def __init__(self, *modules):
         super().__init__()
         if len(modules) == 1 and isinstance(modules[0], collections.OrderedDict):

@@ -7,7 +7,7 @@ them. With beta = 0 the input is ignored, so nan or inf in it does not propagate
 
 import numpy as np
 
-from runtime.autograd_meta import any_requires_grad, record
+from runtime.autograd_meta import any_requires_grad, record, requires_grad
 from runtime.function import node_class, save_input
 from runtime.ops._core import wrap
 
@@ -58,8 +58,8 @@ def _fused(cls, name, inp, m1, m2, prod, beta, alpha, extra=()):
     out = wrap(data, m1._dtype)
     if any_requires_grad((inp, m1, m2)):
         record(cls, (inp, m1, m2), out,
-               (save_input(m1) if m2.requires_grad else None,
-                save_input(m2) if m1.requires_grad else None, beta, alpha) + extra)
+               (save_input(m1) if requires_grad(m2) else None,
+                save_input(m2) if requires_grad(m1) else None, beta, alpha) + extra)
     return out
 
 

@@ -7,9 +7,10 @@ contracted and the result appended to the end, until one is left: a product with
 contracted labels is a broadcasting `mul`, one with them a `bmm` over (kept, left-only,
 summed) x (kept, summed, right-only) reshapes, as PyTorch's sumproduct_pair does; contracted
 unit dimensions left at the end are dropped by one view. Labels are ASCII letters; `...`
-stands for broadcast dimensions. Values, gradients and graphs equal PyTorch's for up to three
-operands (with four or more PyTorch follows opt_einsum's cheapest path, this the given order:
-values and gradients still agree).
+stands for broadcast dimensions. With three or more operands the pairs are taken along
+opt_einsum's path when `torch.backends.opt_einsum` is enabled and the package is installed
+(PyTorch asks opt_einsum the same way), else left to right as PyTorch does without it; so
+values, gradients and graphs (grad_fn names along next_functions) equal PyTorch's.
 """
 
 import string
@@ -33,7 +34,24 @@ def einsum(equation, *operands):
     if not operands:
         raise RuntimeError("einsum(): at least one operand is needed")
     inputs, output = _parse(equation, operands)
-    return _contract(list(operands), inputs, output)
+    return _contract(list(operands), inputs, output, _path(equation, operands))
+
+
+def _path(equation, operands):
+    """The contraction order as PyTorch picks it: opt_einsum's path (pairs of positions in
+    the shrinking operand list) for three or more operands when torch.backends.opt_einsum
+    is enabled and installed, else None (left to right)."""
+    from runtime.accelerators import opt_einsum
+
+    if len(operands) < 3 or not opt_einsum.enabled:
+        return None
+    module = opt_einsum.get_opt_einsum()
+    if module is None:
+        return None
+    shapes = [op._data.shape for op in operands]
+    pairs = module.contract_path(equation, *shapes, optimize=opt_einsum.strategy,
+                                 shapes=True)[0]
+    return [tuple(sorted(p)) for p in pairs]
 
 
 def _from_sublists(first, rest):
@@ -89,7 +107,7 @@ def _parse(equation, operands):
     return terms, output
 
 
-def _contract(operands, inputs, output):
+def _contract(operands, inputs, output, path=None):
     ell_dims = max((op._data.ndim - len(t) + 1 for op, t in zip(operands, inputs)
                     if ELLIPSIS in t), default=0)
     order = _label_order(inputs, output, ell_dims)
@@ -98,7 +116,7 @@ def _contract(operands, inputs, output):
     _broadcast_sizes(permuted, order)
     present = [{i for i, key in enumerate(order)
                 if (key[0] if isinstance(key, tuple) else key) in labels} for labels in inputs]
-    return _fold(permuted, present, n_out, len(order))
+    return _fold(permuted, present, n_out, len(order), path)
 
 
 def _expanded_len(labels, ell_dims):
@@ -198,9 +216,9 @@ def _broadcast_sizes(ops, order):
     return sizes
 
 
-def _fold(ops, present, n_out, n_all):
-    """Contract the aligned operands pairwise, first two first, each result appended to the
-    end of the list (PyTorch's order along opt_einsum's path for small problems). Axes
+def _fold(ops, present, n_out, n_all, path=None):
+    """Contract the aligned operands pairwise, each result appended to the end of the list:
+    the pairs `path` names (positions in the current list), or the first two. Axes
     `present[i]` are the labels operand i really has; a contracted label only one operand has
     is summed out of it first."""
     from runtime.ops.elementwise import mul
@@ -216,18 +234,35 @@ def _fold(ops, present, n_out, n_all):
         if only:
             ops[i] = sum_(op, tuple(only), True)
             present[i] -= set(only)
+    steps = iter(path or ())
     while len(ops) > 1:
-        a, b = ops.pop(0), ops.pop(0)
-        pa, pb = present.pop(0), present.pop(0)
+        i, j = next(steps, (0, 1))
+        b, pb = ops.pop(j), present.pop(j)
+        a, pa = ops.pop(i), present.pop(i)
         summed = sorted(((pa | pb) & contracted) - set().union(*present))
-        ops.append(_pair(a, b, summed) if summed else mul(a, b))
-        present.append((pa | pb) - set(summed))
+        if summed and _right_first(a, b, summed):
+            a, b = b, a
+        at = len(ops) if path else 0  # along a path results go last, else first
+        ops.insert(at, _pair(a, b, summed) if summed else mul(a, b))
+        present.insert(at, (pa | pb) - set(summed))
     result = ops[0]
     if n_all > n_out:  # the contracted axes are unit axes by now: a view drops them
         from runtime.ops.shape import view
 
         result = view(result, result._data.shape[:n_out])
     return result
+
+
+def _right_first(a, b, summed):
+    """Whether PyTorch makes `b` the left bmm operand: when every kept axis only b spans
+    (or neither does) comes before every kept axis only a spans, so that bmm writes the
+    result in its final order."""
+    left_only, right_only = [], []
+    for d, (sa, sb) in enumerate(zip(a._data.shape, b._data.shape)):
+        if d in summed or (sa != 1 and sb != 1):
+            continue
+        (left_only if sa != 1 else right_only).append(d)
+    return bool(left_only and right_only) and right_only[-1] < left_only[0]
 
 
 def _pair(left, right, summed):

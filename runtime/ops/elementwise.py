@@ -4,7 +4,7 @@ import operator
 
 import numpy as np
 
-from runtime.autograd_meta import _state, any_requires_grad, record, requires_grad
+from runtime.autograd_meta import FORWARD_AD, _state, any_requires_grad, record, requires_grad
 from runtime.autograd_meta import _new_unary_node as new_unary_node
 from runtime.function import node_class, save_input, save_output
 from runtime.rules import numpy_ops
@@ -491,6 +491,8 @@ def _unary(np_fn, cls, x, saves, keep_dtype=False):
         else:
             args = ()
         out._grad_fn = new_unary_node(cls, x, out, args)
+        if FORWARD_AD:
+            FORWARD_AD[0](out._grad_fn, (x,), (out,))
     return out
 
 

@@ -22,6 +22,7 @@ from runtime.autograd_meta import (
     new_node,
     record,
 )
+from runtime.function import save_input
 from runtime.ops._family import node, record_freed
 from runtime.grad_mode import _state
 from runtime.ops import shape as S
@@ -188,8 +189,10 @@ def scatter_reduce(x, dim, index, src, reduce, *, include_self=True):
     if any_requires_grad((x, src)):
         dropped = hit & (not include_self)
         weights = _reduce_weights(reduce, x, part, out, key, count, dropped)
-        record_freed(ScatterReduceBackward0, (x, src), out,
-                     (key, slices, src._data.shape, weights))
+        args = (key, slices, src._data.shape, weights)
+        if reduce == "prod":  # weights that depend on x and src: kept for double backward
+            args += (save_input(x), save_input(src), d, index, ~dropped)
+        record_freed(ScatterReduceBackward0, (x, src), out, args)
     return out
 
 

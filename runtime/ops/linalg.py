@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from runtime.autograd_meta import any_requires_grad, record
+from runtime.autograd_meta import any_requires_grad, record, requires_grad
 from runtime.function import node_class, save_input
 from runtime.ops._core import wrap
 
@@ -30,7 +30,7 @@ def _product(cls, np_fn, a, b):
                            f"{list(b._data.shape)} cannot be multiplied") from None
     out = wrap(data, a._dtype)
     if any_requires_grad((a, b)):
-        ra, rb = a.requires_grad, b.requires_grad
+        ra, rb = requires_grad(a), requires_grad(b)
         args = (save_input(a) if rb else None, save_input(b) if ra else None)
         if cls is MmBackward0:
             args += (_colmajor(a), _colmajor(b))
@@ -107,7 +107,7 @@ def _should_fold(a, b):
     big, small = (a, b) if a_larger else (b, a)
     if not (big._data.ndim >= 3 and small._data.ndim <= 2):
         return False
-    if small.requires_grad:
+    if requires_grad(small):
         return True
     if a._data.ndim == 2:
         return False
@@ -144,9 +144,9 @@ def _batched(a, b):
     na, nb = len(sa), len(sb)
     if na == 3 and nb == 3 and sa[0] != sb[0]:
         # a batch of one that requires grad is squeezed, so its gradient comes from an mm
-        if sa[0] == 1 and a.requires_grad:
+        if sa[0] == 1 and requires_grad(a):
             return matmul(S.squeeze(a, 0), b)
-        if sb[0] == 1 and b.requires_grad:
+        if sb[0] == 1 and requires_grad(b):
             return matmul(a, S.squeeze(b, 0))
     n = sa[-2] if na > 1 else 1
     k = sa[-1]
@@ -196,7 +196,7 @@ def addmm(bias, m1, m2, beta=1, alpha=1):
         data = prod + (bias._data if beta == 1 else beta * bias._data)
     out = wrap(data, dt)
     if any_requires_grad((bias, m1, m2)):
-        r1, r2 = m1.requires_grad, m2.requires_grad
+        r1, r2 = requires_grad(m1), requires_grad(m2)
         record(AddmmBackward0, (bias, m1, m2), out,
                (save_input(m1) if r2 else None, save_input(m2) if r1 else None, beta, alpha,
                 _colmajor(m1), _colmajor(m2)))

@@ -16,6 +16,7 @@ from runtime import dtypes
 from runtime.autograd_meta import any_requires_grad, record, record_multi
 from runtime.function import save_input, save_output
 from runtime.ops._family import node, record_freed
+from runtime.ops import introsort
 from runtime.ops import shape as S
 from runtime.ops._core import check_operand, is_tensor, wrap
 from runtime.ops.reductions import _axes, _rule_dims, normalize_dims
@@ -39,6 +40,8 @@ SortResult = _return_type("sort")
 TopkResult = _return_type("topk")
 KthvalueResult = _return_type("kthvalue")
 MedianResult = _return_type("median")
+NanmedianResult = _return_type("nanmedian")
+ModeResult = _return_type("mode")
 CummaxResult = _return_type("cummax")
 CumminResult = _return_type("cummin")
 
@@ -51,6 +54,9 @@ CumminBackward0 = node("CumminBackward0", "cummax")
 MedianBackward0 = node("MedianBackward0", "evenly_distribute")
 MedianBackward1 = node("MedianBackward1", "amax_dim")
 KthvalueBackward0 = node("KthvalueBackward0", "amax_dim")
+NanmedianBackward0 = node("NanmedianBackward0", "evenly_distribute")
+NanmedianBackward1 = node("NanmedianBackward1", "amax_dim")
+ModeBackward0 = node("ModeBackward0", "amax_dim")
 VarMeanBackward0 = node("VarMeanBackward0", "var_mean", multi_output=True)
 StdMeanBackward0 = node("StdMeanBackward0", "std_mean", multi_output=True)
 SortBackward0 = node("SortBackward0", "amax_dim")
@@ -219,11 +225,36 @@ def _select(cls, result_type, x, idx, d, keepdim_shape=None):
 
 
 def sort(x, dim=-1, descending=False, *, stable=None):
-    """Always stable; passing stable= selects PyTorch's other overload (SortBackward1)."""
+    """Stable when asked; otherwise tied elements come out in the order PyTorch's unstable
+    CPU sort leaves them (runtime.ops.introsort). Passing stable= selects PyTorch's other
+    overload (SortBackward1)."""
     d = _dim1(dim, x._data.ndim)
     src = x._data if x._data.ndim else x._data.reshape(1)
     cls = SortBackward0 if stable is None else SortBackward1
-    return _select(cls, SortResult, x, _order(src, d, descending), d)
+    idx = _order(src, d, descending)
+    if not stable and not _sorted_stably(src, d):
+        _unstable_ties(src, idx, d, descending)
+    return _select(cls, SortResult, x, idx, d)
+
+
+_RADIX_FROM = 32768  # PyTorch sorts 1-D integer tensors this long with a stable radix sort
+
+
+def _sorted_stably(src, d):
+    """Where PyTorch's sort keeps equal elements in index order: a dimension of stride 0
+    (all elements equal, left as they are) and long 1-D integer tensors."""
+    return src.strides[d] == 0 or (src.ndim == 1 and src.size >= _RADIX_FROM
+                                   and src.dtype.kind in "iu")
+
+
+def _unstable_ties(src, idx, d, descending):
+    """Rows with equal values: the permutation of PyTorch's unstable sort (in place)."""
+    rows = np.moveaxis(src, d, -1)
+    out = np.moveaxis(idx, d, -1)
+    less = introsort.descending if descending else introsort.ascending
+    for at in np.ndindex(rows.shape[:-1]):
+        if introsort.has_ties(rows[at]):
+            out[at] = introsort.order(rows[at].tolist(), less)
 
 
 def argsort(x, dim=-1, descending=False, *, stable=False):
@@ -241,7 +272,17 @@ def topk(x, k, dim=-1, largest=True, sorted=True):
         raise RuntimeError(f"topk(): k = {k} is out of range for a dimension of size "
                            f"{src.shape[d]}")
     idx = np.take(_order(src, d, largest), np.arange(k), axis=d)
+    _topk_kernel_order(src, idx, d, k, largest, sorted)
     return _select(TopkBackward0, TopkResult, x, idx, d)
+
+
+def _topk_kernel_order(src, idx, d, k, largest, sort):
+    """Rows with ties (or results left unsorted): the order PyTorch's CPU kernel gives."""
+    rows = np.moveaxis(src, d, -1)
+    out = np.moveaxis(idx, d, -1)
+    for at in np.ndindex(rows.shape[:-1]):
+        if (not sort and k > 1) or introsort.has_ties(rows[at]):
+            out[at] = introsort.topk(rows[at].tolist(), k, largest, sort)
 
 
 def _pick(cls, result_type, x, position, d, keepdim, nan_wins=False):
@@ -258,11 +299,78 @@ def _pick(cls, result_type, x, position, d, keepdim, nan_wins=False):
 
 
 def kthvalue(x, k, dim=-1, keepdim=False):
+    """Which of tied elements is picked follows PyTorch's CPU quickselect (`_quickselect`),
+    so indices equal PyTorch's on ties too."""
     d = _dim1(dim, x._data.ndim)
+    _check_nonempty("kthvalue", x, (d,))
     size = x._data.shape[d] if x._data.ndim else 1
     if not 1 <= k <= size:
         raise RuntimeError(f"kthvalue(): k = {k} is out of range for a dimension of size {size}")
-    return _pick(KthvalueBackward0, KthvalueResult, x, k - 1, d, keepdim)
+    src = x._data if x._data.ndim else x._data.reshape(1)
+    idx = np.take(_order(src, d, False), [k - 1], axis=d)
+    _quickselect_ties(src, idx, k - 1, d)
+    kept = idx.shape if keepdim else idx.shape[:d] + idx.shape[d + 1:]
+    return _select(KthvalueBackward0, KthvalueResult, x, idx, d, kept)
+
+
+def _quickselect_ties(src, idx, k, d):
+    """Rows whose k-th value is tied: the index PyTorch's quickselect lands on (in place)."""
+    rows = np.moveaxis(src, d, -1)
+    picked = np.moveaxis(idx, d, -1)
+    value = np.take_along_axis(rows, picked, -1)
+    same = (rows == value) | (np.isnan(rows) & np.isnan(value))
+    ties = same.sum(-1) > 1
+    for at in np.ndindex(ties.shape):
+        if ties[at]:
+            picked[at] = _quickselect(rows[at].tolist(), k)
+
+
+def _after(a, b):
+    """PyTorch's order for selections: nan after everything, else greater."""
+    return (a != a and b == b) or a > b
+
+
+def _quickselect(arr, k):
+    """PyTorch's CPU quick_select_template (median-of-three pivot, Hoare partition) on one
+    row, carrying the original indices: the index that lands at position k."""
+    idx = list(range(len(arr)))
+
+    def swap(i, j):
+        arr[i], arr[j] = arr[j], arr[i]
+        idx[i], idx[j] = idx[j], idx[i]
+
+    lo, hi = 0, len(arr) - 1
+    while hi > lo:
+        if hi == lo + 1:
+            if _after(arr[lo], arr[hi]):
+                swap(lo, hi)
+            break
+        swap(lo + (hi - lo) // 2, lo + 1)
+        for a, b in ((lo + 1, hi), (lo, hi), (lo + 1, lo)):
+            if _after(arr[a], arr[b]):
+                swap(a, b)
+        i, j = _partition(arr, swap, lo, hi)
+        if j <= k:
+            lo = i
+        if j >= k:
+            hi = j - 1
+    return idx[k]
+
+
+def _partition(arr, swap, lo, hi):
+    i, j, pivot = lo + 1, hi, arr[lo]
+    while True:
+        i += 1
+        while _after(pivot, arr[i]):
+            i += 1
+        j -= 1
+        while _after(arr[j], pivot):
+            j -= 1
+        if j < i:
+            break
+        swap(i, j)
+    swap(lo, j)
+    return i, j
 
 
 def median(x, dim=None, keepdim=False):
@@ -274,14 +382,83 @@ def median(x, dim=None, keepdim=False):
             value = np.nan
         else:
             value = ordered[-1] if np.isnan(ordered[-1]) else ordered[(ordered.size - 1) // 2]
-        out = wrap(np.asarray(value, x._dtype.np), x._dtype)
-        if any_requires_grad((x,)):
-            record(MedianBackward0, (x,), out, (save_input(x), save_output(out, "Median")))
-        return out
+        return _median_of_all(x, value, MedianBackward0, "Median")
     d = _dim1(dim, x._data.ndim)
     _check_nonempty("median", x, (d,))
     size = x._data.shape[d] if x._data.ndim else 1
     return _pick(MedianBackward1, MedianResult, x, (size - 1) // 2, d, keepdim, nan_wins=True)
+
+
+def _median_of_all(x, value, cls, name):
+    """A 0-dim result whose gradient is shared among the elements equal to it."""
+    out = wrap(np.asarray(value, x._dtype.np), x._dtype)
+    if any_requires_grad((x,)):
+        record(cls, (x,), out, (save_input(x), save_output(out, name)))
+    return out
+
+
+def nanmedian(x, dim=None, keepdim=False):
+    """median ignoring nans (nan only where every element is nan); with dim, the index of
+    the lower middle among the non-nan values in index order."""
+    if dim is None:
+        data = x._data.reshape(-1)
+        kept = np.sort(data[~np.isnan(data)], kind="stable") if data.dtype.kind == "f" else \
+            np.sort(data, kind="stable")
+        value = kept[(kept.size - 1) // 2] if kept.size else np.nan
+        return _median_of_all(x, value, NanmedianBackward0, "Nanmedian")
+    d = _dim1(dim, x._data.ndim)
+    _check_nonempty("nanmedian", x, (d,))
+    src = x._data if x._data.ndim else x._data.reshape(1)
+    order = _order(src, d, False)  # nans last, equal values in index order
+    size = src.shape[d]
+    count = size - np.sum(np.isnan(src), axis=d, keepdims=True) if src.dtype.kind == "f" \
+        else np.full(np.take(src, [0], axis=d).shape, size)
+    idx = np.take_along_axis(order, np.maximum(count - 1, 0) // 2, d)
+    _all_nan_rows(src, idx, count, d)
+    kept = idx.shape if keepdim else idx.shape[:d] + idx.shape[d + 1:]
+    return _select(NanmedianBackward1, NanmedianResult, x, idx, d, kept)
+
+
+def _all_nan_rows(src, idx, count, d):
+    """PyTorch's kernel selects the first position among elements that never compare
+    less than one another: the index its nth_element leaves there (in place)."""
+    picked = np.moveaxis(idx, d, -1)
+    empty = np.moveaxis(count, d, -1)[..., 0] == 0
+    n = src.shape[d]
+    for at in np.ndindex(empty.shape):
+        if empty[at]:
+            picked[at] = introsort.nth([0.0] * n, 0, introsort.never)
+
+
+def mode(x, dim=-1, keepdim=False):
+    """The most frequent value along dim (the smallest among equally frequent ones) and the
+    index PyTorch's CPU kernel reports: the last of its run after an unstable sort."""
+    d = _dim1(dim, x._data.ndim)
+    src = x._data if x._data.ndim else x._data.reshape(1)
+    _check_nonempty("mode", x, (d,))
+    rows = np.moveaxis(src, d, -1)
+    picked = np.zeros(rows.shape[:-1] + (1,), np.int64)
+    for at in np.ndindex(rows.shape[:-1]):
+        picked[at] = _mode_index(rows[at])
+    idx = np.moveaxis(picked, -1, d)
+    kept = idx.shape if keepdim else idx.shape[:d] + idx.shape[d + 1:]
+    return _select(ModeBackward0, ModeResult, x, idx, d, kept)
+
+
+def _mode_index(row):
+    values = row.tolist()
+    # a nan compares equal to everything under the kernel's `<`: emulate those rows too
+    emulate = introsort.has_ties(row) or (row.dtype.kind == "f" and np.isnan(row).any())
+    perm = introsort.order(values, introsort.plain_less) if emulate else \
+        np.argsort(row, kind="stable").tolist()
+    best, best_count, count = 0, 0, 0
+    for k, i in enumerate(perm):
+        count += 1
+        if k == len(perm) - 1 or values[i] != values[perm[k + 1]]:
+            if count > best_count:
+                best, best_count = i, count
+            count = 0
+    return best
 
 
 # -- counts and comparisons ---------------------------------------------------------------------
@@ -333,5 +510,5 @@ def diff(x, n=1, dim=-1, prepend=None, append=None):
 
 
 FUNCTIONS = ["amax", "amin", "nansum", "var_mean", "std_mean", "logcumsumexp", "cummax",
-             "cummin", "median", "kthvalue", "sort", "argsort", "msort", "topk",
-             "count_nonzero", "isclose", "allclose", "diff"]
+             "cummin", "median", "nanmedian", "mode", "kthvalue", "sort", "argsort", "msort",
+             "topk", "count_nonzero", "isclose", "allclose", "diff"]

@@ -40,16 +40,49 @@ def scatter_add(ops, g, needs, key, src_slices, src_shape):
 
 
 @rule("scatter_reduce")
-def scatter_reduce(ops, g, needs, key, src_slices, src_shape, weights):
+def scatter_reduce(ops, g, needs, key, src_slices, src_shape, weights, *prod):
     """Each output is a reduction of its own value and the sources scattered to it; the
     forward pass fixed the partial derivatives as weights (1, 1/count, a tie's share, the
-    product of the other factors), so the rule is the weighted scatter's transpose."""
+    product of the other factors), so the rule is the weighted scatter's transpose.
+
+    The weights of sum, mean, amax and amin are locally constant; prod's depend on the
+    inputs (`prod` keeps them: self, src, dim, index, the kept-self mask), so under
+    create_graph they are recomputed with recorded ops, and double backward sees them."""
     w_self, w_src = weights
+    if prod and hasattr(g, "_grad_fn"):
+        w_self, w_src = _prod_weights(ops, key, src_slices, *prod)
     gx = ops.mul(g, w_self) if needs[0] else None
     gsrc = None
     if needs[1]:
         gsrc = _to_source(ops, ops.mul(ops.getitem(g, key), w_src), src_slices, src_shape)
     return gx, gsrc
+
+
+def _prod_weights(ops, key, src_slices, x, src, dim, index, keep):
+    """d out / d self = the product of the sources scattered there (0 where self was left
+    out); d out / d src = the product of the other factors of its output: the total over
+    the source, or, for the only zero of its output, the total with that zero taken as 1
+    (several zeros at one output: the value is right, its derivative is not, as PyTorch
+    refuses that case)."""
+    import numpy as np
+
+    part = ops.getitem(src, src_slices)
+    dt = part._data.dtype
+    keep = keep.astype(dt)
+    zero = part._data == 0
+    counts = np.zeros(x._data.shape, dt)
+    np.add.at(counts, key, zero.astype(dt))
+    single = (zero & (counts[key] == 1)).astype(dt)
+    single_full = np.zeros(src._data.shape, dt)
+    single_full[src_slices] = single
+    masked_src = ops.add(ops.mul(src, 1.0 - single_full), single_full)
+    sources = ops.scatter_prod(x, dim, index, src)
+    own = ops.add(ops.mul(x, keep), 1.0 - keep)
+    total = ops.getitem(ops.mul(own, sources), key)
+    by_total = ops.div(total, ops.add(part, zero.astype(dt)))
+    by_masked = ops.getitem(ops.mul(own, ops.scatter_prod(x, dim, index, masked_src)), key)
+    w_src = ops.add(ops.mul(by_masked, single), ops.mul(by_total, 1.0 - single))
+    return ops.mul(sources, keep), w_src
 
 
 @rule("index_add")
