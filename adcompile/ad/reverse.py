@@ -1646,9 +1646,11 @@ def _functional_loops(fn, active, top):
 def _memory_use(op, v, slots):
     """Whether op's use of array v needs v's adjoint in a shadow array: element reads and
     writes, views, loops and branches (except as the initial value of a loop slot whose
-    adjoint is carried as a value)."""
+    adjoint is carried as a value, or as the value `x[...] = v` / `x[...] += v` writes)."""
     if op.prim not in _MEMORY_USES:
         return False
+    if op.prim in ("assign", "iadd") and op.operands[0] is not v:
+        return False  # the value written: its adjoint is accumulated as a value (rev_assign)
     if op.prim != "for":
         return True
     return any(x is v and (k < 3 or (op, k - 3) not in slots)
