@@ -223,3 +223,56 @@ def test_random_scratch_programs(seed, tmp_path):
                                    rtol=1e-13, atol=1e-13)
     assert "# store:" in ac.grad(fn, argnums=(0, 1, 2)).source(*args) or \
         "# recompute:" in ac.grad(fn, argnums=(0, 1, 2)).source(*args), source
+
+
+# -- the adjoint's recomputed index arithmetic and loads ----------------------------------------
+
+def big_counter(x):
+    s = 0.0
+    k = -2 ** 62 - 2 ** 61
+    for i in range(3):  # k // 2**62: -2, -1, 0; i * 2**62 passes 2**63 on the last trip
+        s += x[k // 2 ** 62 + 2] * x[i]
+        k += 2 ** 62
+    return s
+
+
+def big_while_counter(x):
+    s = 0.0
+    k = -2 ** 62 - 2 ** 61
+    i = 0
+    while i < 3:
+        s += x[k // 2 ** 62 + 2] * x[i] * x[i]
+        k += 2 ** 62
+        i += 1
+    return s
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [big_counter, big_while_counter])
+def test_recomputed_counters_are_exact_past_the_int64_range_of_intermediates(fn, backend):
+    """The adjoint recomputes a counter from the trip number (init + trip * c): the product
+    may pass 2**63 where every value of the counter fits, and the result is still exact."""
+    x = np.array([0.5, -1.5, 2.0])
+    got = ac.grad(ac.adcompile(fn, backend=backend))(x)
+    (want,) = _gradients(fn, (x,), None, "python", False)
+    assert _identical(got, want)
+    assert "k_tape" not in ac.grad(fn).source(x)
+
+
+def out_of_range(x, n):
+    s = 1.0
+    for i in range(n):  # (the reversed loop pops s: it stays a loop of its own)
+        s = s * x[i]
+    return s
+
+
+def test_the_adjoint_loads_unchecked_but_the_primal_still_raises():
+    x = np.array([0.5, -1.5, 2.0])
+    g = ac.grad(ac.adcompile(out_of_range))
+    np.testing.assert_allclose(g(x, 3), [-3.0, 1.0, -0.75])
+    with pytest.raises(IndexError):
+        g(x, 4)
+    ir = ac.grad(ac.adcompile(out_of_range)).ir(x, 3)
+    reloads = [line for line in ir.splitlines() if "load %x" in line]
+    assert any("in_bounds" in line for line in reloads) and \
+        any("in_bounds" not in line for line in reloads), ir
