@@ -976,14 +976,16 @@ class _Reverse:
         shadow = scope.shadow(array, self)
         idx = [scope.get(v) for v in index]
         increment = self.increment_of(op) if checkpoint.ENABLED else None
+        # (the primal store checked the index)
         if increment is not None:  # a[i] += w: w_bar += a_bar[i], and a_bar[i] stays
             if increment in self.active:
-                self.accumulate(adj, increment, self.b.value("load", [shadow] + idx))
+                self.accumulate(adj, increment, self.b.value("load", [shadow] + idx,
+                                                             _IN_BOUNDS))
             return
         if value in self.active:
-            self.accumulate(adj, value, self.b.value("load", [shadow] + idx))
+            self.accumulate(adj, value, self.b.value("load", [shadow] + idx, _IN_BOUNDS))
         zero = self.b.const(0.0, T.Scalar(shadow.type.dtype))
-        self.b.emit("store", [shadow] + idx + [zero])
+        self.b.emit("store", [shadow] + idx + [zero], _IN_BOUNDS)
 
     def increment_of(self, op):
         """w where `op` stores a[i] + w (or w + a[i]) into a[i], both values used only
@@ -1152,7 +1154,7 @@ class _Reverse:
                 self._pop(v, scope)
         for o in region.ops:
             if self.recomputable(o) and all(scope.has(x) for x in o.operands):
-                clone = self.b.emit(o.prim, [scope.get(x) for x in o.operands], o.attrs,
+                clone = self.b.emit(o.prim, [scope.get(x) for x in o.operands], _again(o),
                                     names=[r.name for r in o.results],
                                     result_types=[r.type for r in o.results])
                 scope.values[o.results[0]] = clone.results[0]
@@ -1244,6 +1246,10 @@ class _Reverse:
         body = op.regions[1]
         count = scope.get_count(op, self)
         bounds = [self.b.const(0, T.INT), count, self.b.const(1, T.INT)]
+        if checkpoint.ENABLED:  # backwards: the loop variable is the primal's trip number
+            one = self.b.const(1, T.INT)
+            bounds = [self.b.value("sub", [count, one], _WRAPS), self.b.const(-1, T.INT),
+                      self.b.const(-1, T.INT)]
         self._reverse_loop(op, body, body.params, 0, bounds, adj, scope)
 
     def _reverse_loop(self, op, body, carried_params, init_offset, bounds, adj, scope,
@@ -1262,8 +1268,12 @@ class _Reverse:
         outer = self.b.block
         self.b.block = block
         inner = _Scope(scope, {index: counter} if index is not None else {})
+        backward = []  # (block parameter, the value it yields) of counters carried back
         if index is not None and checkpoint.ENABLED:
             self.induction_values(op, counter, inner, scope)
+            backward = self.counters_carried_back(op, block, inner, scope)
+        if op.prim == "while" and checkpoint.ENABLED:
+            self.while_induction_values(op, counter, inner, scope)
         if self.checkpoints.get(op, ("",))[0] == "recompute":
             self.rerun_region(op, body, inner)
         else:
@@ -1281,10 +1291,11 @@ class _Reverse:
                   else self.value_or_zero(local.get(carried_params[k]), r.type)
                   for k, r in loop_carried]
         yields += [self.value_or_zero(local.get(v), v.type) for v in outer_used]
-        self.b.emit("yield", yields)
+        self.b.emit("yield", yields + [y for _, y, _ in backward])
         self.b.block = outer
         inits = [self.array_adjoint(v, scope) if isinstance(v.type, T.Array)
                  else self.value_or_zero(adj.get(v), v.type) for v in state]
+        inits += [final for _, _, final in backward]
         types = [v.type for v in block.params[1:]]
         new = self.b.emit("for", bounds + inits, {"result_types": types},
                           names=[p.name for p in block.params[1:]], result_types=types,
@@ -1316,14 +1327,117 @@ class _Reverse:
             if not (c.owner is not None and c.owner.prim == "const") and not scope.has(c):
                 continue
             b = self.b
-            trips = b.value("sub", [index, scope.get(start)])
+            trips = b.value("sub", [index, scope.get(start)], _WRAPS)
             if step != 1:
                 trips = b.value("floordiv", [trips, b.const(step, T.INT)])
             c_value = b.const(c.owner.attrs["value"], T.INT) if c.owner is not None and \
                 c.owner.prim == "const" else scope.get(c)
-            offset = b.value("mul", [trips, c_value])
+            offset = b.value("mul", [trips, c_value], _WRAPS)
             prim = body.terminator.operands[k].owner.prim  # add or sub
-            inner.values[p] = b.value(prim, [scope.get(init), offset], name=p.name)
+            inner.values[p] = b.value(prim, [scope.get(init), offset], _WRAPS, name=p.name)
+
+    def while_induction_values(self, op, trip, inner, scope):
+        """The integer values a while loop carries that change by a constant each trip (the
+        counter of a range loop with `break`, `i += 1` in a while loop), recomputed from the
+        trip number `trip` (the reversed loop's variable) instead of taped:
+        p = init + trip * c."""
+        head, body = op.regions
+        passed = head.terminator.operands[1:]
+        for k, p in enumerate(body.params):
+            if passed[k] is not head.params[k] or not scope.has(op.operands[k]):
+                continue
+            c = _constant_increment(p, body.terminator.operands[k], body)
+            if c is None or not (c.owner is not None and c.owner.prim == "const" or
+                                 scope.has(c)):
+                continue
+            b = self.b
+            c_value = b.const(c.owner.attrs["value"], T.INT) if c.owner is not None and \
+                c.owner.prim == "const" else scope.get(c)
+            offset = b.value("mul", [trip, c_value], _WRAPS)
+            prim = body.terminator.operands[k].owner.prim  # add or sub
+            inner.values[p] = b.value(prim, [scope.get(op.operands[k]), offset], _WRAPS,
+                                      name=p.name)
+
+    def counters_carried_back(self, op, block, inner, scope):
+        """Integer values a counted loop carries that grow by a constant times the trip count
+        of a counted loop in its body (the column loop's `idx` of a triangular loop, whose
+        inner loop does `idx += 1`): the reversed loop carries them backwards from the loop's
+        final value, p = p_next - trips * c, instead of popping one per iteration. Returns
+        [(block parameter, the value yielded, the initial value)]; the parameters are
+        appended to `block` and the values put in `inner`."""
+        body = op.regions[0]
+        found = []
+        for k, p in enumerate(body.params[1:]):
+            if p in inner.values or not scope.has(op.results[k]):
+                continue
+            counted = self.counted_increment(p, body.terminator.operands[k], body)
+            if counted is None:
+                continue
+            loop, c = counted
+            trips = self.trip_count(loop, inner, body)
+            if trips is None:
+                continue
+            b = self.b
+            nxt = Value(T.INT, p.name)
+            block.params.append(nxt)
+            c_value = b.const(c.owner.attrs["value"], T.INT) if c.owner is not None and \
+                c.owner.prim == "const" else scope.get(c)
+            grown = b.value("mul", [trips, c_value], _WRAPS)
+            back = "sub" if loop.regions[0].terminator.operands[
+                loop.results.index(body.terminator.operands[k])].owner.prim == "add" else "add"
+            inner.values[p] = b.value(back, [nxt, grown], _WRAPS, name=p.name)
+            found.append((nxt, inner.values[p], scope.get(op.results[k])))
+        return found
+
+    def counted_increment(self, p, y, body):
+        """(loop, c) where `y` is the result of a counted loop in `body` that starts from `p`
+        and adds (or subtracts) c on every trip, c constant or defined outside the body."""
+        loop = y.owner
+        if loop is None or loop.prim != "for" or loop not in body.ops:
+            return None
+        j = loop.results.index(y)
+        inner_body = loop.regions[0]
+        step = loop.operands[2].owner
+        if loop.operands[3 + j] is not p or step is None or step.prim != "const" or \
+                not isinstance(step.attrs["value"], int) or step.attrs["value"] == 0:
+            return None
+        c = _constant_increment(inner_body.params[1 + j], inner_body.terminator.operands[j],
+                                inner_body)
+        if c is None or (c.owner is not None and c.owner in walk(body)
+                         and c.owner.prim != "const"):
+            return None
+        return loop, c
+
+    def trip_count(self, loop, inner, body):
+        """The trip count of counted loop `loop` (constant step) in `body`, computed in the
+        reversed iteration from values it has (cheap ops of them copied), or None."""
+        mine = {r for o in walk(body) for r in o.results}
+        start, stop = (self.early_value(v, inner, mine) for v in loop.operands[:2])
+        if start is None or stop is None:
+            return None
+        b, s = self.b, loop.operands[2].owner.attrs["value"]
+        span = b.value("sub", [stop, start] if s > 0 else [start, stop], _WRAPS)
+        if abs(s) != 1:
+            span = b.value("floordiv", [b.value("add", [span, b.const(abs(s) - 1, T.INT)],
+                                                _WRAPS), b.const(abs(s), T.INT)])
+        return b.value("max", [span, b.const(0, T.INT)])
+
+    def early_value(self, v, inner, mine, depth=0):
+        """v in the reversed iteration before its values are popped: the loop index, a value
+        from outside the body (`mine`: the body's values), a constant, or cheap integer
+        arithmetic of those (copied), else None."""
+        if v in inner.values or (v not in mine and inner.has(v)):
+            return inner.get(v)
+        o = v.owner
+        if o is None or depth > 4 or o.prim not in ("const", "add", "sub", "mul", "max",
+                                                     "min", "shape") or o.regions:
+            return None
+        if o.prim == "const":
+            return self.b.const(o.attrs["value"], o.attrs["type"])
+        args = [self.early_value(x, inner, mine, depth + 1) for x in o.operands]
+        if any(a is None for a in args):
+            return None
+        return self.b.value(o.prim, args, _again(o))
 
     def scratch_loop(self, array, reverse, item):
         """for j in range(len(array)) (backwards when `reverse`): item(j), in a new loop."""
@@ -1413,6 +1527,24 @@ class _Reverse:
             if v not in inner.values:
                 self._pop(v, inner)
         self.copy_forward(self._uses(op) + list(body.params), body.ops[:-1], inner)
+
+
+# the attributes of a recomputed op that say its primal already ran: a scalar load needs
+# no bounds check (the primal load checked that index), and Python-int arithmetic that
+# computes a value again cannot overflow where the primal did not (computed modulo 2**64:
+# exact whenever the result fits, as the primal's did)
+_WRAPS = {"wraps": True}
+_IN_BOUNDS = {"in_bounds": True}
+
+
+def _again(op):
+    """op's attributes for a copy of it in the adjoint code, which recomputes a value the
+    forward pass computed from the same operands."""
+    if op.prim == "load" and isinstance(op.results[0].type, T.Scalar):
+        return dict(op.attrs, in_bounds=True)
+    if op.prim in ("add", "sub", "mul") and op.results[0].type == T.INT:
+        return dict(op.attrs, **_WRAPS)
+    return op.attrs
 
 
 def _constant_increment(p, y, body):

@@ -1,5 +1,7 @@
 """Common subexpression elimination: a pure op identical to one that dominates it (same
-primitive, operands and attributes) is replaced by the earlier op's result.
+primitive, operands and attributes, except attributes that only drop a check: the earlier
+op stands for a later one unless that would lose the later one's check) is replaced by the
+earlier op's result.
 
 Loads can see stores, so a load is merged only when it reads an array parameter and the
 function stores into no parameter (one parameter may be a view of another, so a store into any
@@ -50,7 +52,8 @@ def _block(block, seen, replace, readonly, arrays_frozen):
         key = (op.prim, tuple(op.operands), _freeze(op.attrs), op.result.type)
         earlier = seen.get(key)
         if earlier is not None:
-            replace[op.result] = earlier
+            if not _drops_a_check(earlier.owner, op):
+                replace[op.result] = earlier
         else:
             seen[key] = op.result
             added.append(key)
@@ -58,7 +61,18 @@ def _block(block, seen, replace, readonly, arrays_frozen):
         del seen[key]
 
 
+# attributes that only say a check is not needed (the derivative code's loads at indices the
+# primal checked, its integer arithmetic recomputing what the primal computed): an op with
+# them and one without are the same expression, and the checked one may stand for both
+_RELAXING = ("in_bounds", "wraps")
+
+
+def _drops_a_check(earlier, op):
+    """Whether replacing `op` by `earlier` would lose a check `op` makes."""
+    return any(earlier.attrs.get(a) and not op.attrs.get(a) for a in _RELAXING)
+
+
 def _freeze(attrs):
     if not attrs:
         return ()
-    return tuple(sorted((k, repr(v)) for k, v in attrs.items()))
+    return tuple(sorted((k, repr(v)) for k, v in attrs.items() if k not in _RELAXING))

@@ -537,7 +537,9 @@ class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering, FusionLowering):
             return fn(a, b, flags=self.flags)
         if t.dtype == "bool":  # numpy booleans: + is or, * is and
             return {"add": self.b.or_, "mul": self.b.and_}[op.prim](a, b)
-        if t.weak:  # Python ints do not wrap: past 64 bits is an OverflowError here
+        if t.weak and not op.attrs.get("wraps"):  # Python ints do not wrap: past 64 bits
+            # is an OverflowError here (derivative code recomputing a value the primal
+            # computed says "wraps": modulo 2**64 is exact where the primal's fitted)
             fn = {"add": self.b.sadd_with_overflow, "sub": self.b.ssub_with_overflow,
                   "mul": self.b.smul_with_overflow}[op.prim]
             pair = fn(a, b)
@@ -974,7 +976,7 @@ class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering, FusionLowering):
     def load(self, op):
         array = self.v(op.operands[0])
         indices = self.typed_indices(op.operands[1:])
-        offset = self.index(array, indices, op.loc)
+        offset = self.index(array, indices, op.loc, checked=not op.attrs.get("in_bounds"))
         k = len(indices)
         if k == array.ndim:
             ptr = self.element(array, offset) if k else array.data
