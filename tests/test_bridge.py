@@ -676,6 +676,32 @@ def test_backward_runs_only_the_reverse_half(name, programs_run):
         assert (forward_runs, programs_run) == (["forward"], ["reverse", "reverse"])
 
 
+def test_create_graph_backward_is_the_pullback_node(programs_run):
+    """With create_graph the backward is a compiled node running the pullback program (the
+    documented design: a differentiable backward is a function of the inputs), and its own
+    backward the pullback's pullback; the Hessian-vector product agrees with the all-eager one
+    and PyTorch's (the SECOND_ORDER cases check more)."""
+    results = []
+    for kind in ("compiled", "eager", "oracle"):
+        lib = _lib(kind)
+        x, w = _inputs(lib, "rnn", "plain", 4)
+        out = _node(kind, "rnn")(x * 1.0, w)
+        del programs_run[:]
+        (gx,) = lib.autograd.grad(_loss(lib, out), x, create_graph=True)
+        if kind == "compiled":
+            assert programs_run == ["pullback"]
+            node = gx.grad_fn.next_functions[0][0]  # (gx = that node's output * 1.0)
+            assert type(node).__name__ == "CompiledFunctionBackward"
+        (hv,) = lib.autograd.grad((gx * x.detach().cos()).sum(), x)
+        if kind == "compiled":
+            # the pullback's pullback (the pullback program keeps shadow arrays on its tape: it
+            # does not split), then the first node's backward for the cotangent's history
+            assert programs_run == ["pullback", "pullback", "reverse"]
+        results.append((_arr(gx), _arr(hv)))
+    for other in results[1:]:
+        _close(results[0], other, "plain")
+
+
 def test_output_changed_in_place_before_backward():
     a = torch.tensor([[0.1, 0.2], [0.3, 0.4]], dtype=torch.float64, requires_grad=True)
     out = layer(a * 1.0, a * 2.0)  # the reverse sweep reads the output (tanh')
