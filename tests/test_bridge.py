@@ -575,17 +575,21 @@ def test_memory_stays_flat_over_many_calls():
     """benchmarks/bridge.py runs 10^5 calls; here a few thousand."""
     x = torch.tensor(np.linspace(-0.5, 0.5, 100), requires_grad=True)
     w = torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
+    xs = torch.tensor(np.linspace(-0.5, 0.5, 100).reshape(25, 4), requires_grad=True)
+    ws = torch.tensor(np.eye(4) * 0.3, requires_grad=True)
     # a scalar result (gradients from the forward call), an array result (residuals), a taped
-    # loop with an array result (the pullback recomputes)
-    for f in (recurrence, sin_times, states):
+    # loop with an array result (a tape of scalars handed over), a tape of arrays handed over,
+    # and the documented exception (the pullback recomputes)
+    for f, a, b in ((recurrence, x, w), (sin_times, x, w), (states, x, w), (rnn, xs, ws),
+                    (halving, x, w)):
         for _ in range(300):  # warm-up: compilation, allocator pools
-            (f(x * 1.0, w) ** 2).sum().backward()
+            (f(a * 1.0, b) ** 2).sum().backward()
         gc.collect()
         before = _rss_mib()
         for _ in range(3000):
-            (f(x * 1.0, w) ** 2).sum().backward()
+            (f(a * 1.0, b) ** 2).sum().backward()
         gc.collect()
-        assert _rss_mib() - before < 2.0
+        assert _rss_mib() - before < 2.0, f.__name__
 
 
 def _split_programs(f, args):

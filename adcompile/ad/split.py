@@ -16,10 +16,10 @@ by the _HANDOVER table: a tape of scalars as one array of its items; a tape of a
 carried through nonlinear steps, `h = np.tanh(W @ h + x[t])`) as one flat array of all their
 elements and a table of (offset, size, shape) rows. The forward pops the tape into them; the
 reverse pushes the items (views of the flat array, which it only reads) onto a fresh tape
-before its sweep: O(size of the tape) copies, no primal work. In this
-mode reverse.py checkpoints no loop (it tapes what a checkpointed loop would run again), so
-the reverse half never runs a primal iteration; the adjoint still rebuilds cheap scalar values
-from taped operands (exp(x) from a taped x), as every reverse sweep here does.
+before its sweep: O(size of the tape) copies, no primal work. In this mode reverse.py
+checkpoints no loop (it tapes what a checkpointed loop would run again), so the reverse half
+never runs a primal iteration; the adjoint still rebuilds cheap values from taped operands
+(exp(x) from a taped x), as every reverse sweep here does. (No tape of tuples is made.)
 
 The exception, where `split` returns None and callers run the pullback program instead, which
 computes the primal again: a tape of *shadow* arrays (reverse.py's ("shadow", value) tapes:
