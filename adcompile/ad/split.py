@@ -165,7 +165,8 @@ def _arrays_to_flat(b, tape):
     with _counted_loop(b, zero, n, one) as k:
         a = b.value("tape_pop", [again])
         offset, size = _row(b, table, k, width, 2)
-        b.emit("assign", [_part(b, flat, offset, size), b.value("reshape", [a, size])])
+        flat_a = a if item.ndim == 1 else b.value("reshape", [a, size])
+        b.emit("assign", [_part(b, flat, offset, size), flat_a])
     return flat, table
 
 
@@ -183,7 +184,8 @@ def _flat_to_arrays(b, residuals, tape):
     b.emit("tape_reserve", [new, zero, n, one])
     with _counted_loop(b, zero, n, one) as k:
         offset, size, *dims = _row(b, table, k, width, item.ndim + 2)
-        a = b.value("reshape", [_part(b, flat, offset, size)] + dims)
+        a = _part(b, flat, offset, size)
+        a = a if item.ndim == 1 else b.value("reshape", [a] + dims)
         b.emit("tape_push", [new, a])
     return new
 
