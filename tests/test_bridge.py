@@ -395,7 +395,10 @@ def test_second_order_matches_eager_and_oracle(name, layout):
 
 
 @pytest.mark.xfail(strict=True, reason="known bug (as at b87dae3): the pullback of the "
-                   "pullback of a while loop carrying an array gives wrong second derivatives")
+                   "pullback of a while loop carrying an array gives wrong second derivatives "
+                   "(d/d out_bar is 0): the pullback reaches its shadow arrays through tapes "
+                   "(add_at into the result's shadow, read back as a popped item), and reverse "
+                   "mode does not follow memory through a tape")
 def test_second_order_through_a_while_loop_carrying_an_array():
     got = run_second("compiled", "halving", "plain")
     ref = run_second("eager", "halving", "plain")
@@ -838,7 +841,8 @@ def test_transforms_through_the_node(transform, name):
 
 @pytest.mark.xfail(strict=True, reason="known bug (as at b87dae3): the third-order program "
                    "(the pullback of a pullback's pullback) of a loop carrying an array loses "
-                   "what flows through the second-order program's taped shadow arrays")
+                   "what flows through the second-order program's taped shadow arrays (the "
+                   "same cause as the while loop's second order)")
 def test_hvp_through_a_loop_carrying_an_array():
     """autograd.functional.hvp differentiates the double backward with respect to its
     cotangent: a third-order compiled program."""

@@ -50,7 +50,7 @@ def split(fn, forward_ids, shadow_tapes=frozenset()):
     crossing = _crossing(forward, reverse, fn.params)
     tapes = [v for v in crossing if isinstance(v.type, T.Tape)]
     if any(t in shadow_tapes or type(t.type.item) not in _HANDOVER for t in tapes):
-        return None  # the reverse accumulates into their items: their aliasing is the point
+        return None  # shadow arrays: the reverse accumulates into them, sharing is the point
     b = IRBuilder(Block())
     handed = {t: _HANDOVER[type(t.type.item)][0](b, t) for t in tapes}
     forward += b.block.ops
