@@ -164,6 +164,38 @@ def iterated_t(lib, x, w):
     return v
 
 
+@adcompile
+def rnn(x, w):
+    h = 0.0 * x[0]
+    for t in range(x.shape[0]):
+        h = np.tanh(w @ h + x[t])  # each step's state on a tape of arrays
+    return h
+
+
+def rnn_t(lib, x, w):
+    h = 0.0 * x[0]
+    for t in range(x.shape[0]):
+        h = (w @ h + x[t]).tanh()
+    return h
+
+
+@adcompile
+def halving(x, w):
+    v = x * 1.0
+    k = 0
+    while k < 3:  # a while loop carrying an array: its shadows are taped (no split)
+        v = np.sin(v * w) + 0.5 * v
+        k += 1
+    return v
+
+
+def halving_t(lib, x, w):
+    v = x * 1.0
+    for k in range(3):
+        v = (v * w).sin() + 0.5 * v
+    return v
+
+
 # name -> (compiled, tensor version, shapes of the two arguments)
 FUNCTIONS = {
     "poly": (poly, poly_t, (5,), (5,)),
@@ -177,8 +209,12 @@ FUNCTIONS = {
     "scan": (scan, scan_t, (5,), (5,)),
     "two_shapes": (two_shapes, two_shapes_t, (2, 3), (3, 4)),
     "states": (states, states_t, (5,), ()),  # a taped loop: tape handed over as an array
-    "iterated": (iterated, iterated_t, (4,), ()),  # a tape of arrays: the pullback recomputes
+    "iterated": (iterated, iterated_t, (4,), ()),  # a tape of arrays: handed over flat
+    "rnn": (rnn, rnn_t, (5, 3), (3, 3)),  # h = tanh(W @ h + x[t]): a tape of states
+    "halving": (halving, halving_t, (4,), ()),  # taped shadows: the pullback recomputes
 }
+# the one case whose vjp program does not split (ad/split.py's documented exception)
+RECOMPUTES = {"halving"}
 
 # how the arguments reach the node: straight from an eager op, as views of a bigger tensor,
 # non-contiguous (a transposed or strided view), in float32, or with y a constant
@@ -345,7 +381,8 @@ def test_retain_graph_and_inputs(name, mode):
         assert got[2] == ref[2]
 
 
-SECOND_ORDER = [(n, lay) for n in FUNCTIONS for lay in ("plain", "strided", "y_const")]
+SECOND_ORDER = [(n, lay) for n in FUNCTIONS for lay in ("plain", "strided", "y_const")
+                if n != "halving"]
 
 
 @pytest.mark.parametrize("name,layout", SECOND_ORDER)
@@ -355,6 +392,17 @@ def test_second_order_matches_eager_and_oracle(name, layout):
         ref = run_second(other, name, layout)
         _close(got[0], ref[0], layout)
         _close(got[1], ref[1], layout)
+
+
+@pytest.mark.xfail(strict=True, reason="known bug (as at b87dae3): the pullback of the "
+                   "pullback of a while loop carrying an array gives wrong second derivatives "
+                   "(d/d out_bar is 0): the pullback reaches its shadow arrays through tapes "
+                   "(add_at into the result's shadow, read back as a popped item), and reverse "
+                   "mode does not follow memory through a tape")
+def test_second_order_through_a_while_loop_carrying_an_array():
+    got = run_second("compiled", "halving", "plain")
+    ref = run_second("eager", "halving", "plain")
+    _close(got[1], ref[1], "plain")
 
 
 # -- the node's anatomy --------------------------------------------------------------------
@@ -530,17 +578,21 @@ def test_memory_stays_flat_over_many_calls():
     """benchmarks/bridge.py runs 10^5 calls; here a few thousand."""
     x = torch.tensor(np.linspace(-0.5, 0.5, 100), requires_grad=True)
     w = torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
+    xs = torch.tensor(np.linspace(-0.5, 0.5, 100).reshape(25, 4), requires_grad=True)
+    ws = torch.tensor(np.eye(4) * 0.3, requires_grad=True)
     # a scalar result (gradients from the forward call), an array result (residuals), a taped
-    # loop with an array result (the pullback recomputes)
-    for f in (recurrence, sin_times, states):
+    # loop with an array result (a tape of scalars handed over), a tape of arrays handed over,
+    # and the documented exception (the pullback recomputes)
+    for f, a, b in ((recurrence, x, w), (sin_times, x, w), (states, x, w), (rnn, xs, ws),
+                    (halving, x, w)):
         for _ in range(300):  # warm-up: compilation, allocator pools
-            (f(x * 1.0, w) ** 2).sum().backward()
+            (f(a * 1.0, b) ** 2).sum().backward()
         gc.collect()
         before = _rss_mib()
         for _ in range(3000):
-            (f(x * 1.0, w) ** 2).sum().backward()
+            (f(a * 1.0, b) ** 2).sum().backward()
         gc.collect()
-        assert _rss_mib() - before < 2.0
+        assert _rss_mib() - before < 2.0, f.__name__
 
 
 def _split_programs(f, args):
@@ -579,10 +631,82 @@ def test_taped_loops_hand_their_tapes_over_as_arrays():
     assert grads[1] == pullback[1]
 
 
-def test_tapes_of_arrays_fall_back_to_the_pullback():
-    """A tape of arrays stays inside one call: the pullback program recomputes the primal (the
-    differential cases of `iterated` check its gradients)."""
-    assert _split_programs(iterated, (np.array([0.1, 0.2]), 0.5)) is None
+def test_tapes_of_arrays_are_handed_over_flat():
+    """A loop carrying an array through nonlinear steps tapes each step's array: the forward
+    copies the items into one flat array and a table of (offset, size, shape); the reverse
+    rebuilds the tape from views of it and runs no primal op (no tanh, no w @ h)."""
+    x, w = np.linspace(-0.4, 0.6, 12).reshape(4, 3), np.eye(3) * 0.5 + 0.1
+    fwd, rev, grads = _split_programs(rnn, (x, w))
+    assert "tape_size" in fwd and "tanh" in fwd and "matmul %w" in fwd
+    assert "tanh" not in rev and "matmul %w" not in rev and "tape_push" in rev
+    pullback = Derived(rnn, (True, True), "pullback")(x, w, np.ones(3))
+    for got, want in zip(grads, pullback):
+        np.testing.assert_allclose(got, want, rtol=1e-13)
+    assert _split_programs(halving, (np.array([0.1, 0.2]), 0.5)) is None  # (the exception)
+
+
+@pytest.fixture
+def programs_run(monkeypatch):
+    """The compiled programs run (on numpy values), by mode: "primal" for the function
+    itself, else the Derived program's mode (vjp, forward, reverse, pullback)."""
+    from adcompile import api
+    from adcompile.bridge import has_tensor
+
+    runs = []
+    for cls, mode_of in ((Derived, lambda p: p.mode), (api.CompiledFunction, lambda p: "primal")):
+        def spy(self, *args, _original=cls.__call__, _mode=mode_of):
+            if not has_tensor(args):
+                runs.append(_mode(self))
+            return _original(self, *args)
+        monkeypatch.setattr(cls, "__call__", spy)
+    return runs
+
+
+@pytest.mark.parametrize("name", list(FUNCTIONS))
+def test_backward_runs_only_the_reverse_half(name, programs_run):
+    """The forward call runs one program that keeps what the reverse sweep needs; backward
+    (twice, retain_graph) runs only the reverse half: the primal is never run again. A
+    float-scalar result gets its gradients from the forward call (nothing runs at backward);
+    the one documented exception (taped shadow arrays) runs the pullback."""
+    x, y = _inputs(torch, name, "plain", 2)
+    out = _node("compiled", name)(x * 1.0, y * 1.0)
+    forward_runs = list(programs_run)
+    del programs_run[:]
+    _loss(torch, out).backward(retain_graph=True)
+    _loss(torch, out).backward()
+    scalar = not isinstance(out, tuple) and out.dim() == 0
+    if scalar:
+        assert (forward_runs, programs_run) == (["vjp"], [])
+    elif name in RECOMPUTES:
+        assert (forward_runs, programs_run) == (["primal"], ["pullback", "pullback"])
+    else:
+        assert (forward_runs, programs_run) == (["forward"], ["reverse", "reverse"])
+
+
+def test_create_graph_backward_is_the_pullback_node(programs_run):
+    """With create_graph the backward is a compiled node running the pullback program (the
+    documented design: a differentiable backward is a function of the inputs), and its own
+    backward the pullback's pullback; the Hessian-vector product agrees with the all-eager one
+    and PyTorch's (the SECOND_ORDER cases check more)."""
+    results = []
+    for kind in ("compiled", "eager", "oracle"):
+        lib = _lib(kind)
+        x, w = _inputs(lib, "rnn", "plain", 4)
+        out = _node(kind, "rnn")(x * 1.0, w)
+        del programs_run[:]
+        (gx,) = lib.autograd.grad(_loss(lib, out), x, create_graph=True)
+        if kind == "compiled":
+            assert programs_run == ["pullback"]
+            node = gx.grad_fn.next_functions[0][0]  # (gx = that node's output * 1.0)
+            assert type(node).__name__ == "CompiledFunctionBackward"
+        (hv,) = lib.autograd.grad((gx * x.detach().cos()).sum(), x)
+        if kind == "compiled":
+            # the pullback's pullback (the pullback program keeps shadow arrays on its tape: it
+            # does not split), then the first node's backward for the cotangent's history
+            assert programs_run == ["pullback", "pullback", "reverse"]
+        results.append((_arr(gx), _arr(hv)))
+    for other in results[1:]:
+        _close(results[0], other, "plain")
 
 
 def test_output_changed_in_place_before_backward():
@@ -606,3 +730,121 @@ def test_value_and_grad_and_vjp_on_tensors():
     assert gx.grad_fn is not None  # x requires grad: the pullback is recorded
     np.testing.assert_allclose(gx.detach().numpy(), np.cos(x.detach().numpy()) * y.numpy())
     np.testing.assert_allclose(gy.detach().numpy(), np.sin(x.detach().numpy()))  # (every float one)
+
+
+# -- autograd.functional and func transforms through the node -----------------------------------
+
+
+def _func_oracle(fn_t):
+    """The oracle for torch.func transforms: an autograd.Function with setup_context, its
+    backward and jvp given by torch.func on the Tensor version, and a generated vmap rule."""
+
+    class Oracle(real_torch.autograd.Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(x, y):
+            return fn_t(real_torch, x, y)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(*inputs)
+            ctx.inputs = inputs
+
+        @staticmethod
+        def backward(ctx, *gouts):
+            _, pullback = real_torch.func.vjp(lambda a, b: fn_t(real_torch, a, b),
+                                              *ctx.saved_tensors)
+            return pullback(gouts[0] if len(gouts) == 1 else gouts)
+
+        @staticmethod
+        def jvp(ctx, tx, ty):
+            return real_torch.func.jvp(lambda a, b: fn_t(real_torch, a, b), ctx.inputs,
+                                       (tx, ty))[1]
+
+    return Oracle.apply
+
+
+def _sum_sin(f):
+    """A scalar function of the node's outputs (float ones), nonlinear in them."""
+    def loss(a, b):
+        out = f(a, b)
+        return sum((o * (k + 1.0)).sin().sum() for k, o in enumerate(
+            out if isinstance(out, tuple) else (out,)))
+    return loss
+
+
+# name -> transform(lib, f, x, y): each calls one entry point of autograd.functional or func
+TRANSFORMS = {
+    "jacobian": lambda lib, f, x, y: lib.autograd.functional.jacobian(f, (x, y)),
+    "jacobian_create_graph": lambda lib, f, x, y: lib.autograd.functional.jacobian(
+        f, (x, y), create_graph=True),
+    "jacobian_vectorize": lambda lib, f, x, y: lib.autograd.functional.jacobian(
+        f, (x, y), vectorize=True),
+    "hessian": lambda lib, f, x, y: lib.autograd.functional.hessian(_sum_sin(f), (x, y)),
+    "vjp": lambda lib, f, x, y: lib.autograd.functional.vjp(
+        lambda a, b: _sum_sin(f)(a, b) * 1.0, (x, y))[1],
+    "jvp": lambda lib, f, x, y: lib.autograd.functional.jvp(
+        _sum_sin(f), (x, y), (x * 0.5, y * 0.2))[1],
+    "vhp": lambda lib, f, x, y: lib.autograd.functional.vhp(
+        _sum_sin(f), (x, y), (x * 0.3, y * 0.1))[1],
+    "hvp": lambda lib, f, x, y: lib.autograd.functional.hvp(
+        _sum_sin(f), (x, y), (x * 0.3, y * 0.1))[1],
+    "func.grad": lambda lib, f, x, y: lib.func.grad(_sum_sin(f), argnums=(0, 1))(x, y),
+    "func.jacrev": lambda lib, f, x, y: lib.func.jacrev(f, argnums=(0, 1))(x, y),
+    "func.jacfwd": lambda lib, f, x, y: lib.func.jacfwd(f, argnums=(0, 1))(x, y),
+    "func.hessian": lambda lib, f, x, y: lib.func.hessian(_sum_sin(f), argnums=(0, 1))(x, y),
+    "func.vjp": lambda lib, f, x, y: lib.func.vjp(_sum_sin(f), x, y)[1](
+        lib.tensor(1.5, dtype=lib.float64)),
+    "func.jvp": lambda lib, f, x, y: lib.func.jvp(_sum_sin(f), (x, y), (x * 0.5, y * 0.2))[1],
+    "func.vmap": lambda lib, f, x, y: lib.func.vmap(lambda a: f(a, y))(lib.stack([x, x * 2.0])),
+}
+# functions whose Tensor version the transforms differentiate (floating outputs only)
+TRANSFORMED = ("poly", "sin_times", "pair", "layer", "states", "rnn", "iterated")
+KNOWN_BAD = {  # known compiler bug (as at b87dae3), see the xfail below
+    ("hvp", "rnn"), ("hvp", "iterated")}
+
+
+def run_transform(kind, transform, name):
+    lib = _lib(kind)
+    compiled, fn_t, sx, sy = FUNCTIONS[name]
+    rng = np.random.default_rng(3)
+    x = lib.tensor(rng.uniform(0.2, 1.2, sx), dtype=lib.float64)
+    y = lib.tensor(rng.uniform(0.2, 1.2, sy), dtype=lib.float64)
+    f = {"compiled": compiled, "eager": lambda a, b: fn_t(torch, a, b),
+         "oracle": _func_oracle(fn_t) if transform.startswith("func.") else _oracle(fn_t)}[kind]
+    out = TRANSFORMS[transform](lib, f, x, y)
+    leaves = []
+    _leaves(out, leaves)
+    return leaves
+
+
+def _leaves(out, leaves):
+    if isinstance(out, (tuple, list)):
+        for o in out:
+            _leaves(o, leaves)
+    else:
+        leaves.append(_arr(out))
+
+
+@pytest.mark.parametrize("name", TRANSFORMED)
+@pytest.mark.parametrize("transform", list(TRANSFORMS))
+def test_transforms_through_the_node(transform, name):
+    """jacobian, hessian, vjp/jvp/vhp/hvp and the func transforms of a function calling a
+    compiled node agree with the same function all-eager and with PyTorch's (oracle)."""
+    if (transform, name) in KNOWN_BAD:
+        pytest.skip("known bug: see test_hvp_through_a_loop_carrying_an_array")
+    got = run_transform("compiled", transform, name)
+    for other in ("eager", "oracle"):
+        _close(got, run_transform(other, transform, name), "plain")
+
+
+@pytest.mark.xfail(strict=True, reason="known bug (as at b87dae3): the third-order program "
+                   "(the pullback of a pullback's pullback) of a loop carrying an array loses "
+                   "what flows through the second-order program's taped shadow arrays (the "
+                   "same cause as the while loop's second order)")
+def test_hvp_through_a_loop_carrying_an_array():
+    """autograd.functional.hvp differentiates the double backward with respect to its
+    cotangent: a third-order compiled program."""
+    _close(run_transform("compiled", "hvp", "rnn"), run_transform("eager", "hvp", "rnn"),
+           "plain")

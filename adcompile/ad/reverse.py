@@ -99,6 +99,7 @@ class _Reverse:
         self.shadow = {}     # primal array value -> shadow array (forward value)
         self.tapes = {}      # primal value -> tape (for values defined inside regions)
         self.tape_ops = []
+        self.shadow_tapes = set()  # tapes of shadow arrays (the reverse writes into items)
         self.depth = 0
         self.active = set()
         self.counts = {}     # primal while op -> its iteration count value (primal-side)
@@ -148,8 +149,10 @@ class _Reverse:
         self.users = checkpoint.users(fn)
         self.reloadable, self.scratch = set(), {}
         self.rebuilt = {}  # "store" loop -> covering loops the adjoint runs again instead
-        self.checkpoints = checkpoint.choose(fn, self.written, self.recomputable,
-                                             self.active)
+        # a split program's reverse half runs at backward, apart from its forward: running
+        # an iteration again there would be recomputing the primal, so it tapes instead
+        self.checkpoints = {} if self.mode == "split" else \
+            checkpoint.choose(fn, self.written, self.recomputable, self.active)
         for loop, (strategy, _) in self.checkpoints.items():
             loads = checkpoint.reloadable_loads(loop, self.written, self.loop_writes,
                                                 self.loops_around)
@@ -214,7 +217,7 @@ class _Reverse:
             from adcompile.ad.split import split
 
             _forget_loop_params(fn)
-            return split(result, forward_ids)
+            return split(result, forward_ids, self.shadow_tapes)
         constant_fold(result)  # e.g. adjoints passed unchanged through branches
         _fuse_loops(body, self.fusable)
         _forget_loop_params(fn)
@@ -458,6 +461,8 @@ class _Reverse:
                     names=[f"{name}_tape"])
             self.tape_ops.append(op)
             tape = self.tapes[key] = op.result
+            if isinstance(key, tuple) and key[0] == "shadow":
+                self.shadow_tapes.add(tape)
             if self.depth >= 1 and self.top_loop is not None:
                 self.top_loop_tapes.append((tape, tuple(self.loop_nest[1:]), length))
         return tape

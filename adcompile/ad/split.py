@@ -11,12 +11,24 @@ cuts the body there:
 
 Zero-filled allocations only the reverse sweep uses (shadow arrays) move to the reverse
 function, so each reverse call starts from fresh zeros and the residuals stay as the forward
-left them. A tape of scalars crossing the cut (values of a loop's iterations) is handed over
-as an array: the forward pops it into a new array (`tape_size`, then a counted loop), the
-reverse pushes the array into a fresh tape before its sweep (O(pushes) copies, no primal
-work). Tapes of arrays or tuples, and a reverse sweep writing into a residual (it would
-spoil a second backward, retain_graph), are not split: `split` returns None and callers run
-the pullback program instead, which recomputes the primal.
+left them. A tape crossing the cut (what a loop's iterations saved) is handed over as arrays,
+by the _HANDOVER table: a tape of scalars as one array of its items; a tape of arrays (a state
+carried through nonlinear steps, `h = np.tanh(W @ h + x[t])`) as one flat array of all their
+elements and a table of (offset, size, shape) rows. The forward pops the tape into them; the
+reverse pushes the items (views of the flat array, which it only reads) onto a fresh tape
+before its sweep: O(size of the tape) copies, no primal work. In this mode reverse.py
+checkpoints no loop (it tapes what a checkpointed loop would run again), so the reverse half
+never runs a primal iteration; the adjoint still rebuilds cheap values from taped operands
+(exp(x) from a taped x), as every reverse sweep here does. (No tape of tuples is made.)
+
+The exception, where `split` returns None and callers run the pullback program instead, which
+computes the primal again: a tape of *shadow* arrays (reverse.py's ("shadow", value) tapes:
+arrays a loop writes in place, a `while` loop carrying an array). The reverse sweep
+accumulates into their items, and what makes it right is which items share memory with which
+(a row of a top-level shadow, the same array pushed as one iteration's result and the next
+one's parameter); a copy would lose that, and the IR cannot name memory across calls. Also
+None, as a guard: a reverse half writing into a residual (it would spoil a second backward,
+retain_graph); with no loop checkpointed, no program of the test corpora does.
 """
 
 from adcompile.ir import types as T
@@ -24,8 +36,9 @@ from adcompile.ir.builder import IRBuilder
 from adcompile.ir.nodes import VIEWS, Block, Function, Op, Value, walk, written_params
 
 
-def split(fn, forward_ids):
-    """(forward Function, reverse Function), or None when a tape crosses the cut."""
+def split(fn, forward_ids, shadow_tapes=frozenset()):
+    """(forward Function, reverse Function), or None where the cut cannot be made (see the
+    module docstring)."""
     body = fn.body
     (pair,) = body.terminator.operands  # tuple(result, tuple(grads)), made by the reverse ops
     result, grads = pair.owner.operands
@@ -36,14 +49,13 @@ def split(fn, forward_ids):
     reverse = moved + reverse
     crossing = _crossing(forward, reverse, fn.params)
     tapes = [v for v in crossing if isinstance(v.type, T.Tape)]
-    if not all(isinstance(t.type.item, T.Scalar) for t in tapes):
-        return None  # tapes of arrays or tuples stay inside one call
+    if any(t in shadow_tapes or type(t.type.item) not in _HANDOVER for t in tapes):
+        return None  # shadow arrays: the reverse accumulates into them, sharing is the point
     b = IRBuilder(Block())
-    as_array = {t: _tape_to_array(b, t) for t in tapes}
+    handed = {t: _HANDOVER[type(t.type.item)][0](b, t) for t in tapes}
     forward += b.block.ops
-    crossing = [as_array.get(v, v) for v in crossing]
-    tape_of = {a: t for t, a in as_array.items()}
-    reverse_fn = _reverse_function(fn, reverse, grads, crossing, tape_of)
+    crossing = [r for v in crossing for r in handed.get(v, (v,))]
+    reverse_fn = _reverse_function(fn, reverse, grads, crossing, handed)
     n = len(fn.params) - 1
     if any(n <= j < n + len(crossing) for j in written_params(reverse_fn)):
         return None  # it would write into the residuals: a second backward needs them intact
@@ -100,7 +112,9 @@ def _forward_function(fn, ops, result, crossing):
     return Function(f"{fn.name}_forward", params, block, fn.filename, fn.first_line)
 
 
-def _tape_to_array(b, tape):
+# -- handing a tape over: (pack in the forward -> residual values, unpack in the reverse) ----
+
+def _scalars_to_array(b, tape):
     """The tape's items as a new 1-d array in push order (popped from the top down)."""
     n = b.value("tape_size", [tape])
     array = b.value("alloc", [n], {"dtype": tape.type.item.dtype, "ndim": 1, "fill": None},
@@ -108,19 +122,99 @@ def _tape_to_array(b, tape):
     one = b.const(1)
     with _counted_loop(b, b.value("sub", [n, one]), b.const(-1), b.const(-1)) as k:
         b.emit("store", [array, k, b.value("tape_pop", [tape])])
-    return array
+    return (array,)
 
 
-def _array_to_tape(b, array, tape):
-    """A new tape like `tape` (a forward tape's type and attributes) holding array's items."""
-    new = b.emit("tape_new", [], tape.owner.attrs, names=[tape.name],
-                 result_types=[tape.type]).result
+def _array_to_scalars(b, residuals, tape):
+    """A new tape like `tape` (a forward tape's type and attributes) holding the items of
+    the array `residuals[0]`."""
+    (array,) = residuals
+    new = _new_tape_like(b, tape)
     zero, one = b.const(0), b.const(1)
     n = b.value("shape", [array], {"axis": 0})
     b.emit("tape_reserve", [new, zero, n, one])
     with _counted_loop(b, zero, n, one) as k:
         b.emit("tape_push", [new, b.value("load", [array, k])])
     return new
+
+
+def _arrays_to_flat(b, tape):
+    """A tape of d-d arrays as (flat, table): their elements one after the other in push
+    order, and an int64 table of n + 1 rows (offset, size, shape...) of width d + 2. The
+    items are popped onto a second tape first (so the second pops come in push order),
+    writing their sizes and shapes; a prefix sum gives the offsets; then they are copied."""
+    item = tape.type.item
+    width = b.const(item.ndim + 2)
+    zero, one = b.const(0), b.const(1)
+    n = b.value("tape_size", [tape])
+    rows = b.value("add", [n, one])
+    table = b.value("alloc", [b.value("mul", [rows, width])],
+                    {"dtype": "i64", "ndim": 1, "fill": 0}, name=f"{tape.name or 'tape'}_table")
+    again = _new_tape_like(b, tape)
+    with _counted_loop(b, b.value("sub", [n, one]), b.const(-1), b.const(-1)) as k:
+        a = b.value("tape_pop", [tape])
+        b.emit("tape_push", [again, a])
+        _store_row(b, table, k, width, [b.value("size", [a])] +
+                   [b.value("shape", [a], {"axis": j}) for j in range(item.ndim)], 1)
+    with _counted_loop(b, one, rows, one) as k:
+        before = _row(b, table, b.value("sub", [k, one]), width, 2)
+        _store_row(b, table, k, width, [b.value("add", before)], 0)
+    (total,) = _row(b, table, n, width, 1)
+    flat = b.value("alloc", [total], {"dtype": item.dtype, "ndim": 1, "fill": None},
+                   name=f"{tape.name or 'tape'}_items")
+    with _counted_loop(b, zero, n, one) as k:
+        a = b.value("tape_pop", [again])
+        offset, size = _row(b, table, k, width, 2)
+        flat_a = a if item.ndim == 1 else b.value("reshape", [a, size])
+        b.emit("assign", [_part(b, flat, offset, size), flat_a])
+    return flat, table
+
+
+def _flat_to_arrays(b, residuals, tape):
+    """A new tape like `tape` holding views of `flat` shaped by the table's rows (the reverse
+    only reads them: a write through a popped item makes written_params see every parameter
+    written, and `split` gives up)."""
+    flat, table = residuals
+    item = tape.type.item
+    width = b.const(item.ndim + 2)
+    zero, one = b.const(0), b.const(1)
+    rows = b.value("floordiv", [b.value("shape", [table], {"axis": 0}), width])
+    n = b.value("sub", [rows, one])
+    new = _new_tape_like(b, tape)
+    b.emit("tape_reserve", [new, zero, n, one])
+    with _counted_loop(b, zero, n, one) as k:
+        offset, size, *dims = _row(b, table, k, width, item.ndim + 2)
+        a = _part(b, flat, offset, size)
+        a = a if item.ndim == 1 else b.value("reshape", [a] + dims)
+        b.emit("tape_push", [new, a])
+    return new
+
+
+_HANDOVER = {T.Scalar: (_scalars_to_array, _array_to_scalars),
+             T.Array: (_arrays_to_flat, _flat_to_arrays)}
+
+
+def _new_tape_like(b, tape):
+    return b.emit("tape_new", [], tape.owner.attrs, names=[tape.name],
+                  result_types=[tape.type]).result
+
+
+def _row(b, table, k, width, count):
+    """The first `count` entries of row k of a table of rows of `width` entries."""
+    base = b.value("mul", [k, width])
+    return [b.value("load", [table, b.value("add", [base, b.const(j)])]) for j in range(count)]
+
+
+def _store_row(b, table, k, width, values, first):
+    base = b.value("mul", [k, width])
+    for j, v in enumerate(values, first):
+        b.emit("store", [table, b.value("add", [base, b.const(j)]), v])
+
+
+def _part(b, flat, offset, size):
+    """flat[offset:offset + size], a view."""
+    stop = b.value("add", [offset, size])
+    return b.value("slice", [flat, offset, stop], {"index": (("slice", True, True, False),)})
 
 
 class _counted_loop:
@@ -142,14 +236,15 @@ class _counted_loop:
         loop.regions = [self.body]
 
 
-def _reverse_function(fn, ops, grads, crossing, tape_of):
+def _reverse_function(fn, ops, grads, crossing, handed):
     """The reverse ops with the residuals as new parameters (uses renamed in every region);
-    tapes handed over as arrays are made again at the top."""
+    tapes handed over are made again at the top from their residuals."""
     fresh = {v: Value(v.type, v.name or "residual") for v in crossing}
     b = IRBuilder(Block())
     rename = dict(fresh)
-    for array, tape in tape_of.items():
-        rename[tape] = _array_to_tape(b, fresh[array], tape)
+    for tape, residuals in handed.items():
+        rebuild = _HANDOVER[type(tape.type.item)][1]
+        rename[tape] = rebuild(b, [fresh[r] for r in residuals], tape)
     for op in ops:
         for inner in _ops_of(op):
             inner.operands = [rename.get(v, v) for v in inner.operands]
