@@ -911,6 +911,8 @@ class ArrayLowering(PairwiseLowering):
         vtype = value_ir.type.element if isinstance(value_ir.type, T.Array) else value_ir.type
         right = Value(vtype, "value")
         (result,) = PRIMS[name].type_rule([left.type, right.type], {})
+        if name == "pow" and dtype == "i64" and not vtype.is_float:
+            result = T.Scalar("i64")  # numpy's integer power (negative exponents raise)
         element_op = Op(name, [left, right], [result], {}, loc=loc)
         rule = self.scalar_rule(name)
 

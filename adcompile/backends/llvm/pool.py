@@ -165,8 +165,11 @@ class _Pool:
         b.branch(head)
 
     def build_worker(self):
-        """A worker: sleep until the generation moves on; take part when its index is below
-        the job's `active`; the last to finish wakes the caller."""
+        """A worker: sleep until the generation moves on; join the job (busy + 1) while it is
+        open and the worker's index is below its `active`; the last to finish wakes the
+        caller. The caller closes the job (active = 0) once it finds no piece left, then waits
+        only for the workers that joined: one the system has not scheduled yet does not hold
+        it up."""
         fn, b = self.function("adc.pool.worker", WORKER_FN, export=False)
         slot = fn.args[0]
         index = b.load(b.gep(slot, [i64(0), ir.Constant(I32, 0)], source_etype=SLOT), typ=I64)
@@ -182,6 +185,7 @@ class _Pool:
         b.store(gen, seen)
         with b.if_then(b.icmp_signed(">=", index, self.load(b, "active"))):
             b.branch(wait)
+        self.store(b, "busy", b.add(self.load(b, "busy"), i64(1)))
         job = [self.load(b, name) for name in ("fn", "env", "job_n", "job_size", "job_chunks")]
         self.call(b, "pthread_mutex_unlock", self.g["mutex"])
         b.call(self.m.globals["adc.pool.run"], job)
@@ -225,7 +229,7 @@ class _Pool:
         self.call(b, "pthread_mutex_lock", self.g["mutex"])
         for name, value in (("fn", chunk), ("env", env), ("job_n", n), ("job_size", size),
                             ("job_chunks", chunks), ("next", i64(0)), ("fail_chunk", chunks),
-                            ("status", ir.Constant(I32, 0)), ("busy", active),
+                            ("status", ir.Constant(I32, 0)), ("busy", i64(0)),
                             ("active", active)):
             self.store(b, name, value)
         self.store(b, "gen", b.add(self.load(b, "gen"), i64(1)))
@@ -233,6 +237,7 @@ class _Pool:
         self.call(b, "pthread_mutex_unlock", self.g["mutex"])
         b.call(self.m.globals["adc.pool.run"], [chunk, env, n, size, chunks])
         self.call(b, "pthread_mutex_lock", self.g["mutex"])
+        self.store(b, "active", i64(0))  # the job is closed: who has not joined never will
         wait = b.append_basic_block("join")
         done = b.append_basic_block("joined")
         b.branch(wait)
