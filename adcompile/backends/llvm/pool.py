@@ -288,8 +288,7 @@ def _library():
         return _state
     with _LOCK:
         if "addresses" not in _state:
-            text = str(_Pool().build())
-            key = jit.cache_key("adc.pool", text)
+            text, key = _text_and_key()
             obj = jit.cache_load(key)
             if obj is None:
                 obj = jit.emit_object(jit.optimize(text))
@@ -309,6 +308,18 @@ def _library():
             os.register_at_fork(after_in_child=_state["init"])
             _state["addresses"] = addresses
     return _state
+
+
+def _text_and_key():
+    if "key" not in _state:
+        text = str(_Pool().build())
+        _state["text"], _state["key"] = text, jit.cache_key("adc.pool", text)
+    return _state["text"], _state["key"]
+
+
+def cache_key():
+    """The key of the pool's object code in the on-disk cache (one entry per machine)."""
+    return _text_and_key()[1]
 
 
 def symbols():
