@@ -164,6 +164,37 @@ def test_pairwise_sums_are_numpys(fn, layout, n):
         assert_same_bits(parallel(x), want, f"{fn.__name__} of {layout} x[{n}], {k} threads")
 
 
+def max_rows(x):
+    return np.max(x, axis=1)
+
+
+def argmin_columns(x):
+    return np.argmin(x, axis=0)
+
+
+def prod_rows(x):
+    return np.prod(x, axis=1, keepdims=True)
+
+
+def mean_columns(x):
+    return np.mean(x, axis=0)
+
+
+def integer_row_sums(x):
+    return np.sum((x * 100).astype(np.int64), axis=1)
+
+
+@pytest.mark.parametrize("fn", [max_rows, argmin_columns, prod_rows, mean_columns, row_sums,
+                                integer_row_sums])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_axis_reductions_are_numpys(fn, order):
+    x = np.asarray(np.random.default_rng(3).uniform(0.5, 1.5, (1001, 37)), order=order)
+    parallel = ac.adcompile(fn)
+    for k in THREADS:
+        pool.configure(threads=k)
+        assert_same_bits(parallel(x), fn(x), f"{fn.__name__} of a {order} matrix, {k} threads")
+
+
 def test_row_sums_of_long_rows():
     x = np.random.default_rng(0).standard_normal((3, 20_011))
     each_thread_count(*pair(row_sums), lambda: (x,), "row sums")

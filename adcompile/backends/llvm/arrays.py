@@ -1015,8 +1015,9 @@ class ArrayLowering(PairwiseLowering):
             return one(i64(0))
         out, out_strides = self.reduced_array(op, x, axes)
         kept = [a for a in range(x.ndim) if a not in axes]
-        self.loops([x.shape[a] for a in kept], [out_strides, [x.strides[a] for a in kept]],
-                   lambda offsets: self.write(out, offsets[0], one(offsets[1]), t.dtype))
+        self.parallel_loops([x.shape[a] for a in kept], [out_strides, [x.strides[a] for a in kept]],
+                            lambda offsets: self.write(out, offsets[0], one(offsets[1]), t.dtype),
+                            work=self.count(x.shape))
         return out
 
     def reduced_array(self, op, x, axes):

@@ -114,14 +114,15 @@ class ParallelLowering:
         return raises, details
 
     # -- loop nests ------------------------------------------------------------------------
-    def parallel_loops(self, shape, strides, body, writes=None):
+    def parallel_loops(self, shape, strides, body, writes=None, work=None):
         """self.loops(shape, strides, body), cut along the first axis when the pool may.
         `writes`: the arrays the body writes into, other than a new result (their rows must
-        be apart; when one is not the kernel's own, a body that may raise runs whole)."""
+        be apart; when one is not the kernel's own, a body that may raise runs whole).
+        `work`: the elements the loops touch, when not one per index of `shape` (0: run whole)."""
         if self.parallel_cap is None or not shape:
             self.loops(shape, strides, body)
             return
-        work = self.count(shape)
+        work = self.count(shape) if work is None else work
         for a in writes or ():
             work = self.b.select(self.rows_apart(a), work, i64(0))
 
@@ -143,33 +144,53 @@ class ParallelLowering:
         return b.or_(apart, b.icmp_signed("<=", a.shape[0], i64(1)))
 
     def zero_fill(self, array):
-        """All bits zero, in blocks of memset on the pool for a large array."""
+        """All bits zero, in blocks of memset on the pool for a large array (one chunk
+        function per module, `adc.chunk.zero`, whose env is the data and the byte count)."""
         if self.parallel_cap is None:
             super().zero_fill(array)
             return
         b = self.b
         count = self.count(array.shape)
         size = b.mul(count, i64(ITEMSIZE[array.dtype]))
-        block = i64(1 << 16)
-        blocks = b.sdiv(b.add(size, i64((1 << 16) - 1)), block)
-        memset = self.module.declare_intrinsic("llvm.memset", [PTR, I64])
-
-        def piece(lo, hi):
-            start = self.b.mul(lo, block)
-            end = self.b.mul(hi, block)
-            end = self.b.select(self.b.icmp_signed("<", end, size), end, size)
-            data = self.b.gep(array.data, [start], source_etype=I8)
-            self.b.call(memset, [data, ir.Constant(I8, 0), self.b.sub(end, start),
-                                 ir.Constant(I1, 0)])
-
-        self.parallel_range(blocks, count, piece)
+        blocks = b.sdiv(b.add(size, i64(ZERO_BLOCK - 1)), i64(ZERO_BLOCK))
+        env = self.scratch(_ZERO_ENV, "zero.env")
+        b.store(array.data, b.gep(env, [i64(0), ir.Constant(I32, 0)], source_etype=_ZERO_ENV))
+        b.store(size, b.gep(env, [i64(0), ir.Constant(I32, 1)], source_etype=_ZERO_ENV))
+        b.call(self.libc(*_PARALLEL_FOR), [_zero_chunk(self.module), env, blocks, count,
+                                           i64(self.parallel_cap)])  # it cannot fail
 
     # -- pairwise sums ---------------------------------------------------------------------
     def pairwise_call(self, x, base, n, strides, dtype):
         """numpy's pairwise_sum of n elements: the top levels of its tree as fixed pieces on
-        the pool, added back up the tree in the same order (see the module docstring)."""
+        the pool, added back up the tree in the same order (see the module docstring), by a
+        function shared like the pairwise function it calls (`adc.pairwise_tree.K`)."""
         if self.parallel_cap is None:
             return super().pairwise_call(x, base, n, strides, dtype)
+        fn, params = self.pairwise_fn(x, strides, dtype)
+        tree = self.module.globals.get(fn.name.replace("adc.pairwise.", "adc.pairwise_tree."))
+        if tree is None:
+            tree = self.tree_fn(fn, len(params), strides, dtype)
+        bases = base.items if isinstance(base, Pack) else [base]
+        out = self.scratch(REG[dtype], "pairwise")
+        self.b.call(tree, [self.ctx] + params + bases + [n, out])
+        return self.b.load(out, typ=REG[dtype])
+
+    def tree_fn(self, fn, nparams, strides, dtype):
+        """`i32 adc.pairwise_tree.K(ctx, params..., bases..., n, out*)`: the pairwise function
+        fn of the same signature, on 2**depth pieces of the tree when n is large enough."""
+        tree = ir.Function(self.module, fn.function_type,
+                           name=fn.name.replace("adc.pairwise.", "adc.pairwise_tree."))
+        tree.linkage = "internal"
+        sub = self.sub_lowering(tree)
+        args = list(tree.args)
+        params, bases = args[1:1 + nparams], args[1 + nparams:-2]
+        moving = iter(params[nparams - sum(not isinstance(c, ir.Constant) for c in strides):])
+        strides = [c if isinstance(c, ir.Constant) else next(moving) for c in strides]
+        sub.b.store(sub.tree_sum(fn, params, bases, strides, args[-2], dtype), sub.out)
+        sub.finish()
+        return tree
+
+    def tree_sum(self, fn, params, bases, strides, n, dtype):
         b = self.b
         t = REG[dtype]
         ratio = b.sdiv(n, b.call(self.libc(*_UNIT), []))
@@ -178,34 +199,31 @@ class ParallelLowering:
         result = self.scratch(t, "sum")
         with b.if_else(b.icmp_signed("==", depth, i64(0))) as (serial, split):
             with serial:
-                b.store(super().pairwise_call(x, base, n, strides, dtype), result)
+                b.call(fn, [self.ctx] + params + bases + [n, result])
             with split:
-                b.store(self.pairwise_pieces(x, base, n, strides, dtype, depth), result)
+                self.pairwise_pieces(fn, params, bases, strides, n, dtype, depth, result)
         return b.load(result, typ=t)
 
-    def pairwise_pieces(self, x, base, n, strides, dtype, depth):
+    def pairwise_pieces(self, fn, params, bases, strides, n, dtype, depth, result):
         b = self.b
         t = REG[dtype]
         parts = ir.ArrayType(t, 1 << MAX_DEPTH)
         partial = self.scratch(parts, "pieces")
         pieces = b.shl(i64(1), depth)
-        bases = base.items if isinstance(base, Pack) else [base]
 
         def piece(lo, hi):
             def one(i):
                 k = self.b.add(lo, i)
                 start, size = self.piece_bounds(k, depth, n)
                 moved = [self.b.add(c, self.b.mul(start, s)) for c, s in zip(bases, strides)]
-                at = Pack(moved) if isinstance(base, Pack) else moved[0]
-                value = super(ParallelLowering, self).pairwise_call(x, at, size, strides,
-                                                                    dtype)
-                self.b.store(value, self.b.gep(partial, [i64(0), k], source_etype=parts))
+                cell = self.b.gep(partial, [i64(0), k], source_etype=parts)
+                self.b.call(fn, [self.ctx] + params + moved + [size, cell])
 
             self.loop(self.b.sub(hi, lo), one)
 
         self.parallel_range(pieces, n, piece)
         self.add_up_tree(partial, parts, pieces, t)
-        return b.load(b.gep(partial, [i64(0), i64(0)], source_etype=parts), typ=t)
+        b.store(b.load(b.gep(partial, [i64(0), i64(0)], source_etype=parts), typ=t), result)
 
     def piece_bounds(self, k, depth, n):
         """(start, size) of piece k of the tree's level `depth`: from the root, take the
@@ -254,6 +272,31 @@ class ParallelLowering:
         b.store(half, width)
         b.branch(head)
         b.position_at_end(done)
+
+
+ZERO_BLOCK = 1 << 16  # bytes one piece of a zero fill sets
+_ZERO_ENV = ir.LiteralStructType([PTR, I64])
+
+
+def _zero_chunk(module):
+    """adc.chunk.zero(env {data, bytes}, lo, hi): memset of blocks lo..hi-1."""
+    fn = module.globals.get("adc.chunk.zero")
+    if fn is not None:
+        return fn
+    fn = ir.Function(module, CHUNK_FN, name="adc.chunk.zero")
+    fn.linkage = "internal"
+    env, lo, hi = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    data = b.load(b.gep(env, [i64(0), ir.Constant(I32, 0)], source_etype=_ZERO_ENV), typ=PTR)
+    size = b.load(b.gep(env, [i64(0), ir.Constant(I32, 1)], source_etype=_ZERO_ENV), typ=I64)
+    start = b.mul(lo, i64(ZERO_BLOCK))
+    end = b.mul(hi, i64(ZERO_BLOCK))
+    end = b.select(b.icmp_signed("<", end, size), end, size)
+    memset = module.declare_intrinsic("llvm.memset", [PTR, I64])
+    b.call(memset, [b.gep(data, [start], source_etype=I8), ir.Constant(I8, 0),
+                    b.sub(end, start), ir.Constant(I1, 0)])
+    b.ret(ir.Constant(I32, OK))
+    return fn
 
 
 def _magnitude(b, s):
