@@ -13,7 +13,10 @@ Which loops. Only loops whose result cannot depend on how they are cut:
   anywhere; their results are then added back up the same tree. D depends only on n and the
   pool's unit (every split node stays above 128 elements), and the bits are those of the one
   call it replaces: a parallel sum equals the serial one whatever the thread count.
-- zero fills (memset in blocks).
+- reductions over kept axes, one output element per index (max, min, arg*, prod, integer
+  sums; float axis sums when numpy's calls need no shared buffer): each output is reduced
+  alone, in its own order, whichever thread does it;
+- zero fills (memset in blocks, one piece function per module).
 With fastmath=False results are therefore bit-identical to one thread; errors raised inside
 a piece come out as the first error in iteration order (the pool keeps the failing piece that
 comes first; pieces after it are skipped). A loop that may raise and writes into memory the
@@ -29,7 +32,8 @@ found by walking its instructions and replaced by loads from `env`, a struct the
 `adc_parallel_for(chunk, env, n, work, cap)` (pool.py), which runs small loops (`work`
 elements below the pool's threshold) in the calling thread. Nothing of this is emitted when
 the function is compiled with `parallel=False`; only loops of the kinds above get a chunk
-function, so other code compiles as before.
+function, so other code compiles as before (pairwise sums share one tree function per kind
+of sum, `adc.pairwise_tree.K`, as they share `adc.pairwise.K`).
 """
 
 import llvmlite.ir as ir
