@@ -39,8 +39,8 @@ of sum, `adc.pairwise_tree.K`, as they share `adc.pairwise.K`).
 import llvmlite.ir as ir
 
 from adcompile.backends.llvm.pool import CHUNK_FN
-from adcompile.backends.llvm.values import I32, I64, I8, I1, ITEMSIZE, OK, PTR, REG, \
-    LazyV, Pack, alloca, i64
+from adcompile.backends.llvm.values import I1, I8, I32, I64, ITEMSIZE, OK, PTR, REG, Pack, \
+    alloca, i64
 
 MAX_DEPTH = 6  # a parallel pairwise sum has at most 2**6 pieces
 _SWAPPED = ("func", "b", "allocas", "status", "cleanup_bb", "exits", "in_chunk")

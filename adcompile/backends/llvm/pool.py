@@ -31,6 +31,7 @@ import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from adcompile.backends.llvm import jit
+from adcompile.backends.llvm.pairwise import while_loop
 from adcompile.backends.llvm.values import I32, I64, PTR, i64, opaque
 
 MAX_WORKERS = 256
@@ -255,27 +256,31 @@ class _Pool:
 
     def spawn(self, b, want):
         """Start workers until there are `want` (fewer if the system refuses a thread)."""
-        head = b.append_basic_block("spawn")
-        more = b.append_basic_block("spawn.one")
-        done = b.append_basic_block("spawned")
-        b.branch(head)
-        b.position_at_end(head)
-        k = self.load(b, "nworkers")
-        b.cbranch(b.icmp_signed("<", k, want), more, done)
-        b.position_at_end(more)
-        slot = b.gep(self.g["slots"], [i64(0), k], source_etype=ir.ArrayType(SLOT, MAX_WORKERS))
-        b.store(k, b.gep(slot, [i64(0), ir.Constant(I32, 0)], source_etype=SLOT))
-        b.store(self.load(b, "gen"), b.gep(slot, [i64(0), ir.Constant(I32, 1)],
-                                           source_etype=SLOT))
-        tid = b.gep(slot, [i64(0), ir.Constant(I32, 2)], source_etype=SLOT)
-        made = self.call(b, "pthread_create", tid, ir.Constant(PTR, None),
-                         self.m.globals["adc.pool.worker"], slot)
-        with b.if_then(b.icmp_signed("!=", made, ir.Constant(I32, 0))):
-            b.branch(done)
-        self.call(b, "pthread_detach", b.load(tid, typ=I64))
-        self.store(b, "nworkers", b.add(k, i64(1)))
-        b.branch(head)
-        b.position_at_end(done)
+        refused = opaque(b.alloca(ir.IntType(1)))
+        b.store(ir.Constant(ir.IntType(1), 0), refused)
+
+        def more():
+            return b.and_(b.icmp_signed("<", self.load(b, "nworkers"), want),
+                          b.not_(b.load(refused, typ=ir.IntType(1))))
+
+        def one():
+            k = self.load(b, "nworkers")
+            slot = b.gep(self.g["slots"], [i64(0), k],
+                         source_etype=ir.ArrayType(SLOT, MAX_WORKERS))
+            field = [b.gep(slot, [i64(0), ir.Constant(I32, j)], source_etype=SLOT)
+                     for j in range(3)]
+            b.store(k, field[0])
+            b.store(self.load(b, "gen"), field[1])
+            made = self.call(b, "pthread_create", field[2], ir.Constant(PTR, None),
+                             self.m.globals["adc.pool.worker"], slot)
+            with b.if_else(b.icmp_signed("!=", made, ir.Constant(I32, 0))) as (failed, ok):
+                with failed:
+                    b.store(ir.Constant(ir.IntType(1), 1), refused)
+                with ok:
+                    self.call(b, "pthread_detach", b.load(field[2], typ=I64))
+                    self.store(b, "nworkers", b.add(k, i64(1)))
+
+        while_loop(b, more, one)
 
 
 _state = {}
