@@ -22,7 +22,8 @@ for _name in ("nn", "nn.functional", "nn.init", "nn.modules", "optim", "autograd
     _sys.modules["adcompile." + _name] = _module
 
 from adcompile.api import (  # noqa: E402,F401
-    CompiledFunction, adcompile, grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp)
+    CompiledFunction, adcompile, get_num_threads, grad, hessian, hvp, jacobian, jvp,
+    set_num_threads, value_and_grad, vjp)
 from adcompile.errors import CompileError, InternalError  # noqa: E402,F401
 from adcompile import utils  # noqa: E402,F401
 

@@ -130,7 +130,8 @@ class Specialization:
 
 
 class CompiledFunction:
-    def __init__(self, fn, backend="llvm", verify=False, fastmath=False, boundscheck=True):
+    def __init__(self, fn, backend="llvm", verify=False, fastmath=False, boundscheck=True,
+                 parallel=True):
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
         self.fn = fn
@@ -140,7 +141,8 @@ class CompiledFunction:
         if backend == "llvm":
             from adcompile.backends.llvm import Options
 
-            self.options = Options(fastmath=fastmath, boundscheck=boundscheck)
+            self.options = Options(fastmath=fastmath, boundscheck=boundscheck,
+                                   parallel=parallel)
         elif fastmath or not boundscheck:
             raise ValueError("fastmath and boundscheck are options of backend='llvm'")
         self._cache = {}
@@ -285,16 +287,35 @@ def _detail(value):
     return f" of dtype {dtype}" if dtype is not None else ""
 
 
-def adcompile(fn=None, *, backend="llvm", verify=False, fastmath=False, boundscheck=True):
+def adcompile(fn=None, *, backend="llvm", verify=False, fastmath=False, boundscheck=True,
+              parallel=True):
     """Compile `fn` (used as @adcompile or @adcompile(backend=..., ...)).
 
     backend: "llvm" (native code, the default), "python" (readable Python source) or
     "interp" (the reference interpreter). fastmath=True lets LLVM reorder floating-point
     operations (reductions vectorize; results may differ in the last bits);
-    boundscheck=False drops the index checks (an out-of-range index is then undefined)."""
+    boundscheck=False drops the index checks (an out-of-range index is then undefined).
+    parallel (LLVM backend): True runs large array loops and sums on several threads
+    (set_num_threads; results are the same bits as on one thread), N at most N threads,
+    False none (no parallel code is compiled)."""
     if fn is None:
-        return lambda f: CompiledFunction(f, backend, verify, fastmath, boundscheck)
-    return CompiledFunction(fn, backend, verify, fastmath, boundscheck)
+        return lambda f: CompiledFunction(f, backend, verify, fastmath, boundscheck, parallel)
+    return CompiledFunction(fn, backend, verify, fastmath, boundscheck, parallel)
+
+
+def set_num_threads(n):
+    """The threads compiled array code may use (1: every loop in the calling thread). The
+    default is ADCOMPILE_NUM_THREADS, else OMP_NUM_THREADS (which dask's workers set to 1),
+    else the cores this process may run on. Takes effect at the next call."""
+    from adcompile.backends.llvm import pool
+
+    pool.configure(threads=n)
+
+
+def get_num_threads():
+    from adcompile.backends.llvm import pool
+
+    return pool.settings()["threads"]
 
 
 def _as_compiled(f):

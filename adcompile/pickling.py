@@ -53,7 +53,8 @@ def reduce_transformed(transform):
 
 
 def _flags(options):
-    return None if options is None else (options.fastmath, options.boundscheck)
+    return None if options is None else (options.fastmath, options.boundscheck,
+                                         options.parallel)
 
 
 def _address(fn):
@@ -131,8 +132,9 @@ def _compiled(address, backend, verify, flags):
     key = (fn, backend, verify, flags)
     cf = _LIVE.get(key)
     if cf is None:
-        fastmath, boundscheck = flags or (False, True)
-        cf = _LIVE[key] = CompiledFunction(fn, backend, verify, fastmath, boundscheck)
+        fastmath, boundscheck, parallel = flags or (False, True, True)
+        cf = _LIVE[key] = CompiledFunction(fn, backend, verify, fastmath, boundscheck,
+                                           parallel)
     return cf
 
 

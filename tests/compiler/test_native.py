@@ -883,7 +883,11 @@ XC = np.linspace(-1, 2, 11)
 
 
 def entries(directory):
-    return sorted(Path(directory).glob("*/*.o"))
+    """The object files in a cache directory, but the thread pool's (one per cache, made
+    by the first function that handles arrays: backends/llvm/pool.py)."""
+    from adcompile.backends.llvm import pool
+
+    return sorted(p for p in Path(directory).glob("*/*.o") if p.stem != pool.cache_key())
 
 
 def run_cached(fn=cached_poly, args=(XC, 0.5)):

@@ -92,7 +92,9 @@ class ArrayLowering(PairwiseLowering):
     def zero_where(self, cond, stride):
         """The stride, or 0 where `cond` (an axis broadcast from length 1)."""
         if isinstance(stride, Pack):
-            return Pack([self.b.select(cond, i64(0), s) for s in stride.items])
+            return Pack([self.zero_where(cond, s) for s in stride.items])
+        if isinstance(stride, ir.Constant) and stride.constant == 0:
+            return stride  # a constant, which a parallel loop's piece still sees as one
         return self.b.select(cond, i64(0), stride)
 
     @staticmethod
@@ -130,8 +132,8 @@ class ArrayLowering(PairwiseLowering):
         return n
 
     def fill(self, array, value, t):
-        self.loops(array.shape, [array.strides],
-                   lambda offs: self.write(array, offs[0], value, t.dtype))
+        self.parallel_loops(array.shape, [array.strides],
+                            lambda offs: self.write(array, offs[0], value, t.dtype), [array])
 
     def zero_fill(self, array):
         """All bits zero (a new, C-contiguous buffer)."""
@@ -142,8 +144,8 @@ class ArrayLowering(PairwiseLowering):
     def copy_into(self, dst, src, src_strides=None):
         """dst[...] = src elementwise (same shape, or src_strides broadcasting it)."""
         strides = src_strides if src_strides is not None else src.strides
-        self.loops(dst.shape, [dst.strides, strides], lambda offs: self.write(
-            dst, offs[0], self.read(src, offs[1]), src.dtype))
+        self.parallel_loops(dst.shape, [dst.strides, strides], lambda offs: self.write(
+            dst, offs[0], self.read(src, offs[1]), src.dtype), [dst])
 
     def copy_of(self, x, loc=None):
         out = self.new_array(x.dtype, x.shape, loc)
@@ -234,7 +236,7 @@ class ArrayLowering(PairwiseLowering):
                 self.negative_power_check(element_op)
             self.write(out, offsets[0], rule(self, element_op), result_type.dtype)
 
-        self.loops(shape, [out.strides] + strides, body)
+        self.parallel_loops(shape, [out.strides] + strides, body)
         return out
 
     def element_op(self, op):
@@ -881,8 +883,8 @@ class ArrayLowering(PairwiseLowering):
             self.fill(dst, value, vtype)
             return
         read, strides, overlap = self.source(dst, value, op.loc, "assignment")
-        self.loops(dst.shape, [dst.strides, strides], lambda offs: self.write(
-            dst, offs[0], self.read(read, offs[1]), read.dtype))
+        self.parallel_loops(dst.shape, [dst.strides, strides], lambda offs: self.write(
+            dst, offs[0], self.read(read, offs[1]), read.dtype), [dst])
         self.done_with_source(read, overlap)
 
     def iadd(self, op):
@@ -893,13 +895,13 @@ class ArrayLowering(PairwiseLowering):
         name = op.attrs.get("op", "add")
         combine = self.combiner(name, dst.dtype, op.operands[1], op.loc)
         if not isinstance(value, (ArrayV, LazyV)):
-            self.loops(dst.shape, [dst.strides], lambda offs: self.write(
-                dst, offs[0], combine(self.read(dst, offs[0]), value), combine.dtype))
+            self.parallel_loops(dst.shape, [dst.strides], lambda offs: self.write(
+                dst, offs[0], combine(self.read(dst, offs[0]), value), combine.dtype), [dst])
             return
         read, strides, overlap = self.source(dst, value, op.loc, "augmented assignment")
-        self.loops(dst.shape, [dst.strides, strides], lambda offs: self.write(
+        self.parallel_loops(dst.shape, [dst.strides, strides], lambda offs: self.write(
             dst, offs[0], combine(self.read(dst, offs[0]), self.read(read, offs[1])),
-            combine.dtype))
+            combine.dtype), [dst])
         self.done_with_source(read, overlap)
 
     def combiner(self, name, dtype, value_ir, loc):
@@ -909,6 +911,8 @@ class ArrayLowering(PairwiseLowering):
         vtype = value_ir.type.element if isinstance(value_ir.type, T.Array) else value_ir.type
         right = Value(vtype, "value")
         (result,) = PRIMS[name].type_rule([left.type, right.type], {})
+        if name == "pow" and dtype == "i64" and not vtype.is_float:
+            result = T.Scalar("i64")  # numpy's integer power (negative exponents raise)
         element_op = Op(name, [left, right], [result], {}, loc=loc)
         rule = self.scalar_rule(name)
 
@@ -1011,8 +1015,9 @@ class ArrayLowering(PairwiseLowering):
             return one(i64(0))
         out, out_strides = self.reduced_array(op, x, axes)
         kept = [a for a in range(x.ndim) if a not in axes]
-        self.loops([x.shape[a] for a in kept], [out_strides, [x.strides[a] for a in kept]],
-                   lambda offsets: self.write(out, offsets[0], one(offsets[1]), t.dtype))
+        self.parallel_loops([x.shape[a] for a in kept], [out_strides, [x.strides[a] for a in kept]],
+                            lambda offsets: self.write(out, offsets[0], one(offsets[1]), t.dtype),
+                            work=self.count(x.shape))
         return out
 
     def reduced_array(self, op, x, axes):

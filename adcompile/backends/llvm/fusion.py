@@ -299,8 +299,8 @@ class FusionLowering:
         strides = [d.strides for d in dsts] + value_strides
         with b.if_else(together) as (fused, alone):
             with fused:
-                self.loops(shape, strides,
-                           lambda offs: self.store_elements(ops, dsts, values, offs))
+                self.parallel_loops(shape, strides, lambda offs: self.store_elements(
+                    ops, dsts, values, offs), dsts)
             with alone:
                 for op in ops:
                     self.lower_alone(op)

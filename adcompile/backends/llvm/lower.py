@@ -29,6 +29,7 @@ from adcompile.backends.llvm.arrays import ARRAY_RULES, ArrayLowering
 from adcompile.backends.llvm.fusion import FusionLowering, LazyV, plan
 from adcompile.backends.llvm.linalg import LINALG_RULES, LinalgLowering
 from adcompile.backends.llvm.memory import MemoryLowering, origins
+from adcompile.backends.llvm.parallel import ParallelLowering, enable as enable_parallel
 from adcompile.backends.llvm.values import (CONTEXT, CTX_ERR, F32, F64, I1, I8, I32, I64, MEM,
                                             OK, PTR, REG, TAPE, ArrayV, TapeV, TupleV, alloca, arrays_in,
                                             external, flat, flat_types, i64, unflat, zero)
@@ -48,7 +49,7 @@ class Kernel:
 
 
 def lower_kernel(module, fn, name, layouts, target_data, fastmath=False, boundscheck=True,
-                 lapack=False, blas=False):
+                 lapack=False, blas=False, parallel=None):
     """Add the kernel of IR function `fn` to `module`. `layouts` has one entry per array
     leaf of the parameters, in order: "C" (C-contiguous, the innermost stride is 1) or "A"."""
     params = [t for p in fn.params for t in flat_types(p.type)]
@@ -63,6 +64,7 @@ def lower_kernel(module, fn, name, layouts, target_data, fastmath=False, boundsc
         lowering.fusion = plan(fn)
     lowering.lapack = lapack
     lowering.blas = blas
+    enable_parallel(module, parallel)  # None: every loop serial (parallel.py)
     lowering.start()
     args = iter(func.args[1:-1])
     layout_iter = iter(layouts)
@@ -100,7 +102,8 @@ class ErrorTable(dict):
         return self.add(exception, message) if code is None else code
 
 
-class _Lowering(MemoryLowering, ArrayLowering, LinalgLowering, FusionLowering):
+class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
+                FusionLowering):
     def __init__(self, module, func, fastmath, boundscheck):
         self.module = module
         self.func = func

@@ -14,7 +14,7 @@ import linecache
 import llvmlite.ir as ir
 import numpy as np
 
-from adcompile.backends.llvm import capi, jit
+from adcompile.backends.llvm import capi, jit, pool
 from adcompile.backends.llvm.entry import METH_FASTCALL, build_entry
 from adcompile.backends.llvm import lower
 from adcompile.backends.llvm.lower import lower_kernel
@@ -69,15 +69,36 @@ _new_builtin.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
 
 
 class Options:
-    __slots__ = ("fastmath", "boundscheck", "release_gil")
+    """`parallel`: True (large array loops on the pool's threads, adcompile.set_num_threads),
+    False (every loop in the calling thread, no parallel code at all) or N (at most N
+    threads for this function)."""
 
-    def __init__(self, fastmath=False, boundscheck=True, release_gil=True):
+    __slots__ = ("fastmath", "boundscheck", "release_gil", "parallel")
+
+    def __init__(self, fastmath=False, boundscheck=True, release_gil=True, parallel=True):
         self.fastmath = bool(fastmath)
         self.boundscheck = bool(boundscheck)
         self.release_gil = bool(release_gil)
+        self.parallel = parallel_setting(parallel)
 
     def key(self):
-        return (self.fastmath, self.boundscheck, self.release_gil)
+        return (self.fastmath, self.boundscheck, self.release_gil, self.parallel)
+
+    def thread_cap(self):
+        """What the kernel passes the pool: None (no parallel code), 0 (the pool's count),
+        N (at most N)."""
+        if self.parallel is False:
+            return None
+        return 0 if self.parallel is True else self.parallel
+
+
+def parallel_setting(value):
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value >= 1:
+        return value
+    raise ValueError(f"parallel must be True, False or a number of threads >= 1, not "
+                     f"{value!r}")
 
 
 class Variant:
@@ -96,6 +117,8 @@ class Variant:
             imports.update(capi.lapack_symbols())
         if any(op.prim == "matmul" for op in walk(fn.body)):
             imports.update(capi.blas_symbols())
+        if options.parallel is not False and _has_arrays(fn):
+            imports.update(pool.symbols())
         self.lapack = any(name.startswith("adc_lapack_") for name in imports)
         self.blas = any(name.startswith("adc_blas_") for name in imports)
         key = jit.cache_key(print_function(fn), _locations(fn), layouts, options.key(), exact,
@@ -125,7 +148,7 @@ class Variant:
         module.data_layout = str(tm.target_data)
         kernel = lower_kernel(module, self.fn, kernel_symbol(self.name), self.layouts,
                               tm.target_data, self.options.fastmath, self.options.boundscheck,
-                              self.lapack, self.blas)
+                              self.lapack, self.blas, self.options.thread_cap())
         build_entry(module, kernel, entry_symbol(self.name), self.written,
                     self.options.release_gil, self.exact)
         return module
@@ -246,6 +269,12 @@ class NativeFunction:
         layouts = tuple("C" for _ in range(_count_arrays([p.type for p in self.fn.params])))
         return self.variants.get(layouts) or Variant(self.fn, layouts, self.options,
                                                      self.exact)
+
+
+def _has_arrays(fn):
+    """Whether fn handles arrays (only then may its kernel call the thread pool)."""
+    return any(isinstance(v.type, T.Array) for v in fn.params) or any(
+        isinstance(r.type, T.Array) for op in walk(fn.body) for r in op.results)
 
 
 def _signature(fn):

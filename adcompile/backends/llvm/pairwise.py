@@ -112,8 +112,10 @@ class PairwiseLowering:
                 if op.prim == "mean":
                     self.loops(shape, [out_strides], lambda offsets: self.write(
                         out, offsets[0], finish(self.read(out, offsets[0])), out.dtype))
-            with calls:
-                self.loops(shape, [out_strides, strides], one)
+            with calls:  # each output on its own, but for the buffer numpy's calls share
+                work = b.select(b.icmp_signed(">", plan.nb, i64(1)), i64(0),
+                                self.count(x.shape))
+                self.parallel_loops(shape, [out_strides, strides], one, work=work)
         self.drop_buffer(plan, buffer)
         return out
 

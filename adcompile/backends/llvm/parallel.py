@@ -1,0 +1,465 @@
+"""Parallel loops (LLVM backend): large array loops run in pieces on the pool's threads.
+
+Which loops. Only loops whose result cannot depend on how they are cut:
+- loop nests that write each element of their destination once and read nothing another
+  iteration writes: elementwise ops into a new array, `x[...] = v`, `x[...] += v` (a value
+  that may overlap x is read through a copy, as numpy does; fused lazy values never read what
+  the store writes: fusion.py), the stores of a fused group, fills, copies, `sum_to` with its
+  first axis kept. The outermost axis is cut; where the destination is not a new array, the
+  code checks at run time that different indices of that axis reach different elements
+  (|stride 0| is larger than the span of the other axes), else it runs in one piece;
+- pairwise sums (pairwise.py): numpy's pairwise_sum splits n > 128 elements into halves at a
+  multiple of 8, so the top D levels of its tree are 2**D sums of fixed pieces that can run
+  anywhere; their results are then added back up the same tree. D depends only on n and the
+  pool's unit (every split node stays above 128 elements), and the bits are those of the one
+  call it replaces: a parallel sum equals the serial one whatever the thread count.
+- reductions over kept axes, one output element per index (max, min, arg*, prod, integer
+  sums; float axis sums when numpy's calls need no shared buffer): each output is reduced
+  alone, in its own order, whichever thread does it;
+- zero fills (memset in blocks, one piece function per module).
+With fastmath=False results are therefore bit-identical to one thread; errors raised inside
+a piece come out as the first error in iteration order (the pool keeps the failing piece that
+comes first; pieces after it are skipped). A loop that may raise and writes into memory the
+caller sees (an argument) runs in one piece, so what it leaves written on error is what a
+serial run leaves.
+
+How. The body of a qualifying loop is emitted into its own function
+`i32 adc.chunk.N(env*, lo, hi)` (the loop over [lo, hi) of the outer axis) by the same
+lowering code, with the builder, stack slots and exit blocks switched to that function. The
+values it uses from the enclosing function (data pointers, strides, shapes, scalars) are then
+found by walking its instructions and replaced by loads from `env`, a struct the caller fills
+(closure conversion after the fact: the lowering rules stay as they are). The caller calls
+`adc_parallel_for(chunk, env, n, work, cap)` (pool.py), which runs small loops (`work`
+elements below the pool's threshold) in the calling thread. Nothing of this is emitted when
+the function is compiled with `parallel=False`; only loops of the kinds above get a chunk
+function, so other code compiles as before (pairwise sums share one tree function per kind
+of sum, `adc.pairwise_tree.K`, as they share `adc.pairwise.K`).
+"""
+
+import llvmlite.ir as ir
+
+from adcompile.backends.llvm.pool import CHUNK_FN
+from adcompile.backends.llvm.values import I1, I8, I32, I64, ITEMSIZE, OK, PTR, REG, Pack, \
+    alloca, i64
+
+MAX_DEPTH = 6  # a parallel pairwise sum has at most 2**6 pieces
+_SWAPPED = ("func", "b", "allocas", "status", "cleanup_bb", "exits", "in_chunk")
+_PARALLEL_FOR = ("adc_parallel_for", I32, [PTR, PTR, I64, I64, I64])
+_UNIT = ("adc_parallel_unit", I64, [])
+
+
+def enable(module, cap):
+    """Let the kernel of `module` run loops in parallel: cap None (no), 0 (the pool's
+    thread count) or N (at most N threads)."""
+    module.adc_parallel = cap
+
+
+class ParallelLowering:
+    """Mixed into the kernel's lowering (lower._Lowering), before the array rules."""
+
+    in_chunk = False
+
+    @property
+    def parallel_cap(self):
+        """None when this code must stay serial (a function compiled with parallel=False,
+        or the body of a piece: pieces never split again)."""
+        return None if self.in_chunk else getattr(self.module, "adc_parallel", None)
+
+    # -- the general mechanism ---------------------------------------------------------------
+    def parallel_range(self, n, work, body, visible=False):
+        """body(lo, hi) over [0, n) in pieces, on the pool; `work` (elements) decides whether
+        to split. `visible`: the body writes memory the caller sees, so if it may raise it
+        runs in one piece."""
+        fn = ir.Function(self.module, CHUNK_FN, name=f"adc.chunk.{_next_chunk(self.module)}")
+        fn.linkage = "internal"
+        raises, details = self.emit_chunk(fn, body)
+        if (raises and visible) or details:  # details: the context holds one error's numbers
+            work = i64(0)
+        captured = _capture(fn)
+        env_type = ir.LiteralStructType([v.type for v in captured])
+        env = self.scratch(env_type, "env")
+        for k, v in enumerate(captured):
+            self.b.store(v, self.b.gep(env, [i64(0), ir.Constant(I32, k)],
+                                       source_etype=env_type))
+        status = self.b.call(self.libc(*_PARALLEL_FOR), [fn, env, n, work,
+                                                         i64(self.parallel_cap)])
+        failed = self.func.append_basic_block("chunk.fail")
+        done = self.func.append_basic_block("chunk.ok")
+        self.b.cbranch(self.b.icmp_signed("!=", status, ir.Constant(I32, OK)), failed, done)
+        self.b.position_at_end(failed)
+        self.exit(status)
+        self.b.position_at_end(done)
+
+    def emit_chunk(self, fn, body):
+        """Lower body(lo, hi) into `fn` with this lowering; returns whether it may fail."""
+        saved = {name: getattr(self, name) for name in _SWAPPED}
+        saved_ctx = self.ctx
+        try:
+            self.func = fn
+            entry = fn.append_basic_block("entry")
+            self.allocas = ir.IRBuilder(entry)
+            self.status = alloca(self.allocas, I32, name="status")
+            self.cleanup_bb = fn.append_basic_block("cleanup")
+            start = fn.append_basic_block("body")
+            self.b = ir.IRBuilder(start)
+            self.exits = {}
+            self.in_chunk = True
+            _, lo, hi = fn.args
+            body(lo, hi)
+            self.exit(OK)
+            details = _writes_into(fn, saved_ctx)
+            raises = bool(self.exits) or details
+            self.allocas.branch(start)
+            cleanup = ir.IRBuilder(self.cleanup_bb)
+            cleanup.ret(cleanup.load(self.status, typ=I32))
+        finally:
+            for name, value in saved.items():
+                setattr(self, name, value)
+        return raises, details
+
+    # -- loop nests ------------------------------------------------------------------------
+    def parallel_loops(self, shape, strides, body, writes=None, work=None):
+        """self.loops(shape, strides, body), cut along the first axis when the pool may.
+        `writes`: the arrays the body writes into, other than a new result (their rows must
+        be apart; when one is not the kernel's own, a body that may raise runs whole).
+        `work`: the elements the loops touch, when not one per index of `shape` (0: run whole)."""
+        if self.parallel_cap is None or not shape:
+            self.loops(shape, strides, body)
+            return
+        work = self.count(shape) if work is None else work
+        for a in writes or ():
+            work = self.b.select(self.rows_apart(a), work, i64(0))
+
+        def piece(lo, hi):
+            bases = [self.advance(i64(0), lo, s[0]) for s in strides]
+            self.loops([self.b.sub(hi, lo)] + list(shape[1:]), strides, body, bases=bases)
+
+        visible = any(a.origin != "alloc" for a in writes or ())
+        self.parallel_range(shape[0], work, piece, visible)
+
+    def rows_apart(self, a):
+        """Whether different indices of a's first axis reach different elements: |stride 0|
+        is more than the span of the other axes (or there is at most one index)."""
+        b = self.b
+        span = i64(0)
+        for n, s in zip(a.shape[1:], a.strides[1:]):
+            span = b.add(span, b.mul(_magnitude(b, s), b.sub(n, i64(1))))
+        apart = b.icmp_signed(">", _magnitude(b, a.strides[0]), span)
+        return b.or_(apart, b.icmp_signed("<=", a.shape[0], i64(1)))
+
+    def zero_fill(self, array):
+        """All bits zero, in blocks of memset on the pool for a large array (one chunk
+        function per module, `adc.chunk.zero`, whose env is the data and the byte count)."""
+        if self.parallel_cap is None:
+            super().zero_fill(array)
+            return
+        b = self.b
+        count = self.count(array.shape)
+        size = b.mul(count, i64(ITEMSIZE[array.dtype]))
+        blocks = b.sdiv(b.add(size, i64(ZERO_BLOCK - 1)), i64(ZERO_BLOCK))
+        env = self.scratch(_ZERO_ENV, "zero.env")
+        b.store(array.data, b.gep(env, [i64(0), ir.Constant(I32, 0)], source_etype=_ZERO_ENV))
+        b.store(size, b.gep(env, [i64(0), ir.Constant(I32, 1)], source_etype=_ZERO_ENV))
+        b.call(self.libc(*_PARALLEL_FOR), [_zero_chunk(self.module), env, blocks, count,
+                                           i64(self.parallel_cap)])  # it cannot fail
+
+    # -- pairwise sums ---------------------------------------------------------------------
+    def pairwise_call(self, x, base, n, strides, dtype):
+        """numpy's pairwise_sum of n elements: the top levels of its tree as fixed pieces on
+        the pool, added back up the tree in the same order (see the module docstring), by a
+        function shared like the pairwise function it calls (`adc.pairwise_tree.K`)."""
+        if self.parallel_cap is None:
+            return super().pairwise_call(x, base, n, strides, dtype)
+        fn, params = self.pairwise_fn(x, strides, dtype)
+        tree = self.module.globals.get(fn.name.replace("adc.pairwise.", "adc.pairwise_tree."))
+        if tree is None:
+            tree = self.tree_fn(fn, len(params), strides, dtype)
+        bases = base.items if isinstance(base, Pack) else [base]
+        out = self.scratch(REG[dtype], "pairwise")
+        self.b.call(tree, [self.ctx] + params + bases + [n, out])
+        return self.b.load(out, typ=REG[dtype])
+
+    def tree_fn(self, fn, nparams, strides, dtype):
+        """`i32 adc.pairwise_tree.K(ctx, params..., bases..., n, out*)`: the pairwise function
+        fn of the same signature, on 2**depth pieces of the tree when n is large enough."""
+        tree = ir.Function(self.module, fn.function_type,
+                           name=fn.name.replace("adc.pairwise.", "adc.pairwise_tree."))
+        tree.linkage = "internal"
+        sub = self.sub_lowering(tree)
+        args = list(tree.args)
+        params, bases = args[1:1 + nparams], args[1 + nparams:-2]
+        moving = iter(params[nparams - sum(not isinstance(c, ir.Constant) for c in strides):])
+        strides = [c if isinstance(c, ir.Constant) else next(moving) for c in strides]
+        sub.b.store(sub.tree_sum(fn, params, bases, strides, args[-2], dtype), sub.out)
+        sub.finish()
+        return tree
+
+    def tree_sum(self, fn, params, bases, strides, n, dtype):
+        b = self.b
+        t = REG[dtype]
+        ratio = b.sdiv(n, b.call(self.libc(*_UNIT), []))
+        depth = b.sub(i64(63), b.ctlz(b.or_(ratio, i64(1)), ir.Constant(I1, 0)))
+        depth = b.select(b.icmp_signed(">", depth, i64(MAX_DEPTH)), i64(MAX_DEPTH), depth)
+        result = self.scratch(t, "sum")
+        with b.if_else(b.icmp_signed("==", depth, i64(0))) as (serial, split):
+            with serial:
+                b.call(fn, [self.ctx] + params + bases + [n, result])
+            with split:
+                self.pairwise_pieces(fn, params, bases, strides, n, dtype, depth, result)
+        return b.load(result, typ=t)
+
+    def pairwise_pieces(self, fn, params, bases, strides, n, dtype, depth, result):
+        b = self.b
+        t = REG[dtype]
+        parts = ir.ArrayType(t, 1 << MAX_DEPTH)
+        partial = self.scratch(parts, "pieces")
+        pieces = b.shl(i64(1), depth)
+
+        def piece(lo, hi):
+            def one(i):
+                k = self.b.add(lo, i)
+                start, size = self.piece_bounds(k, depth, n)
+                moved = [self.b.add(c, self.b.mul(start, s)) for c, s in zip(bases, strides)]
+                cell = self.b.gep(partial, [i64(0), k], source_etype=parts)
+                self.b.call(fn, [self.ctx] + params + moved + [size, cell])
+
+            self.loop(self.b.sub(hi, lo), one)
+
+        self.parallel_range(pieces, n, piece)
+        self.add_up_tree(partial, parts, pieces, t)
+        b.store(b.load(b.gep(partial, [i64(0), i64(0)], source_etype=parts), typ=t), result)
+
+    def piece_bounds(self, k, depth, n):
+        """(start, size) of piece k of the tree's level `depth`: from the root, take the
+        first half (n / 2 rounded down to a multiple of 8) or the rest, by k's bits."""
+        b = self.b
+        start, size = self.scratch(I64, "start"), self.scratch(I64, "size")
+        b.store(i64(0), start)
+        b.store(n, size)
+
+        def level(j):
+            m = b.load(size, typ=I64)
+            half = b.sdiv(m, i64(2))
+            half = b.sub(half, b.srem(half, i64(8)))
+            bit = b.and_(b.lshr(k, b.sub(b.sub(depth, i64(1)), j)), i64(1))
+            second = b.icmp_signed("!=", bit, i64(0))
+            s = b.load(start, typ=I64)
+            b.store(b.select(second, b.add(s, half), s), start)
+            b.store(b.select(second, b.sub(m, half), half), size)
+
+        self.loop(depth, level)
+        return b.load(start, typ=I64), b.load(size, typ=I64)
+
+    def add_up_tree(self, partial, parts, pieces, t):
+        """partial[j] = partial[2j] + partial[2j + 1], level by level, to partial[0]."""
+        b = self.b
+        width = self.scratch(I64, "width")
+        b.store(pieces, width)
+        head = self.func.append_basic_block("tree.level")
+        inside = self.func.append_basic_block("tree.add")
+        done = self.func.append_basic_block("tree.done")
+        b.branch(head)
+        b.position_at_end(head)
+        w = b.load(width, typ=I64)
+        b.cbranch(b.icmp_signed(">", w, i64(1)), inside, done)
+        b.position_at_end(inside)
+        half = b.sdiv(w, i64(2))
+
+        def pair(j):
+            def cell(k):
+                return b.gep(partial, [i64(0), k], source_etype=parts)
+            left = b.load(cell(b.mul(j, i64(2))), typ=t)
+            right = b.load(cell(b.add(b.mul(j, i64(2)), i64(1))), typ=t)
+            b.store(b.fadd(left, right, flags=self.flags), cell(j))
+
+        self.loop(half, pair)
+        b.store(half, width)
+        b.branch(head)
+        b.position_at_end(done)
+
+
+ZERO_BLOCK = 1 << 16  # bytes one piece of a zero fill sets
+_ZERO_ENV = ir.LiteralStructType([PTR, I64])
+
+
+def _zero_chunk(module):
+    """adc.chunk.zero(env {data, bytes}, lo, hi): memset of blocks lo..hi-1."""
+    fn = module.globals.get("adc.chunk.zero")
+    if fn is not None:
+        return fn
+    fn = ir.Function(module, CHUNK_FN, name="adc.chunk.zero")
+    fn.linkage = "internal"
+    env, lo, hi = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    data = b.load(b.gep(env, [i64(0), ir.Constant(I32, 0)], source_etype=_ZERO_ENV), typ=PTR)
+    size = b.load(b.gep(env, [i64(0), ir.Constant(I32, 1)], source_etype=_ZERO_ENV), typ=I64)
+    start = b.mul(lo, i64(ZERO_BLOCK))
+    end = b.mul(hi, i64(ZERO_BLOCK))
+    end = b.select(b.icmp_signed("<", end, size), end, size)
+    memset = module.declare_intrinsic("llvm.memset", [PTR, I64])
+    b.call(memset, [b.gep(data, [start], source_etype=I8), ir.Constant(I8, 0),
+                    b.sub(end, start), ir.Constant(I1, 0)])
+    b.ret(ir.Constant(I32, OK))
+    return fn
+
+
+def _magnitude(b, s):
+    return b.select(b.icmp_signed("<", s, i64(0)), b.neg(s), s)
+
+
+def _writes_into(fn, ctx):
+    """Whether fn stores into the call's context (the numbers of an error message, which
+    pieces running at once would overwrite)."""
+    for block in fn.blocks:
+        for instr in block.instructions:
+            if isinstance(instr, ir.StoreInstr):
+                ptr = instr.operands[1]
+                if ptr is ctx or (isinstance(ptr, ir.GEPInstr) and ptr.pointer is ctx):
+                    return True
+    return False
+
+
+def _next_chunk(module):
+    k = getattr(module, "adc_chunks", 0)
+    module.adc_chunks = k + 1
+    return k
+
+
+# -- closure conversion ----------------------------------------------------------------------
+
+def _foreign(value, fn):
+    """Whether `value` is a register of another function than fn."""
+    if isinstance(value, ir.Instruction):
+        return value.parent.parent is not fn
+    if isinstance(value, ir.Argument):
+        return value.parent is not fn
+    if isinstance(value, ir.Block):
+        if value.parent is not fn:
+            raise AssertionError("a parallel loop body branches out of its function (this is "
+                                 "a bug in adcompile)")
+    return False
+
+
+def _operands(instr):
+    """Every value instr refers to (llvmlite keeps some outside `operands`)."""
+    values = list(instr.operands)
+    if isinstance(instr, ir.PhiInstr):
+        values += [v for v, _ in instr.incomings]
+    for name in ("pointer", "aggregate", "value"):
+        v = getattr(instr, name, None)
+        if isinstance(v, ir.Value):
+            values.append(v)
+    values += [v for v in getattr(instr, "indices", ()) if isinstance(v, ir.Value)]
+    return values
+
+
+def _capture(fn):
+    """Make fn stand alone: each register of another function that its instructions use is
+    recomputed at the top of its entry block when it is a cheap pure instruction (integer
+    arithmetic, comparisons, selects, casts, address arithmetic: REMAT, at most REMAT_BUDGET
+    of them), so LLVM still sees what the enclosing code knew (a stride that is 0 or 1 by a
+    select on a length, two views of one array); anything else is loaded from fn's env
+    argument (fn.args[0]). Returns the loaded registers, in env's order."""
+    uses = []
+    for block in fn.blocks:
+        for instr in block.instructions:
+            uses += [v for v in _operands(instr) if _foreign(v, fn)]
+    if not uses:
+        return []
+    conversion = _Conversion(fn)
+    for v in uses:
+        conversion.local(v)
+    conversion.fill_env()
+    for block in fn.blocks:
+        for instr in block.instructions:
+            _rebind(instr, conversion.mapped)
+    return conversion.captured
+
+
+REMAT = frozenset(["add", "sub", "mul", "and", "or", "xor", "shl", "lshr", "ashr", "icmp",
+                   "select", "zext", "sext", "trunc", "getelementptr"])
+REMAT_BUDGET = 96
+
+
+class _Conversion:
+    """The registers fn takes from its enclosing function (see _capture)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.mapped = {}  # id(foreign register) -> its value in fn
+        self.captured = []
+        self.loads = []  # placeholders, filled by fill_env once env's type is known
+        self.budget = REMAT_BUDGET
+        entry = fn.blocks[0]
+        self.b = ir.IRBuilder(entry)
+        self.b.position_at_start(entry)
+
+    def local(self, v):
+        if not _foreign(v, self.fn):
+            return v
+        found = self.mapped.get(id(v))
+        if found is None:
+            found = self.recompute(v) if self.cheap(v) else self.capture(v)
+            self.mapped[id(v)] = found
+        return found
+
+    def cheap(self, v):
+        return isinstance(v, ir.Instruction) and v.opname in REMAT and self.budget > 0 and \
+            type(v) in (ir.Instruction, ir.ICMPInstr, ir.SelectInstr, ir.CastInstr,
+                        ir.GEPInstr) and not (isinstance(v, ir.ICMPInstr) and
+                                              v.opname != "icmp")
+
+    def recompute(self, v):
+        self.budget -= 1
+        ops = [self.local(x) for x in v.operands]
+        block = self.b.block
+        if isinstance(v, ir.GEPInstr):
+            new = ir.GEPInstr(block, ops[0], ops[1:], v.inbounds, "", v.source_etype)
+        elif isinstance(v, ir.ICMPInstr):
+            new = ir.ICMPInstr(block, v.op, ops[0], ops[1], "")
+        elif isinstance(v, ir.SelectInstr):
+            new = ir.SelectInstr(block, *ops, name="", flags=v.flags)
+        elif isinstance(v, ir.CastInstr):
+            new = ir.CastInstr(block, v.opname, ops[0], v.type, "")
+        else:
+            new = ir.Instruction(block, v.type, v.opname, ops, "", flags=v.flags)
+        self.b._insert(new)
+        return new
+
+    def capture(self, v):
+        self.captured.append(v)
+        slot = ir.Instruction(self.b.block, v.type, "load", [], "")  # replaced in fill_env
+        self.loads.append(slot)
+        return slot
+
+    def fill_env(self):
+        """Load every captured register from env, before everything else."""
+        env_type = ir.LiteralStructType([v.type for v in self.captured])
+        self.b.position_at_start(self.fn.blocks[0])
+        real = {}
+        for k, (v, slot) in enumerate(zip(self.captured, self.loads)):
+            ptr = self.b.gep(self.fn.args[0], [i64(0), ir.Constant(I32, k)],
+                             source_etype=env_type)
+            real[id(slot)] = self.b.load(ptr, typ=v.type)
+        for key, value in self.mapped.items():
+            self.mapped[key] = real.get(id(value), value)
+        for block in self.fn.blocks:
+            for instr in block.instructions:
+                _rebind(instr, real)
+
+
+def _rebind(instr, loads):
+    def new(v):
+        return loads.get(id(v), v) if isinstance(v, ir.Value) else v
+
+    operands = [new(v) for v in instr.operands]
+    instr.operands = type(instr.operands)(operands) if isinstance(instr.operands, tuple) \
+        else operands
+    if isinstance(instr, ir.PhiInstr):
+        instr.incomings = [(new(v), blk) for v, blk in instr.incomings]
+    for name in ("pointer", "aggregate", "value"):
+        v = getattr(instr, name, None)
+        if isinstance(v, ir.Value):
+            setattr(instr, name, new(v))
+    if isinstance(getattr(instr, "indices", None), (list, tuple)):
+        instr.indices = [new(v) for v in instr.indices]

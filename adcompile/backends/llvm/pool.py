@@ -1,0 +1,385 @@
+"""The native thread pool that runs the chunks of parallel loops (LLVM backend).
+
+Compiled code runs with the GIL released, so its workers must be native threads that never
+touch the interpreter. The pool is written in LLVM IR (no C compiler at install time), built
+and linked once per process on first use (its object code is cached like any kernel's), and
+driven through POSIX threads, mutexes and condition variables of the C library:
+
+    i32 adc_parallel_for(chunk, env, n, work, cap)
+
+runs `i32 chunk(env, lo, hi)` over [0, n) in pieces and returns 0 or the status of the
+failing piece that comes first in [0, n) (so the error is the one a serial run raises). The
+caller works too; `cap` > 0 limits the threads (a function's `parallel=N`). It runs
+`chunk(env, 0, n)` in the calling thread when the pool's thread count is 1, `work` (elements)
+is below the pool's threshold, or the pool is busy with another caller (a second Python
+thread, or a parallel loop inside a chunk): calls never wait for each other and never
+deadlock. Workers start on first need and sleep on a condition variable between jobs.
+
+Whether results may depend on where pieces start is the caller's business (parallel.py only
+hands the pool loops whose elements are independent, and fixed pieces of pairwise sums).
+
+The settings (threads, the element threshold, the pairwise unit) live in the pool's globals
+and are set from Python (set_num_threads ...). After os.fork the child's pool has no workers:
+its state is reinitialised (os.register_at_fork) and workers start again when needed.
+"""
+
+import ctypes
+import os
+import threading
+
+import llvmlite.binding as llvm
+import llvmlite.ir as ir
+
+from adcompile.backends.llvm import jit
+from adcompile.backends.llvm.pairwise import while_loop
+from adcompile.backends.llvm.values import I32, I64, PTR, i64, opaque
+
+MAX_WORKERS = 256
+SYNC_BYTES = 128  # room for a pthread_mutex_t / pthread_cond_t (40-64 bytes on the usual ABIs)
+CHUNKS_PER_THREAD = 4  # pieces per thread, for balance on a machine others use too
+DEFAULT_MIN_WORK = 1 << 15  # elements: smaller loops stay in the calling thread
+DEFAULT_UNIT = 1 << 13  # elements: the least size of one piece of a parallel pairwise sum
+_EXPORTS = ("adc_parallel_for", "adc_parallel_unit", "adc_pool_init", "adc_pool_set",
+            "adc_pool_workers")
+_GLOBALS = {"threads": 1, "min_work": DEFAULT_MIN_WORK, "unit": DEFAULT_UNIT, "gen": 0,
+            "busy": 0, "active": 0, "nworkers": 0, "job_n": 0, "job_size": 0,
+            "job_chunks": 0, "next": 0, "fail_chunk": 0}
+CHUNK_FN = ir.FunctionType(I32, [PTR, I64, I64])
+WORKER_FN = ir.FunctionType(PTR, [PTR])
+SLOT = ir.LiteralStructType([I64, I64, I64])  # a worker's index, the generation it last saw,
+# its pthread_t
+
+
+class FunctionPointer(ir.types._TypedPointerType):
+    """A `ptr` that llvmlite lets us call (it wants the function type of an indirect callee);
+    printed as the opaque `ptr` LLVM reads."""
+
+    def _to_string(self):
+        return "ptr"
+
+
+class _Pool:
+    """The IR of the pool module, one method per function."""
+
+    def __init__(self):
+        self.m = ir.Module(name="adc.pool")
+        self.m.triple = llvm.get_process_triple()
+        self.m.data_layout = str(jit.target_machine().target_data)
+        self.g = {}
+        for name, value in _GLOBALS.items():
+            self.g[name] = self.global_(I64, f"adc.pool.{name}", ir.Constant(I64, value))
+        for name in ("mutex", "submit", "work", "done"):
+            self.g[name] = self.global_(ir.ArrayType(ir.IntType(8), SYNC_BYTES),
+                                        f"adc.pool.{name}", None, align=16)
+        self.g["fn"] = self.global_(PTR, "adc.pool.fn", ir.Constant(PTR, None))
+        self.g["env"] = self.global_(PTR, "adc.pool.env", ir.Constant(PTR, None))
+        self.g["status"] = self.global_(I32, "adc.pool.status", ir.Constant(I32, 0))
+        self.g["slots"] = self.global_(ir.ArrayType(SLOT, MAX_WORKERS), "adc.pool.slots", None)
+
+    def global_(self, typ, name, init, align=8):
+        g = ir.GlobalVariable(self.m, typ, name=name)
+        g.linkage = "internal"
+        g.initializer = init if init is not None else ir.Constant(typ, None)
+        g.align = align
+        return opaque(g)
+
+    def libc(self, name, ret, args):
+        fn = self.m.globals.get(name)
+        return fn if fn is not None else ir.Function(self.m, ir.FunctionType(ret, args), name)
+
+    def call(self, b, name, *args, ret=I32):
+        return b.call(self.libc(name, ret, [a.type for a in args]), list(args))
+
+    def load(self, b, name):
+        return b.load(self.g[name], typ=self.g_type(name))
+
+    def store(self, b, name, value):
+        b.store(value, self.g[name])
+
+    def g_type(self, name):
+        return {"fn": PTR, "env": PTR, "status": I32}.get(name, I64)
+
+    def function(self, name, fnty, export=True):
+        fn = ir.Function(self.m, fnty, name=name)
+        if not export:
+            fn.linkage = "internal"
+        return fn, ir.IRBuilder(fn.append_basic_block("entry"))
+
+    def build(self):
+        self.build_run()
+        self.build_worker()
+        self.build_init()
+        self.build_set()
+        self.build_for()
+        fn, b = self.function("adc_parallel_unit", ir.FunctionType(I64, []))
+        b.ret(self.load(b, "unit"))
+        fn, b = self.function("adc_pool_workers", ir.FunctionType(I64, []))
+        b.ret(self.load(b, "nworkers"))
+        return self.m
+
+    def build_init(self):
+        """(Re)initialise the mutexes and conditions; no workers (also in a forked child)."""
+        fn, b = self.function("adc_pool_init", ir.FunctionType(ir.VoidType(), []))
+        null = ir.Constant(PTR, None)
+        for name in ("mutex", "submit"):
+            self.call(b, "pthread_mutex_init", self.g[name], null)
+        for name in ("work", "done"):
+            self.call(b, "pthread_cond_init", self.g[name], null)
+        for name in ("nworkers", "busy", "active"):
+            self.store(b, name, i64(0))
+        b.ret_void()
+
+    def build_set(self):
+        fn, b = self.function("adc_pool_set", ir.FunctionType(ir.VoidType(), [I64] * 3))
+        for name, value in zip(("threads", "min_work", "unit"), fn.args):
+            self.store(b, name, value)
+        b.ret_void()
+
+    def build_run(self):
+        """adc.pool.run(chunk, env, n, size, chunks): take pieces until none is left; a
+        failing piece records its status when it comes before the failures seen so far, and
+        pieces after a failure are skipped (a serial run would not have reached them)."""
+        fn, b = self.function("adc.pool.run", ir.FunctionType(ir.VoidType(), [PTR, PTR, I64,
+                                                                               I64, I64]),
+                              export=False)
+        chunk, env, n, size, chunks = fn.args
+        chunk.type = FunctionPointer(CHUNK_FN)
+        head = b.append_basic_block("take")
+        b.branch(head)
+        b.position_at_end(head)
+        c = b.atomic_rmw("add", self.g["next"], i64(1), "monotonic")
+        with b.if_then(b.icmp_signed(">=", c, chunks)):
+            b.ret_void()
+        failed = b.load_atomic(self.g["fail_chunk"], "monotonic", 8, typ=I64)
+        with b.if_then(b.icmp_signed("<", c, failed)):
+            lo = b.mul(c, size)
+            hi = b.add(lo, size)
+            hi = b.select(b.icmp_signed("<", hi, n), hi, n)
+            status = b.call(chunk, [env, lo, hi])
+            with b.if_then(b.icmp_signed("!=", status, ir.Constant(I32, 0)), likely=False):
+                self.call(b, "pthread_mutex_lock", self.g["mutex"])
+                first = b.icmp_signed("<", c, self.load(b, "fail_chunk"))
+                with b.if_then(first):
+                    b.atomic_rmw("xchg", self.g["fail_chunk"], c, "monotonic")
+                    self.store(b, "status", status)
+                self.call(b, "pthread_mutex_unlock", self.g["mutex"])
+        b.branch(head)
+
+    def build_worker(self):
+        """A worker: sleep until the generation moves on; join the job (busy + 1) while it is
+        open and the worker's index is below its `active`; the last to finish wakes the
+        caller. The caller closes the job (active = 0) once it finds no piece left, then waits
+        only for the workers that joined: one the system has not scheduled yet does not hold
+        it up."""
+        fn, b = self.function("adc.pool.worker", WORKER_FN, export=False)
+        slot = fn.args[0]
+        index = b.load(b.gep(slot, [i64(0), ir.Constant(I32, 0)], source_etype=SLOT), typ=I64)
+        seen = b.gep(slot, [i64(0), ir.Constant(I32, 1)], source_etype=SLOT)
+        self.call(b, "pthread_mutex_lock", self.g["mutex"])
+        wait = b.append_basic_block("wait")
+        b.branch(wait)
+        b.position_at_end(wait)
+        gen = self.load(b, "gen")
+        with b.if_then(b.icmp_signed("==", gen, b.load(seen, typ=I64))):
+            self.call(b, "pthread_cond_wait", self.g["work"], self.g["mutex"])
+            b.branch(wait)
+        b.store(gen, seen)
+        with b.if_then(b.icmp_signed(">=", index, self.load(b, "active"))):
+            b.branch(wait)
+        self.store(b, "busy", b.add(self.load(b, "busy"), i64(1)))
+        job = [self.load(b, name) for name in ("fn", "env", "job_n", "job_size", "job_chunks")]
+        self.call(b, "pthread_mutex_unlock", self.g["mutex"])
+        b.call(self.m.globals["adc.pool.run"], job)
+        self.call(b, "pthread_mutex_lock", self.g["mutex"])
+        busy = b.sub(self.load(b, "busy"), i64(1))
+        self.store(b, "busy", busy)
+        with b.if_then(b.icmp_signed("==", busy, i64(0))):
+            self.call(b, "pthread_cond_signal", self.g["done"])
+        b.branch(wait)
+
+    def build_for(self):
+        fn, b = self.function("adc_parallel_for", ir.FunctionType(I32, [PTR, PTR, I64, I64,
+                                                                         I64]))
+        chunk, env, n, work, cap = fn.args
+        chunk.type = FunctionPointer(CHUNK_FN)
+        threads = self.load(b, "threads")
+        capped = b.and_(b.icmp_signed(">", cap, i64(0)), b.icmp_signed("<", cap, threads))
+        threads = b.select(capped, cap, threads)
+        alone = b.or_(b.icmp_signed("<=", threads, i64(1)), b.icmp_signed("<=", n, i64(1)))
+        alone = b.or_(alone, b.icmp_signed("<", work, self.load(b, "min_work")))
+        serial = b.append_basic_block("serial")
+        with b.if_then(b.not_(alone)):
+            busy = self.call(b, "pthread_mutex_trylock", self.g["submit"])
+            with b.if_then(b.icmp_signed("==", busy, ir.Constant(I32, 0))):
+                b.ret(self.submit(b, chunk, env, n, threads))
+        b.branch(serial)
+        b.position_at_end(serial)
+        b.ret(b.call(chunk, [env, i64(0), n]))
+
+    def submit(self, b, chunk, env, n, threads):
+        """Under the submit lock: start missing workers, publish the job, work, wait."""
+        want = b.sub(threads, i64(1))
+        want = b.select(b.icmp_signed(">", want, i64(MAX_WORKERS)), i64(MAX_WORKERS), want)
+        self.spawn(b, want)
+        workers = self.load(b, "nworkers")
+        active = b.select(b.icmp_signed("<", workers, want), workers, want)
+        chunks = b.mul(b.add(active, i64(1)), i64(CHUNKS_PER_THREAD))
+        chunks = b.select(b.icmp_signed("<", n, chunks), n, chunks)
+        size = b.sdiv(b.sub(b.add(n, chunks), i64(1)), chunks)
+        chunks = b.sdiv(b.sub(b.add(n, size), i64(1)), size)
+        self.call(b, "pthread_mutex_lock", self.g["mutex"])
+        for name, value in (("fn", chunk), ("env", env), ("job_n", n), ("job_size", size),
+                            ("job_chunks", chunks), ("next", i64(0)), ("fail_chunk", chunks),
+                            ("status", ir.Constant(I32, 0)), ("busy", i64(0)),
+                            ("active", active)):
+            self.store(b, name, value)
+        self.store(b, "gen", b.add(self.load(b, "gen"), i64(1)))
+        self.call(b, "pthread_cond_broadcast", self.g["work"])
+        self.call(b, "pthread_mutex_unlock", self.g["mutex"])
+        b.call(self.m.globals["adc.pool.run"], [chunk, env, n, size, chunks])
+        self.call(b, "pthread_mutex_lock", self.g["mutex"])
+        self.store(b, "active", i64(0))  # the job is closed: who has not joined never will
+        wait = b.append_basic_block("join")
+        done = b.append_basic_block("joined")
+        b.branch(wait)
+        b.position_at_end(wait)
+        with b.if_then(b.icmp_signed(">", self.load(b, "busy"), i64(0))):
+            self.call(b, "pthread_cond_wait", self.g["done"], self.g["mutex"])
+            b.branch(wait)
+        b.branch(done)
+        b.position_at_end(done)
+        failed = b.icmp_signed("<", self.load(b, "fail_chunk"), chunks)
+        status = b.select(failed, self.load(b, "status"), ir.Constant(I32, 0))
+        self.call(b, "pthread_mutex_unlock", self.g["mutex"])
+        self.call(b, "pthread_mutex_unlock", self.g["submit"])
+        return status
+
+    def spawn(self, b, want):
+        """Start workers until there are `want` (fewer if the system refuses a thread)."""
+        refused = opaque(b.alloca(ir.IntType(1)))
+        b.store(ir.Constant(ir.IntType(1), 0), refused)
+
+        def more():
+            return b.and_(b.icmp_signed("<", self.load(b, "nworkers"), want),
+                          b.not_(b.load(refused, typ=ir.IntType(1))))
+
+        def one():
+            k = self.load(b, "nworkers")
+            slot = b.gep(self.g["slots"], [i64(0), k],
+                         source_etype=ir.ArrayType(SLOT, MAX_WORKERS))
+            field = [b.gep(slot, [i64(0), ir.Constant(I32, j)], source_etype=SLOT)
+                     for j in range(3)]
+            b.store(k, field[0])
+            b.store(self.load(b, "gen"), field[1])
+            made = self.call(b, "pthread_create", field[2], ir.Constant(PTR, None),
+                             self.m.globals["adc.pool.worker"], slot)
+            with b.if_else(b.icmp_signed("!=", made, ir.Constant(I32, 0))) as (failed, ok):
+                with failed:
+                    b.store(ir.Constant(ir.IntType(1), 1), refused)
+                with ok:
+                    self.call(b, "pthread_detach", b.load(field[2], typ=I64))
+                    self.store(b, "nworkers", b.add(k, i64(1)))
+
+        while_loop(b, more, one)
+
+
+_state = {}
+_LOCK = threading.Lock()
+
+
+def _library():
+    """The linked pool: {export name: address} (built or loaded from the cache once)."""
+    if "addresses" in _state:
+        return _state
+    with _LOCK:
+        if "addresses" not in _state:
+            text, key = _text_and_key()
+            obj = jit.cache_load(key)
+            if obj is None:
+                obj = jit.emit_object(jit.optimize(text))
+                jit.cache_store(key, obj)
+            builder = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
+            for name in _EXPORTS:
+                builder.export_symbol(name)
+            tracker = builder.link(jit._init()["lljit"], "adcompile_pool")
+            addresses = {name: tracker[name] for name in _EXPORTS}
+            _state["tracker"] = tracker  # the code lives as long as the process
+            _state["init"] = ctypes.CFUNCTYPE(None)(addresses["adc_pool_init"])
+            _state["set"] = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64,
+                                             ctypes.c_int64)(addresses["adc_pool_set"])
+            _state["workers"] = ctypes.CFUNCTYPE(ctypes.c_int64)(addresses["adc_pool_workers"])
+            _state["init"]()
+            _apply()
+            os.register_at_fork(after_in_child=_state["init"])
+            _state["addresses"] = addresses
+    return _state
+
+
+def _text_and_key():
+    if "key" not in _state:
+        text = str(_Pool().build())
+        _state["text"], _state["key"] = text, jit.cache_key("adc.pool", text)
+    return _state["text"], _state["key"]
+
+
+def cache_key():
+    """The key of the pool's object code in the on-disk cache (one entry per machine)."""
+    return _text_and_key()[1]
+
+
+def symbols():
+    """{symbol: address} of the pool functions kernels call."""
+    addresses = _library()["addresses"]
+    return {name: addresses[name] for name in ("adc_parallel_for", "adc_parallel_unit")}
+
+
+def default_threads():
+    """ADCOMPILE_NUM_THREADS, else OMP_NUM_THREADS (dask's workers set it to 1), else the
+    cores this process may run on."""
+    for name in ("ADCOMPILE_NUM_THREADS", "OMP_NUM_THREADS"):
+        value = os.environ.get(name, "").strip()
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _env_int(name, default, least):
+    value = os.environ.get(name, "").strip()
+    return max(least, int(value)) if value.isdigit() else default
+
+
+# ADCOMPILE_PARALLEL_MIN / ADCOMPILE_PARALLEL_UNIT: for tests that split small arrays
+_settings = {"threads": default_threads(),
+             "min_work": _env_int("ADCOMPILE_PARALLEL_MIN", DEFAULT_MIN_WORK, 0),
+             "unit": _env_int("ADCOMPILE_PARALLEL_UNIT", DEFAULT_UNIT, 256)}
+
+
+def _apply():
+    if "set" in _state:
+        _state["set"](_settings["threads"], _settings["min_work"], _settings["unit"])
+
+
+def configure(threads=None, min_work=None, unit=None):
+    """Change the pool's settings (None keeps one): threads (>= 1), min_work (elements a
+    loop needs to be split), unit (the least piece of a parallel pairwise sum, >= 256)."""
+    if threads is not None:
+        if int(threads) < 1:
+            raise ValueError(f"the number of threads must be at least 1, not {threads}")
+        _settings["threads"] = int(threads)
+    if min_work is not None:
+        _settings["min_work"] = max(0, int(min_work))
+    if unit is not None:
+        _settings["unit"] = max(256, int(unit))
+    _apply()
+
+
+def settings():
+    return dict(_settings)
+
+
+def started_workers():
+    """How many worker threads the pool has started (0 before its first parallel loop)."""
+    return _library()["workers"]() if "addresses" in _state else 0
