@@ -31,6 +31,15 @@ LAYERS = {
                     True),
     "conv2d_depthwise": (lambda nn: nn.Conv2d(3, 6, 3, groups=3, padding=1),
                          (2, 3, 5, 5), "normal", True),
+    "conv_transpose2d": (lambda nn: nn.ConvTranspose2d(3, 5, 3), (2, 3, 4, 5), "normal", True),
+    "conv_transpose2d_options": (lambda nn: nn.ConvTranspose2d(
+        4, 6, (3, 2), stride=(2, 3), padding=(1, 0), output_padding=(1, 2), groups=2,
+        dilation=(1, 2)), (2, 4, 5, 4), "normal", True),
+    "conv_transpose2d_nobias": (lambda nn: nn.ConvTranspose2d(2, 3, 2, stride=2, bias=False),
+                                (1, 2, 3, 3), "normal", True),
+    "conv_transpose1d": (lambda nn: nn.ConvTranspose1d(4, 2, 3, stride=2, padding=1,
+                                                       output_padding=1), (2, 4, 6), "normal",
+                         True),
     "maxpool1d": (lambda nn: nn.MaxPool1d(3, 2, 1), (2, 3, 9), "normal", True),
     "maxpool2d": (lambda nn: nn.MaxPool2d(2), (2, 3, 6, 6), "normal", True),
     "maxpool2d_options": (lambda nn: nn.MaxPool2d(3, stride=2, padding=1, dilation=1),
@@ -254,6 +263,25 @@ def test_conv_double_backward_matches_torch():
         runs.append((gx.detach().numpy(), x.grad.numpy(), w.grad.numpy()))
     for a, b in zip(*runs):
         _close(b, a, "double backward")
+
+
+def test_conv_transpose_functional_matches_torch():
+    """F.conv_transpose2d with output_size on the module, and double backward through it."""
+    runs = []
+    for lib in (torch, adcompile):
+        lib.manual_seed(0)
+        m = lib.nn.ConvTranspose2d(2, 3, 3, stride=2, padding=1)
+        x = lib.tensor(_x((1, 2, 4, 4)), requires_grad=True)
+        y = m(x, output_size=[8, 8])
+        w = lib.tensor(_x((2, 3, 2, 2), 1), requires_grad=True)
+        z = lib.nn.functional.conv_transpose2d(x, w, stride=(1, 2), padding=1, groups=2)
+        (gx,) = lib.autograd.grad((z * z).sum() + y.sum(), x, create_graph=True)
+        (gx * gx).sum().backward()
+        runs.append((tuple(y.shape), y.detach().numpy(), gx.detach().numpy(), x.grad.numpy(),
+                     w.grad.numpy(), type(z.grad_fn).__name__))
+    assert runs[0][0] == runs[1][0] and runs[0][5] == runs[1][5]
+    for a, b in zip(runs[0][1:5], runs[1][1:5]):
+        _close(b, a, "conv_transpose2d")
 
 
 def _flatten_outputs(out):

@@ -163,7 +163,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
 
 # the layer families (each imports this module's core, so they are registered last)
-from runtime.nn.conv import conv1d, conv2d  # noqa: E402,F401
+from runtime.nn.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d  # noqa: E402,F401,E501
 from runtime.nn.pooling import (  # noqa: E402,F401
     adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d)
 from runtime.nn.norm import batch_norm, group_norm, layer_norm  # noqa: E402,F401

@@ -94,6 +94,26 @@ def convolution(ops, g, needs, x, w, geom, has_bias):
     return gx, gw, gb
 
 
+@rule("convolution_transpose")
+def convolution_transpose(ops, g, needs, x, w, geom, has_bias):
+    """The transpose of a convolution: out = col2im(w2^T @ x2), so the input's cotangent is
+    the convolution of g's patches with w2, and the weight's is x2 against those patches."""
+    x_shape, w_shape = ops.shape(x), ops.shape(w)
+    n, groups = x_shape[0], geom[4]
+    x2 = ops.reshape(x, (n, groups, w_shape[0] // groups, -1))
+    w2 = ops.reshape(w, (groups, w_shape[0] // groups, -1))
+    cols = ops.im2col(g, geom) if needs[0] or needs[1] else None
+    gx = gw = gb = None
+    if needs[0]:
+        gx = ops.reshape(ops.matmul(w2, cols), x_shape)
+    if needs[1]:
+        gw = ops.reshape(ops.sum_dim(ops.matmul(x2, ops.mT(cols)), 0, False), w_shape)
+    if has_bias and needs[2]:
+        g3 = ops.reshape(g, (n, ops.shape(g)[1], -1))
+        gb = ops.sum_dim(ops.sum_dim(g3, 2, False), 0, False)
+    return gx, gw, gb
+
+
 @rule("max_pool")
 def max_pool(ops, g, needs, x_shape, flat_index):
     """Each output's cotangent goes to the input element that was the window's maximum."""
