@@ -397,3 +397,52 @@ def test_forward_hooks_match_torch():
         runs.append((first, seen))
     np.testing.assert_allclose(runs[1][0], runs[0][0], rtol=1e-6)
     assert runs[1][1] == runs[0][1]
+
+
+def _grad_summary(grads):
+    return [None if g is None else (tuple(g.shape), round(float(g.sum()), 4)) for g in grads]
+
+
+def _node_names(node):
+    return (node.name(), [(n.name() if n is not None else None, i)
+                          for n, i in node.next_functions])
+
+
+def _run_backward_hooks(lib):
+    lib.manual_seed(0)
+    model = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.ReLU(), lib.nn.Linear(4, 2))
+    seen = []
+    model[0].register_full_backward_hook(
+        lambda m, gi, go: seen.append(("full0", _grad_summary(gi), _grad_summary(go))))
+    model[2].register_full_backward_pre_hook(lambda m, go: (go[0] * 3,))
+    model[2].register_full_backward_hook(
+        lambda m, gi, go: seen.append(("full2", _grad_summary(gi), _grad_summary(go)))
+        or (gi[0] * 2,))
+    handle = model.register_full_backward_pre_hook(
+        lambda m, go: seen.append(("pre_model", _grad_summary(go))), prepend=True)
+    x = lib.ones(5, 3, requires_grad=True)
+    y = model(x)
+    inner = y.grad_fn.next_functions[0][0].next_functions[0][0]
+    graph = [_node_names(y.grad_fn), _node_names(inner)]
+    y.sum().backward()
+    handle.remove()
+    model(x).sum().backward()
+    lin = lib.nn.Linear(3, 2)  # no input requires grad: the full hook runs at the outputs
+    lin.register_full_backward_hook(
+        lambda m, gi, go: seen.append(("no_input", _grad_summary(gi), _grad_summary(go))))
+    with pytest.warns(UserWarning):
+        lin(lib.ones(2, 3)).sum().backward()
+    old = lib.nn.Linear(3, 2)  # the deprecated kind hooks the output's grad_fn
+    old.register_backward_hook(lambda m, gi, go: seen.append(("old", _grad_summary(gi))))
+    old(x).sum().backward()
+    with pytest.raises(RuntimeError):
+        old.register_full_backward_hook(lambda m, gi, go: None)
+    return seen, graph, x.grad.numpy(), model[0].weight.grad.numpy()
+
+
+def test_backward_hooks_match_torch():
+    t, a = _run_backward_hooks(torch), _run_backward_hooks(adcompile)
+    assert a[0] == t[0]
+    assert a[1] == t[1]
+    _close(a[2], t[2], "input gradient")
+    _close(a[3], t[3], "weight gradient")
