@@ -362,6 +362,10 @@ INITS = {
     "xavier_uniform": ("xavier_uniform_", (3, 4, 2), {}),
     "kaiming_normal": ("kaiming_normal_", (3, 4), dict(mode="fan_out", nonlinearity="relu")),
     "kaiming_uniform": ("kaiming_uniform_", (5, 2), dict(a=0.1)),
+    "trunc_normal": ("trunc_normal_", (40, 50), {}),
+    "trunc_normal_shifted": ("trunc_normal_", (7, 3), dict(mean=1.0, std=0.5, a=0.2, b=1.1)),
+    "trunc_normal_narrow": ("trunc_normal_", (30, 20), dict(mean=0.5, std=2.0, a=-0.3, b=0.4)),
+    "trunc_normal_tail": ("trunc_normal_", (9, 11), dict(std=0.5, a=0.6, b=3.0)),
 }
 
 
