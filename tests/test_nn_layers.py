@@ -54,22 +54,22 @@ LAYERS = {
                            False),
     "adaptive_avgpool2d_even": (lambda nn: nn.AdaptiveAvgPool2d(3), (2, 3, 6, 6), "normal",
                                 False),
-    "batchnorm1d": (lambda nn: nn.BatchNorm1d(3), (5, 3), "normal", False),
+    "batchnorm1d": (lambda nn: nn.BatchNorm1d(3), (5, 3), "normal", True),
     "batchnorm1d_3d": (lambda nn: nn.BatchNorm1d(3, momentum=None), (4, 3, 5), "normal",
-                       False),
-    "batchnorm2d": (lambda nn: nn.BatchNorm2d(3), (4, 3, 5, 5), "normal", False),
-    "batchnorm2d_eval": (lambda nn: nn.BatchNorm2d(3).eval(), (4, 3, 5, 5), "normal", False),
+                       True),
+    "batchnorm2d": (lambda nn: nn.BatchNorm2d(3), (4, 3, 5, 5), "normal", True),
+    "batchnorm2d_eval": (lambda nn: nn.BatchNorm2d(3).eval(), (4, 3, 5, 5), "normal", True),
     "batchnorm2d_noaffine": (lambda nn: nn.BatchNorm2d(3, affine=False, eps=1e-3,
                                                        momentum=0.3), (4, 3, 2, 2), "normal",
-                             False),
+                             True),
     "batchnorm2d_nostats": (lambda nn: nn.BatchNorm2d(3, track_running_stats=False),
-                            (4, 3, 2, 2), "normal", False),
-    "layernorm": (lambda nn: nn.LayerNorm(6), (3, 4, 6), "normal", False),
+                            (4, 3, 2, 2), "normal", True),
+    "layernorm": (lambda nn: nn.LayerNorm(6), (3, 4, 6), "normal", True),
     "layernorm_2d": (lambda nn: nn.LayerNorm((4, 6), eps=1e-3, bias=False), (3, 4, 6),
-                     "normal", False),
-    "groupnorm": (lambda nn: nn.GroupNorm(2, 4), (3, 4, 5), "normal", False),
+                     "normal", True),
+    "groupnorm": (lambda nn: nn.GroupNorm(2, 4), (3, 4, 5), "normal", True),
     "groupnorm_2d": (lambda nn: nn.GroupNorm(1, 4, affine=False), (3, 4, 2, 3), "normal",
-                     False),
+                     True),
     "embedding": (lambda nn: nn.Embedding(5, 3), (4, 2), "index", True),
     "embedding_padding": (lambda nn: nn.Embedding(5, 3, padding_idx=1), (6,), "index", True),
     "dropout_eval": (lambda nn: nn.Dropout(0.3).eval(), (3, 4), "normal", False),
@@ -101,7 +101,7 @@ def _run_layer(lib, name):
     w = lib.tensor(_x(tuple(y.shape), 2))
     (y * w).sum().backward()
     return dict(
-        init=init, y=y.detach().numpy(), fn=type(y.grad_fn).__name__ if y.grad_fn else None,
+        init=init, y=y.detach().numpy(), fn=_node_names(y.grad_fn) if y.grad_fn else None,
         gx=None if kind == "index" else x.grad.numpy(),
         grads={k: p.grad.numpy() for k, p in layer.named_parameters()},
         after={k: v.detach().numpy() for k, v in layer.state_dict().items()},
@@ -408,8 +408,8 @@ def _grad_summary(grads):
 
 
 def _node_names(node):
-    return (node.name(), [(n.name() if n is not None else None, i)
-                          for n, i in node.next_functions])
+    return (type(node).__name__, [(type(n).__name__ if n is not None else None, i)
+                                  for n, i in node.next_functions])
 
 
 def _run_backward_hooks(lib):
@@ -450,3 +450,35 @@ def test_backward_hooks_match_torch():
     assert a[1] == t[1]
     _close(a[2], t[2], "input gradient")
     _close(a[3], t[3], "weight gradient")
+
+
+NORM_DOUBLE_BACKWARD = {
+    "batch_norm": (lambda nn: nn.BatchNorm2d(3), (4, 3, 2, 3)),
+    "batch_norm_eval": (lambda nn: nn.BatchNorm1d(3).eval(), (4, 3)),
+    "layer_norm": (lambda nn: nn.LayerNorm((2, 3)), (4, 2, 3)),
+    "group_norm": (lambda nn: nn.GroupNorm(2, 4), (3, 4, 5)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NORM_DOUBLE_BACKWARD))
+def test_norm_double_backward_matches_torch(name):
+    """The fused nodes' rules rerun on Tensors recompute the statistics, so gradients of
+    gradients (through the mean and variance too) agree with PyTorch's."""
+    make, shape = NORM_DOUBLE_BACKWARD[name]
+    runs = []
+    for lib in (torch, adcompile):
+        lib.manual_seed(0)
+        layer = make(lib.nn)
+        with lib.no_grad():
+            for p in layer.parameters():
+                p.add_(lib.tensor(_x(tuple(p.shape), 3)))
+        x = lib.tensor(_x(shape, 4), requires_grad=True)
+        y = layer(x)
+        (gx,) = lib.autograd.grad((y * lib.tensor(_x(shape, 5))).sum(), x, create_graph=True)
+        (gx * gx).sum().backward()
+        grads = [x.grad] + [p.grad for p in layer.parameters()]
+        runs.append([gx.detach().numpy()] + [None if g is None else g.numpy() for g in grads])
+    for a, b in zip(runs[1], runs[0]):
+        assert (a is None) == (b is None)
+        if a is not None:
+            _close(a, b, name)
