@@ -482,3 +482,42 @@ def test_norm_double_backward_matches_torch(name):
         assert (a is None) == (b is None)
         if a is not None:
             _close(a, b, name)
+
+
+def _graph(node, depth):
+    """Names of a node and of its inputs `depth` levels down, with output numbers."""
+    if node is None or depth == 0:
+        return None if node is None else type(node).__name__
+    return (type(node).__name__, [(_graph(n, depth - 1), i) for n, i in node.next_functions])
+
+
+LSTM_GRAPHS = {
+    "plain": (dict(), lambda lib: [(5, 3, 4)]),
+    "two_layers": (dict(num_layers=2), lambda lib: [(5, 3, 4)]),
+    "bidirectional": (dict(bidirectional=True, num_layers=2), lambda lib: [(5, 3, 4)]),
+    "batch_first": (dict(batch_first=True, bias=False), lambda lib: [(3, 5, 4)]),
+    "unbatched": (dict(), lambda lib: [(5, 4)]),
+    "h0": (dict(), lambda lib: [(5, 3, 4), (1, 3, 6), (1, 3, 6)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LSTM_GRAPHS))
+def test_lstm_graph_matches_torch(name):
+    """A float32 LSTM records one MkldnnRnnLayerBackward0 node per layer and direction,
+    wired (cat, stack, select, transpose/clone, squeeze) as PyTorch's CPU LSTM wires it."""
+    kw, shapes = LSTM_GRAPHS[name]
+    runs = []
+    for lib in (torch, adcompile):
+        lib.manual_seed(0)
+        lstm = lib.nn.LSTM(4, 6, **kw)
+        xs = [lib.tensor(_x(s, 30 + i), requires_grad=True) for i, s in enumerate(shapes(lib))]
+        out, (h, c) = lstm(xs[0], (xs[1], xs[2])) if len(xs) == 3 else lstm(xs[0])
+        graphs = [_graph(t.grad_fn, 4) for t in (out, h, c)]
+        (out.sum() + (h * h).sum() + c.sum()).backward()
+        runs.append((graphs, [x.grad.numpy() for x in xs],
+                     {k: p.grad.numpy() for k, p in lstm.named_parameters()}))
+    assert runs[1][0] == runs[0][0]
+    for a, b in zip(runs[1][1], runs[0][1]):
+        _close(a, b, "input gradient")
+    for k in runs[0][2]:
+        _close(runs[1][2][k], runs[0][2][k], k)

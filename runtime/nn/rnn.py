@@ -1,6 +1,12 @@
 """Recurrent layers: RNN, LSTM, GRU (multi-layer, bidirectional, batch_first, inter-layer
-dropout), composed step by step from differentiable eager ops (linear, sigmoid, tanh), so
-backpropagation through time comes from the shared rules.
+dropout).
+
+A float32 LSTM runs each layer and direction as one fused node, MkldnnRnnLayerBackward0, as
+PyTorch's CPU LSTM records it (kernel and rule in runtime/rules/rnn.py): the layers are
+chained, the directions joined by cat, and h_n / c_n stacked from the nodes' second and third
+outputs. Other dtypes and the RNN / GRU cells are composed step by step from differentiable
+eager ops (linear, sigmoid, tanh), so backpropagation through time comes from the shared
+rules.
 
 Parameters are registered and initialised in PyTorch's order (per layer and direction:
 weight_ih, weight_hh, bias_ih, bias_hh, each uniform in +-1/sqrt(hidden_size)), so the same
@@ -13,9 +19,33 @@ import math
 import numpy as np
 
 from runtime import ops as F
+from runtime.autograd_meta import any_requires_grad, record_multi
+from runtime.function import node_class, save_input
 from runtime.nn import functional as NF
 from runtime.nn.modules import Module, Parameter
+from runtime.ops._core import wrap
+from runtime.rules.rnn import lstm_forward
 from runtime.tensor import Tensor
+
+MkldnnRnnLayerBackward0 = node_class("MkldnnRnnLayerBackward0", "lstm_layer", multi_output=True)
+
+
+def lstm_layer(x, weights, h0, c0, reverse):
+    """One fused LSTM layer over x (T, B, I): returns (out (T, B, H), h_T, c_T)."""
+    w_ih, w_hh, b_ih, b_hh = weights
+    bias = None if b_ih is None else b_ih._data + b_hh._data
+    xd = x._data[::-1] if reverse else x._data
+    hs, cells, tanh_c, gates = lstm_forward(xd, w_ih._data, w_hh._data, bias, h0._data,
+                                            c0._data)
+    out = hs[:0:-1] if reverse else hs[1:]
+    outs = [wrap(np.ascontiguousarray(out), x._dtype), wrap(hs[-1].copy(), x._dtype),
+            wrap(cells[-1].copy(), x._dtype)]
+    inputs = (x, w_ih, w_hh, b_ih, b_hh, h0, c0)
+    if any_requires_grad(inputs):
+        args = (save_input(x), save_input(w_ih), save_input(w_hh), (hs, cells, tanh_c, gates),
+                b_ih is not None, reverse)
+        record_multi(MkldnnRnnLayerBackward0, inputs, outs, args)
+    return outs
 
 
 def _rnn_tanh(x, h, w):
@@ -109,11 +139,16 @@ class RNNBase(Module):
             raise ValueError(f"{type(self).__name__} expects a 2-d or 3-d input, got "
                              f"{input._data.ndim}-d")
         x = input if batched else F.unsqueeze(input, 1)
+        fused = self.mode == "LSTM" and x._data.dtype == np.float32
         if batched and self.batch_first:
             x = F.transpose(x, 0, 1)
+            x = F.clone(x) if fused else x  # PyTorch's kernel takes a contiguous copy
         states = self._initial_states(hx, x, batched)
-        outs, finals = self._layers(F.unbind(x, 0), states)
-        out = F.stack(outs, 0)
+        if fused:
+            out, finals = self._fused_layers(x, states)
+        else:
+            outs, finals = self._layers(F.unbind(x, 0), states)
+            out = F.stack(outs, 0)
         if batched and self.batch_first:
             out = F.transpose(out, 0, 1)
         return self._package(out, finals, batched)
@@ -153,6 +188,22 @@ class RNNBase(Module):
             if self.dropout and self.training and layer < self.num_layers - 1:
                 xs = [NF.dropout(x, self.dropout, True) for x in xs]
         return xs, finals
+
+    def _fused_layers(self, x, states):
+        """The LSTM as one fused node per layer and direction."""
+        finals = []
+        dirs = 1 + self.bidirectional
+        for layer in range(self.num_layers):
+            results = []
+            for d in range(dirs):
+                k = layer * dirs + d
+                out, h, c = lstm_layer(x, self._weights(k), states[0][k], states[1][k], d == 1)
+                results.append(out)
+                finals.append((h, c))
+            x = F.cat(results, -1) if dirs == 2 else results[0]
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                x = NF.dropout(x, self.dropout, True)
+        return x, finals
 
     def _package(self, out, finals, batched):
         def collect(i=None):

@@ -1,0 +1,127 @@
+"""The fused LSTM layer: forward kernel on numpy and its derivative rule (backpropagation
+through time), one graph node per layer and direction as PyTorch's CPU LSTM records
+(MkldnnRnnLayerBackward0: inputs x, w_ih, w_hh, b_ih, b_hh, h0, c0; outputs the hidden
+sequence, h_T and c_T).
+
+Per step, with gates in PyTorch's order (input, forget, cell, output):
+    pre = x_t w_ih^T + b_ih + h w_hh^T + b_hh;  i, f, o = sigmoid(.), g = tanh(.)
+    c' = f * c + i * g;  h' = o * tanh(c')
+The forward pass keeps the gate activations, the cells and tanh of the cells; the backward
+walks the steps in reverse, then forms the input and weight cotangents with three matmuls
+over all steps at once. A reverse-direction layer runs on the time-flipped sequence.
+
+Like PyTorch's kernel, the rule is first-order only: differentiating it again (create_graph)
+raises.
+"""
+
+import numpy as np
+
+from runtime.rules import rule
+
+
+def _sigmoid_(v):
+    """v <- 1 / (1 + exp(-v)), in place."""
+    np.negative(v, out=v)
+    np.exp(v, out=v)
+    v += 1.0
+    np.reciprocal(v, out=v)
+
+
+# PyTorch stacks the gates as (i, f, g, o); the kernel works on (i, f, o, g) so that the three
+# sigmoid gates are one contiguous block
+def _gate_order(hidden):
+    h = hidden
+    return np.r_[0:2 * h, 3 * h:4 * h, 2 * h:3 * h]
+
+
+def lstm_forward(x, w_ih, w_hh, bias, h0, c0):
+    """x (T, B, I) -> (hs (T+1, B, H) with h0 first, cells likewise, tanh of cells (T, B, H),
+    gate activations (T, B, 4H) in (i, f, o, g) order)."""
+    steps, batch = x.shape[:2]
+    hidden = w_hh.shape[1]
+    order = _gate_order(hidden)
+    xw = np.matmul(x.reshape(steps * batch, -1), w_ih[order].T)
+    xw = xw.reshape(steps, batch, 4 * hidden)
+    if bias is not None:
+        xw += bias[order]
+    hs = np.empty((steps + 1, batch, hidden), x.dtype)
+    cells = np.empty_like(hs)
+    tanh_c = np.empty((steps, batch, hidden), x.dtype)
+    hs[0], cells[0] = h0, c0
+    w_hh_t = w_hh[order].T
+    sig = 3 * hidden
+    for t in range(steps):
+        gates = xw[t]
+        gates += hs[t] @ w_hh_t
+        _sigmoid_(gates[:, :sig])
+        np.tanh(gates[:, sig:], out=gates[:, sig:])
+        c = cells[t + 1]
+        np.multiply(gates[:, hidden:2 * hidden], cells[t], out=c)
+        c += gates[:, :hidden] * gates[:, sig:]
+        np.tanh(c, out=tanh_c[t])
+        np.multiply(gates[:, 2 * hidden:sig], tanh_c[t], out=hs[t + 1])
+    return hs, cells, tanh_c, xw
+
+
+def _step_back(k, dh, dc, gates, cells, tanh_c, dpre):
+    """One step of BPTT: fills dpre[k] (in (i, f, o, g) order) and returns the cell
+    cotangent for step k-1."""
+    h = tanh_c.shape[2]
+    gk, dk = gates[k], dpre[k]
+    i, f, o, g = gk[:, :h], gk[:, h:2 * h], gk[:, 2 * h:3 * h], gk[:, 3 * h:]
+    th = tanh_c[k]
+    dc = dc + dh * o * (1.0 - th * th)
+    # sigmoid' = s (1 - s), tanh' = 1 - t^2, all on the stored activations
+    np.multiply(dc, g, out=dk[:, :h])
+    np.multiply(dc, cells[k], out=dk[:, h:2 * h])
+    np.multiply(dh, th, out=dk[:, 2 * h:3 * h])
+    sig = gk[:, :3 * h]
+    dk[:, :3 * h] *= sig * (1.0 - sig)
+    np.multiply(dc, i, out=dk[:, 3 * h:])
+    dk[:, 3 * h:] *= 1.0 - g * g
+    return dc * f
+
+
+@rule("lstm_layer")
+def lstm_layer(ops, g, needs, x, w_ih, w_hh, acts, has_bias, reverse):
+    """Cotangents of (x, w_ih, w_hh, b_ih, b_hh, h0, c0) from those of (out, h_T, c_T)."""
+    if ops.__name__ != "runtime.rules.numpy_ops":
+        raise RuntimeError("the fused LSTM layer is differentiable once only: double backward "
+                           "(create_graph=True) through it is not supported")
+    hs, cells, tanh_c, gates = acts
+    g_out, g_h, g_c = g
+    steps, batch, hidden = tanh_c.shape
+    if g_out is not None and reverse:
+        g_out = g_out[::-1]
+    dh = np.zeros((batch, hidden), hs.dtype) if g_h is None else g_h
+    dc = np.zeros((batch, hidden), hs.dtype) if g_c is None else g_c
+    dpre = np.empty_like(gates)
+    order = _gate_order(hidden)
+    w_hh_p = w_hh[order]
+    for k in range(steps - 1, -1, -1):
+        if g_out is not None:
+            dh = dh + g_out[k]
+        dc = _step_back(k, dh, dc, gates, cells, tanh_c, dpre)
+        dh = dpre[k] @ w_hh_p
+    back = np.argsort(order)
+    dpre = dpre.reshape(steps * batch, -1)[:, back]
+    return _lstm_input_grads(needs, x, w_ih, hs, dpre, dh, dc, has_bias, reverse)
+
+
+def _lstm_input_grads(needs, x, w_ih, hs, flat, dh0, dc0, has_bias, reverse):
+    """flat: the gates' cotangents of all steps, (T * B, 4H) in PyTorch's gate order."""
+    steps, batch = x.shape[:2]
+    gx = gw_ih = gw_hh = gb = None
+    if needs[0]:
+        gx = (flat @ w_ih).reshape(x.shape)
+        gx = gx[::-1] if reverse else gx
+    if needs[1]:
+        xs = x[::-1] if reverse else x
+        gw_ih = flat.T @ xs.reshape(steps * batch, -1)
+    if needs[2]:
+        gw_hh = flat.T @ hs[:-1].reshape(steps * batch, -1)
+    if has_bias and (needs[3] or needs[4]):
+        gb = flat.sum(0)
+    gb_ih = gb if needs[3] else None
+    gb_hh = None if gb is None or not needs[4] else gb.copy()
+    return (gx, gw_ih, gw_hh, gb_ih, gb_hh, dh0 if needs[5] else None, dc0 if needs[6] else None)
