@@ -258,3 +258,8 @@ def norm_stats(x, axes, eps, saved):
     mean = F.mean(x, axes, True)
     centered = F.sub(x, mean)
     return mean, F.rsqrt(F.add(F.mean(F.mul(centered, centered), axes, True), eps))
+
+
+def conv_patches(x, geom, saved):
+    """A convolution's input patches, recomputed as a recorded im2col (double backward)."""
+    return im2col(x, geom)

@@ -521,3 +521,20 @@ def test_lstm_graph_matches_torch(name):
         _close(a, b, "input gradient")
     for k in runs[0][2]:
         _close(runs[1][2][k], runs[0][2][k], k)
+
+
+@pytest.mark.parametrize("options", [dict(kernel_size=2), dict(kernel_size=3, stride=2,
+                                                                 padding=1),
+                                     dict(kernel_size=2, stride=1, dilation=2)])
+def test_max_pool_ties_nan_and_indices_match_torch(options):
+    x = _x((2, 3, 7, 8))
+    x[0, 1, 2, 3] = np.nan
+    x[1, 1, 2, 3] = x[1, 1, 2, 4]  # a tie: the first maximum is picked
+    runs = []
+    for lib in (torch, adcompile):
+        t = lib.tensor(x, requires_grad=True)
+        y, i = lib.nn.functional.max_pool2d(t, return_indices=True, **options)
+        y.sum().backward()
+        runs.append((y.detach().numpy(), i.numpy(), t.grad.numpy()))
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a, b)

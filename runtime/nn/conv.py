@@ -81,8 +81,9 @@ def convolution(x, w, bias, stride, padding, dilation, groups, n):
         data = data + bias._data.astype(dt.np).reshape((-1,) + (1,) * n)
     out = wrap(data, dt)
     if any_requires_grad((x, w, bias)):
+        kept = cols if w._requires_grad or w._grad_fn is not None else None
         record(ConvolutionBackward0, (x, w, bias), out,
-               (save_input(x), save_input(w), geom, bias is not None))
+               (save_input(x), save_input(w), geom, bias is not None, kept))
     return out
 
 
