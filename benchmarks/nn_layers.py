@@ -10,10 +10,13 @@ Run: OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/nn_layers.py [--
 import argparse
 import os
 import statistics
+import sys
 import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# measure this checkout's adcompile, not whichever one is installed
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402

@@ -63,23 +63,24 @@ def lstm_forward(x, w_ih, w_hh, bias, h0, c0):
     return hs, cells, tanh_c, xw
 
 
-def _step_back(k, dh, dc, gates, cells, tanh_c, dpre):
-    """One step of BPTT: fills dpre[k] (in (i, f, o, g) order) and returns the cell
-    cotangent for step k-1."""
-    h = tanh_c.shape[2]
-    gk, dk = gates[k], dpre[k]
-    i, f, o, g = gk[:, :h], gk[:, h:2 * h], gk[:, 2 * h:3 * h], gk[:, 3 * h:]
-    th = tanh_c[k]
-    dc = dc + dh * o * (1.0 - th * th)
-    # sigmoid' = s (1 - s), tanh' = 1 - t^2, all on the stored activations
-    np.multiply(dc, g, out=dk[:, :h])
-    np.multiply(dc, cells[k], out=dk[:, h:2 * h])
-    np.multiply(dh, th, out=dk[:, 2 * h:3 * h])
-    sig = gk[:, :3 * h]
-    dk[:, :3 * h] *= sig * (1.0 - sig)
-    np.multiply(dc, i, out=dk[:, 3 * h:])
-    dk[:, 3 * h:] *= 1.0 - g * g
-    return dc * f
+def _step_factors(gates, cells, tanh_c):
+    """Per-step factors of the gates' cotangents, for all steps at once (few array calls):
+    d pre[k] = cell_factor[k] * dc + (output gate) out_factor[k] * dh, with each gate's
+    derivative folded in (sigmoid' = s (1 - s), tanh' = 1 - t^2 on the stored activations).
+    Returns (cell_factor (T, B, 4, H), out_factor (T, B, H), o * tanh'(c) (T, B, H))."""
+    steps, batch, hidden = tanh_c.shape
+    g4 = gates.reshape(steps, batch, 4, hidden)
+    i, f, o, g = g4[:, :, 0], g4[:, :, 1], g4[:, :, 2], g4[:, :, 3]
+    slope = np.empty_like(g4)
+    np.multiply(g4[:, :, :3], 1.0 - g4[:, :, :3], out=slope[:, :, :3])
+    np.subtract(1.0, g * g, out=slope[:, :, 3])
+    cell_factor = np.empty_like(g4)
+    np.multiply(g, slope[:, :, 0], out=cell_factor[:, :, 0])
+    np.multiply(cells[:-1], slope[:, :, 1], out=cell_factor[:, :, 1])
+    cell_factor[:, :, 2] = 0.0
+    np.multiply(i, slope[:, :, 3], out=cell_factor[:, :, 3])
+    out_factor = tanh_c * slope[:, :, 2]
+    return cell_factor, out_factor, o * (1.0 - tanh_c * tanh_c), f
 
 
 @rule("lstm_layer")
@@ -95,14 +96,18 @@ def lstm_layer(ops, g, needs, x, w_ih, w_hh, acts, has_bias, reverse):
         g_out = g_out[::-1]
     dh = np.zeros((batch, hidden), hs.dtype) if g_h is None else g_h
     dc = np.zeros((batch, hidden), hs.dtype) if g_c is None else g_c
-    dpre = np.empty_like(gates)
+    dpre = np.empty((steps, batch, 4, hidden), gates.dtype)
     order = _gate_order(hidden)
     w_hh_p = w_hh[order]
+    cell_factor, out_factor, o_slope, forget = _step_factors(gates, cells, tanh_c)
     for k in range(steps - 1, -1, -1):
         if g_out is not None:
             dh = dh + g_out[k]
-        dc = _step_back(k, dh, dc, gates, cells, tanh_c, dpre)
-        dh = dpre[k] @ w_hh_p
+        dc = dc + dh * o_slope[k]
+        np.multiply(cell_factor[k], dc[:, None, :], out=dpre[k])
+        np.multiply(dh, out_factor[k], out=dpre[k, :, 2])
+        dc = dc * forget[k]
+        dh = dpre[k].reshape(batch, -1) @ w_hh_p
     back = np.argsort(order)
     dpre = dpre.reshape(steps * batch, -1)[:, back]
     return _lstm_input_grads(needs, x, w_ih, hs, dpre, dh, dc, has_bias, reverse)
