@@ -32,10 +32,10 @@ def _wide_sum(x, axes):
 def _moments(xd, axes, count, eps):
     """(mean, invstd, biased variance) over `axes`, as PyTorch's CPU kernel gets them: a
     float64 two-pass variance rounded to the input's dtype, then invstd from that in float64."""
-    wide = xd.astype(np.float64)
-    mean = _wide_sum(wide, axes) / count
-    centered = wide - mean
-    var = (_wide_sum(centered * centered, axes) / count).astype(xd.dtype)
+    mean = _wide_sum(xd, axes) / count
+    centered = np.subtract(xd, mean, dtype=np.float64)
+    np.square(centered, out=centered)
+    var = (_wide_sum(centered, axes) / count).astype(xd.dtype)
     invstd = (1.0 / np.sqrt(var.astype(np.float64) + eps)).astype(xd.dtype)
     return mean.astype(xd.dtype), invstd, var
 
@@ -44,7 +44,9 @@ def _scale_shift(xd, alpha, beta):
     """x * alpha + beta, rounded once for float32 as PyTorch's fused multiply-add does (the
     float64 product of two float32 values is exact)."""
     if xd.dtype == np.float32:
-        return (xd.astype(np.float64) * alpha + beta).astype(np.float32)
+        wide = np.multiply(xd, alpha, dtype=np.float64)
+        wide += beta
+        return wide.astype(np.float32)
     return xd * alpha + beta
 
 

@@ -53,27 +53,28 @@ def _windows(x, geom, oh, ow):
 
 def _window_max(windows, with_nan):
     """(max, index of the first maximum in the window) with one pass per window element; a
-    NaN wins over any number, as in PyTorch."""
+    NaN wins over any number (np.maximum propagates it), as in PyTorch."""
     kh, kw = windows.shape[-2:]
     best = windows[..., 0, 0].copy()
-    pick = np.zeros(best.shape, np.int64)
+    pick = np.zeros(best.shape, np.int8 if kh * kw < 128 else np.int64)
     better = np.empty(best.shape, bool)
     for k in range(1, kh * kw):
         v = windows[..., k // kw, k % kw]
         np.greater(v, best, out=better)
         if with_nan:
             better |= np.isnan(v) & ~np.isnan(best)
-        np.copyto(best, v, where=better)
-        np.copyto(pick, k, where=better)
+        np.maximum(best, v, out=best)
+        pick = np.where(better, pick.dtype.type(k), pick)
     return best, pick
 
 
 def _picked_position(pick, geom, oh, ow, w):
     """Index in the unpadded (H * W) plane of each window's picked element."""
-    (_, kw), (sh, sw), (ph, pw), (dh, dw) = geom[:4]
-    row = np.arange(oh)[:, None] * sh - ph + (pick // kw) * dh
-    col = np.arange(ow)[None, :] * sw - pw + (pick % kw) * dw
-    return (row * w + col).astype(np.int64)
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = geom[:4]
+    k = np.arange(kh * kw)
+    offset = (k // kw) * dh * w + (k % kw) * dw
+    base = (np.arange(oh)[:, None] * sh - ph) * w + np.arange(ow)[None, :] * sw - pw
+    return base + np.take(offset, pick)
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
