@@ -538,3 +538,17 @@ def test_max_pool_ties_nan_and_indices_match_torch(options):
         runs.append((y.detach().numpy(), i.numpy(), t.grad.numpy()))
     for a, b in zip(*runs):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("name", sorted(k for k in SEQUENCE_LAYERS if k.startswith("mha")))
+def test_mha_graph_matches_torch(name):
+    """MultiheadAttention is a composition in PyTorch too: every node down to the leaves
+    (the packed in-projection's views, selects and splits, baddbmm under a mask) must match."""
+    make, call, shapes = SEQUENCE_LAYERS[name]
+    graphs = []
+    for lib in (torch, adcompile):
+        lib.manual_seed(0)
+        layer = make(lib.nn)
+        xs = [lib.tensor(_x(s, 10 + i), requires_grad=True) for i, s in enumerate(shapes)]
+        graphs.append([_graph(o.grad_fn, 30) for o in _flatten_outputs(call(layer, lib, xs))])
+    assert graphs[1] == graphs[0]

@@ -30,12 +30,15 @@ log_softmax = F.log_softmax
 
 
 def linear(input, weight, bias=None):
-    """input @ weight.T + bias, recorded as PyTorch records it (addmm on 2-D input)."""
+    """input @ weight.T + bias, recorded as PyTorch records it: addmm on 2-D input and on
+    a flattened contiguous input, otherwise matmul then add."""
     wt = F.t(weight)
     if bias is None:
         return F.matmul(input, wt)
     if input._data.ndim == 2:
         return F.addmm(bias, input, wt)
+    if not input.is_contiguous():
+        return F.add(F.matmul(input, wt), bias)
     lead = input._data.shape[:-1]
     flat = F.reshape(input, (-1, input._data.shape[-1]))
     out = F.addmm(bias, flat, wt)
