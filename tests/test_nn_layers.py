@@ -296,6 +296,10 @@ SEQUENCE_LAYERS = {
     "rnn_relu_2layer": (lambda nn: nn.RNN(3, 4, num_layers=2, nonlinearity="relu",
                                           bias=False), lambda m, lib, xs: m(xs[0]),
                         [(5, 2, 3)]),
+    "rnn_bi_batch_first": (lambda nn: nn.RNN(3, 4, bidirectional=True, batch_first=True),
+                           lambda m, lib, xs: m(xs[0]), [(2, 5, 3)]),
+    "gru_unbatched_h0": (lambda nn: nn.GRU(3, 4, bias=False), lambda m, lib, xs: m(xs[0], xs[1]),
+                         [(5, 3), (1, 4)]),
     "lstm": (lambda nn: nn.LSTM(3, 4), lambda m, lib, xs: m(xs[0]), [(5, 2, 3)]),
     "lstm_bi_batch_first": (lambda nn: nn.LSTM(3, 4, num_layers=2, batch_first=True,
                                                bidirectional=True),
@@ -540,10 +544,12 @@ def test_max_pool_ties_nan_and_indices_match_torch(options):
         np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("name", sorted(k for k in SEQUENCE_LAYERS if k.startswith("mha")))
-def test_mha_graph_matches_torch(name):
-    """MultiheadAttention is a composition in PyTorch too: every node down to the leaves
-    (the packed in-projection's views, selects and splits, baddbmm under a mask) must match."""
+@pytest.mark.parametrize("name", sorted(k for k in SEQUENCE_LAYERS if k != "sdpa"))
+def test_sequence_graph_matches_torch(name):
+    """Every node down to the leaves must match PyTorch's CPU graph: the fused LSTM layer
+    nodes, the composed RNN / GRU cells (input projection for all steps, unbind,
+    unsafe_chunk, stack, cat), MultiheadAttention's packed in-projection (views, selects,
+    splits) and baddbmm under a mask."""
     make, call, shapes = SEQUENCE_LAYERS[name]
     graphs = []
     for lib in (torch, adcompile):

@@ -48,29 +48,32 @@ def lstm_layer(x, weights, h0, c0, reverse):
     return outs
 
 
-def _rnn_tanh(x, h, w):
-    return F.tanh(F.add(NF.linear(x, w[0], w[2]), NF.linear(h, w[1], w[3])))
+def _rnn_tanh(ig, h, w):
+    return F.tanh(F.add(NF.linear(h, w[1], w[3]), ig))
 
 
-def _rnn_relu(x, h, w):
-    return F.relu(F.add(NF.linear(x, w[0], w[2]), NF.linear(h, w[1], w[3])))
+def _rnn_relu(ig, h, w):
+    return F.relu(F.add(NF.linear(h, w[1], w[3]), ig))
 
 
-def _lstm_cell(x, state, w):
+def _lstm_cell(ig, state, w):
+    """The composed LSTM cell (non-float32 dtypes), on the precomputed input projection."""
     h, c = state
-    gates = F.add(NF.linear(x, w[0], w[2]), NF.linear(h, w[1], w[3]))
-    i, f, g, o = F.chunk(gates, 4, -1)
+    gates = F.add(NF.linear(h, w[1], w[3]), ig)
+    i, f, g, o = F.unsafe_chunk(gates, 4, 1)
     c = F.add(F.mul(F.sigmoid(f), c), F.mul(F.sigmoid(i), F.tanh(g)))
     return F.mul(F.sigmoid(o), F.tanh(c)), c
 
 
-def _gru_cell(x, h, w):
-    xr, xz, xn = F.chunk(NF.linear(x, w[0], w[2]), 3, -1)
-    hr, hz, hn = F.chunk(NF.linear(h, w[1], w[3]), 3, -1)
-    r = F.sigmoid(F.add(xr, hr))
-    z = F.sigmoid(F.add(xz, hz))
-    n = F.tanh(F.add(xn, F.mul(r, hn)))
-    return F.add(F.mul(F.rsub(z, 1), n), F.mul(z, h))
+def _gru_cell(ig, h, w):
+    """PyTorch's GRU cell, node for node (its in-place adds and activations show as the
+    out-of-place nodes recorded here)."""
+    xr, xz, xn = F.unsafe_chunk(ig, 3, 1)
+    hr, hz, hn = F.unsafe_chunk(NF.linear(h, w[1], w[3]), 3, 1)
+    r = F.sigmoid(F.add(hr, xr))
+    z = F.sigmoid(F.add(hz, xz))
+    n = F.tanh(F.add(xn, F.mul(hn, r)))
+    return F.add(F.mul(F.sub(h, n), z), n)
 
 
 _CELLS = {"RNN_TANH": (_rnn_tanh, 1), "RNN_RELU": (_rnn_relu, 1), "LSTM": (_lstm_cell, 4),
@@ -125,13 +128,15 @@ class RNNBase(Module):
             (self.hidden_size,)
         return Tensor._wrap(np.zeros(shape, x._data.dtype), x._dtype)
 
-    def _run_direction(self, cell, xs, state, weights, reverse):
-        steps = range(len(xs) - 1, -1, -1) if reverse else range(len(xs))
-        outs = [None] * len(xs)
-        for t in steps:
-            state = cell(xs[t], state, weights)
-            outs[t] = state[0] if isinstance(state, tuple) else state
-        return outs, state
+    def _run_direction(self, cell, x, state, weights, reverse):
+        """One layer and direction, as PyTorch's CPU path runs it: the input projection for
+        all steps at once, unbound into steps, the cell, the outputs stacked."""
+        steps = list(F.unbind(NF.linear(x, weights[0], weights[2]), 0))
+        outs = []
+        for ig in (steps[::-1] if reverse else steps):
+            state = cell(ig, state, weights)
+            outs.append(state[0] if isinstance(state, tuple) else state)
+        return F.stack(outs[::-1] if reverse else outs, 0), state
 
     def forward(self, input, hx=None):
         batched = input._data.ndim == 3
@@ -144,13 +149,11 @@ class RNNBase(Module):
             x = F.transpose(x, 0, 1)
             x = F.clone(x) if fused else x  # PyTorch's kernel takes a contiguous copy
         states = self._initial_states(hx, x, batched)
-        if fused:
-            out, finals = self._fused_layers(x, states)
-        else:
-            outs, finals = self._layers(F.unbind(x, 0), states)
-            out = F.stack(outs, 0)
+        layers = self._fused_layers if fused else self._layers
+        out, finals = layers(x, states)
         if batched and self.batch_first:
-            out = F.transpose(out, 0, 1)
+            # the composed path transposes its fresh output in place (TransposeBackward1)
+            out = F.transpose(out, 0, 1) if fused else out.transpose_(0, 1)
         return self._package(out, finals, batched)
 
     def _initial_states(self, hx, x, batched):
@@ -170,8 +173,9 @@ class RNNBase(Module):
                                    f"{tuple(h._data.shape)}")
         return hx
 
-    def _layers(self, xs, states):
+    def _layers(self, x, states):
         cell = _CELLS[self.mode][0]
+        states = [F.unbind(s, 0) for s in states]
         finals = []
         dirs = 1 + self.bidirectional
         for layer in range(self.num_layers):
@@ -180,14 +184,13 @@ class RNNBase(Module):
                 k = layer * dirs + d
                 init = tuple(s[k] for s in states)
                 init = init if self.mode == "LSTM" else init[0]
-                outs, final = self._run_direction(cell, xs, init, self._weights(k), d == 1)
-                results.append(outs)
+                out, final = self._run_direction(cell, x, init, self._weights(k), d == 1)
+                results.append(out)
                 finals.append(final)
-            xs = [F.cat([r[t] for r in results], -1) if dirs == 2 else results[0][t]
-                  for t in range(len(xs))]
+            x = F.cat(results, -1) if dirs == 2 else results[0]
             if self.dropout and self.training and layer < self.num_layers - 1:
-                xs = [NF.dropout(x, self.dropout, True) for x in xs]
-        return xs, finals
+                x = NF.dropout(x, self.dropout, True)
+        return x, finals
 
     def _fused_layers(self, x, states):
         """The LSTM as one fused node per layer and direction."""
