@@ -173,18 +173,15 @@ class RNNBase(Module):
                                    f"{tuple(h._data.shape)}")
         return hx
 
-    def _layers(self, x, states):
-        cell = _CELLS[self.mode][0]
-        states = [F.unbind(s, 0) for s in states]
+    def _stacked(self, x, run_one):
+        """Layers and directions: run_one(x, k, reverse) -> (output sequence, final state)
+        for layer-direction k; directions are joined by cat, layers by (training) dropout."""
         finals = []
         dirs = 1 + self.bidirectional
         for layer in range(self.num_layers):
             results = []
             for d in range(dirs):
-                k = layer * dirs + d
-                init = tuple(s[k] for s in states)
-                init = init if self.mode == "LSTM" else init[0]
-                out, final = self._run_direction(cell, x, init, self._weights(k), d == 1)
+                out, final = run_one(x, layer * dirs + d, d == 1)
                 results.append(out)
                 finals.append(final)
             x = F.cat(results, -1) if dirs == 2 else results[0]
@@ -192,21 +189,26 @@ class RNNBase(Module):
                 x = NF.dropout(x, self.dropout, True)
         return x, finals
 
+    def _layers(self, x, states):
+        """Composed cells (RNN, GRU, non-float32 LSTM); h0 (and c0) are unbound per layer."""
+        cell = _CELLS[self.mode][0]
+        states = [F.unbind(s, 0) for s in states]
+
+        def run_one(x, k, reverse):
+            init = tuple(s[k] for s in states)
+            init = init if self.mode == "LSTM" else init[0]
+            return self._run_direction(cell, x, init, self._weights(k), reverse)
+
+        return self._stacked(x, run_one)
+
     def _fused_layers(self, x, states):
         """The LSTM as one fused node per layer and direction."""
-        finals = []
-        dirs = 1 + self.bidirectional
-        for layer in range(self.num_layers):
-            results = []
-            for d in range(dirs):
-                k = layer * dirs + d
-                out, h, c = lstm_layer(x, self._weights(k), states[0][k], states[1][k], d == 1)
-                results.append(out)
-                finals.append((h, c))
-            x = F.cat(results, -1) if dirs == 2 else results[0]
-            if self.dropout and self.training and layer < self.num_layers - 1:
-                x = NF.dropout(x, self.dropout, True)
-        return x, finals
+
+        def run_one(x, k, reverse):
+            out, h, c = lstm_layer(x, self._weights(k), states[0][k], states[1][k], reverse)
+            return out, (h, c)
+
+        return self._stacked(x, run_one)
 
     def _package(self, out, finals, batched):
         def collect(i=None):
