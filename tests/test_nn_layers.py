@@ -558,3 +558,24 @@ def test_sequence_graph_matches_torch(name):
         xs = [lib.tensor(_x(s, 10 + i), requires_grad=True) for i, s in enumerate(shapes)]
         graphs.append([_graph(o.grad_fn, 30) for o in _flatten_outputs(call(layer, lib, xs))])
     assert graphs[1] == graphs[0]
+
+
+@pytest.mark.parametrize("options", [dict(), dict(bidirectional=True, bias=False)])
+def test_lstm_double_backward_matches_torch(options):
+    """On Tensors the fused LSTM rule recomputes the layer with recorded operations, so
+    gradients of its gradients agree with PyTorch's."""
+    runs = []
+    for lib in (torch, adcompile):
+        lib.manual_seed(0)
+        lstm = lib.nn.LSTM(3, 4, **options)
+        x = lib.tensor(_x((5, 2, 3), 7), requires_grad=True)
+        h0 = lib.tensor(_x((1 + lstm.bidirectional, 2, 4), 8), requires_grad=True)
+        c0 = lib.tensor(_x((1 + lstm.bidirectional, 2, 4), 9), requires_grad=True)
+        out, (h, c) = lstm(x, (h0, c0))
+        total = (out * lib.tensor(_x(tuple(out.shape), 5))).sum() + (h * c).sum()
+        gx, gh = lib.autograd.grad(total, (x, h0), create_graph=True)
+        ((gx * gx).sum() + (gh * gh).sum()).backward()
+        grads = [x.grad, h0.grad, c0.grad] + [p.grad for p in lstm.parameters()]
+        runs.append([gx.detach().numpy(), gh.detach().numpy()] + [g.numpy() for g in grads])
+    for a, b in zip(runs[1], runs[0]):
+        _close(a, b, "LSTM double backward")

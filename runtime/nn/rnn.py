@@ -42,8 +42,8 @@ def lstm_layer(x, weights, h0, c0, reverse):
             wrap(cells[-1].copy(), x._dtype)]
     inputs = (x, w_ih, w_hh, b_ih, b_hh, h0, c0)
     if any_requires_grad(inputs):
-        args = (save_input(x), save_input(w_ih), save_input(w_hh), (hs, cells, tanh_c, gates),
-                b_ih is not None, reverse)
+        saved = [None if t is None else save_input(t) for t in inputs]
+        args = (*saved, (hs, cells, tanh_c, gates), reverse)
         record_multi(MkldnnRnnLayerBackward0, inputs, outs, args)
     return outs
 

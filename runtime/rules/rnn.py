@@ -10,8 +10,9 @@ The forward pass keeps the gate activations, the cells and tanh of the cells; th
 walks the steps in reverse, then forms the input and weight cotangents with three matmuls
 over all steps at once. A reverse-direction layer runs on the time-flipped sequence.
 
-Like PyTorch's kernel, the rule is first-order only: differentiating it again (create_graph)
-raises.
+On numpy the rule uses the stored activations. On Tensors (create_graph=True) it recomputes
+the layer from its inputs with recorded operations and runs the same recursion on them, so
+the gradients can be differentiated again.
 """
 
 import numpy as np
@@ -84,11 +85,11 @@ def _step_factors(gates, cells, tanh_c):
 
 
 @rule("lstm_layer")
-def lstm_layer(ops, g, needs, x, w_ih, w_hh, acts, has_bias, reverse):
+def lstm_layer(ops, g, needs, x, w_ih, w_hh, b_ih, b_hh, h0, c0, acts, reverse):
     """Cotangents of (x, w_ih, w_hh, b_ih, b_hh, h0, c0) from those of (out, h_T, c_T)."""
+    has_bias = b_ih is not None
     if ops.__name__ != "runtime.rules.numpy_ops":
-        raise RuntimeError("the fused LSTM layer is differentiable once only: double backward "
-                           "(create_graph=True) through it is not supported")
+        return _lstm_on_tensors(ops, g, needs, (x, w_ih, w_hh, b_ih, b_hh, h0, c0), reverse)
     hs, cells, tanh_c, gates = acts
     g_out, g_h, g_c = g
     steps, batch, hidden = tanh_c.shape
@@ -130,3 +131,69 @@ def _lstm_input_grads(needs, x, w_ih, hs, flat, dh0, dc0, has_bias, reverse):
     gb_ih = gb if needs[3] else None
     gb_hh = None if gb is None or not needs[4] else gb.copy()
     return (gx, gw_ih, gw_hh, gb_ih, gb_hh, dh0 if needs[5] else None, dc0 if needs[6] else None)
+
+
+def _tanh(ops, v):
+    return ops.sub(ops.mul(ops.sigmoid(ops.mul(v, 2.0)), 2.0), 1.0)
+
+
+def _lstm_steps_on_tensors(ops, xs, w_ih, w_hh, b_ih, b_hh, h, c):
+    """The layer's forward pass as recorded operations: per step (i, f, g, o, c_prev,
+    tanh c) and the final (h, c)."""
+    hidden = ops.shape(w_hh)[1]
+    steps = []
+    for xt in xs:
+        pre = ops.add(ops.matmul(xt, ops.mT(w_ih)), ops.matmul(h, ops.mT(w_hh)))
+        if b_ih is not None:
+            pre = ops.add(ops.add(pre, b_ih), b_hh)
+        i, f, g, o = (ops.narrow(pre, 1, k * hidden, hidden) for k in range(4))
+        i, f, o, g = ops.sigmoid(i), ops.sigmoid(f), ops.sigmoid(o), _tanh(ops, g)
+        c_new = ops.add(ops.mul(f, c), ops.mul(i, g))
+        th = _tanh(ops, c_new)
+        steps.append((i, f, g, o, c, th, h))
+        h, c = ops.mul(o, th), c_new
+    return steps
+
+
+def _lstm_on_tensors(ops, g, needs, inputs, reverse):
+    """The rule on Tensors: recompute, then backpropagate through time with recorded ops."""
+    x, w_ih, w_hh, b_ih, b_hh, h0, c0 = inputs
+    count = ops.shape(x)[0]
+    order = range(count - 1, -1, -1) if reverse else range(count)
+    xs = [ops.select(x, 0, t) for t in order]
+    steps = _lstm_steps_on_tensors(ops, xs, w_ih, w_hh, b_ih, b_hh, h0, c0)
+    g_out, dh, dc = g
+    dpres = [None] * count
+    for k in range(count - 1, -1, -1):
+        i, f, gg, o, c_prev, th, h_prev = steps[k]
+        if g_out is not None:
+            step_g = ops.select(g_out, 0, count - 1 - k if reverse else k)
+            dh = step_g if dh is None else ops.add(dh, step_g)
+        dh = ops.zeros_like(th) if dh is None else dh
+        one_minus_th2 = ops.rsub(ops.mul(th, th), 1.0)
+        dc_k = ops.mul(ops.mul(dh, o), one_minus_th2)
+        dc = dc_k if dc is None else ops.add(dc, dc_k)
+        dpres[k] = ops.cat([ops.mul(ops.mul(dc, gg), ops.mul(i, ops.rsub(i, 1.0))),
+                            ops.mul(ops.mul(dc, c_prev), ops.mul(f, ops.rsub(f, 1.0))),
+                            ops.mul(ops.mul(dc, i), ops.rsub(ops.mul(gg, gg), 1.0)),
+                            ops.mul(ops.mul(dh, th), ops.mul(o, ops.rsub(o, 1.0)))], 1)
+        dc = ops.mul(dc, f)
+        dh = ops.matmul(dpres[k], w_hh)
+    return _tensor_input_grads(ops, needs, xs, steps, dpres, dh, dc, w_ih, b_ih, reverse)
+
+
+def _tensor_input_grads(ops, needs, xs, steps, dpres, dh0, dc0, w_ih, b_ih, reverse):
+    dpre = ops.stack(dpres, 0)
+    gx = gw_ih = gw_hh = gb = None
+    if needs[0]:
+        gx = ops.matmul(dpre, w_ih)
+        gx = ops.flip(gx, 0) if reverse else gx
+    if needs[1]:
+        gw_ih = ops.sum_dim(ops.matmul(ops.mT(dpre), ops.stack(xs, 0)), 0, False)
+    if needs[2]:
+        h_prev = ops.stack([s[6] for s in steps], 0)
+        gw_hh = ops.sum_dim(ops.matmul(ops.mT(dpre), h_prev), 0, False)
+    if b_ih is not None and (needs[3] or needs[4]):
+        gb = ops.sum_dim(ops.sum_dim(dpre, 0, False), 0, False)
+    return (gx, gw_ih, gw_hh, gb if needs[3] else None, gb if needs[4] else None,
+            dh0 if needs[5] else None, dc0 if needs[6] else None)
