@@ -1,18 +1,23 @@
 """Conv2d forward+backward on a 64x3x32x32 batch (16 filters, 3x3, padding 1) and one
 training step of each model example's network, with adcompile and with PyTorch, both
-single-threaded, in one process; prints the median times and the ratios (issue targets:
-conv2d <= 3x PyTorch, a model's training step <= 2x).
+single-threaded, in one process; prints the median CPU times (time.process_time, so that
+other load on the machine disturbs the ratios less) and the ratios (issue targets: conv2d <=
+3x PyTorch, a model's training step <= 2x), with the load average at the start.
 
 Run: OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/nn_layers.py [--repeat N]
+     [--separate]
 """
 
 import argparse
 import os
 import statistics
+import sys
 import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# measure this checkout's adcompile, not whichever one is installed
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -90,14 +95,23 @@ def _step(lib, model, x, y, loss_fn, opt):
     return run
 
 
-def median_time(run, repeat):
+def _cpu_time(run):
+    start = time.process_time()
     run()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
+    return time.process_time() - start
+
+
+def median_times(ours, theirs, repeat, separate=False):
+    """Median CPU times of two runs, measured in alternation (so that a change in the
+    machine's load weighs on both alike) or, with `separate`, each in a block of its own (no
+    run evicts the other's data from the caches: PyTorch's conv2d is ~2x slower interleaved)."""
+    for run in (ours, theirs, ours, theirs):
         run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    if separate:
+        return (statistics.median(_cpu_time(ours) for _ in range(repeat)),
+                statistics.median(_cpu_time(theirs) for _ in range(repeat)))
+    pairs = [(_cpu_time(ours), _cpu_time(theirs)) for _ in range(repeat)]
+    return statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
 
 
 CASES = {"conv2d fwd+bwd 64x3x32x32": (conv_case, 3.0), "cnn train step": (cnn_case, 2.0),
@@ -108,10 +122,12 @@ CASES = {"conv2d fwd+bwd 64x3x32x32": (conv_case, 3.0), "cnn train step": (cnn_c
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--separate", action="store_true",
+                        help="time each library in its own block instead of alternating")
     args = parser.parse_args()
+    print("load average %.2f %.2f %.2f" % os.getloadavg())
     for name, (make, target) in CASES.items():
-        ours = median_time(make(adcompile), args.repeat)
-        theirs = median_time(make(torch), args.repeat)
+        ours, theirs = median_times(make(adcompile), make(torch), args.repeat, args.separate)
         print(f"{name:32s} adcompile {ours * 1e3:8.2f} ms  torch {theirs * 1e3:8.2f} ms  "
               f"ratio {ours / theirs:5.2f} (target <= {target})")
 

@@ -94,7 +94,7 @@ _FUNCTIONS = [
     "isinf", "isfinite", "sum", "mean", "prod", "max", "min", "argmax", "argmin", "norm", "var",
     "std", "dot", "mm", "mv", "bmm", "matmul", "outer", "addmm", "reshape", "flatten", "t",
     "transpose", "permute", "squeeze", "unsqueeze", "select", "narrow", "cat", "stack",
-    "split", "chunk", "unbind", "clone", "diag", "softmax", "log_softmax", "logsumexp",
+    "split", "chunk", "unsafe_chunk", "unbind", "clone", "diag", "softmax", "log_softmax", "logsumexp",
     "cumsum", "all", "any", "remainder", "floor_divide", "rsub", "addcmul", "addcdiv", "lerp",
     "swapaxes", "swapdims", "index_select", "gather", "cumprod", "float_power", "clamp_min",
     "clamp_max", "nonzero",

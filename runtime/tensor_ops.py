@@ -250,3 +250,16 @@ def col2im(cols, x_shape, geom):
 
     return _scatter("Col2ImBackward0", "col2im", cols, col2im_array(cols._data, x_shape, geom),
                     (geom,))
+
+
+def norm_stats(x, axes, eps, saved):
+    """(mean, invstd) of x over `axes`, recomputed as recorded operations so that double
+    backward through a normalisation differentiates its statistics (see rules/norm.py)."""
+    mean = F.mean(x, axes, True)
+    centered = F.sub(x, mean)
+    return mean, F.rsqrt(F.add(F.mean(F.mul(centered, centered), axes, True), eps))
+
+
+def conv_patches(x, geom, saved):
+    """A convolution's input patches, recomputed as a recorded im2col (double backward)."""
+    return im2col(x, geom)

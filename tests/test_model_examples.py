@@ -2,10 +2,12 @@
 scripts (same manual_seed, so the same initial weights, data and shuffled batches).
 
 Losses are float32 results of different summation orders (numpy's BLAS against PyTorch's
-kernels). The LSTM and transformer agree to ~1e-6 over all 50 steps. The CNN agrees to ~1e-6
-at first, but it memorises random labels with momentum, which amplifies the rounding
-differences to ~1e-3 by step 50; so each script has two tolerances, one for the first 25
-steps and one for all 50. Printed learning rates must agree exactly.
+kernels). The LSTM and transformer agree to ~1e-6 over all 50 steps. The CNN's first conv,
+batch norm, ReLU and max-pool are bit-exact at step 0; the second conv (oneDNN sums its 72
+products in its own order) and the backward kernels round differently, and memorising random
+labels with momentum amplifies that to ~3e-4 by step 50 (~2e-7 over the first 25); so each
+script has two tolerances, one for the first 25 steps and one for all 50. Printed learning
+rates must agree exactly.
 """
 
 import os
@@ -32,7 +34,7 @@ for script in sys.argv[2:]:
 
 # script: (relative tolerance over the first 25 steps, over all 50)
 EXAMPLES = {
-    "cnn_train": (2e-5, 2e-3),
+    "cnn_train": (1e-6, 1e-3),
     "char_lstm": (1e-5, 1e-5),
     "transformer_block": (1e-5, 1e-5),
 }

@@ -31,6 +31,15 @@ LAYERS = {
                     True),
     "conv2d_depthwise": (lambda nn: nn.Conv2d(3, 6, 3, groups=3, padding=1),
                          (2, 3, 5, 5), "normal", True),
+    "conv_transpose2d": (lambda nn: nn.ConvTranspose2d(3, 5, 3), (2, 3, 4, 5), "normal", True),
+    "conv_transpose2d_options": (lambda nn: nn.ConvTranspose2d(
+        4, 6, (3, 2), stride=(2, 3), padding=(1, 0), output_padding=(1, 2), groups=2,
+        dilation=(1, 2)), (2, 4, 5, 4), "normal", True),
+    "conv_transpose2d_nobias": (lambda nn: nn.ConvTranspose2d(2, 3, 2, stride=2, bias=False),
+                                (1, 2, 3, 3), "normal", True),
+    "conv_transpose1d": (lambda nn: nn.ConvTranspose1d(4, 2, 3, stride=2, padding=1,
+                                                       output_padding=1), (2, 4, 6), "normal",
+                         True),
     "maxpool1d": (lambda nn: nn.MaxPool1d(3, 2, 1), (2, 3, 9), "normal", True),
     "maxpool2d": (lambda nn: nn.MaxPool2d(2), (2, 3, 6, 6), "normal", True),
     "maxpool2d_options": (lambda nn: nn.MaxPool2d(3, stride=2, padding=1, dilation=1),
@@ -45,22 +54,22 @@ LAYERS = {
                            False),
     "adaptive_avgpool2d_even": (lambda nn: nn.AdaptiveAvgPool2d(3), (2, 3, 6, 6), "normal",
                                 False),
-    "batchnorm1d": (lambda nn: nn.BatchNorm1d(3), (5, 3), "normal", False),
+    "batchnorm1d": (lambda nn: nn.BatchNorm1d(3), (5, 3), "normal", True),
     "batchnorm1d_3d": (lambda nn: nn.BatchNorm1d(3, momentum=None), (4, 3, 5), "normal",
-                       False),
-    "batchnorm2d": (lambda nn: nn.BatchNorm2d(3), (4, 3, 5, 5), "normal", False),
-    "batchnorm2d_eval": (lambda nn: nn.BatchNorm2d(3).eval(), (4, 3, 5, 5), "normal", False),
+                       True),
+    "batchnorm2d": (lambda nn: nn.BatchNorm2d(3), (4, 3, 5, 5), "normal", True),
+    "batchnorm2d_eval": (lambda nn: nn.BatchNorm2d(3).eval(), (4, 3, 5, 5), "normal", True),
     "batchnorm2d_noaffine": (lambda nn: nn.BatchNorm2d(3, affine=False, eps=1e-3,
                                                        momentum=0.3), (4, 3, 2, 2), "normal",
-                             False),
+                             True),
     "batchnorm2d_nostats": (lambda nn: nn.BatchNorm2d(3, track_running_stats=False),
-                            (4, 3, 2, 2), "normal", False),
-    "layernorm": (lambda nn: nn.LayerNorm(6), (3, 4, 6), "normal", False),
+                            (4, 3, 2, 2), "normal", True),
+    "layernorm": (lambda nn: nn.LayerNorm(6), (3, 4, 6), "normal", True),
     "layernorm_2d": (lambda nn: nn.LayerNorm((4, 6), eps=1e-3, bias=False), (3, 4, 6),
-                     "normal", False),
-    "groupnorm": (lambda nn: nn.GroupNorm(2, 4), (3, 4, 5), "normal", False),
+                     "normal", True),
+    "groupnorm": (lambda nn: nn.GroupNorm(2, 4), (3, 4, 5), "normal", True),
     "groupnorm_2d": (lambda nn: nn.GroupNorm(1, 4, affine=False), (3, 4, 2, 3), "normal",
-                     False),
+                     True),
     "embedding": (lambda nn: nn.Embedding(5, 3), (4, 2), "index", True),
     "embedding_padding": (lambda nn: nn.Embedding(5, 3, padding_idx=1), (6,), "index", True),
     "dropout_eval": (lambda nn: nn.Dropout(0.3).eval(), (3, 4), "normal", False),
@@ -92,7 +101,7 @@ def _run_layer(lib, name):
     w = lib.tensor(_x(tuple(y.shape), 2))
     (y * w).sum().backward()
     return dict(
-        init=init, y=y.detach().numpy(), fn=type(y.grad_fn).__name__ if y.grad_fn else None,
+        init=init, y=y.detach().numpy(), fn=_node_names(y.grad_fn) if y.grad_fn else None,
         gx=None if kind == "index" else x.grad.numpy(),
         grads={k: p.grad.numpy() for k, p in layer.named_parameters()},
         after={k: v.detach().numpy() for k, v in layer.state_dict().items()},
@@ -256,6 +265,25 @@ def test_conv_double_backward_matches_torch():
         _close(b, a, "double backward")
 
 
+def test_conv_transpose_functional_matches_torch():
+    """F.conv_transpose2d with output_size on the module, and double backward through it."""
+    runs = []
+    for lib in (torch, adcompile):
+        lib.manual_seed(0)
+        m = lib.nn.ConvTranspose2d(2, 3, 3, stride=2, padding=1)
+        x = lib.tensor(_x((1, 2, 4, 4)), requires_grad=True)
+        y = m(x, output_size=[8, 8])
+        w = lib.tensor(_x((2, 3, 2, 2), 1), requires_grad=True)
+        z = lib.nn.functional.conv_transpose2d(x, w, stride=(1, 2), padding=1, groups=2)
+        (gx,) = lib.autograd.grad((z * z).sum() + y.sum(), x, create_graph=True)
+        (gx * gx).sum().backward()
+        runs.append((tuple(y.shape), y.detach().numpy(), gx.detach().numpy(), x.grad.numpy(),
+                     w.grad.numpy(), type(z.grad_fn).__name__))
+    assert runs[0][0] == runs[1][0] and runs[0][5] == runs[1][5]
+    for a, b in zip(runs[0][1:5], runs[1][1:5]):
+        _close(b, a, "conv_transpose2d")
+
+
 def _flatten_outputs(out):
     if isinstance(out, (tuple, list)):
         return [t for o in out for t in _flatten_outputs(o)]
@@ -268,6 +296,10 @@ SEQUENCE_LAYERS = {
     "rnn_relu_2layer": (lambda nn: nn.RNN(3, 4, num_layers=2, nonlinearity="relu",
                                           bias=False), lambda m, lib, xs: m(xs[0]),
                         [(5, 2, 3)]),
+    "rnn_bi_batch_first": (lambda nn: nn.RNN(3, 4, bidirectional=True, batch_first=True),
+                           lambda m, lib, xs: m(xs[0]), [(2, 5, 3)]),
+    "gru_unbatched_h0": (lambda nn: nn.GRU(3, 4, bias=False), lambda m, lib, xs: m(xs[0], xs[1]),
+                         [(5, 3), (1, 4)]),
     "lstm": (lambda nn: nn.LSTM(3, 4), lambda m, lib, xs: m(xs[0]), [(5, 2, 3)]),
     "lstm_bi_batch_first": (lambda nn: nn.LSTM(3, 4, num_layers=2, batch_first=True,
                                                bidirectional=True),
@@ -334,6 +366,10 @@ INITS = {
     "xavier_uniform": ("xavier_uniform_", (3, 4, 2), {}),
     "kaiming_normal": ("kaiming_normal_", (3, 4), dict(mode="fan_out", nonlinearity="relu")),
     "kaiming_uniform": ("kaiming_uniform_", (5, 2), dict(a=0.1)),
+    "trunc_normal": ("trunc_normal_", (40, 50), {}),
+    "trunc_normal_shifted": ("trunc_normal_", (7, 3), dict(mean=1.0, std=0.5, a=0.2, b=1.1)),
+    "trunc_normal_narrow": ("trunc_normal_", (30, 20), dict(mean=0.5, std=2.0, a=-0.3, b=0.4)),
+    "trunc_normal_tail": ("trunc_normal_", (9, 11), dict(std=0.5, a=0.6, b=3.0)),
 }
 
 
@@ -389,3 +425,177 @@ def test_conv_accepts_an_unbatched_input(n):
     np.testing.assert_allclose(got_y, want_y, rtol=1e-10)
     np.testing.assert_allclose(got_g, want_g, rtol=1e-10)
     assert got_names == want_names
+
+
+def _grad_summary(grads):
+    return [None if g is None else (tuple(g.shape), round(float(g.sum()), 4)) for g in grads]
+
+
+def _node_names(node):
+    return (type(node).__name__, [(type(n).__name__ if n is not None else None, i)
+                                  for n, i in node.next_functions])
+
+
+def _run_backward_hooks(lib):
+    lib.manual_seed(0)
+    model = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.ReLU(), lib.nn.Linear(4, 2))
+    seen = []
+    model[0].register_full_backward_hook(
+        lambda m, gi, go: seen.append(("full0", _grad_summary(gi), _grad_summary(go))))
+    model[2].register_full_backward_pre_hook(lambda m, go: (go[0] * 3,))
+    model[2].register_full_backward_hook(
+        lambda m, gi, go: seen.append(("full2", _grad_summary(gi), _grad_summary(go)))
+        or (gi[0] * 2,))
+    handle = model.register_full_backward_pre_hook(
+        lambda m, go: seen.append(("pre_model", _grad_summary(go))), prepend=True)
+    x = lib.ones(5, 3, requires_grad=True)
+    y = model(x)
+    inner = y.grad_fn.next_functions[0][0].next_functions[0][0]
+    graph = [_node_names(y.grad_fn), _node_names(inner)]
+    y.sum().backward()
+    handle.remove()
+    model(x).sum().backward()
+    lin = lib.nn.Linear(3, 2)  # no input requires grad: the full hook runs at the outputs
+    lin.register_full_backward_hook(
+        lambda m, gi, go: seen.append(("no_input", _grad_summary(gi), _grad_summary(go))))
+    with pytest.warns(UserWarning):
+        lin(lib.ones(2, 3)).sum().backward()
+    old = lib.nn.Linear(3, 2)  # the deprecated kind hooks the output's grad_fn
+    old.register_backward_hook(lambda m, gi, go: seen.append(("old", _grad_summary(gi))))
+    old(x).sum().backward()
+    with pytest.raises(RuntimeError):
+        old.register_full_backward_hook(lambda m, gi, go: None)
+    return seen, graph, x.grad.numpy(), model[0].weight.grad.numpy()
+
+
+def test_backward_hooks_match_torch():
+    t, a = _run_backward_hooks(torch), _run_backward_hooks(adcompile)
+    assert a[0] == t[0]
+    assert a[1] == t[1]
+    _close(a[2], t[2], "input gradient")
+    _close(a[3], t[3], "weight gradient")
+
+
+NORM_DOUBLE_BACKWARD = {
+    "batch_norm": (lambda nn: nn.BatchNorm2d(3), (4, 3, 2, 3)),
+    "batch_norm_eval": (lambda nn: nn.BatchNorm1d(3).eval(), (4, 3)),
+    "layer_norm": (lambda nn: nn.LayerNorm((2, 3)), (4, 2, 3)),
+    "group_norm": (lambda nn: nn.GroupNorm(2, 4), (3, 4, 5)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NORM_DOUBLE_BACKWARD))
+def test_norm_double_backward_matches_torch(name):
+    """The fused nodes' rules rerun on Tensors recompute the statistics, so gradients of
+    gradients (through the mean and variance too) agree with PyTorch's."""
+    make, shape = NORM_DOUBLE_BACKWARD[name]
+    runs = []
+    for lib in (torch, adcompile):
+        lib.manual_seed(0)
+        layer = make(lib.nn)
+        with lib.no_grad():
+            for p in layer.parameters():
+                p.add_(lib.tensor(_x(tuple(p.shape), 3)))
+        x = lib.tensor(_x(shape, 4), requires_grad=True)
+        y = layer(x)
+        (gx,) = lib.autograd.grad((y * lib.tensor(_x(shape, 5))).sum(), x, create_graph=True)
+        (gx * gx).sum().backward()
+        grads = [x.grad] + [p.grad for p in layer.parameters()]
+        runs.append([gx.detach().numpy()] + [None if g is None else g.numpy() for g in grads])
+    for a, b in zip(runs[1], runs[0]):
+        assert (a is None) == (b is None)
+        if a is not None:
+            _close(a, b, name)
+
+
+def _graph(node, depth):
+    """Names of a node and of its inputs `depth` levels down, with output numbers."""
+    if node is None or depth == 0:
+        return None if node is None else type(node).__name__
+    return (type(node).__name__, [(_graph(n, depth - 1), i) for n, i in node.next_functions])
+
+
+LSTM_GRAPHS = {
+    "plain": (dict(), lambda lib: [(5, 3, 4)]),
+    "two_layers": (dict(num_layers=2), lambda lib: [(5, 3, 4)]),
+    "bidirectional": (dict(bidirectional=True, num_layers=2), lambda lib: [(5, 3, 4)]),
+    "batch_first": (dict(batch_first=True, bias=False), lambda lib: [(3, 5, 4)]),
+    "unbatched": (dict(), lambda lib: [(5, 4)]),
+    "h0": (dict(), lambda lib: [(5, 3, 4), (1, 3, 6), (1, 3, 6)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LSTM_GRAPHS))
+def test_lstm_graph_matches_torch(name):
+    """A float32 LSTM records one MkldnnRnnLayerBackward0 node per layer and direction,
+    wired (cat, stack, select, transpose/clone, squeeze) as PyTorch's CPU LSTM wires it."""
+    kw, shapes = LSTM_GRAPHS[name]
+    runs = []
+    for lib in (torch, adcompile):
+        lib.manual_seed(0)
+        lstm = lib.nn.LSTM(4, 6, **kw)
+        xs = [lib.tensor(_x(s, 30 + i), requires_grad=True) for i, s in enumerate(shapes(lib))]
+        out, (h, c) = lstm(xs[0], (xs[1], xs[2])) if len(xs) == 3 else lstm(xs[0])
+        graphs = [_graph(t.grad_fn, 4) for t in (out, h, c)]
+        (out.sum() + (h * h).sum() + c.sum()).backward()
+        runs.append((graphs, [x.grad.numpy() for x in xs],
+                     {k: p.grad.numpy() for k, p in lstm.named_parameters()}))
+    assert runs[1][0] == runs[0][0]
+    for a, b in zip(runs[1][1], runs[0][1]):
+        _close(a, b, "input gradient")
+    for k in runs[0][2]:
+        _close(runs[1][2][k], runs[0][2][k], k)
+
+
+@pytest.mark.parametrize("options", [dict(kernel_size=2), dict(kernel_size=3, stride=2,
+                                                                 padding=1),
+                                     dict(kernel_size=2, stride=1, dilation=2)])
+def test_max_pool_ties_nan_and_indices_match_torch(options):
+    x = _x((2, 3, 7, 8))
+    x[0, 1, 2, 3] = np.nan
+    x[1, 1, 2, 3] = x[1, 1, 2, 4]  # a tie: the first maximum is picked
+    runs = []
+    for lib in (torch, adcompile):
+        t = lib.tensor(x, requires_grad=True)
+        y, i = lib.nn.functional.max_pool2d(t, return_indices=True, **options)
+        y.sum().backward()
+        runs.append((y.detach().numpy(), i.numpy(), t.grad.numpy()))
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("name", sorted(k for k in SEQUENCE_LAYERS if k != "sdpa"))
+def test_sequence_graph_matches_torch(name):
+    """Every node down to the leaves must match PyTorch's CPU graph: the fused LSTM layer
+    nodes, the composed RNN / GRU cells (input projection for all steps, unbind,
+    unsafe_chunk, stack, cat), MultiheadAttention's packed in-projection (views, selects,
+    splits) and baddbmm under a mask."""
+    make, call, shapes = SEQUENCE_LAYERS[name]
+    graphs = []
+    for lib in (torch, adcompile):
+        lib.manual_seed(0)
+        layer = make(lib.nn)
+        xs = [lib.tensor(_x(s, 10 + i), requires_grad=True) for i, s in enumerate(shapes)]
+        graphs.append([_graph(o.grad_fn, 30) for o in _flatten_outputs(call(layer, lib, xs))])
+    assert graphs[1] == graphs[0]
+
+
+@pytest.mark.parametrize("options", [dict(), dict(bidirectional=True, bias=False)])
+def test_lstm_double_backward_matches_torch(options):
+    """On Tensors the fused LSTM rule recomputes the layer with recorded operations, so
+    gradients of its gradients agree with PyTorch's."""
+    runs = []
+    for lib in (torch, adcompile):
+        lib.manual_seed(0)
+        lstm = lib.nn.LSTM(3, 4, **options)
+        x = lib.tensor(_x((5, 2, 3), 7), requires_grad=True)
+        h0 = lib.tensor(_x((1 + lstm.bidirectional, 2, 4), 8), requires_grad=True)
+        c0 = lib.tensor(_x((1 + lstm.bidirectional, 2, 4), 9), requires_grad=True)
+        out, (h, c) = lstm(x, (h0, c0))
+        total = (out * lib.tensor(_x(tuple(out.shape), 5))).sum() + (h * c).sum()
+        gx, gh = lib.autograd.grad(total, (x, h0), create_graph=True)
+        ((gx * gx).sum() + (gh * gh).sum()).backward()
+        grads = [x.grad, h0.grad, c0.grad] + [p.grad for p in lstm.parameters()]
+        runs.append([gx.detach().numpy(), gh.detach().numpy()] + [g.numpy() for g in grads])
+    for a, b in zip(runs[1], runs[0]):
+        _close(a, b, "LSTM double backward")

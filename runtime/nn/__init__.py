@@ -18,7 +18,7 @@ from runtime.nn.modules import (  # noqa: F401
     Softmax,
     Tanh,
 )
-from runtime.nn.conv import Conv1d, Conv2d  # noqa: E402,F401
+from runtime.nn.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d  # noqa: E402,F401
 from runtime.nn.pooling import (  # noqa: E402,F401
     AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d)
 from runtime.nn.norm import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm  # noqa: E402,F401

@@ -41,6 +41,30 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     return F.matmul(weights, value)
 
 
+def _split_packed(proj, parts, e):
+    """(..., parts * E) -> `parts` contiguous (..., E) pieces, by PyTorch's unflatten /
+    unsqueeze / transpose / squeeze / contiguous / select sequence."""
+    proj = F.reshape(proj, tuple(proj._data.shape[:-1]) + (parts, e))
+    proj = F.squeeze(F.transpose(F.unsqueeze(proj, 0), 0, -2), -2).contiguous()
+    return [proj[i] for i in range(parts)]
+
+
+def _same_map(fn, query, key, value):
+    """fn applied to query, key and value, once per distinct tensor, so that identical
+    inputs stay identical (the packed projections depend on it)."""
+    done = {}
+    for t in (query, key, value):
+        if id(t) not in done:
+            done[id(t)] = fn(t)
+    return [done[id(t)] for t in (query, key, value)]
+
+
+def baddbmm(mask, a, b):
+    from runtime import baddbmm as op
+
+    return op(mask, a, b)
+
+
 class NonDynamicallyQuantizableLinear(Linear):
     """The Linear that PyTorch uses as MultiheadAttention.out_proj (named for its repr)."""
 
@@ -88,13 +112,21 @@ class MultiheadAttention(Module):
             init.constant_(self.out_proj.bias, 0.0)
 
     def _project(self, query, key, value):
+        """q, k, v projections with PyTorch's packed in-projection (so the graph shows the
+        same view, select and split nodes): one matmul when query, key and value are one
+        tensor, two when key and value are."""
         e = self.embed_dim
         w, b = self.in_proj_weight, self.in_proj_bias
-        parts = [(w[i * e:(i + 1) * e], None if b is None else b[i * e:(i + 1) * e])
-                 for i in range(3)]
-        if query is key and key is value:
-            return F.chunk(NF.linear(query, w, b), 3, -1)
-        return [NF.linear(x, pw, pb) for x, (pw, pb) in zip((query, key, value), parts)]
+        if key is value and query is key:
+            return _split_packed(NF.linear(query, w, b), 3, e)
+        if key is value:
+            w_q, w_kv = F.split(w, [e, 2 * e])
+            b_q, b_kv = (None, None) if b is None else F.split(b, [e, 2 * e])
+            kv = _split_packed(NF.linear(key, w_kv, b_kv), 2, e)
+            return [NF.linear(query, w_q, b_q)] + kv
+        weights = F.chunk(w, 3)
+        biases = (None,) * 3 if b is None else F.chunk(b, 3)
+        return [NF.linear(x, pw, pb) for x, pw, pb in zip((query, key, value), weights, biases)]
 
     def _heads(self, x, length, batch):
         """(L, N, E) -> (N * heads, L, head_dim)."""
@@ -104,18 +136,20 @@ class MultiheadAttention(Module):
                 attn_mask=None, average_attn_weights=True, is_causal=False):
         batched = query._data.ndim == 3
         if self.batch_first and batched:
-            query, key, value = (F.transpose(t, 0, 1) for t in (query, key, value))
+            query, key, value = _same_map(lambda t: F.transpose(t, 0, 1), query, key, value)
         if not batched:
-            query, key, value = (F.unsqueeze(t, 1) for t in (query, key, value))
+            query, key, value = _same_map(lambda t: F.unsqueeze(t, 1), query, key, value)
         tgt_len, batch, _ = query._data.shape
         src_len = key._data.shape[0]
         q, k, v = self._project(query, key, value)
         q, k, v = (self._heads(t, n, batch) for t, n in ((q, tgt_len), (k, src_len),
                                                          (v, src_len)))
         mask = self._merged_mask(attn_mask, key_padding_mask, q, batch, tgt_len, src_len)
-        scores = F.bmm(F.mul(q, math.sqrt(1.0 / self.head_dim)), F.transpose(k, -2, -1))
+        q_scaled = F.mul(q, math.sqrt(1.0 / self.head_dim))
         if mask is not None:
-            scores = F.add(scores, mask)
+            scores = baddbmm(mask, q_scaled, F.transpose(k, -2, -1))
+        else:
+            scores = F.bmm(q_scaled, F.transpose(k, -2, -1))
         weights = F.softmax(scores, -1)
         if self.dropout and self.training:
             weights = NF.dropout(weights, self.dropout, True)

@@ -1,7 +1,9 @@
-"""Convolutions: F.conv1d / F.conv2d and the Conv1d / Conv2d modules.
+"""Convolutions: F.conv1d / conv2d / conv_transpose1d / conv_transpose2d and their modules.
 
-The forward pass is im2col + one batched matmul on numpy; the graph gets one
-ConvolutionBackward0 node (inputs: input, weight, bias) whose rule is in runtime/rules/conv.py.
+The forward pass is im2col + one batched matmul on numpy (a transposed convolution is the
+matmul with the weight's transpose followed by col2im); the graph gets one
+ConvolutionBackward0 node (inputs: input, weight, bias), as PyTorch's, whose rules
+("convolution", "convolution_transpose") are in runtime/rules/conv.py.
 Parameters are initialised as PyTorch does (kaiming-uniform weight, uniform bias in
 +-1/sqrt(fan_in)), drawing the same random numbers for the same manual_seed.
 """
@@ -13,10 +15,13 @@ from runtime.autograd_meta import any_requires_grad, record
 from runtime.function import node_class, save_input
 from runtime.nn.modules import Module, Parameter
 from runtime.ops._core import wrap
-from runtime.rules.conv import im2col_array, out_size
+from runtime.ops._family import node
+from runtime.rules.conv import col2im_array, im2col_array, out_size
 from runtime.tensor import Tensor
 
 ConvolutionBackward0 = node_class("ConvolutionBackward0", "convolution")
+# PyTorch gives transposed convolutions the same node name; the rule is the transpose's
+TransposedConvolutionBackward0 = node("ConvolutionBackward0", "convolution_transpose")
 
 
 def ntuple(value, n, name="argument"):
@@ -80,8 +85,9 @@ def convolution(x, w, bias, stride, padding, dilation, groups, n):
         data = data + bias._data.astype(dt.np).reshape((-1,) + (1,) * n)
     out = wrap(data, dt)
     if any_requires_grad((x, w, bias)):
+        kept = cols if w._requires_grad or w._grad_fn is not None else None
         record(ConvolutionBackward0, (x, w, bias), out,
-               (save_input(x), save_input(w), geom, bias is not None))
+               (save_input(x), save_input(w), geom, bias is not None, kept))
     return out
 
 
@@ -93,8 +99,62 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return convolution(input, weight, bias, stride, padding, dilation, groups, 2)
 
 
+def _check_transposed(x, w, groups, n):
+    if x._data.ndim != n + 2:
+        raise RuntimeError(f"conv_transpose{n}d expects a batched {n + 2}-d input, got shape "
+                           f"{list(x._data.shape)}")
+    if x._data.shape[1] != w._data.shape[0] or w._data.shape[0] % groups:
+        raise RuntimeError(f"conv_transpose{n}d: input has {x._data.shape[1]} channels but "
+                           f"weight {list(w._data.shape)} expects {w._data.shape[0]} "
+                           f"(divisible by groups={groups})")
+
+
+def transposed_size(size, k, s, p, d, extra):
+    """The output length of a transposed convolution along one axis."""
+    return (size - 1) * s - 2 * p + d * (k - 1) + extra + 1
+
+
+def convolution_transpose(x, w, bias, stride, padding, output_padding, groups, dilation, n):
+    """The n-d transposed convolution: the adjoint of convolution with the same geometry."""
+    _check_transposed(x, w, groups, n)
+    kernel = tuple(w._data.shape[2:])
+    stride, dilation = ntuple(stride, n, "stride"), ntuple(dilation, n, "dilation")
+    padding, extra = ntuple(padding, n, "padding"), ntuple(output_padding, n, "output_padding")
+    if any(e >= max(s, d) for e, s, d in zip(extra, stride, dilation)):
+        raise RuntimeError("output_padding must be smaller than either stride or dilation")
+    geom = geometry(kernel, stride, padding, dilation, groups, n)
+    dt = F.result_dtype(x, w)
+    batch, c_in = x._data.shape[:2]
+    x2 = x._data.astype(dt.np, copy=False).reshape(batch, groups, c_in // groups, -1)
+    w2 = w._data.astype(dt.np, copy=False).reshape(groups, c_in // groups, -1)
+    spatial = [transposed_size(*a) for a in zip(x._data.shape[2:], kernel, stride, padding,
+                                                 dilation, extra)]
+    out_shape = (batch, w._data.shape[1] * groups, *spatial)
+    data = col2im_array(np.matmul(w2.transpose(0, 2, 1), x2), out_shape, geom)
+    if bias is not None:
+        data = data + bias._data.astype(dt.np).reshape((-1,) + (1,) * n)
+    out = wrap(data, dt)
+    if any_requires_grad((x, w, bias)):
+        record(TransposedConvolutionBackward0, (x, w, bias), out,
+               (save_input(x), save_input(w), geom, bias is not None))
+    return out
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    return convolution_transpose(input, weight, bias, stride, padding, output_padding, groups,
+                                 dilation, 1)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    return convolution_transpose(input, weight, bias, stride, padding, output_padding, groups,
+                                 dilation, 2)
+
+
 class _ConvNd(Module):
     _n = 2
+    transposed = False
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
                  dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
@@ -113,8 +173,11 @@ class _ConvNd(Module):
         self.padding = padding if isinstance(padding, str) else ntuple(padding, n, "padding")
         self.dilation = ntuple(dilation, n, "dilation")
         self.groups, self.padding_mode = groups, padding_mode
+        self.output_padding = (0,) * n
         dt = dtype or F.get_default_dtype()
-        shape = (out_channels, in_channels // groups) + self.kernel_size
+        channels = (in_channels, out_channels // groups) if self.transposed \
+            else (out_channels, in_channels // groups)
+        shape = channels + self.kernel_size
         self.weight = Parameter(Tensor._wrap(np.empty(shape, dt.np), dt))
         if bias:
             self.bias = Parameter(Tensor._wrap(np.empty((out_channels,), dt.np), dt))
@@ -138,6 +201,8 @@ class _ConvNd(Module):
         if self.padding != zero:
             s += f", padding={self.padding}"
         s += f", dilation={self.dilation}" if self.dilation != (1,) * self._n else ""
+        if self.output_padding != (0,) * self._n:
+            s += f", output_padding={self.output_padding}"
         s += f", groups={self.groups}" if self.groups != 1 else ""
         s += ", bias=False" if self.bias is None else ""
         return s
@@ -148,4 +213,44 @@ class Conv1d(_ConvNd):
 
 
 class Conv2d(_ConvNd):
+    _n = 2
+
+
+class _ConvTransposeNd(_ConvNd):
+    transposed = True
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
+                 device=None, dtype=None):
+        if isinstance(padding, str):
+            raise ValueError("transposed convolutions take numeric padding only")
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, device, dtype)
+        self.output_padding = ntuple(output_padding, self._n, "output_padding")
+
+    def _output_padding(self, input, output_size):
+        """The output_padding that makes the output `output_size` (its last n entries)."""
+        if output_size is None:
+            return self.output_padding
+        wanted = tuple(output_size)[-self._n:]
+        smallest = [transposed_size(s, k, st, p, d, 0) for s, k, st, p, d in
+                    zip(input._data.shape[2:], self.kernel_size, self.stride, self.padding,
+                        self.dilation)]
+        extra = tuple(w - m for w, m in zip(wanted, smallest))
+        if any(not 0 <= e < st for e, st in zip(extra, self.stride)):
+            raise ValueError(f"requested output size {list(wanted)} is not reachable from "
+                             f"input size {list(input._data.shape[2:])}")
+        return extra
+
+    def forward(self, input, output_size=None):
+        return convolution_transpose(input, self.weight, self.bias, self.stride, self.padding,
+                                     self._output_padding(input, output_size), self.groups,
+                                     self.dilation, self._n)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    _n = 1
+
+
+class ConvTranspose2d(_ConvTransposeNd):
     _n = 2

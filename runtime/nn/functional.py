@@ -30,12 +30,15 @@ log_softmax = F.log_softmax
 
 
 def linear(input, weight, bias=None):
-    """input @ weight.T + bias, recorded as PyTorch records it (addmm on 2-D input)."""
+    """input @ weight.T + bias, recorded as PyTorch records it: addmm on 2-D input and on
+    a flattened contiguous input, otherwise matmul then add."""
     wt = F.t(weight)
     if bias is None:
         return F.matmul(input, wt)
     if input._data.ndim == 2:
         return F.addmm(bias, input, wt)
+    if not input.is_contiguous():
+        return F.add(F.matmul(input, wt), bias)
     lead = input._data.shape[:-1]
     flat = F.reshape(input, (-1, input._data.shape[-1]))
     out = F.addmm(bias, flat, wt)
@@ -163,7 +166,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
 
 # the layer families (each imports this module's core, so they are registered last)
-from runtime.nn.conv import conv1d, conv2d  # noqa: E402,F401
+from runtime.nn.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d  # noqa: E402,F401,E501
 from runtime.nn.pooling import (  # noqa: E402,F401
     adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d)
 from runtime.nn.norm import batch_norm, group_norm, layer_norm  # noqa: E402,F401

@@ -1,6 +1,9 @@
 """torch.nn.init: in-place initialisers drawing from the PyTorch-exact random stream."""
 
 import math
+import warnings
+
+import numpy as np
 
 from runtime import random
 from runtime.grad_mode import no_grad
@@ -50,6 +53,67 @@ def zeros_(tensor):
 
 def ones_(tensor):
     return constant_(tensor, 1.0)
+
+
+def _normal_cdf(v):
+    return (1.0 + math.erf(v / math.sqrt(2.0))) / 2.0
+
+
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+    """Normal(mean, std) restricted to [a, b], by rejection as PyTorch 2.13 draws it: when
+    [a, b] holds more than 30% of the mass, whole-tensor normal draws replace the values
+    outside; otherwise uniform candidates on [a, b] are accepted against the density."""
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("trunc_normal_: mean is more than 2 std outside [a, b], so the values "
+                      "may not follow the intended distribution", stacklevel=2)
+    mass = _normal_cdf((b - mean) / std) - _normal_cdf((a - mean) / std)
+    with no_grad():
+        if mass > 0.3:
+            _trunc_by_normal_draws(tensor, mean, std, a, b, generator)
+        else:
+            _trunc_by_uniform_candidates(tensor, mean, std, a, b, generator)
+    return tensor
+
+
+def _trunc_by_normal_draws(tensor, mean, std, a, b, generator):
+    from runtime import creation, ops as F
+
+    lo, hi = (float(np.asarray(v, tensor._data.dtype)) for v in (a, b))
+    result = tensor.normal_(mean, std, generator=generator)
+    while True:
+        outside = F.logical_or(F.lt(result, lo), F.gt(result, hi))
+        if not bool(outside.any()):
+            break
+        fresh = creation.empty_like(result).normal_(mean, std, generator=generator)
+        result = F.where(outside, fresh, result)
+    if result is not tensor:
+        tensor.copy_(result)
+
+
+def _log_density_excess(candidates, mean, std, log_peak):
+    """log pdf(candidates) - log pdf(mode), in place, up to the shared normalising constant."""
+    return candidates.sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak)
+
+
+def _trunc_by_uniform_candidates(tensor, mean, std, a, b, generator):
+    from runtime import creation, ops as F
+
+    mode = max(a, min(mean, b))
+    log_peak = -0.5 * ((mode - mean) / std) ** 2
+    candidates, accept = creation.empty_like(tensor), creation.empty_like(tensor)
+    tensor.uniform_(a, b, generator=generator)
+    candidates.copy_(tensor)
+    _log_density_excess(candidates, mean, std, log_peak)
+    pending = F.gt(accept.uniform_(generator=generator).log_(), candidates)
+    result = tensor
+    while bool(pending.any()):
+        candidates.uniform_(a, b, generator=generator)
+        result = F.where(pending, candidates, result)
+        _log_density_excess(candidates, mean, std, log_peak)
+        rejected = F.gt(accept.uniform_(generator=generator).log_(), candidates)
+        pending = F.where(pending, rejected, pending)
+    if result is not tensor:
+        tensor.copy_(result)
 
 
 def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
@@ -140,4 +204,4 @@ def orthogonal_(tensor, gain=1.0, generator=None):
     return tensor
 
 
-__all__ += ["eye_", "dirac_", "orthogonal_", "default_layer_init_"]
+__all__ += ["eye_", "dirac_", "orthogonal_", "default_layer_init_", "trunc_normal_"]

@@ -62,7 +62,9 @@ class Module:
         return self._call(*args, **kwargs)
 
     def _call(self, *args, **kwargs):
-        if "_forward_pre_hooks" in self.__dict__ or "_forward_hooks" in self.__dict__:
+        d = self.__dict__
+        if ("_forward_pre_hooks" in d or "_forward_hooks" in d or "_backward_hooks" in d
+                or "_backward_pre_hooks" in d):
             from runtime.nn.module_hooks import call_with_hooks
 
             return call_with_hooks(self, args, kwargs)
@@ -77,6 +79,21 @@ class Module:
         from runtime.nn.module_hooks import register_forward_hook
 
         return register_forward_hook(self, hook, **options)
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        from runtime.nn.module_hooks import register_full_backward_pre_hook
+
+        return register_full_backward_pre_hook(self, hook, prepend=prepend)
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        from runtime.nn.module_hooks import register_full_backward_hook
+
+        return register_full_backward_hook(self, hook, prepend=prepend)
+
+    def register_backward_hook(self, hook):
+        from runtime.nn.module_hooks import register_backward_hook
+
+        return register_backward_hook(self, hook)
 
     # -- registration ----------------------------------------------------------------------
     def __setattr__(self, name, value):

@@ -1,82 +1,145 @@
 """Normalisation layers: BatchNorm1d/2d, LayerNorm, GroupNorm (functional forms and modules).
 
-Composed from differentiable eager ops (mean, variance, rsqrt, affine), so gradients and
-double backward come from the shared rules; the graph therefore shows the composed nodes,
-not PyTorch's fused Native*NormBackward0. Running statistics follow PyTorch: the running
-variance uses the unbiased batch variance, num_batches_tracked counts training steps, and
-momentum=None means a cumulative average.
+Each functional form computes on numpy and records one node, named as PyTorch's
+(NativeBatchNormBackward0, NativeLayerNormBackward0, NativeGroupNormBackward0), whose
+derivative is written once in runtime/rules/norm.py. Statistics are computed as PyTorch's CPU
+kernels compute them (sums accumulated in float64, the output as x * alpha + beta with one
+rounding), so float32 results mostly agree to the bit. Running statistics follow PyTorch: the
+running variance uses the unbiased batch variance, num_batches_tracked counts training steps,
+and momentum=None means a cumulative average.
 """
 
 import numpy as np
 
 from runtime import dtypes
 from runtime import ops as F
+from runtime.autograd_meta import any_requires_grad, record
+from runtime.function import node_class, save_input
 from runtime.grad_mode import no_grad
 from runtime.nn.modules import Module, Parameter
 from runtime.ops._core import wrap
 from runtime.tensor import Tensor
 
-
-def _normalize(x, dims, eps):
-    mean = F.mean(x, dims, keepdim=True)
-    centered = F.sub(x, mean)
-    var = F.mean(F.mul(centered, centered), dims, keepdim=True)
-    return F.mul(centered, F.rsqrt(F.add(var, eps))), mean, var
+NativeBatchNormBackward0 = node_class("NativeBatchNormBackward0", "native_batch_norm")
+NativeLayerNormBackward0 = node_class("NativeLayerNormBackward0", "native_layer_norm")
+NativeGroupNormBackward0 = node_class("NativeGroupNormBackward0", "native_group_norm")
 
 
-def _affine(y, weight, bias, shape):
-    if weight is not None:
-        y = F.mul(y, F.reshape(weight, shape))
-    if bias is not None:
-        y = F.add(y, F.reshape(bias, shape))
-    return y
+def _wide_sum(x, axes):
+    return np.sum(x, axis=axes, dtype=np.float64, keepdims=True)
+
+
+def _moments(xd, axes, count, eps):
+    """(mean, invstd, biased variance) over `axes`, as PyTorch's CPU kernel gets them: a
+    float64 two-pass variance rounded to the input's dtype, then invstd from that in float64."""
+    mean = _wide_sum(xd, axes) / count
+    centered = np.subtract(xd, mean, dtype=np.float64)
+    np.square(centered, out=centered)
+    var = (_wide_sum(centered, axes) / count).astype(xd.dtype)
+    invstd = (1.0 / np.sqrt(var.astype(np.float64) + eps)).astype(xd.dtype)
+    return mean.astype(xd.dtype), invstd, var
+
+
+def _scale_shift(xd, alpha, beta):
+    """x * alpha + beta, rounded once for float32 as PyTorch's fused multiply-add does (the
+    float64 product of two float32 values is exact)."""
+    if xd.dtype == np.float32:
+        wide = np.multiply(xd, alpha, dtype=np.float64)
+        wide += beta
+        return wide.astype(np.float32)
+    return xd * alpha + beta
+
+
+def _data(t, shape=None):
+    return None if t is None else (t._data if shape is None else t._data.reshape(shape))
+
+
+def _record(cls, out, x, weight, bias, stats, geom):
+    if any_requires_grad((x, weight, bias)):
+        w = None if weight is None else save_input(weight)
+        record(cls, (x, weight, bias), out, (save_input(x), w, stats, geom))
+    return out
+
+
+def _update_running(running_mean, running_var, mean, var, count, momentum):
+    with no_grad():
+        running_mean.mul_(1 - momentum).add_(wrap(mean.reshape(-1), None), alpha=momentum)
+        unbiased = (var.reshape(-1).astype(np.float64) * (count / (count - 1))).astype(var.dtype)
+        running_var.mul_(1 - momentum).add_(wrap(unbiased, None), alpha=momentum)
+
+
+def _eval_stats(running_mean, running_var, pshape, eps):
+    rv = running_var._data.reshape(pshape)
+    invstd = (np.asarray(1, rv.dtype) / np.sqrt(rv + np.asarray(eps, rv.dtype)))
+    return running_mean._data.reshape(pshape), invstd
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-5):
     x = input
-    if x._data.ndim < 2:
-        raise ValueError(f"batch_norm expects at least a 2-d input, got shape "
-                         f"{list(x._data.shape)}")
-    dims = (0,) + tuple(range(2, x._data.ndim))
-    shape = (1, -1) + (1,) * (x._data.ndim - 2)
-    if not training:
-        mean = F.reshape(running_mean, shape)
-        inv = F.rsqrt(F.add(F.reshape(running_var, shape), eps))
-        return _affine(F.mul(F.sub(x, mean), inv), weight, bias, shape)
-    count = x._data.size // x._data.shape[1]
-    if count <= 1:
-        raise ValueError(f"batch_norm in training needs more than one value per channel, got "
-                         f"input of shape {list(x._data.shape)}")
-    y, mean, var = _normalize(x, dims, eps)
-    if running_mean is not None:
-        with no_grad():
-            running_mean.mul_(1 - momentum).add_(F.reshape(mean, (-1,)), alpha=momentum)
-            unbiased = F.mul(F.reshape(var, (-1,)), count / (count - 1))
-            running_var.mul_(1 - momentum).add_(unbiased, alpha=momentum)
-    return _affine(y, weight, bias, shape)
+    xd = x._data
+    if xd.ndim < 2:
+        raise ValueError(f"batch_norm expects at least a 2-d input, got shape {list(xd.shape)}")
+    axes = (0,) + tuple(range(2, xd.ndim))
+    pshape = (1, -1) + (1,) * (xd.ndim - 2)
+    count = xd.size // xd.shape[1]
+    if training:
+        if count <= 1:
+            raise ValueError(f"batch_norm in training needs more than one value per channel, "
+                             f"got input of shape {list(xd.shape)}")
+        mean, invstd, var = _moments(xd, axes, count, eps)
+        if running_mean is not None:
+            _update_running(running_mean, running_var, mean, var, count, momentum)
+    else:
+        mean, invstd = _eval_stats(running_mean, running_var, pshape, eps)
+    alpha = invstd if weight is None else invstd * _data(weight, pshape)
+    beta = -(mean * alpha) if bias is None else _scale_shift(-mean, alpha, _data(bias, pshape))
+    out = wrap(_scale_shift(xd, alpha, beta), x._dtype)
+    geom = (axes, (1, xd.shape[1]) + (1,) * (xd.ndim - 2), count, eps, bool(training))
+    return _record(NativeBatchNormBackward0, out, x, weight, bias, (mean, invstd), geom)
+
+
+def _affine_data(yd, weight, bias, shape):
+    if weight is not None:
+        yd = yd * _data(weight, shape) if bias is None else \
+            _scale_shift(yd, _data(weight, shape), _data(bias, shape))
+    elif bias is not None:
+        yd = yd + _data(bias, shape)
+    return yd
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     shape = tuple(normalized_shape) if not isinstance(normalized_shape, int) \
         else (normalized_shape,)
-    if tuple(input._data.shape[-len(shape):]) != shape:
-        raise RuntimeError(f"layer_norm: input shape {list(input._data.shape)} does not end "
+    xd = input._data
+    if tuple(xd.shape[-len(shape):]) != shape:
+        raise RuntimeError(f"layer_norm: input shape {list(xd.shape)} does not end "
                            f"with normalized_shape {list(shape)}")
-    dims = tuple(range(-len(shape), 0))
-    y, _, _ = _normalize(input, dims, eps)
-    return _affine(y, weight, bias, shape)
+    axes = tuple(range(xd.ndim - len(shape), xd.ndim))
+    count = int(np.prod(shape))
+    mean, invstd, _ = _moments(xd, axes, count, eps)
+    yd = _affine_data(_scale_shift(xd, invstd, -(invstd * mean)), weight, bias, shape)
+    geom = (axes, tuple(range(xd.ndim - len(shape))), count, eps)
+    return _record(NativeLayerNormBackward0, wrap(yd, input._dtype), input, weight, bias,
+                   (mean, invstd), geom)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
-    n, c = input._data.shape[:2]
+    xd = input._data
+    n, c = xd.shape[:2]
     if c % num_groups:
         raise RuntimeError(f"group_norm: {c} channels are not divisible into {num_groups} "
                            "groups")
-    grouped = F.reshape(input, (n, num_groups, -1))
-    y, _, _ = _normalize(grouped, (2,), eps)
-    y = F.reshape(y, input._data.shape)
-    return _affine(y, weight, bias, (1, -1) + (1,) * (input._data.ndim - 2))
+    grouped = (n, num_groups, -1)
+    xg = xd.reshape(grouped)
+    count = xg.shape[2]
+    mean, invstd, _ = _moments(xg, (2,), count, eps)
+    pshape = (1, -1) + (1,) * (xd.ndim - 2)
+    yd = _scale_shift(xg, invstd, -(invstd * mean)).reshape(xd.shape)
+    yd = _affine_data(yd, weight, bias, pshape)
+    geom = (grouped, pshape, count, eps)
+    return _record(NativeGroupNormBackward0, wrap(yd, input._dtype), input, weight, bias,
+                   (mean, invstd), geom)
 
 
 def _param(shape, fill):

@@ -38,14 +38,43 @@ def _batched(x):
     return x._data if x._data.ndim == 4 else x._data[None]
 
 
-def _window_origin(shape4, geom, oh, ow):
-    """Row and column of each window element in the unpadded input: (kk, OH, OW) each."""
+def _windows(x, geom, oh, ow):
+    """A strided view (N, C, OH, OW, kh, kw) of each window's elements (padding reads as
+    -inf)."""
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = geom[:4]
-    rows = (np.arange(oh)[None, :] * sh + np.arange(kh)[:, None] * dh - ph)
-    cols = (np.arange(ow)[None, :] * sw + np.arange(kw)[:, None] * dw - pw)
-    r = np.broadcast_to(rows[:, None, :, None], (kh, kw, oh, ow)).reshape(kh * kw, oh, ow)
-    c = np.broadcast_to(cols[None, :, None, :], (kh, kw, oh, ow)).reshape(kh * kw, oh, ow)
-    return r, c
+    if ph or pw:
+        x = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=-np.inf)
+    s = x.strides
+    view = np.lib.stride_tricks.as_strided(
+        x, x.shape[:2] + (oh, ow, kh, kw),
+        (s[0], s[1], s[2] * sh, s[3] * sw, s[2] * dh, s[3] * dw), writeable=False)
+    return view
+
+
+def _window_max(windows, with_nan):
+    """(max, index of the first maximum in the window) with one pass per window element; a
+    NaN wins over any number (np.maximum propagates it), as in PyTorch."""
+    kh, kw = windows.shape[-2:]
+    best = windows[..., 0, 0].copy()
+    pick = np.zeros(best.shape, np.int8 if kh * kw < 128 else np.int64)
+    better = np.empty(best.shape, bool)
+    for k in range(1, kh * kw):
+        v = windows[..., k // kw, k % kw]
+        np.greater(v, best, out=better)
+        if with_nan:
+            better |= np.isnan(v) & ~np.isnan(best)
+        np.maximum(best, v, out=best)
+        pick = np.where(better, pick.dtype.type(k), pick)
+    return best, pick
+
+
+def _picked_position(pick, geom, oh, ow, w):
+    """Index in the unpadded (H * W) plane of each window's picked element."""
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = geom[:4]
+    k = np.arange(kh * kw)
+    offset = (k // kw) * dh * w + (k % kw) * dw
+    base = (np.arange(oh)[:, None] * sh - ph) * w + np.arange(ow)[None, :] * sw - pw
+    return base + np.take(offset, pick)
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -55,16 +84,9 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     n, c, h, w = x.shape
     oh = out_size(h, geom[0][0], geom[1][0], geom[2][0], geom[3][0])
     ow = out_size(w, geom[0][1], geom[1][1], geom[2][1], geom[3][1])
-    cols = im2col_array(x, geom, pad_value=-np.inf).reshape(n, c, -1, oh, ow)
-    pick = np.argmax(cols, axis=2)  # the first maximum, as PyTorch picks (nan wins)
-    nan_at = np.isnan(cols).any(axis=2)
-    if nan_at.any():
-        pick = np.where(nan_at, np.argmax(np.isnan(cols), axis=2), pick)
-    data = np.take_along_axis(cols, pick[:, :, None], axis=2)[:, :, 0]
-    rows, colsi = _window_origin(x.shape, geom, oh, ow)
-    r = np.take_along_axis(np.broadcast_to(rows, (n, c) + rows.shape), pick[:, :, None], 2)
-    q = np.take_along_axis(np.broadcast_to(colsi, (n, c) + colsi.shape), pick[:, :, None], 2)
-    plane_index = (r[:, :, 0] * w + q[:, :, 0]).astype(np.int64)
+    with_nan = x.dtype.kind == "f" and bool(np.isnan(x).any())
+    data, pick = _window_max(_windows(x, geom, oh, ow), with_nan)
+    plane_index = _picked_position(pick, geom, oh, ow, w)
     data = data if input._data.ndim == 4 else data[0]
     plane_index = plane_index if input._data.ndim == 4 else plane_index[0]
     out = wrap(np.ascontiguousarray(data), input._dtype)

@@ -1,6 +1,12 @@
 """Recurrent layers: RNN, LSTM, GRU (multi-layer, bidirectional, batch_first, inter-layer
-dropout), composed step by step from differentiable eager ops (linear, sigmoid, tanh), so
-backpropagation through time comes from the shared rules.
+dropout).
+
+A float32 LSTM runs each layer and direction as one fused node, MkldnnRnnLayerBackward0, as
+PyTorch's CPU LSTM records it (kernel and rule in runtime/rules/rnn.py): the layers are
+chained, the directions joined by cat, and h_n / c_n stacked from the nodes' second and third
+outputs. Other dtypes and the RNN / GRU cells are composed step by step from differentiable
+eager ops (linear, sigmoid, tanh), so backpropagation through time comes from the shared
+rules.
 
 Parameters are registered and initialised in PyTorch's order (per layer and direction:
 weight_ih, weight_hh, bias_ih, bias_hh, each uniform in +-1/sqrt(hidden_size)), so the same
@@ -13,34 +19,61 @@ import math
 import numpy as np
 
 from runtime import ops as F
+from runtime.autograd_meta import any_requires_grad, record_multi
+from runtime.function import node_class, save_input
 from runtime.nn import functional as NF
 from runtime.nn.modules import Module, Parameter
+from runtime.ops._core import wrap
+from runtime.rules.rnn import lstm_forward
 from runtime.tensor import Tensor
 
-
-def _rnn_tanh(x, h, w):
-    return F.tanh(F.add(NF.linear(x, w[0], w[2]), NF.linear(h, w[1], w[3])))
+MkldnnRnnLayerBackward0 = node_class("MkldnnRnnLayerBackward0", "lstm_layer", multi_output=True)
 
 
-def _rnn_relu(x, h, w):
-    return F.relu(F.add(NF.linear(x, w[0], w[2]), NF.linear(h, w[1], w[3])))
+def lstm_layer(x, weights, h0, c0, reverse):
+    """One fused LSTM layer over x (T, B, I): returns (out (T, B, H), h_T, c_T)."""
+    w_ih, w_hh, b_ih, b_hh = weights
+    bias = None if b_ih is None else b_ih._data + b_hh._data
+    xd = x._data[::-1] if reverse else x._data
+    hs, cells, tanh_c, gates = lstm_forward(xd, w_ih._data, w_hh._data, bias, h0._data,
+                                            c0._data)
+    out = hs[:0:-1] if reverse else hs[1:]
+    outs = [wrap(np.ascontiguousarray(out), x._dtype), wrap(hs[-1].copy(), x._dtype),
+            wrap(cells[-1].copy(), x._dtype)]
+    inputs = (x, w_ih, w_hh, b_ih, b_hh, h0, c0)
+    if any_requires_grad(inputs):
+        saved = [None if t is None else save_input(t) for t in inputs]
+        args = (*saved, (hs, cells, tanh_c, gates), reverse)
+        record_multi(MkldnnRnnLayerBackward0, inputs, outs, args)
+    return outs
 
 
-def _lstm_cell(x, state, w):
+def _rnn_tanh(ig, h, w):
+    return F.tanh(F.add(NF.linear(h, w[1], w[3]), ig))
+
+
+def _rnn_relu(ig, h, w):
+    return F.relu(F.add(NF.linear(h, w[1], w[3]), ig))
+
+
+def _lstm_cell(ig, state, w):
+    """The composed LSTM cell (non-float32 dtypes), on the precomputed input projection."""
     h, c = state
-    gates = F.add(NF.linear(x, w[0], w[2]), NF.linear(h, w[1], w[3]))
-    i, f, g, o = F.chunk(gates, 4, -1)
+    gates = F.add(NF.linear(h, w[1], w[3]), ig)
+    i, f, g, o = F.unsafe_chunk(gates, 4, 1)
     c = F.add(F.mul(F.sigmoid(f), c), F.mul(F.sigmoid(i), F.tanh(g)))
     return F.mul(F.sigmoid(o), F.tanh(c)), c
 
 
-def _gru_cell(x, h, w):
-    xr, xz, xn = F.chunk(NF.linear(x, w[0], w[2]), 3, -1)
-    hr, hz, hn = F.chunk(NF.linear(h, w[1], w[3]), 3, -1)
-    r = F.sigmoid(F.add(xr, hr))
-    z = F.sigmoid(F.add(xz, hz))
-    n = F.tanh(F.add(xn, F.mul(r, hn)))
-    return F.add(F.mul(F.rsub(z, 1), n), F.mul(z, h))
+def _gru_cell(ig, h, w):
+    """PyTorch's GRU cell, node for node (its in-place adds and activations show as the
+    out-of-place nodes recorded here)."""
+    xr, xz, xn = F.unsafe_chunk(ig, 3, 1)
+    hr, hz, hn = F.unsafe_chunk(NF.linear(h, w[1], w[3]), 3, 1)
+    r = F.sigmoid(F.add(hr, xr))
+    z = F.sigmoid(F.add(hz, xz))
+    n = F.tanh(F.add(xn, F.mul(hn, r)))
+    return F.add(F.mul(F.sub(h, n), z), n)
 
 
 _CELLS = {"RNN_TANH": (_rnn_tanh, 1), "RNN_RELU": (_rnn_relu, 1), "LSTM": (_lstm_cell, 4),
@@ -95,13 +128,15 @@ class RNNBase(Module):
             (self.hidden_size,)
         return Tensor._wrap(np.zeros(shape, x._data.dtype), x._dtype)
 
-    def _run_direction(self, cell, xs, state, weights, reverse):
-        steps = range(len(xs) - 1, -1, -1) if reverse else range(len(xs))
-        outs = [None] * len(xs)
-        for t in steps:
-            state = cell(xs[t], state, weights)
-            outs[t] = state[0] if isinstance(state, tuple) else state
-        return outs, state
+    def _run_direction(self, cell, x, state, weights, reverse):
+        """One layer and direction, as PyTorch's CPU path runs it: the input projection for
+        all steps at once, unbound into steps, the cell, the outputs stacked."""
+        steps = list(F.unbind(NF.linear(x, weights[0], weights[2]), 0))
+        outs = []
+        for ig in (steps[::-1] if reverse else steps):
+            state = cell(ig, state, weights)
+            outs.append(state[0] if isinstance(state, tuple) else state)
+        return F.stack(outs[::-1] if reverse else outs, 0), state
 
     def forward(self, input, hx=None):
         batched = input._data.ndim == 3
@@ -109,13 +144,16 @@ class RNNBase(Module):
             raise ValueError(f"{type(self).__name__} expects a 2-d or 3-d input, got "
                              f"{input._data.ndim}-d")
         x = input if batched else F.unsqueeze(input, 1)
+        fused = self.mode == "LSTM" and x._data.dtype == np.float32
         if batched and self.batch_first:
             x = F.transpose(x, 0, 1)
+            x = F.clone(x) if fused else x  # PyTorch's kernel takes a contiguous copy
         states = self._initial_states(hx, x, batched)
-        outs, finals = self._layers(F.unbind(x, 0), states)
-        out = F.stack(outs, 0)
+        layers = self._fused_layers if fused else self._layers
+        out, finals = layers(x, states)
         if batched and self.batch_first:
-            out = F.transpose(out, 0, 1)
+            # the composed path transposes its fresh output in place (TransposeBackward1)
+            out = F.transpose(out, 0, 1) if fused else out.transpose_(0, 1)
         return self._package(out, finals, batched)
 
     def _initial_states(self, hx, x, batched):
@@ -135,24 +173,42 @@ class RNNBase(Module):
                                    f"{tuple(h._data.shape)}")
         return hx
 
-    def _layers(self, xs, states):
-        cell = _CELLS[self.mode][0]
+    def _stacked(self, x, run_one):
+        """Layers and directions: run_one(x, k, reverse) -> (output sequence, final state)
+        for layer-direction k; directions are joined by cat, layers by (training) dropout."""
         finals = []
         dirs = 1 + self.bidirectional
         for layer in range(self.num_layers):
             results = []
             for d in range(dirs):
-                k = layer * dirs + d
-                init = tuple(s[k] for s in states)
-                init = init if self.mode == "LSTM" else init[0]
-                outs, final = self._run_direction(cell, xs, init, self._weights(k), d == 1)
-                results.append(outs)
+                out, final = run_one(x, layer * dirs + d, d == 1)
+                results.append(out)
                 finals.append(final)
-            xs = [F.cat([r[t] for r in results], -1) if dirs == 2 else results[0][t]
-                  for t in range(len(xs))]
+            x = F.cat(results, -1) if dirs == 2 else results[0]
             if self.dropout and self.training and layer < self.num_layers - 1:
-                xs = [NF.dropout(x, self.dropout, True) for x in xs]
-        return xs, finals
+                x = NF.dropout(x, self.dropout, True)
+        return x, finals
+
+    def _layers(self, x, states):
+        """Composed cells (RNN, GRU, non-float32 LSTM); h0 (and c0) are unbound per layer."""
+        cell = _CELLS[self.mode][0]
+        states = [F.unbind(s, 0) for s in states]
+
+        def run_one(x, k, reverse):
+            init = tuple(s[k] for s in states)
+            init = init if self.mode == "LSTM" else init[0]
+            return self._run_direction(cell, x, init, self._weights(k), reverse)
+
+        return self._stacked(x, run_one)
+
+    def _fused_layers(self, x, states):
+        """The LSTM as one fused node per layer and direction."""
+
+        def run_one(x, k, reverse):
+            out, h, c = lstm_layer(x, self._weights(k), states[0][k], states[1][k], reverse)
+            return out, (h, c)
+
+        return self._stacked(x, run_one)
 
     def _package(self, out, finals, batched):
         def collect(i=None):

@@ -12,6 +12,12 @@ import threading
 import numpy as np
 
 _SCALARS = (int, float)
+
+
+def fused_axpy(np_fn, a, b, alpha):
+    from runtime.ops.elementwise import fused_axpy as axpy
+
+    return axpy(np_fn, a, b, alpha)
 _local = threading.local()
 
 
@@ -53,6 +59,9 @@ def _binary(np_fn):
         b = _operand(other, data)
         if b is None or data.dtype == np.bool_ or not _fits(b, data):
             return False  # bool - bool must raise, from the out-of-place op
+        if alpha != 1 and data.dtype == np.float32 and b.__class__ not in _SCALARS:
+            data[...] = fused_axpy(np_fn, data, b, alpha)
+            return True
         if alpha != 1:
             if b.__class__ in _SCALARS or b.ndim == 0:
                 b = b * alpha

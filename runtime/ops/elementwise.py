@@ -121,15 +121,31 @@ def _check_not_bool(a, b):
 def _additive(np_fn, cls, a, b, alpha, name):
     """a + alpha * b or a - alpha * b (Python operators: fast on numpy scalars)."""
     ad, bd, dt = _operands(a, b, name)
+    fused = False
     if alpha.__class__ is not int or alpha != 1:
-        bd = _scaled(bd, alpha, dt)
+        fused = dt.np == np.float32 and hasattr(bd, "dtype") and alpha.__class__ is not bool
+        if not fused:
+            bd = _scaled(bd, alpha, dt)
     try:
-        out = _result(np_fn(ad, bd), dt)
+        out = _result(fused_axpy(np_fn, ad, bd, alpha) if fused else np_fn(ad, bd), dt)
     except ValueError:
         raise _shape_error(a, b) from None
     if _grad_on(a, b):
         record(cls, (a, b), out, (alpha,))
     return out
+
+
+def fused_axpy(np_fn, ad, bd, alpha):
+    """a +- alpha*b on float32 with a single rounding, as PyTorch's kernels compute it (one
+    fused multiply-add, alpha first rounded to float32). The product of two float32 values is
+    exact in float64, so one float64 add and one rounding to float32 reproduce it (but for
+    double-rounding ties, about one case in 2**29)."""
+    product = np.multiply(bd, float(np.float32(alpha)), dtype=np.float64)
+    ufunc = _UFUNCS.get(np_fn, np_fn)
+    return ufunc(ad, product, dtype=np.float64).astype(np.float32)
+
+
+_UFUNCS = {operator.add: np.add, operator.sub: np.subtract}
 
 
 def _scaled(bd, alpha, dt):

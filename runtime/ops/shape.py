@@ -574,6 +574,27 @@ def chunk(x, chunks, dim=0):
     return split(x, -(-size // chunks), d)
 
 
+def unsafe_chunk(x, chunks, dim=0):
+    """chunk whose pieces are fresh tensors rather than views (UnsafeSplitBackward0), so
+    they may be modified in place freely, as torch.unsafe_chunk."""
+    if chunks <= 0:
+        raise RuntimeError(f"unsafe_chunk(): the number of chunks must be positive, got "
+                           f"{chunks}")
+    _check_not_0d(x, "unsafe_chunk")
+    d = _dim(dim, x._data.ndim)
+    size = x._data.shape[d]
+    sizes = _pieces(-(-size // chunks), size) if size else [0] * chunks
+    outs, start = [], 0
+    for n in sizes:
+        key = (slice(None),) * d + (slice(start, start + n),)
+        outs.append(x._new_like(x._data[key].copy()))
+        start += n
+    if any_requires_grad((x,)):
+        cls = node_class("UnsafeSplitBackward0", "split", multi_output=True)
+        record_multi(cls, (x,), outs, (x._data.shape, d, sizes))
+    return tuple(outs)
+
+
 def matrix_transpose(x):
     """x.mT: the last two dimensions swapped; a 0-dim tensor is its own transpose."""
     nd = x._data.ndim

@@ -1,12 +1,13 @@
-"""torch.optim.LBFGS (fixed step, no line search): the two-loop recursion over a history of
-curvature pairs, in PyTorch's order of operations. Like PyTorch, scalars such as y.s, the
-step length and H_diag stay float32 0-d tensors, so their rounding matches too.
-line_search_fn="strong_wolfe" is not implemented.
+"""torch.optim.LBFGS: the two-loop recursion over a history of curvature pairs, in PyTorch's
+order of operations, with a fixed step or line_search_fn="strong_wolfe"
+(runtime/optim/line_search.py). Like PyTorch, scalars such as y.s, the step length and H_diag
+stay float32 0-d tensors, so their rounding matches too.
 """
 
 from runtime import ops as F
 from runtime.grad_mode import enable_grad, no_grad
 from runtime.optim import Optimizer
+from runtime.optim.line_search import StrongWolfe
 
 
 class LBFGS(Optimizer):
@@ -14,8 +15,9 @@ class LBFGS(Optimizer):
                  tolerance_change=1e-9, history_size=100, line_search_fn=None):
         if lr < 0:
             raise ValueError(f"invalid lr: {lr} (must be >= 0)")
-        if line_search_fn is not None:
-            raise NotImplementedError("LBFGS line_search_fn='strong_wolfe' is not supported")
+        if line_search_fn not in (None, "strong_wolfe"):
+            raise RuntimeError(f"LBFGS line_search_fn must be None or 'strong_wolfe', got "
+                               f"{line_search_fn!r}")
         max_eval = max_iter * 5 // 4 if max_eval is None else max_eval
         super().__init__(params, dict(lr=lr, max_iter=max_iter, max_eval=max_eval,
                                       tolerance_grad=tolerance_grad,
@@ -41,6 +43,15 @@ class LBFGS(Optimizer):
         with enable_grad():
             loss = closure()
         return loss, float(loss.detach())
+
+    def _evaluate_along(self, closure, x, d, t):
+        """Loss and flat gradient at x + t*d; the parameters are set back to x after."""
+        self._add_grad(t, d)
+        _, loss = self._evaluate(closure)
+        flat_grad = self._flat_grad()
+        for p, saved in zip(self._params, x):
+            p.copy_(saved)
+        return loss, flat_grad
 
     @no_grad()
     def step(self, closure):
@@ -114,17 +125,32 @@ class _Run:
             self.prev_flat_grad = F.clone(self.flat_grad)
             self.prev_loss = self.loss
             self.t = self._first_step()
-            if float(F.dot(self.flat_grad, self.d)) > -g["tolerance_change"]:
+            gtd = F.dot(self.flat_grad, self.d)
+            if float(gtd) > -g["tolerance_change"]:
                 return
-            self.opt._add_grad(self.t, self.d)
-            if n_iter == g["max_iter"]:
+            if g["line_search_fn"] is not None:
+                self._line_search(closure, gtd)
+            else:
+                self.opt._add_grad(self.t, self.d)
+                if n_iter == g["max_iter"]:
+                    return
+                _, self.loss = self.opt._evaluate(closure)
+                self.flat_grad = self.opt._flat_grad()
+                self.evals += 1
+                self.state["func_evals"] += 1
+            if n_iter == g["max_iter"] or self._converged():
                 return
-            _, self.loss = self.opt._evaluate(closure)
-            self.flat_grad = self.opt._flat_grad()
-            self.evals += 1
-            self.state["func_evals"] += 1
-            if self._converged():
-                return
+
+    def _line_search(self, closure, gtd):
+        """Move to the strong-Wolfe step along d; the loss and gradient there are kept."""
+        x = [F.clone(p) for p in self.opt._params]
+        search = StrongWolfe(lambda t: self.opt._evaluate_along(closure, x, self.d, t), self.d,
+                             self.loss, self.flat_grad, gtd,
+                             max_ls=self.group["max_eval"] - self.evals)
+        self.loss, self.flat_grad, self.t, evals = search.run(self.t)
+        self.opt._add_grad(self.t, self.d)
+        self.evals += evals
+        self.state["func_evals"] += evals
 
     def _converged(self):
         g = self.group

@@ -34,3 +34,5 @@ from runtime.rules import special, scans, indexing  # noqa: E402,F401  (issue 16
 from runtime.rules import decompositions  # noqa: E402,F401
 from runtime.rules import conv  # noqa: E402,F401
 from runtime.rules import activation  # noqa: E402,F401
+from runtime.rules import norm  # noqa: E402,F401
+from runtime.rules import rnn  # noqa: E402,F401

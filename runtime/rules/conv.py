@@ -76,8 +76,9 @@ def col2im(ops, g, needs, geom):
 
 
 @rule("convolution")
-def convolution(ops, g, needs, x, w, geom, has_bias):
-    """out[n, g, o, l] = sum_k w2[g, o, k] * cols[n, g, k, l] (+ bias[o])."""
+def convolution(ops, g, needs, x, w, geom, has_bias, cols=None):
+    """out[n, g, o, l] = sum_k w2[g, o, k] * cols[n, g, k, l] (+ bias[o]). `cols` are the
+    patches the forward pass made, if it kept them (ops.conv_patches reuses them on numpy)."""
     n, groups = ops.shape(x)[0], geom[4]
     w_shape = ops.shape(w)
     w2 = ops.reshape(w, (groups, w_shape[0] // groups, -1))
@@ -86,11 +87,31 @@ def convolution(ops, g, needs, x, w, geom, has_bias):
     if needs[0]:
         gx = ops.col2im(ops.matmul(ops.mT(w2), g2), ops.shape(x), geom)
     if needs[1]:
-        gw = ops.reshape(ops.sum_dim(ops.matmul(g2, ops.mT(ops.im2col(x, geom))), 0, False),
-                         w_shape)
+        patches = ops.conv_patches(x, geom, cols)
+        gw = ops.reshape(ops.sum_dim(ops.matmul(g2, ops.mT(patches)), 0, False), w_shape)
     if has_bias and needs[2]:
         gb = ops.sum_dim(ops.sum_dim(g2, 3, False), 0, False)
         gb = ops.reshape(gb, (w_shape[0],))
+    return gx, gw, gb
+
+
+@rule("convolution_transpose")
+def convolution_transpose(ops, g, needs, x, w, geom, has_bias):
+    """The transpose of a convolution: out = col2im(w2^T @ x2), so the input's cotangent is
+    the convolution of g's patches with w2, and the weight's is x2 against those patches."""
+    x_shape, w_shape = ops.shape(x), ops.shape(w)
+    n, groups = x_shape[0], geom[4]
+    x2 = ops.reshape(x, (n, groups, w_shape[0] // groups, -1))
+    w2 = ops.reshape(w, (groups, w_shape[0] // groups, -1))
+    cols = ops.im2col(g, geom) if needs[0] or needs[1] else None
+    gx = gw = gb = None
+    if needs[0]:
+        gx = ops.reshape(ops.matmul(w2, cols), x_shape)
+    if needs[1]:
+        gw = ops.reshape(ops.sum_dim(ops.matmul(x2, ops.mT(cols)), 0, False), w_shape)
+    if has_bias and needs[2]:
+        g3 = ops.reshape(g, (n, ops.shape(g)[1], -1))
+        gb = ops.sum_dim(ops.sum_dim(g3, 2, False), 0, False)
     return gx, gw, gb
 
 

@@ -389,3 +389,13 @@ def threshold_backward(g, result):
 
 from runtime.rules.numpy_breadth import *  # noqa: E402,F401,F403  (issue 16 families)
 from runtime.rules.conv import col2im_array as col2im, im2col_array as im2col  # noqa: E402,F401
+
+
+def conv_patches(x, geom, saved):
+    """A convolution's input patches: those its forward pass kept (see rules/conv.py)."""
+    return im2col(x, geom) if saved is None else saved
+
+
+def norm_stats(x, axes, eps, saved):
+    """The (mean, invstd) a normalisation's forward pass saved (see rules/norm.py)."""
+    return saved
