@@ -108,6 +108,8 @@ class ParallelLowering:
             body(lo, hi)
             self.exit(OK)
             details = _writes_into(fn, saved_ctx)
+            assert not _allocates(fn), "a parallel piece may not allocate (the call's pool " \
+                "of buffers is not shared between threads)"
             raises = bool(self.exits) or details
             self.allocas.branch(start)
             cleanup = ir.IRBuilder(self.cleanup_bb)
@@ -316,6 +318,17 @@ def _writes_into(fn, ctx):
                 ptr = instr.operands[1]
                 if ptr is ctx or (isinstance(ptr, ir.GEPInstr) and ptr.pointer is ctx):
                     return True
+    return False
+
+
+def _allocates(fn):
+    """Whether fn takes or gives back a buffer of the call's pool (memory.py), which only the
+    calling thread may do."""
+    for block in fn.blocks:
+        for instr in block.instructions:
+            if isinstance(instr, ir.CallInstr) and getattr(instr.callee, "name", "") in (
+                    "adc.buffer", "adc.unbuffer", "adc.carve"):
+                return True
     return False
 
 
