@@ -35,7 +35,7 @@ from adcompile.ad.forward import jvp_function
 from adcompile.ad.reverse import vjp_function
 from adcompile.ir import types as T
 from adcompile.ir.nodes import Op, Value
-from runtime import grad_mode
+from runtime import batching, grad_mode
 from runtime.autograd_meta import any_requires_grad
 from runtime.custom_function import Function, _connect, _new_ctx
 from runtime.tensor import Tensor
@@ -247,7 +247,11 @@ def _bump_written(program, facts, args, recording):
 # -- the node ---------------------------------------------------------------------------------
 
 def call(program, args):
-    """Run a compiled program on arguments that include Tensors; see the module docstring."""
+    """Run a compiled program on arguments that include Tensors; see the module docstring.
+    Inside `torch.func.vmap` (batched tensors among the arguments) the node runs once per
+    entry of the batch, vmap's fallback for an op without a batching rule."""
+    if batching.open_sizes() and batching.any_batched(args, {}):
+        return batching.dispatch(program.fn.__name__, lambda *a: call(program, a), args, {})
     recording = any_requires_grad([a for a in args if isinstance(a, Tensor)])
     values = tuple(_value(program, i, a) for i, a in enumerate(args))
     facts = _facts(program, values)
