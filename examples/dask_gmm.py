@@ -9,21 +9,72 @@ Run:  python examples/dask_gmm.py                       # a LocalCluster of 2 wo
       python examples/dask_gmm.py --scheduler tcp://HOST:8786   # a running cluster (any size)
 Needs the dask extra: pip install -e '.[dask]'. Compiled functions pickle by reference, so the
 workers import examples/gmm.py: on a LocalCluster it is on their path; for a remote cluster
-this script ships it with client.upload_file (adcompile must be installed there). Point
+this script ships it and itself with client.upload_file (adcompile must be installed there). Point
 ADCOMPILE_CACHE_DIR at a shared directory and workers load the compiled code instead of
 compiling it.
+
+Workers for compiled kernels (measured in benchmarks/distributed.py): one thread each, one BLAS
+thread (Dask's default), Dask's profiler off, and glibc's malloc told to keep freed memory
+(KeepFreedMemory below: without it a worker spends about a third of its CPU in page faults).
 """
 
 import argparse
+import ctypes
+import ctypes.util
 import os
 import sys
 import time
 
+import dask
 import numpy as np
 from dask.distributed import Client, LocalCluster, wait
+from distributed.diagnostics.plugin import WorkerPlugin
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gmm  # noqa: E402
+
+
+# Dask's sampling profiler runs on the worker's event loop every 10 ms: as much CPU again as
+# the rest of the loop's work (heartbeats, the memory monitor, messages)
+WORKER_CONFIG = {"distributed.worker.profile.enabled": False}
+MMAP_THRESHOLD = 32 << 20  # the largest value glibc accepts on 64-bit systems
+TRIM_THRESHOLD = 1 << 30
+
+
+def keep_freed_memory():
+    """Make glibc's malloc serve blocks up to 32 MiB from its heap and keep freed memory
+    for the next call; False where the C library has no mallopt.
+
+    A compiled kernel allocates its temporaries (here 8 bytes x points x components each)
+    on every call. Dask starts workers with MALLOC_TRIM_THRESHOLD_=65536, which also stops
+    glibc from raising its mmap threshold after large blocks are freed: every temporary of
+    128 KiB or more is then a new mapping, zero-filled page by page on first touch and
+    unmapped when freed. Memory freed stays with the process (its peak is the largest
+    gradient's temporaries); temporaries over 32 MiB are still mapped afresh, so keep
+    shards below about 10^6 points here."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    if not hasattr(libc, "mallopt"):
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    return bool(libc.mallopt(m_mmap_threshold, MMAP_THRESHOLD)
+                and libc.mallopt(m_trim_threshold, TRIM_THRESHOLD))
+
+
+class KeepFreedMemory(WorkerPlugin):
+    """keep_freed_memory() in every worker of a cluster, those that join later too."""
+
+    idempotent = True
+
+    def setup(self, worker):
+        keep_freed_memory()
+
+
+def local_cluster(workers, **options):
+    """A LocalCluster of `workers` single-threaded processes configured for compiled
+    kernels (WORKER_CONFIG; register KeepFreedMemory with the client)."""
+    with dask.config.set(WORKER_CONFIG):
+        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                            **options)
 
 
 def make_shards(client, points, shards, seed=0):
@@ -102,12 +153,15 @@ def report(params):
 def connect(args):
     if args.scheduler:
         client = Client(args.scheduler)
-        # the workers import the compiled function from this module: put a copy on their path
-        # (load=False: a worker that has it already keeps its own, and its compiled code)
-        client.upload_file(gmm.__file__, load=False)
-        return client
-    cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True)
-    return Client(cluster)
+        # the workers import the compiled function and the plugin from these modules: put a
+        # copy on their path (load=False: a worker that has them keeps its own, and its
+        # compiled code)
+        for path in (gmm.__file__, os.path.abspath(__file__)):
+            client.upload_file(path, load=False)
+    else:
+        client = Client(local_cluster(args.workers))
+    client.register_plugin(KeepFreedMemory())
+    return client
 
 
 def main(argv=None):
