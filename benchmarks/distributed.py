@@ -3,11 +3,12 @@
 1. The sharded GMM value_and_grad (examples/dask_gmm.py) in 1 process on 1 core (one thread,
    one BLAS thread: the fair baseline) and on a LocalCluster of 2 single-threaded worker
    processes, each with glibc's and Dask's defaults and then with the example's recipe
-   (KeepFreedMemory, profiler off). Per gradient: wall ms, CPU ms in the compiled calls,
-   in the whole process(es) (event loop, profiler, messages) and in this process (the
-   scheduler and the client: they share the 2 cores with the workers), and minor page
-   faults. Then the throughput ratio, measured (wall) and the most the CPU times allow on 2
-   idle cores: 1 process's CPU / max(the busiest worker's, (workers' + here) / 2).
+   (dask_gmm.WORKER_CONFIG: malloc keeping freed memory, no profiler). Per gradient: wall
+   ms, CPU ms in the compiled calls, in the whole process(es) (event loop, profiler,
+   messages) and in this process (the scheduler, the nannies and the client: they share the
+   2 cores with the workers), and minor page faults. Then the throughput ratio, measured
+   (wall), and the one the CPU times give on 2 idle cores: the calls' and the tasks' CPU
+   spread over 2 cores less what the idle cluster takes.
 2. Scheduling overhead per task: a task on a 10-point shard (the work is negligible), wall
    per task minus the compute time of the same call in this process, and CPU per task here
    and in the workers.
@@ -158,8 +159,6 @@ def cluster(recipe, params, points, shards, repeat):
     make = dask_gmm.local_cluster if recipe else lambda n, **o: LocalCluster(
         n_workers=n, threads_per_worker=1, processes=True, **o)
     with make(2, **options) as local, Client(local) as client:
-        if recipe:
-            client.register_plugin(dask_gmm.KeepFreedMemory())
         data = dask_gmm.make_shards(client, points, shards)
         idle = idle_rate(client)
         figures = Gradients(params, data, client).measure(repeat)
@@ -295,6 +294,10 @@ def main():
     parser.add_argument("--shards", type=int, default=16)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    # every thread of this process on the main arena (only before a second thread starts),
+    # as in the recipe's workers; the 1-process loop runs on the main thread, on that arena
+    # whatever the setting
+    dask_gmm.keep_freed_memory(["MALLOC_ARENA_MAX"])
     os.environ.setdefault("ADCOMPILE_CACHE_DIR", tempfile.mkdtemp(prefix="adcompile-bench-"))
     print(f"cores: {os.cpu_count()}, load average now: {os.getloadavg()[0]:.1f} "
           f"(other processes share these cores: wall-clock ratios are noisy)")

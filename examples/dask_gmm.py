@@ -9,13 +9,15 @@ Run:  python examples/dask_gmm.py                       # a LocalCluster of 2 wo
       python examples/dask_gmm.py --scheduler tcp://HOST:8786   # a running cluster (any size)
 Needs the dask extra: pip install -e '.[dask]'. Compiled functions pickle by reference, so the
 workers import examples/gmm.py: on a LocalCluster it is on their path; for a remote cluster
-this script ships it and itself with client.upload_file (adcompile must be installed there). Point
+this script ships it with client.upload_file (adcompile must be installed there). Point
 ADCOMPILE_CACHE_DIR at a shared directory and workers load the compiled code instead of
 compiling it.
 
-Workers for compiled kernels (measured in benchmarks/distributed.py): one thread each, one BLAS
-thread (Dask's default), Dask's profiler off, and glibc's malloc told to keep freed memory
-(KeepFreedMemory below: without it a worker spends about a third of its CPU in page faults).
+Workers for compiled kernels: WORKER_CONFIG below, which the LocalCluster gets; start the
+workers of another cluster with the same environment, e.g.
+  MALLOC_ARENA_MAX=1 MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824 \
+  DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False dask worker tcp://HOST:8786 --nthreads 1
+(on Dask's defaults a worker spends about 40% of its CPU on page faults here).
 """
 
 import argparse
@@ -28,50 +30,42 @@ import time
 import dask
 import numpy as np
 from dask.distributed import Client, LocalCluster, wait
-from distributed.diagnostics.plugin import WorkerPlugin
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gmm  # noqa: E402
 
 
-# Dask's sampling profiler runs on the worker's event loop every 10 ms: as much CPU again as
-# the rest of the loop's work (heartbeats, the memory monitor, messages)
-WORKER_CONFIG = {"distributed.worker.profile.enabled": False}
-MMAP_THRESHOLD = 32 << 20  # the largest value glibc accepts on 64-bit systems
-TRIM_THRESHOLD = 1 << 30
+# How workers that run compiled kernels should start (measured in benchmarks/distributed.py).
+# A kernel mallocs its temporaries (here 8 bytes x points x components each) on every call.
+# Dask starts workers with MALLOC_TRIM_THRESHOLD_=65536, which also stops glibc raising its
+# mmap threshold: every temporary of 128 KiB or more is then a new mapping, zero-filled page
+# by page and unmapped when freed. And a worker runs tasks on a thread, whose glibc arena
+# grows in heaps of at most 64 MiB that are unmapped whenever one empties. So: one arena (the
+# main one, which grows without that limit), blocks up to 32 MiB (glibc's ceiling) from the
+# heap, freed memory kept (a worker keeps its peak). One thread per worker and one BLAS
+# thread (Dask's default). And no sampling profiler: it wakes the event loop every 10 ms.
+MALLOC_ENVIRON = {"MALLOC_ARENA_MAX": "1", "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
+                  "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
+WORKER_ENVIRON = {**MALLOC_ENVIRON,
+                  "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+# environment variables set before the worker's interpreter starts, as glibc reads them then
+WORKER_CONFIG = {"distributed.nanny.pre-spawn-environ": WORKER_ENVIRON,
+                 "distributed.worker.profile.enabled": False}
+MALLOPT = {"MALLOC_ARENA_MAX": -8, "MALLOC_MMAP_THRESHOLD_": -3, "MALLOC_TRIM_THRESHOLD_": -1}
 
 
-def keep_freed_memory():
-    """Make glibc's malloc serve blocks up to 32 MiB from its heap and keep freed memory
-    for the next call; False where the C library has no mallopt.
-
-    A compiled kernel allocates its temporaries (here 8 bytes x points x components each)
-    on every call. Dask starts workers with MALLOC_TRIM_THRESHOLD_=65536, which also stops
-    glibc from raising its mmap threshold after large blocks are freed: every temporary of
-    128 KiB or more is then a new mapping, zero-filled page by page on first touch and
-    unmapped when freed. Memory freed stays with the process (its peak is the largest
-    gradient's temporaries); temporaries over 32 MiB are still mapped afresh, so keep
-    shards below about 10^6 points here."""
+def keep_freed_memory(names=tuple(MALLOC_ENVIRON)):
+    """MALLOC_ENVIRON's settings (those named) in this running process, by mallopt; False
+    where the C library has none. A thread that has an arena keeps it: MALLOC_ARENA_MAX
+    only counts before the process starts its second thread."""
     libc = ctypes.CDLL(ctypes.util.find_library("c"))
     if not hasattr(libc, "mallopt"):
         return False
-    m_trim_threshold, m_mmap_threshold = -1, -3
-    return bool(libc.mallopt(m_mmap_threshold, MMAP_THRESHOLD)
-                and libc.mallopt(m_trim_threshold, TRIM_THRESHOLD))
-
-
-class KeepFreedMemory(WorkerPlugin):
-    """keep_freed_memory() in every worker of a cluster, those that join later too."""
-
-    idempotent = True
-
-    def setup(self, worker):
-        keep_freed_memory()
+    return all(libc.mallopt(MALLOPT[name], int(MALLOC_ENVIRON[name])) for name in names)
 
 
 def local_cluster(workers, **options):
-    """A LocalCluster of `workers` single-threaded processes configured for compiled
-    kernels (WORKER_CONFIG; register KeepFreedMemory with the client)."""
+    """A LocalCluster of `workers` single-threaded processes started as WORKER_CONFIG says."""
     with dask.config.set(WORKER_CONFIG):
         return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                             **options)
@@ -153,15 +147,11 @@ def report(params):
 def connect(args):
     if args.scheduler:
         client = Client(args.scheduler)
-        # the workers import the compiled function and the plugin from these modules: put a
-        # copy on their path (load=False: a worker that has them keeps its own, and its
-        # compiled code)
-        for path in (gmm.__file__, os.path.abspath(__file__)):
-            client.upload_file(path, load=False)
-    else:
-        client = Client(local_cluster(args.workers))
-    client.register_plugin(KeepFreedMemory())
-    return client
+        # the workers import the compiled function from this module: put a copy on their path
+        # (load=False: a worker that has it already keeps its own, and its compiled code)
+        client.upload_file(gmm.__file__, load=False)
+        return client
+    return Client(local_cluster(args.workers))
 
 
 def main(argv=None):
