@@ -21,6 +21,7 @@ workers of another cluster with the same environment, e.g.
 """
 
 import argparse
+import contextlib
 import ctypes
 import ctypes.util
 import os
@@ -66,9 +67,26 @@ def keep_freed_memory(names=tuple(MALLOC_ENVIRON)):
 
 def local_cluster(workers, **options):
     """A LocalCluster of `workers` single-threaded processes started as WORKER_CONFIG says."""
-    with dask.config.set(WORKER_CONFIG):
+    with dask.config.set(WORKER_CONFIG), environ(WORKER_ENVIRON):
         return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                             **options)
+
+
+@contextlib.contextmanager
+def environ(values):
+    """os.environ with `values` while the nannies read it: Dask lets a variable already set
+    there win over its configuration, and a cluster started earlier in this process leaves
+    Dask's own MALLOC_TRIM_THRESHOLD_ there."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
 
 
 def make_shards(client, points, shards, seed=0):

@@ -35,7 +35,9 @@ def _bits(value, grads):
 @pytest.fixture(scope="module")
 def client():
     gmm.nll_and_grad(*gmm.initial_parameters(), gmm.shard(0, 10))  # warm the shared cache
-    cluster = dask_gmm.local_cluster(2, dashboard_address=None)
+    # as a cluster started earlier in this process leaves it: the recipe must still win
+    with dask_gmm.environ({"MALLOC_TRIM_THRESHOLD_": "65536"}):
+        cluster = dask_gmm.local_cluster(2, dashboard_address=None)
     with distributed.Client(cluster) as c:
         yield c
     cluster.close()
