@@ -142,31 +142,33 @@ def one_process(params, data, repeat):
 
 def idle_rate(client, seconds=2.0):
     """CPU seconds per second the cluster spends with no task running (event loops,
-    heartbeats, memory monitors, the profiler where on): workers and this process (the
-    scheduler, the nannies, the client) together."""
+    heartbeats, memory monitors, the profiler where on): here (the scheduler, the nannies,
+    the client) and in the workers together."""
     there, here = client.run(usage), usage()[0]
     time.sleep(seconds)
     after = client.run(usage)
-    spent = usage()[0] - here + sum(after[w][0] - there[w][0] for w in there)
-    return spent / seconds
+    here = usage()[0] - here
+    return here / seconds, sum(after[w][0] - there[w][0] for w in there) / seconds
 
 
 def cluster(recipe, params, points, shards, repeat):
     """On 2 worker processes, Dask's defaults or the example's recipe: the sharded
-    gradient (measure()'s figures), a 10-point task (wall s; CPU s here, in the workers;
-    the idle rate's share taken out of both CPU figures) and the idle rate."""
+    gradient (measure()'s figures), a 10-point task (wall s; CPU s here and in the
+    workers, less the idle rates) and the idle rate (here and there together)."""
     options = dict(dashboard_address=None, silence_logs=logging.CRITICAL)
     make = dask_gmm.local_cluster if recipe else lambda n, **o: LocalCluster(
         n_workers=n, threads_per_worker=1, processes=True, **o)
     with make(2, **options) as local, Client(local) as client:
         data = dask_gmm.make_shards(client, points, shards)
-        idle = idle_rate(client)
+        idle_here, idle_there = idle_rate(client)
         figures = Gradients(params, data, client).measure(repeat)
         tiny = Gradients(params, dask_gmm.make_shards(client, 10 * 200, 200), client)
+        started = time.perf_counter()
         wall, _, cpu, here, _ = tiny.measure(repeat)
-    there = sum(cpu.values()) - idle * wall / 2  # the idle rate: half here, half there
-    task = (wall / 200, (here - idle * wall / 2) / 200, there / 200)
-    return figures, task, idle
+        span = (time.perf_counter() - started) / (repeat + 1)  # per map, the warm-up too
+    task = (wall / 200, (here - idle_here * span) / 200,
+            (sum(cpu.values()) - idle_there * span) / 200)
+    return figures, task, idle_here + idle_there
 
 
 STARTUP = r"""
