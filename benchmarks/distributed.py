@@ -154,7 +154,7 @@ def idle_rate(client, seconds=2.0):
 def cluster(recipe, params, points, shards, repeat):
     """On 2 worker processes, Dask's defaults or the example's recipe: the sharded
     gradient (measure()'s figures), a 10-point task (wall s; CPU s here and in the
-    workers, less the idle rates) and the idle rate (here and there together)."""
+    workers, less the idle rates) and the idle rates (here, in the workers)."""
     options = dict(dashboard_address=None, silence_logs=logging.CRITICAL)
     make = dask_gmm.local_cluster if recipe else lambda n, **o: LocalCluster(
         n_workers=n, threads_per_worker=1, processes=True, **o)
@@ -168,7 +168,7 @@ def cluster(recipe, params, points, shards, repeat):
         span = (time.perf_counter() - started) / (repeat + 1)  # per map, the warm-up too
     task = (wall / 200, (here - idle_here * span) / 200,
             (sum(cpu.values()) - idle_there * span) / 200)
-    return figures, task, idle_here + idle_there
+    return figures, task, (idle_here, idle_there)
 
 
 STARTUP = r"""
@@ -227,7 +227,7 @@ def row(name, figures):
 def ratio(name, alone, spread, tasks):
     """The measured wall ratio, and the one the CPU times give on 2 idle cores: the
     compiled calls and each task's CPU spread over 2 cores less the idle rate."""
-    (_, per_task_here, per_task_there), idle = spread[1:]
+    (_, per_task_here, per_task_there), idle = spread[1], sum(spread[2])
     wall, calls = spread[0][0], spread[0][1]
     idle_wall = (calls + tasks * (per_task_here + per_task_there)) / (2 - idle)
     print(f"   {name}: x{alone[0] / wall:.2f} measured (load {os.getloadavg()[0]:.1f});\n"
@@ -266,10 +266,11 @@ def scheduling(args, params, tasks):
     compute = best(args.repeat, lambda: [gmm.nll_and_grad(*params, tiny) for _ in range(200)])
     print("\n2. scheduling overhead per task (10-point shards, 200 tasks per map; compute "
           f"{compute / 200 * 1e6:.0f} us per task subtracted from the wall time)")
-    for name, ((wall, here, there), idle) in tasks.items():
+    for name, ((wall, here, there), (idle_here, idle_there)) in tasks.items():
         print(f"   2 workers, {name:14} {(wall - compute / 200) * 1e3:6.2f} ms wall; CPU "
               f"{here * 1e3:.2f} ms here + {there * 1e3:.2f} ms in the workers; idle, the "
-              f"cluster takes {idle * 1e3:.0f} ms CPU per second")
+              f"cluster takes {idle_here * 1e3:.0f} ms CPU per second here + "
+              f"{idle_there * 1e3:.0f} ms in the workers")
     payload = pickle.dumps(gmm.nll_and_grad)
     ours = best(args.repeat, lambda: [pickle.loads(payload) for _ in range(1000)]) / 1000
     print(f"   of which unpickling the compiled value_and_grad: {ours * 1e6:.0f} us "
