@@ -6,9 +6,10 @@
    (dask_gmm.WORKER_CONFIG: malloc keeping freed memory, no profiler). Per gradient: wall
    ms, CPU ms in the compiled calls, in the whole process(es) (event loop, profiler,
    messages) and in this process (the scheduler, the nannies and the client: they share the
-   2 cores with the workers), and minor page faults. Then the throughput ratio, measured
-   (wall), and the one the CPU times give on 2 idle cores: the calls' and the tasks' CPU
-   spread over 2 cores less what the idle cluster takes.
+   2 cores with the workers), minor page faults, and the cores kept busy (CPU over wall:
+   2 workers keep less than 2 busy where other processes hold the cores). Then the
+   throughput ratio, measured (wall), and the one the CPU times give on 2 idle cores: the
+   calls' and the tasks' CPU spread over 2 cores less what the idle cluster takes.
 2. Scheduling overhead per task: a task on a 10-point shard (the work is negligible), wall
    per task minus the compute time of the same call in this process, and CPU per task here
    and in the workers.
@@ -104,15 +105,20 @@ class Gradients:
         return self.client.run(usage)
 
     def measure(self, repeat):
-        """Per gradient: wall, CPU of the calls, of each worker, here, page faults."""
+        """Per gradient: wall (the best), CPU of the calls, of each worker, here, page
+        faults; and the cores it kept busy (all that CPU over the mean wall time: under 2
+        for 2 workers where other processes hold the cores)."""
         self.run()  # loads the code, warms the allocator
         self.calls, here, there = 0.0, usage()[0], self.workers()
+        started = time.perf_counter()
         wall = best(repeat, self.run)
+        elapsed = time.perf_counter() - started
         after = self.workers()
         cpu = {w: (after[w][0] - there[w][0]) / repeat for w in there}
         faults = sum(after[w][1] - there[w][1] for w in there) / repeat
         here = (usage()[0] - here) / repeat if self.client is not None else 0.0
-        return wall, self.calls / repeat, cpu, here, faults
+        cores = (sum(cpu.values()) + here) * repeat / elapsed
+        return wall, self.calls / repeat, cpu, here, faults, cores
 
 
 @contextlib.contextmanager
@@ -164,7 +170,7 @@ def cluster(recipe, params, points, shards, repeat):
         figures = Gradients(params, data, client).measure(repeat)
         tiny = Gradients(params, dask_gmm.make_shards(client, 10 * 200, 200), client)
         started = time.perf_counter()
-        wall, _, cpu, here, _ = tiny.measure(repeat)
+        wall, _, cpu, here = tiny.measure(repeat)[:4]
         span = (time.perf_counter() - started) / (repeat + 1)  # per map, the warm-up too
     task = (wall / 200, (here - idle_here * span) / 200,
             (sum(cpu.values()) - idle_there * span) / 200)
@@ -218,10 +224,10 @@ def startup_ms(params):
 
 
 def row(name, figures):
-    wall, calls, cpu, here, faults = figures
+    wall, calls, cpu, here, faults, cores = figures
     workers = " + ".join(f"{c * 1e3:.0f}" for c in cpu.values())
     print(f"   {name:34} {wall * 1e3:7.0f} {calls * 1e3:7.0f}   {workers:>11} "
-          f"{here * 1e3:6.0f} {faults:9.0f}")
+          f"{here * 1e3:6.0f} {faults:9.0f} {cores:6.2f}")
 
 
 def ratio(name, alone, spread, tasks):
@@ -242,7 +248,7 @@ def gradients(args, params, data):
     print(f"\n1. sharded GMM value_and_grad, {args.points:.0e} points in {args.shards} shards, "
           "per gradient, ms\n"
           f"   {'':34} {'wall':>7} {'CPU: calls':>10} {'processes':>11} {'here':>6} "
-          f"{'page faults':>11}")
+          f"{'page faults':>11} {'cores':>6}")
     alone = one_process(params, data, args.repeat)
     row("1 process, 1 core, glibc defaults", alone)
     default = cluster(False, params, args.points, args.shards, args.repeat)
