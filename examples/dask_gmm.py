@@ -17,7 +17,7 @@ Workers for compiled kernels: WORKER_CONFIG below, which the LocalCluster gets; 
 workers of another cluster with the same environment, e.g.
   MALLOC_ARENA_MAX=1 MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824 \
   DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False dask worker tcp://HOST:8786 --nthreads 1
-(on Dask's defaults a worker spends about 40% of its CPU on page faults here).
+(on Dask's defaults a worker spends about 45% of its CPU on page faults here).
 """
 
 import argparse
