@@ -1,33 +1,47 @@
 """Spreading compiled gradients over cores: Dask worker processes, threads, worker start-up.
 
-1. Throughput of the sharded GMM value_and_grad (examples/dask_gmm.py) on a LocalCluster of
-   2 worker processes against the same shards in 1 process (a loop in this process), and on
-   1 worker process (the cluster's own cost); best of --repeat, in points per second.
-2. Scheduling overhead per task: a task on a 10-point shard (the work is negligible), per
-   task, minus the compute time of the same call in this process.
+1. The sharded GMM value_and_grad (examples/dask_gmm.py) in 1 process on 1 core (one thread,
+   one BLAS thread: the fair baseline) and on a LocalCluster of 2 single-threaded worker
+   processes, each with glibc's and Dask's defaults and then with the example's recipe
+   (dask_gmm.WORKER_CONFIG: malloc keeping freed memory, no profiler). Per gradient: wall
+   ms, CPU ms in the compiled calls, in the whole process(es) (event loop, profiler,
+   messages) and in this process (the scheduler, the nannies and the client: they share the
+   2 cores with the workers), minor page faults, and the cores kept busy (CPU over wall:
+   2 workers keep less than 2 busy where other processes hold the cores). Then the
+   throughput ratio, measured (wall), and the one the CPU times give on 2 idle cores: the
+   calls' and the tasks' CPU spread over 2 cores less what the idle cluster takes.
+2. Scheduling overhead per task: a task on a 10-point shard (the work is negligible), wall
+   per task minus the compute time of the same call in this process, and CPU per task here
+   and in the workers.
 3. Threads: the same shards over 2 threads calling one compiled function (the GIL is
-   released in compiled code) against 1 thread.
+   released in compiled code) against 1 thread of the same pool, with their CPU.
 4. Worker start-up with a warm shared cache: a new interpreter unpickles each compiled
    function and makes its first call; milliseconds per function, compiling disabled there
    (it would raise); importing adcompile and the functions' modules, and the once-per-process
    set-up (LLVM's JIT, the C-API probe, the compiler's source digest), timed apart.
 
-Results are noisy where the machine is shared: the cores' load is printed alongside.
-Run: python benchmarks/distributed.py [--points 4000000] [--shards 16] [--repeat 3]
-Needs the dask extra: pip install -e '.[dask]'.
+Wall-clock figures are only meaningful on idle cores: the load average is printed with them;
+the CPU figures hold under load up to the contention for caches and memory.
+Run: python benchmarks/distributed.py [--points 8000000] [--shards 16] [--repeat 3]
+Needs the dask extra: pip install -e '.[dask]'. Linux (page faults from getrusage).
 """
 
 import argparse
+import contextlib
 import logging
 import os
 import pickle
+import resource
 import subprocess
 import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
+for _blas in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_blas, "1")  # before numpy loads its BLAS: the baseline's one core
+
+import numpy as np  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -37,6 +51,7 @@ sys.path.insert(0, os.path.join(ROOT, "examples"))
 sys.path.insert(0, ROOT)
 import dask_gmm  # noqa: E402
 import gmm  # noqa: E402
+from dask.distributed import Client, LocalCluster  # noqa: E402
 
 import adcompile as ac  # noqa: E402
 from tests.compiler import pickled_functions as pf  # noqa: E402
@@ -51,23 +66,74 @@ def best(repeat, run):
     return min(times)
 
 
-def cpu_per_run(repeat, run, client=None):
-    """CPU seconds per run: (this process, the workers' processes together)."""
-    def workers():
-        return sum(client.run(time.process_time).values()) if client is not None else 0.0
+def usage():
+    """(CPU seconds, minor page faults) of this process so far, all threads."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime, r.ru_minflt
 
-    here, there = time.process_time(), workers()
-    for _ in range(repeat):
-        run()
-    return (time.process_time() - here) / repeat, (workers() - there) / repeat
+
+def timed_call(*args):
+    """The compiled call and the CPU seconds of its thread (what the worker computes)."""
+    started = time.thread_time()
+    out = gmm.nll_and_grad(*args)
+    return out, time.thread_time() - started
+
+
+class Gradients:
+    """Runs sharded gradients on a map (a loop here, or a client's) and totals per gradient:
+    wall, CPU in the compiled calls, in the workers' processes, here, page faults there."""
+
+    def __init__(self, params, shards, client=None):
+        self.params, self.shards, self.client = params, shards, client
+        self.calls = 0.0
+
+    def map(self):
+        copies = [[p] * len(self.shards) for p in self.params]
+        if self.client is None:
+            return [timed_call(*a) for a in zip(*copies, self.shards)]
+        return self.client.gather(self.client.map(timed_call, *copies, self.shards,
+                                                  pure=False))
+
+    def run(self):
+        results = self.map()
+        self.calls += sum(cpu for _, cpu in results)
+        return dask_gmm.add_up([out for out, _ in results])
+
+    def workers(self):
+        if self.client is None:
+            return {"here": usage()}
+        return self.client.run(usage)
+
+    def measure(self, repeat):
+        """Per gradient: wall (the best), CPU of the calls, of each worker, here, page
+        faults; and the cores it kept busy (all that CPU over the mean wall time: under 2
+        for 2 workers where other processes hold the cores)."""
+        self.run()  # loads the code, warms the allocator
+        self.calls, here, there = 0.0, usage()[0], self.workers()
+        started = time.perf_counter()
+        wall = best(repeat, self.run)
+        elapsed = time.perf_counter() - started
+        after = self.workers()
+        cpu = {w: (after[w][0] - there[w][0]) / repeat for w in there}
+        faults = sum(after[w][1] - there[w][1] for w in there) / repeat
+        here = (usage()[0] - here) / repeat if self.client is not None else 0.0
+        cores = (sum(cpu.values()) + here) * repeat / elapsed
+        return wall, self.calls / repeat, cpu, here, faults, cores
+
+
+@contextlib.contextmanager
+def one_core():
+    """This thread (and threads it starts) on one core, as a single-core baseline."""
+    cores = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cores)})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, cores)
 
 
 def sizes(points, shards):
     return [points // shards + (i < points % shards) for i in range(shards)]
-
-
-def one_process(params, data):
-    return dask_gmm.add_up([gmm.nll_and_grad(*params, x) for x in data])
 
 
 def threads(params, data, n):
@@ -75,26 +141,40 @@ def threads(params, data, n):
         return dask_gmm.add_up(list(pool.map(lambda x: gmm.nll_and_grad(*params, x), data)))
 
 
-def cluster_seconds(workers, params, points, shards, repeat):
-    """(seconds per sharded gradient, seconds per scheduled tiny task, CPU seconds per
-    gradient here and in the workers) on `workers` processes."""
-    from dask.distributed import Client, LocalCluster
+def one_process(params, data, repeat):
+    with one_core():
+        return Gradients(params, data).measure(repeat)
 
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None, silence_logs=logging.CRITICAL) as cluster, \
-            Client(cluster) as client:
+
+def idle_rate(client, seconds=2.0):
+    """CPU seconds per second the cluster spends with no task running (event loops,
+    heartbeats, memory monitors, the profiler where on): here (the scheduler, the nannies,
+    the client) and in the workers together."""
+    there, here = client.run(usage), usage()[0]
+    time.sleep(seconds)
+    after = client.run(usage)
+    here = usage()[0] - here
+    return here / seconds, sum(after[w][0] - there[w][0] for w in there) / seconds
+
+
+def cluster(recipe, params, points, shards, repeat):
+    """On 2 worker processes, Dask's defaults or the example's recipe: the sharded
+    gradient (measure()'s figures), a 10-point task (wall s; CPU s here and in the
+    workers, less the idle rates) and the idle rates (here, in the workers)."""
+    options = dict(dashboard_address=None, silence_logs=logging.CRITICAL)
+    make = dask_gmm.local_cluster if recipe else lambda n, **o: LocalCluster(
+        n_workers=n, threads_per_worker=1, processes=True, **o)
+    with make(2, **options) as local, Client(local) as client:
         data = dask_gmm.make_shards(client, points, shards)
-        def run():
-            return dask_gmm.sharded_value_and_grad(client, params, data)
-
-        run()  # workers load the code
-        seconds = best(repeat, run)
-        cpu = cpu_per_run(repeat, run, client)
-        tiny = dask_gmm.make_shards(client, 10 * 200, 200)
-        dask_gmm.sharded_value_and_grad(client, params, tiny)
-        per_task = best(repeat, lambda: dask_gmm.sharded_value_and_grad(
-            client, params, tiny)) / len(tiny)
-    return seconds, per_task, cpu
+        idle_here, idle_there = idle_rate(client)
+        figures = Gradients(params, data, client).measure(repeat)
+        tiny = Gradients(params, dask_gmm.make_shards(client, 10 * 200, 200), client)
+        started = time.perf_counter()
+        wall, _, cpu, here = tiny.measure(repeat)[:4]
+        span = (time.perf_counter() - started) / (repeat + 1)  # per map, the warm-up too
+    task = (wall / 200, (here - idle_here * span) / 200,
+            (sum(cpu.values()) - idle_there * span) / 200)
+    return figures, task, (idle_here, idle_there)
 
 
 STARTUP = r"""
@@ -143,56 +223,99 @@ def startup_ms(params):
     return [line.rsplit(" ", 2) for line in done.stdout.splitlines()]
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--points", type=int, default=4_000_000)
-    parser.add_argument("--shards", type=int, default=16)
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
-    os.environ.setdefault("ADCOMPILE_CACHE_DIR", tempfile.mkdtemp(prefix="adcompile-bench-"))
-    print(f"cores: {os.cpu_count()}, load average now: {os.getloadavg()[0]:.1f} "
-          f"(other processes share these cores: ratios are noisy)")
-    params = list(gmm.initial_parameters())
-    data = [gmm.shard(i, n) for i, n in enumerate(sizes(args.points, args.shards))]
-    expected = one_process(params, data)
+def row(name, figures):
+    wall, calls, cpu, here, faults, cores = figures
+    workers = " + ".join(f"{c * 1e3:.0f}" for c in cpu.values())
+    print(f"   {name:34} {wall * 1e3:7.0f} {calls * 1e3:7.0f}   {workers:>11} "
+          f"{here * 1e3:6.0f} {faults:9.0f} {cores:6.2f}")
 
-    print(f"\n1. sharded GMM value_and_grad, {args.points:.0e} points in {args.shards} shards")
-    single = best(args.repeat, lambda: one_process(params, data))
-    alone, _ = cpu_per_run(args.repeat, lambda: one_process(params, data))
-    rate = args.points / single
-    print(f"   1 process (loop here)   {single * 1e3:8.1f} ms   {rate / 1e6:6.2f} M points/s"
-          f"   CPU {alone * 1e3:.0f} ms")
-    overheads = {}
-    for workers in (1, 2):
-        seconds, overheads[workers], (here, there) = cluster_seconds(
-            workers, params, args.points, args.shards, args.repeat)
-        print(f"   {workers} worker process{'es' if workers > 1 else '  '}      "
-              f"{seconds * 1e3:8.1f} ms   {args.points / seconds / 1e6:6.2f} M points/s   "
-              f"x{single / seconds:.2f} vs 1 process   CPU {there * 1e3:.0f} ms in workers "
-              f"+ {here * 1e3:.0f} ms here (scheduler, client)")
-        if workers == 2:
-            print(f"   on {workers} idle cores the CPU times allow at most "
-                  f"x{workers * alone / max(there, here * workers, 1e-9):.2f}")
 
+def ratio(name, alone, spread, tasks):
+    """The measured wall ratio, and the one the CPU times give on 2 idle cores: the
+    compiled calls and each task's CPU spread over 2 cores less the idle rate."""
+    (_, per_task_here, per_task_there), idle = spread[1], sum(spread[2])
+    wall, calls = spread[0][0], spread[0][1]
+    idle_wall = (calls + tasks * (per_task_here + per_task_there)) / (2 - idle)
+    print(f"   {name}: x{alone[0] / wall:.2f} measured (load {os.getloadavg()[0]:.1f});\n"
+          f"      on 2 idle cores x{sum(alone[2].values()) / idle_wall:.2f}: "
+          f"({calls * 1e3:.0f} ms of calls + {tasks} tasks x "
+          f"{(per_task_here + per_task_there) * 1e3:.2f} ms) / (2 - {idle:.3f} cores idle "
+          f"overhead) = {idle_wall * 1e3:.0f} ms")
+
+
+def gradients(args, params, data):
+    """Section 1; returns the per-task figures of each cluster."""
+    print(f"\n1. sharded GMM value_and_grad, {args.points:.0e} points in {args.shards} shards, "
+          "per gradient, ms\n"
+          f"   {'':34} {'wall':>7} {'CPU: calls':>10} {'processes':>11} {'here':>6} "
+          f"{'page faults':>11} {'cores':>6}")
+    alone = one_process(params, data, args.repeat)
+    row("1 process, 1 core, glibc defaults", alone)
+    default = cluster(False, params, args.points, args.shards, args.repeat)
+    row("2 workers, Dask defaults", default[0])
+    dask_gmm.keep_freed_memory()  # for good in this process: measured after the defaults
+    kept = one_process(params, data, args.repeat)
+    row("1 process, 1 core, memory kept", kept)
+    recipe = cluster(True, params, args.points, args.shards, args.repeat)
+    row("2 workers, the example's recipe", recipe[0])
+    again = one_process(params, data, args.repeat)
+    row("1 process, memory kept, again", again)
+    best_alone = min((kept, again), key=lambda f: sum(f[2].values()))
+    ratio("2 workers (recipe) vs 1 process (memory kept)", best_alone, recipe, args.shards)
+    ratio("2 workers (Dask defaults) vs 1 process (glibc defaults)", alone, default,
+          args.shards)
+    return {"Dask defaults": default[1:], "the recipe": recipe[1:]}
+
+
+def scheduling(args, params, tasks):
     tiny = gmm.shard(0, 10)
     compute = best(args.repeat, lambda: [gmm.nll_and_grad(*params, tiny) for _ in range(200)])
-    print("\n2. scheduling overhead per task (10-point shards, 200 tasks; compute "
-          f"{compute / 200 * 1e6:.0f} us per task subtracted)")
-    for workers, per_task in overheads.items():
-        print(f"   {workers} worker process{'es' if workers > 1 else '  '}      "
-              f"{(per_task - compute / 200) * 1e3:6.2f} ms per task")
+    print("\n2. scheduling overhead per task (10-point shards, 200 tasks per map; compute "
+          f"{compute / 200 * 1e6:.0f} us per task subtracted from the wall time)")
+    for name, ((wall, here, there), (idle_here, idle_there)) in tasks.items():
+        print(f"   2 workers, {name:14} {(wall - compute / 200) * 1e3:6.2f} ms wall; CPU "
+              f"{here * 1e3:.2f} ms here + {there * 1e3:.2f} ms in the workers; idle, the "
+              f"cluster takes {idle_here * 1e3:.0f} ms CPU per second here + "
+              f"{idle_there * 1e3:.0f} ms in the workers")
     payload = pickle.dumps(gmm.nll_and_grad)
     ours = best(args.repeat, lambda: [pickle.loads(payload) for _ in range(1000)]) / 1000
     print(f"   of which unpickling the compiled value_and_grad: {ours * 1e6:.0f} us "
           f"({len(payload)} bytes)")
 
-    print("\n3. threads: the same shards, one compiled function")
-    assert threads(params, data, 2)[1][0].tobytes() == expected[1][0].tobytes()
-    one = best(args.repeat, lambda: threads(params, data, 1))
-    two = best(args.repeat, lambda: threads(params, data, 2))
-    print(f"   1 thread  {one * 1e3:8.1f} ms\n   2 threads {two * 1e3:8.1f} ms   "
-          f"x{one / two:.2f}")
 
+def thread_scaling(args, params, data, expected):
+    print("\n3. threads: the same shards, one compiled function, memory kept (wall ms, "
+          "CPU ms, page faults)")
+    assert threads(params, data, 2)[1][0].tobytes() == expected[1][0].tobytes()
+    walls = {}
+    for n in (1, 2):
+        before = usage()
+        walls[n] = best(args.repeat, lambda: threads(params, data, n))
+        cpu, faults = (b - a for a, b in zip(before, usage()))
+        print(f"   {n} thread{'s' if n > 1 else ' '} {walls[n] * 1e3:8.1f} "
+              f"{cpu / args.repeat * 1e3:8.0f} {faults / args.repeat:8.0f}"
+              + (f"   x{walls[1] / walls[2]:.2f}" if n > 1 else ""))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--points", type=int, default=8_000_000)
+    parser.add_argument("--shards", type=int, default=16)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    # every thread of this process on the main arena (only before a second thread starts),
+    # as in the recipe's workers; the 1-process loop runs on the main thread, on that arena
+    # whatever the setting
+    dask_gmm.keep_freed_memory(["MALLOC_ARENA_MAX"])
+    os.environ.setdefault("ADCOMPILE_CACHE_DIR", tempfile.mkdtemp(prefix="adcompile-bench-"))
+    print(f"cores: {os.cpu_count()}, load average now: {os.getloadavg()[0]:.1f} "
+          f"(other processes share these cores: wall-clock ratios are noisy)")
+    params = list(gmm.initial_parameters())
+    data = [gmm.shard(i, n) for i, n in enumerate(sizes(args.points, args.shards))]
+    expected = dask_gmm.add_up([gmm.nll_and_grad(*params, x) for x in data])
+    tasks = gradients(args, params, data)
+    scheduling(args, params, tasks)
+    thread_scaling(args, params, data, expected)
     print("\n4. worker start-up, warm shared cache, in a new interpreter: once per process, "
           "then unpickle + first call per compiled function (wall ms, CPU ms)")
     for name, wall, cpu in startup_ms(params):

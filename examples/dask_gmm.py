@@ -12,18 +12,81 @@ workers import examples/gmm.py: on a LocalCluster it is on their path; for a rem
 this script ships it with client.upload_file (adcompile must be installed there). Point
 ADCOMPILE_CACHE_DIR at a shared directory and workers load the compiled code instead of
 compiling it.
+
+Workers for compiled kernels: WORKER_CONFIG below, which the LocalCluster gets; start the
+workers of another cluster with the same environment, e.g.
+  MALLOC_ARENA_MAX=1 MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824 \
+  DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False dask worker tcp://HOST:8786 --nthreads 1
+(on Dask's defaults a worker spends about 45% of its CPU on page faults here).
 """
 
 import argparse
+import contextlib
+import ctypes
+import ctypes.util
 import os
 import sys
 import time
 
+import dask
 import numpy as np
 from dask.distributed import Client, LocalCluster, wait
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gmm  # noqa: E402
+
+
+# How workers that run compiled kernels should start (measured in benchmarks/distributed.py).
+# A kernel mallocs its temporaries (here 8 bytes x points x components each) on every call.
+# Dask starts workers with MALLOC_TRIM_THRESHOLD_=65536, which also stops glibc raising its
+# mmap threshold: every temporary of 128 KiB or more is then a new mapping, zero-filled page
+# by page and unmapped when freed. And a worker runs tasks on a thread, whose glibc arena
+# grows in heaps of at most 64 MiB that are unmapped whenever one empties. So: one arena (the
+# main one, which grows without that limit), blocks up to 32 MiB (glibc's ceiling) from the
+# heap, freed memory kept (a worker keeps its peak). One thread per worker and one BLAS
+# thread (Dask's default). And no sampling profiler: it wakes the event loop every 10 ms.
+MALLOC_ENVIRON = {"MALLOC_ARENA_MAX": "1", "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
+                  "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
+WORKER_ENVIRON = {**MALLOC_ENVIRON,
+                  "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+# environment variables set before the worker's interpreter starts, as glibc reads them then
+WORKER_CONFIG = {"distributed.nanny.pre-spawn-environ": WORKER_ENVIRON,
+                 "distributed.worker.profile.enabled": False}
+MALLOPT = {"MALLOC_ARENA_MAX": -8, "MALLOC_MMAP_THRESHOLD_": -3, "MALLOC_TRIM_THRESHOLD_": -1}
+
+
+def keep_freed_memory(names=tuple(MALLOC_ENVIRON)):
+    """MALLOC_ENVIRON's settings (those named) in this running process, by mallopt; False
+    where the C library has none. A thread that has an arena keeps it: MALLOC_ARENA_MAX
+    only counts before the process starts its second thread."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    if not hasattr(libc, "mallopt"):
+        return False
+    return all(libc.mallopt(MALLOPT[name], int(MALLOC_ENVIRON[name])) for name in names)
+
+
+def local_cluster(workers, **options):
+    """A LocalCluster of `workers` single-threaded processes started as WORKER_CONFIG says."""
+    with dask.config.set(WORKER_CONFIG), environ(WORKER_ENVIRON):
+        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                            **options)
+
+
+@contextlib.contextmanager
+def environ(values):
+    """os.environ with `values` while the nannies read it: Dask lets a variable already set
+    there win over its configuration, and a cluster started earlier in this process leaves
+    Dask's own MALLOC_TRIM_THRESHOLD_ there."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
 
 
 def make_shards(client, points, shards, seed=0):
@@ -106,8 +169,7 @@ def connect(args):
         # (load=False: a worker that has it already keeps its own, and its compiled code)
         client.upload_file(gmm.__file__, load=False)
         return client
-    cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True)
-    return Client(cluster)
+    return Client(local_cluster(args.workers))
 
 
 def main(argv=None):
