@@ -27,8 +27,8 @@ releasing anything, and the entry point then frees every buffer still on the lis
 exits do not leak; after a normal return the list holds only the buffers handed to Python.
 
 Temporaries are allocated once per call, not once per loop iteration. A buffer of up to
-2**max(POOL_CLASSES) bytes takes a block of a power-of-two size class; releasing it puts the
-block on the context's free list of that class, where the next buffer of that class is taken
+POOL_LIMIT bytes takes a block of its size class (128 bytes, then four classes per power of two:
+160, 192, 224, 256, 320...); releasing it puts the block on the context's free list of that class, where the next buffer of that class is taken
 from. New blocks are carved from *slabs* (SLAB bytes, one malloc each), which the entry point
 frees when the call ends. So a loop whose body makes the same temporaries each time allocates in
 its first iteration only, a tape of small arrays costs one malloc per slab rather than one per
@@ -43,7 +43,7 @@ from adcompile.ir import types as T
 from adcompile.ir.nodes import walk, walk_op
 from adcompile.backends.llvm.values import (CONTEXT, CTX_CURSOR, CTX_LIMIT, CTX_POOL,
                                             CTX_SLABS, CTX_SPARE, CTX_TEMPS, I1, I8, I32, I64,
-                                            ITEMSIZE, POOL_CLASSES, PTR, ArrayV, TupleV, alloca,
+                                            ITEMSIZE, POOL_LIMIT, PTR, ArrayV, TupleV, alloca,
                                             arrays_in, external, has_arrays, i64)
 
 # the trailer, in 8-byte slots
@@ -191,8 +191,8 @@ class MemoryLowering:
     def buffer_fn(self):
         """adc.buffer(ctx, nbytes, nelems): a new buffer with a reference count of 1, on the
         context's list; returns its trailer, or null (no memory, or nbytes < 0). A buffer of
-        up to 2**max(POOL_CLASSES) bytes comes from the call's pool when one of its size class
-        is free there."""
+        up to POOL_LIMIT bytes comes from the call's pool when one of its size class is free
+        there."""
         fn = self.module.globals.get("adc.buffer")
         if fn is not None:
             return fn
@@ -208,8 +208,8 @@ class MemoryLowering:
         b.position_at_end(blocks["sized"])
         rounded = b.and_(b.add(nbytes, i64(15)), i64(-16))
         total = b.add(rounded, i64(TRAILER))
-        cls = self.size_class(b, total)
-        b.cbranch(b.icmp_signed("<=", cls, i64(POOL_CLASSES[-1])), blocks["pool"], blocks["big"])
+        cls, size = self.size_class(b, total)
+        b.cbranch(b.icmp_signed("<=", total, i64(POOL_LIMIT)), blocks["pool"], blocks["big"])
         # a pooled size: the free buffer on top of its class's list, else a new one
         b.position_at_end(blocks["pool"])
         head = self.pool_head(b, ctx, cls)
@@ -220,8 +220,7 @@ class MemoryLowering:
         b.store(b.load(self.slot(top, TR_NEXT, b), typ=PTR), head)
         b.branch(blocks["made"])
         b.position_at_end(blocks["fresh"])
-        size = b.shl(i64(1), cls)
-        pooled = b.call(self.carve_fn(), [ctx, size])
+        pooled = b.call(self.carve_fn(), [ctx, size, cls])
         b.cbranch(b.icmp_unsigned("==", pooled, ir.Constant(PTR, None)), blocks["fail"],
                   blocks["made"])
         fresh_end = b.block
@@ -249,16 +248,22 @@ class MemoryLowering:
 
     @staticmethod
     def size_class(b, total):
-        """k such that total <= 2**k, at least the smallest pooled class."""
-        ctlz = b.ctlz(b.sub(total, i64(1)), ir.Constant(I1, 0))
-        k = b.sub(i64(64), ctlz)
-        return b.select(b.icmp_signed("<", k, i64(POOL_CLASSES[0])), i64(POOL_CLASSES[0]), k)
+        """(class, block size) of a block of at least `total` bytes (64 or more): class 0 is
+        128 bytes; above that, with 2**e < total <= 2**(e+1), the block is (5 + s) * 2**(e-2)
+        bytes for the s (0..3) that fits, class 4 * (e - 7) + s + 1."""
+        less = b.sub(total, i64(1))
+        e = b.sub(i64(63), b.ctlz(less, ir.Constant(I1, 0)))
+        shift = b.sub(e, i64(2))
+        sub = b.and_(b.lshr(less, shift), i64(3))
+        small = b.icmp_signed("<=", total, i64(128))
+        cls = b.add(b.mul(b.sub(e, i64(7)), i64(4)), b.add(sub, i64(1)))
+        size = b.shl(b.add(sub, i64(5)), shift)
+        return b.select(small, i64(0), cls), b.select(small, i64(128), size)
 
     @staticmethod
     def pool_head(b, ctx, cls):
         """Where the context keeps the first free buffer of size class `cls`."""
-        index = b.sub(cls, i64(POOL_CLASSES[0]))
-        return b.gep(ctx, [i64(0), ir.Constant(I32, CTX_POOL), index], source_etype=CONTEXT)
+        return b.gep(ctx, [i64(0), ir.Constant(I32, CTX_POOL), cls], source_etype=CONTEXT)
 
     def malloc_buffer(self, b, size, offset, cls, fail):
         """malloc(size) with its trailer at `offset` holding the block's base and size class;
@@ -273,15 +278,15 @@ class MemoryLowering:
         return trailer
 
     def carve_fn(self):
-        """adc.carve(ctx, size): the trailer of a new pooled block of `size` (a power of two)
+        """adc.carve(ctx, size, class): the trailer of a new pooled block of `size` (a class size)
         bytes, cut from the current slab or a new one; null when malloc fails. A block larger
         than a quarter slab gets a slab of its own, so the current one keeps its free part."""
         fn = self.module.globals.get("adc.carve")
         if fn is not None:
             return fn
-        fn = ir.Function(self.module, ir.FunctionType(PTR, [PTR, I64]), name="adc.carve")
+        fn = ir.Function(self.module, ir.FunctionType(PTR, [PTR, I64, I64]), name="adc.carve")
         fn.linkage = "internal"
-        ctx, size = fn.args
+        ctx, size, cls = fn.args
         blocks = {name: fn.append_basic_block(name)
                   for name in ("entry", "cut", "check", "spare", "malloc", "slab", "fail", "linked",
                                "own")}
@@ -296,7 +301,7 @@ class MemoryLowering:
         # from the current slab
         b.position_at_end(blocks["cut"])
         b.store(b.gep(cursor, [size], source_etype=I8), field(CTX_CURSOR))
-        b.ret(self.pooled_block(b, cursor, size))
+        b.ret(self.pooled_block(b, cursor, size, cls))
         # a new slab: a spare one, or SLAB bytes from malloc, or the block's size when it is large
         b.position_at_end(blocks["check"])
         large = b.icmp_signed(">", size, i64(SLAB // 4))
@@ -327,13 +332,12 @@ class MemoryLowering:
         b.store(b.gep(block, [i64(SLAB)], source_etype=I8), field(CTX_LIMIT))
         b.branch(blocks["own"])
         b.position_at_end(blocks["own"])
-        b.ret(self.pooled_block(b, block, size))
+        b.ret(self.pooled_block(b, block, size, cls))
         return fn
 
-    def pooled_block(self, b, block, size):
+    def pooled_block(self, b, block, size, cls):
         trailer = b.gep(block, [b.sub(size, i64(TRAILER))], source_etype=I8)
         b.store(block, self.slot(trailer, TR_BASE, b))
-        cls = b.sub(i64(63), b.ctlz(size, ir.Constant(I1, 0)))
         b.store(cls, self.slot(trailer, TR_CLASS, b))
         return trailer
 

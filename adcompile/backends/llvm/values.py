@@ -21,14 +21,14 @@ REG = {"f64": F64, "f32": F32, "i64": I64, "bool": I1}  # in registers
 MEM = {"f64": F64, "f32": F32, "i64": I64, "bool": I8}  # in memory (arrays, tapes)
 ITEMSIZE = {"f64": 8, "f32": 4, "i64": 8, "bool": 1}
 TAPE = ir.LiteralStructType([PTR, I64, I64])  # buffer, top, capacity
-# buffers of 2**k bytes, k in POOL_CLASSES, are carved from the call's slabs and reused within
-# the call (memory.py)
-POOL_CLASSES = range(7, 18)
+# buffers of up to POOL_LIMIT bytes are carved from the call's slabs in POOL_CLASSES size classes
+# (128 bytes, then four per power of two) and reused within the call (memory.py)
+POOL_LIMIT, POOL_CLASSES = 1 << 17, 41
 # the context the entry point passes: thread state, the list of live kernel-allocated buffers,
 # two integers for an error message (an index and a size), the heads of the free lists of the
 # buffer pool, the list of slabs in use, the free part of the current slab (start, end), and the
 # spare slabs taken from the process's cache
-CONTEXT = ir.LiteralStructType([PTR, PTR, I64, I64, ir.ArrayType(PTR, len(POOL_CLASSES)),
+CONTEXT = ir.LiteralStructType([PTR, PTR, I64, I64, ir.ArrayType(PTR, POOL_CLASSES),
                                 PTR, PTR, PTR, PTR])
 CTX_TSTATE, CTX_TEMPS, CTX_ERR, CTX_POOL, CTX_SLABS, CTX_CURSOR, CTX_LIMIT, CTX_SPARE = (
     0, 1, 2, 4, 5, 6, 7, 8)
