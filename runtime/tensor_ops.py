@@ -57,6 +57,11 @@ def div(a, b):
     return F.div(a, b) if is_tensor(a) else F.mul(F.reciprocal(b), a)
 
 
+def rdiv(c, x):
+    numpy_ops.rdiv(c, np.empty((0,), x.dtype.np))  # PyTorch's dtype check
+    return F.mul(F.reciprocal(x), c)
+
+
 def div_floor(a, b):
     return F.div(a, b, rounding_mode="floor")
 

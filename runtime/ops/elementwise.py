@@ -237,6 +237,17 @@ def floor_divide(a, b):
     return _rounded_div(a, check_operand(b, "floor_divide"), "floor", NotImplementedNode)
 
 
+def remainder_kernel(a, b):
+    """a - floor(a / b) * b as PyTorch computes it: fmod, then b added where the signs differ,
+    so a zero remainder keeps the sign of a (numpy's takes the sign of b)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind != "f" and b.dtype.kind != "f":
+        return np.remainder(a, b)
+    with np.errstate(all="ignore"):
+        r = np.fmod(a, b)
+        return np.where((r != 0) & (np.less(b, 0) != np.less(r, 0)), r + b, r)
+
+
 def remainder(a, b):
     """a - floor(a / b) * b: RemainderBackward0 (one edge) for a number b, RemainderBackward1
     for a tensor b; a number divided by a tensor (`2 % x`) is not differentiated."""
@@ -246,7 +257,7 @@ def remainder(a, b):
         raise NotImplementedError("remainder() is not implemented for bool tensors")
     if dt.category != dtypes.FLOAT and np.any(np.equal(data_of(b, dt.np), 0)):
         raise RuntimeError("integer remainder by zero (ZeroDivisionError)")
-    out = _compute(np.mod, a, b, dt)
+    out = _compute(remainder_kernel, a, b, dt)
     if any_requires_grad((a, b)):
         if not is_tensor(b):
             record(RemainderBackward0, (a,), out, ())

@@ -58,6 +58,10 @@ def index_put(x, key, value):
     v = value._data if is_tensor(value) else value
     try:
         data[key] = v
+    except IndexError as e:
+        from runtime.ops.shape import empty_result_key
+
+        key = empty_result_key(data, key, e)
     except ValueError:
         raise RuntimeError(f"a value of shape {list(np.shape(v))} cannot be broadcast to the "
                            f"shape {list(data[key].shape)} of the indexed elements") from None

@@ -23,7 +23,7 @@ from runtime.ops._core import (
     is_tensor,
     wrap,
 )
-from runtime.ops.elementwise import _shape_error
+from runtime.ops.elementwise import _shape_error, remainder_kernel
 
 
 def _quiet(kernel):
@@ -170,7 +170,7 @@ def hypot(a, b):
 _MODULO = {
     "fmod": (np.fmod, "trunc", node("FmodBackward0", "fmod_scalar"),
              node("FmodBackward1", "fmod_tensor")),
-    "remainder": (np.remainder, "floor", node("RemainderBackward0", "remainder_scalar"),
+    "remainder": (remainder_kernel, "floor", node("RemainderBackward0", "remainder_scalar"),
                   node("RemainderBackward1", "remainder_tensor")),
 }
 

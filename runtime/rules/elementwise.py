@@ -83,8 +83,9 @@ def addcmul(ops, g, needs, t1, t2, value):
 def addcdiv(ops, g, needs, t1, t2, value):
     """x + value * t1 / t2."""
     gv = _scale(ops, g, value)
+    g1 = ops.mul(g, ops.rdiv(value, t2)) if needs[1] else None
     g2 = ops.neg(ops.div(ops.mul(gv, t1), ops.mul(t2, t2))) if needs[2] else None
-    return (g if needs[0] else None, ops.div(gv, t2) if needs[1] else None, g2)
+    return (g if needs[0] else None, g1, g2)
 
 
 @rule("lerp")
@@ -379,7 +380,7 @@ def erfc(ops, g, needs, x):
 def atan2(ops, g, needs, y, x):
     denom = ops.add(ops.mul(x, x), ops.mul(y, y))
     gy = ops.div(ops.mul(g, x), denom) if needs[0] else None
-    gx = ops.neg(ops.div(ops.mul(g, y), denom)) if needs[1] else None
+    gx = ops.div(ops.mul(g, ops.neg(y)), denom) if needs[1] else None  # -y: PyTorch's order
     return gy, gx
 
 

@@ -73,7 +73,21 @@ def add(a, b):
     return a + b
 
 
+_BOOL = np.dtype(bool)
+
+
+def _refuse_bool(a, b=None):
+    """PyTorch's derivative formulas subtract and negate with its tensor operators, which
+    refuse a bool tensor (a bool exponent of pow, a bool weight of lerp, a bool atan2
+    operand): the backward raises there, and so does ours."""
+    if getattr(a, "dtype", None) is _BOOL or getattr(b, "dtype", None) is _BOOL:
+        raise RuntimeError("a derivative formula of this op subtracts or negates a bool "
+                           "tensor, which is not supported: convert the bool operand to a "
+                           "number dtype before the op")
+
+
 def sub(a, b):
+    _refuse_bool(a, b)
     if a.__class__ is _ndarray and _refcount(a) == 2 and _reusable(a, b):
         return np.subtract(a, b, out=a)
     if b.__class__ is _ndarray and _refcount(b) == 2 and _reusable(b, a):
@@ -97,13 +111,25 @@ def div(a, b):
     return a / b
 
 
+def rdiv(c, x):
+    """A number divided by a tensor as PyTorch's formulas compute it: in the tensor's dtype,
+    which refuses the float quotient when that dtype is bool or integer."""
+    if getattr(x, "dtype", _BOOL).kind in "biu":
+        raise RuntimeError(f"a derivative formula of this op divides a number by a tensor of "
+                           f"dtype {getattr(x, 'dtype', type(x).__name__)} in that dtype, "
+                           f"where the float quotient cannot be stored")
+    return c / x
+
+
 def neg(x):
+    _refuse_bool(x)
     if x.__class__ is _ndarray and _refcount(x) == 2 and _reusable(x, 0.0):
         return np.negative(x, out=x)
     return -x
 
 
 def rsub(x, c):
+    _refuse_bool(x)
     if x.__class__ is _ndarray and _refcount(x) == 2 and _reusable(x, c):
         return np.subtract(c, x, out=x)
     return c - x
