@@ -186,10 +186,13 @@ def embed_add(g, shape, key):
 
 
 def embed_view(g, base_shape, steps):
-    from runtime.rules.numpy_ops import embed_view as embed_np
+    data = numpy_ops.embed_view(g._data, base_shape, steps)
+    return _scatter("AsStridedScatterBackward0", "embed_view", g, data, (base_shape, steps))
 
-    data = embed_np(g._data, base_shape, steps)
-    return wrap(data, g._dtype)
+
+def view_region(g, base_shape, steps):
+    data = numpy_ops.view_region(g._data, base_shape, steps)
+    return _scatter("AsStridedBackward0", "view_replay", g, data, (base_shape, steps))
 
 
 def fill_at(g, key, value):

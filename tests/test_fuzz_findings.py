@@ -5,7 +5,8 @@ cases: each runs on PyTorch 2.13 and on adcompile with the fuzzer's own oracle
 A line's value is observed when it binds a name (`v = ...`) or changes one in place
 (`v.add_(...)`, `v[...] = ...`); a line ending in `# layout` has its memory layout
 (is_contiguous) compared too, as the fuzzer does for views, joins, indexing and scans;
-`_g = x.grad` lines and create_graph results compare values and flags only.
+`_g = x.grad` lines and lines ending in `# values` (create_graph results, whose node names
+differ from PyTorch's by design) compare values and flags only.
 """
 
 import re
@@ -87,11 +88,67 @@ b = y[:, [7], :0]  # layout
 c = y[:0][[5]]
 y[:0, [7]] = 1
 """,
+    # the backward of an in-place op on (a view of) an expanded view: gradients of elements
+    # sharing memory add up; where the written region itself shares memory, PyTorch refuses
+    "inplace_on_expanded_view_backward": """
+v1 = torch.tensor([-1.06, -2.98, -2.5, -0.18], requires_grad=True)
+v2 = torch.add(v1, v1, alpha=-1)
+v3 = v2[1]
+v4 = v3.expand(())
+v3.abs_()
+v4.sum().backward()
+w1 = torch.tensor([[2.01, -2.59, -0.8], [2.26, 2.61, -1.47]], requires_grad=True)
+w2 = torch.sin(w1)
+w3 = w2.expand(2, 2, -1)
+w3[-1, 1, [1]] = -0.96
+w2.pow(2).mean().backward()
+u1 = torch.tensor([[1.03, 1.08], [-1.2, -2.6]], dtype=torch.float64, requires_grad=True)
+u2 = u1.softmax(-2)
+u3 = u2.expand(2, 2, -1)
+u3.fill_(1)
+r = (u3 * 2).sum().backward()
+_g = v1.grad
+_g = w1.grad
+_g = u1.grad
+""",
+    # create_graph through the history an in-place op left (CopySlices, AsStridedBackward0):
+    # the gradient stays differentiable
+    "create_graph_through_inplace_on_view": """
+v1 = torch.tensor([[-0.03, 2.87, 1.82]], requires_grad=True)
+v3 = torch.matmul(v1, torch.tensor([[[-0.19, 1.09], [-0.4, -1.0], [-1.97, 0.5]]]))
+v3.neg_()
+gg = torch.autograd.grad(v3.pow(2).mean(), [v1], create_graph=True)[0]  # values
+gg.sum().backward()
+w1 = torch.tensor([0.56, -1.5], dtype=torch.float64, requires_grad=True)
+w2 = torch.add(w1, 2)
+w2[None, 0] = -2.7
+hh = torch.autograd.grad(w2.pow(2).mean(), [w1], create_graph=True)[0]  # values
+hh.sum().backward()
+u1 = torch.tensor([-1.85, -2.64, -2.5, 0.5], requires_grad=True)
+u2 = torch.lerp(u1, u1, 0.75)
+u2[-2] = -0.8
+u3 = u2.reciprocal()
+kk = torch.autograd.grad(u3.sum(), [u1], create_graph=True)[0]  # values
+kk.sum().backward()
+_g = v1.grad
+_g = w1.grad
+_g = u1.grad
+""",
+    # atan2's gradient at the origin is 0 (PyTorch zeroes the infinite reciprocal)
+    "atan2_gradient_at_origin": """
+a = torch.tensor([0.0, 1.0, 0.0, 0.0, 1e-30], requires_grad=True)
+b = torch.tensor([0.0, 2.0, 0.0, 1.0, 1e-30], requires_grad=True)
+y = torch.atan2(a, b)
+g = torch.autograd.grad(y, [a, b], torch.tensor([0.0, 1.0, 1.0, 2.0, 1.0]), retain_graph=True)
+w = torch.tensor([1.0, 1.0, -1.0, 0.0, 1.0])
+h = torch.autograd.grad(y, [a, b], w, create_graph=True)  # values
+""",
 }
 
 
 def _target(line):
-    m = re.match(r"\s*(\w+)\s*=[^=]", line) or re.match(r"\s*(\w+)\s*[.\[]", line)
+    m = (re.match(r"(\w+)\s*=[^=]", line) or re.match(r"(\w+)\.\w+_\(", line)
+         or re.match(r"(\w+)\[.*\]\s*\S?=[^=]", line))
     return m.group(1) if m else None
 
 
@@ -100,7 +157,7 @@ def program(text):
     for line in text.strip().splitlines():
         source, _, mark = line.partition("  # ")
         target = _target(source)
-        mode = "values" if target == "_g" else "full"
+        mode = "values" if target == "_g" or mark == "values" else "full"
         tag = "view.finding" if mark == "layout" else "finding"
         stmts.append(Stmt(tag, source, target, mode))
     return Program(0, stmts)

@@ -378,9 +378,12 @@ def erfc(ops, g, needs, x):
 
 @rule("atan2")
 def atan2(ops, g, needs, y, x):
+    """PyTorch's formula: g * x / (x*x + y*y) and g * -y / (x*x + y*y), with the reciprocal
+    of a zero denominator (the origin) taken as 0."""
     denom = ops.add(ops.mul(x, x), ops.mul(y, y))
-    gy = ops.div(ops.mul(g, x), denom) if needs[0] else None
-    gx = ops.div(ops.mul(g, ops.neg(y)), denom) if needs[1] else None  # -y: PyTorch's order
+    recip = ops.where(ops.eq(denom, 0), 0.0, ops.div(1.0, denom))
+    gy = ops.mul(ops.mul(g, x), recip) if needs[0] else None
+    gx = ops.mul(ops.mul(g, ops.neg(y)), recip) if needs[1] else None
     return gy, gx
 
 

@@ -362,11 +362,24 @@ _VIEW_STEPS = {
     "getitem": lambda a, key: a[key],
     "reshape": lambda a, shape: a.reshape(shape),
     "permute": lambda a, perm: a.transpose(perm),
-    "expand": lambda a, shape: np.broadcast_to(a, shape),
+    "expand": lambda a, shape: _expand_view(a, shape),
     "diagonal": lambda a, _: np.diagonal(a),
     "unbind": lambda a, dim_i: a[(slice(None),) * dim_i[0] + (dim_i[1],)],
     "view_as_real": lambda a, _: as_real_view(a),
 }
+
+
+def _expand_view(a, shape):
+    """np.broadcast_to, writable where `a` is (a region of a gradient to write into)."""
+    b = np.broadcast_to(a, shape)
+    if not a.flags.writeable:
+        return b
+    return np.lib.stride_tricks.as_strided(a, b.shape, b.strides)
+
+
+def shares_memory_within(a):
+    """Whether elements of `a` share memory (an expanded region: zero strides)."""
+    return a.size > 1 and any(st == 0 and n > 1 for st, n in zip(a.strides, a.shape))
 
 
 def as_real_view(z):
@@ -383,10 +396,19 @@ def replay_view(array, steps):
     return array
 
 
+def view_region(g, base_shape, steps):
+    """The part of `g` (shaped like a view's base) that the view sees, copied."""
+    return np.array(replay_view(g, steps))
+
+
 def embed_view(g, base_shape, steps):
     out = np.zeros(base_shape, g.dtype)
     region = replay_view(out, steps)
-    region += g
+    if region.flags.writeable and not shares_memory_within(region):
+        region += g
+    else:  # an expand among the steps: the elements sharing memory sum their gradients
+        where = replay_view(np.arange(out.size).reshape(base_shape), steps)
+        np.add.at(out.reshape(-1), where.reshape(-1), np.broadcast_to(g, where.shape).reshape(-1))
     return out
 
 

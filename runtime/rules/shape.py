@@ -138,6 +138,11 @@ def view_replay(ops, g, needs, base_shape, steps):
     return (ops.embed_view(g, base_shape, steps),)
 
 
+@rule("embed_view")
+def embed_view(ops, g, needs, base_shape, steps):
+    return (ops.view_region(g, base_shape, steps),)
+
+
 @rule("nll_loss")
 def nll_loss(ops, g, needs, shape, target, coeff):
     """The cotangent goes to each row's target class, scaled by -weight (/ total for mean).
