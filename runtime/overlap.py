@@ -13,15 +13,18 @@ from runtime import ops as F
 from runtime.rules.numpy_ops import shares_memory_within
 
 
-def check_internal_overlap(t, result_fn):
+def check_internal_overlap(t, result_fn, args=()):
     """An in-place write into a tensor whose elements share memory (expand()) is refused,
-    except a fill (fill_, zero_, masked_fill_), which PyTorch allows; a read-only expanded
-    array (a gradient made by broadcasting) first gets memory of its own."""
+    except a fill by a number (fill_, zero_, masked_fill_), which PyTorch allows (a fill by a
+    tensor, as `x[...] = v` does, is refused); a read-only expanded array (a gradient made
+    by broadcasting) first gets memory of its own."""
     d = t._data
     if not overlapping(d):
         own_memory(t)
         return
-    if result_fn in (F.fill_like_op, F.zero_like_op, F.masked_fill, F.index_put):
+    by_tensor = result_fn is F.fill_like_op and args and hasattr(args[0], "_data")
+    if result_fn in (F.fill_like_op, F.zero_like_op, F.masked_fill, F.index_put) \
+            and not by_tensor:
         if not d.flags.writeable:
             t._data = _own_expanded(d)
         return

@@ -143,6 +143,75 @@ g = torch.autograd.grad(y, [a, b], torch.tensor([0.0, 1.0, 1.0, 2.0, 1.0]), reta
 w = torch.tensor([1.0, 1.0, -1.0, 0.0, 1.0])
 h = torch.autograd.grad(y, [a, b], w, create_graph=True)  # values
 """,
+    # writing into a tensor whose elements share memory (a gradient of sum(), expanded):
+    # only a fill by a number is allowed, setitem's fill by a 0-dim tensor is not
+    "setitem_into_expanded_gradient": """
+v1 = torch.tensor([-2.1, 2.05, 0.08, -0.23], dtype=torch.float64, requires_grad=True)
+v3 = torch.autograd.grad(v1.sum(), [v1], retain_graph=True)[0]
+v7 = v3[:]
+v7[None] = 1
+v3.fill_(torch.tensor(3.0))
+v3[0:2] = 1
+v3[...] = torch.tensor(1.0)
+v3.fill_(3)
+""",
+    # index_put_ (x[list] = tensor) needs equal dtypes; a bool mask with a 0-dim value is a
+    # masked fill, which converts
+    "index_put_dtype_mismatch": """
+i = torch.tensor([1, 2])
+i[[0]] = torch.tensor(1.5)
+i[[0]] = torch.tensor([2], dtype=torch.int32)
+i[[0]] = 2.5
+f = torch.tensor([1.0, 2.0], requires_grad=True)
+g = f * 1
+g[[0]] = torch.tensor(2.0, dtype=torch.float64)
+g[[True, False]] = torch.tensor(3.0, dtype=torch.float64)
+g[g > 2] = torch.tensor(5, dtype=torch.int64)
+g.index_put_((torch.tensor([0]),), torch.tensor(2.0, dtype=torch.float64))
+""",
+    # cat() skips a 1-d empty input; PyTorch gives it a fresh empty gradient
+    "cat_legacy_empty_gradient": """
+v1 = torch.tensor([], dtype=torch.float64, requires_grad=True)
+v2 = torch.tensor([[1.0, 2.0]], dtype=torch.float64, requires_grad=True)
+v9 = torch.cat([v1, v2, v1], 0)
+gs = torch.autograd.grad(v9.pow(2).sum(), [v1, v2], create_graph=True)  # values
+""",
+    # float32 remainder by a Python number is computed in float32; lerp_ of integers refuses
+    "remainder_by_number_in_float32_and_integer_lerp_": """
+v1 = torch.tensor([[0.85], [1.0], [-2.0]], requires_grad=True)
+v3 = v1 % 0.02
+i = torch.tensor([1, 2])
+i.lerp_(i, 0.3)
+b = i > 1
+b.lerp_(b, 0.7)
+""",
+    # create_graph over setitem into a view of a stacked tensor, whose gradient is expanded
+    "create_graph_setitem_on_stacked_view": """
+v1 = torch.tensor([[-0.8], [-1.16], [-2.96]], requires_grad=True)
+v2 = torch.stack([v1], -3)
+v4 = torch.sub(v2, -2.74)
+v4[..., 0] = 0.74
+gg = torch.autograd.grad(v4.sum(), [v1], create_graph=True)[0]  # values
+""",
+    # layouts PyTorch gives: where() as TensorIterator orders its operands' strides, flip()
+    # as empty_like(x), casts as empty_like(x), masked_fill() and repeat() contiguous
+    "result_layouts": """
+x = torch.tensor([[-0.01, 0.74, 0.13], [0.0, 0.89, 0.75], [2.0, 1.86, -2.7]], requires_grad=True)
+t = x.permute(1, 0)
+w1 = torch.where((t > 0), t, x)  # layout
+w2 = torch.where((x > 0), t, x)  # layout
+w3 = torch.where(t > 0, x[:, :1].expand(3, 3), x[:1].expand(3, 3))  # layout
+d = x.double()
+w4 = torch.where(x[:1] > 0, x[:, :1], d[0].expand(3, 3))  # layout
+f1 = t.flip(1)  # layout
+f2 = x.unsqueeze(0).expand(2, 3, 3).flip(0)  # layout
+f3 = x[:, ::2].flip(0)  # layout
+c1 = x.unsqueeze(0).expand(2, 3, 3).int()  # layout
+c2 = c1[-1]  # layout
+m = t.masked_fill(t > 0, 1.21)
+m2 = m[-3, ...]  # layout
+r = t.repeat(1, 1)  # layout
+""",
 }
 
 

@@ -19,6 +19,7 @@ from runtime.ops._core import (
     result_dtype,
     wrap,
 )
+from runtime.ops.layout import c_contiguous, like_iterator
 from runtime import dtypes
 from runtime.rules import numpy_ops
 
@@ -240,11 +241,10 @@ def floor_divide(a, b):
 def remainder_kernel(a, b):
     """a - floor(a / b) * b as PyTorch computes it: fmod, then b added where the signs differ,
     so a zero remainder keeps the sign of a (numpy's takes the sign of b)."""
-    a, b = np.asarray(a), np.asarray(b)
-    if a.dtype.kind != "f" and b.dtype.kind != "f":
-        return np.remainder(a, b)
     with np.errstate(all="ignore"):
         r = np.fmod(a, b)
+        if r.dtype.kind != "f":
+            return np.remainder(a, b)
         return np.where((r != 0) & (np.less(b, 0) != np.less(r, 0)), r + b, r)
 
 
@@ -377,7 +377,9 @@ def where(cond, a=None, b=None):
     a, b = check_operand(a, "where"), check_operand(b, "where")
     dt = result_dtype(a, b)
     try:
-        out = wrap(np.where(c, data_of(a, dt.np), data_of(b, dt.np)), dt)
+        ad, bd = data_of(a, dt.np), data_of(b, dt.np)
+        operands = [np.asarray(c)] + [x._data for x in (a, b) if is_tensor(x)]
+        out = wrap(like_iterator(np.where(c, ad, bd), operands), dt)
     except ValueError:
         raise _shape_error(a, b, cond) from None
     if any_requires_grad((a, b)):
@@ -406,18 +408,24 @@ def masked_fill(x, mask, value):
         if value._data.ndim:
             raise RuntimeError(f"masked_fill(): a tensor value must be 0-dimensional, got "
                                f"{value._data.ndim} dimension(s)")
-        out = wrap(np.where(m, value._data.astype(x._dtype.np), x._data), x._dtype)
+        # PyTorch fills a contiguous clone of x (expanded to the mask's shape)
+        out = wrap(_contiguous_where(m, value._data.astype(x._dtype.np), x._data), x._dtype)
         if any_requires_grad((x, value)):
             record(MaskedFillBackward1, (x, value), out, (save_input(mask),))
         return out
     value = check_operand(value, "masked_fill")
     try:
-        out = wrap(np.where(m, np.asarray(value).astype(x._dtype.np), x._data), x._dtype)
+        out = wrap(_contiguous_where(m, np.asarray(value).astype(x._dtype.np), x._data),
+                   x._dtype)
     except ValueError:
         raise _shape_error(x, mask) from None
     if any_requires_grad((x,)):
         record(MaskedFillBackward0, (x,), out, (save_input(mask),))
     return out
+
+
+def _contiguous_where(m, a, b):
+    return c_contiguous(np.where(m, a, b))
 
 
 def clamp(x, min=None, max=None):

@@ -15,6 +15,7 @@ from runtime.autograd_meta import (
 )
 from runtime.function import node_class
 from runtime.ops._core import is_tensor, wrap
+from runtime.ops.layout import c_contiguous, like_input
 
 _node = node_class
 ViewBackward0 = _node("ViewBackward0", "view")
@@ -542,7 +543,7 @@ def cat(tensors, dim=0):
         raise RuntimeError(f"cat(): the tensors' shapes do not fit together: {e}") from None
     out = wrap(np.ascontiguousarray(data), dt)  # contiguous whatever the inputs' layout
     if any_requires_grad(tensors):
-        sizes = [0 if s else t._data.shape[d] for t, s in zip(tensors, skip)]
+        sizes = [None if s else t._data.shape[d] for t, s in zip(tensors, skip)]
         record(CatBackward0, tensors, out, (d, sizes))
     return out
 
@@ -655,7 +656,8 @@ def repeat(x, *repeats):
                            f"{len(shape)} dimensions; give at least one per dimension")
     if any(r < 0 for r in reps):
         raise RuntimeError(f"repeat(): repeat counts must not be negative, got {list(reps)}")
-    out = wrap(np.tile(x._data, reps).reshape(_repeated_shape(shape, reps)), x._dtype)
+    data = np.tile(x._data, reps).reshape(_repeated_shape(shape, reps))
+    out = wrap(c_contiguous(data), x._dtype)  # PyTorch's repeat is contiguous
     if any_requires_grad((x,)):
         record(RepeatBackward0, (x,), out, (tuple(reps), shape))
     return out
@@ -684,7 +686,7 @@ def contiguous(x):
 def to_dtype(x, dt, copy=False):
     if dt is x._dtype and not copy:
         return x
-    out = wrap(x._data.astype(dt.np), dt)
+    out = wrap(like_input(x._data.astype(dt.np), x._data), dt)
     if dt.is_floating_point and x._dtype.is_floating_point and any_requires_grad((x,)):
         record(ToCopyBackward0, (x,), out, ())
     return out
