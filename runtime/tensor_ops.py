@@ -8,6 +8,7 @@ rules. Python numbers pass through where rules use constants.
 import numpy as np
 
 from runtime import ops as F
+from runtime.ops import special
 from runtime.autograd_meta import any_requires_grad, record
 from runtime.function import node_class, save_input
 from runtime.ops._core import is_tensor, wrap
@@ -19,6 +20,8 @@ mul = F.mul
 neg = F.neg
 sin = F.sin
 cos = F.cos
+sinh = special.sinh
+cosh = special.cosh
 exp = F.exp
 sigmoid = F.sigmoid
 conj = F.conj

@@ -212,6 +212,36 @@ m = t.masked_fill(t > 0, 1.21)
 m2 = m[-3, ...]  # layout
 r = t.repeat(1, 1)  # layout
 """,
+    # atan2 and hypot take two tensors; median refuses bools, and the median of nothing is
+    # nan cast to the dtype
+    "atan2_number_median_bool_and_empty": """
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+a = torch.atan2(x, True)
+b = x.hypot(2.0)
+c = torch.atan2(2.0, x)
+m = (x > 1).median()
+n = (x > 1).median(0)
+e = torch.tensor([], dtype=torch.int64).median()
+f = torch.tensor([], dtype=torch.int32).median()
+""",
+    # the derivatives of sinh and cosh are cosh and sinh (their exp forms make nan of inf
+    # in a second derivative); max() and min() of a nan pass the gradient to the nans
+    "sinh_cosh_second_derivative_and_max_of_nan": """
+v1 = torch.tensor([0.0, 1.0], dtype=torch.float64, requires_grad=True)
+v2 = torch.tensor([1.35, 2.0], dtype=torch.float64, requires_grad=True)
+v3 = v2 / v1
+v4 = v3.cosh()
+gg = torch.autograd.grad(v4.sum(), [v1], create_graph=True)[0]  # values
+hh = torch.autograd.grad(gg.sum(), [v1, v2], retain_graph=True)  # values
+v5 = v3.sinh()
+kk = torch.autograd.grad(v5.sum(), [v1], create_graph=True)[0]  # values
+ll = torch.autograd.grad(kk.sum(), [v1, v2])  # values
+w1 = torch.tensor(-2.92, dtype=torch.float64, requires_grad=True)
+w2 = w1.log1p()
+w3 = w2.min()
+w3.backward()
+_g = w1.grad
+""",
 }
 
 

@@ -143,7 +143,16 @@ Atan2Backward0 = node("Atan2Backward0", "atan2")
 HypotBackward0 = node("HypotBackward0", "hypot")
 
 
+def _tensors_only(name, a, b):
+    """atan2 and hypot take two tensors (PyTorch has no overload with a number)."""
+    for position, t in (("first", a), ("second", b)):
+        if not is_tensor(t):
+            raise TypeError(f"{name}(): the {position} argument must be a Tensor, not "
+                            f"{type(t).__name__}")
+
+
 def atan2(y, x):
+    _tensors_only("atan2", y, x)
     x, yd, xd, dt = _binary_data(y, x, "atan2", True)
     out = wrap(np.arctan2(yd, xd), dt)
     if any_requires_grad((y, x)):
@@ -155,6 +164,7 @@ arctan2 = atan2
 
 
 def hypot(a, b):
+    _tensors_only("hypot", a, b)
     b, ad, bd, dt = _binary_data(a, b, "hypot", False)
     if dt.category != dtypes.FLOAT:
         raise NotImplementedError(f"hypot() is only implemented for floating point tensors, "

@@ -338,12 +338,12 @@ def expm1(ops, g, needs, result):
 
 @rule("sinh")
 def sinh(ops, g, needs, x):
-    return (ops.mul(g, ops.mul(ops.add(ops.exp(x), ops.exp(ops.neg(x))), 0.5)),)
+    return (ops.mul(g, ops.cosh(x)),)
 
 
 @rule("cosh")
 def cosh(ops, g, needs, x):
-    return (ops.mul(g, ops.mul(ops.sub(ops.exp(x), ops.exp(ops.neg(x))), 0.5)),)
+    return (ops.mul(g, ops.sinh(x)),)
 
 
 @rule("asin")

@@ -13,6 +13,8 @@ from runtime.cascade_sum import mean_like_torch, sum_like_torch
 
 sin = np.sin
 cos = np.cos
+sinh = np.sinh
+cosh = np.cosh
 abs = np.abs
 eq = np.equal
 gt = np.greater
