@@ -242,6 +242,47 @@ w3 = w2.min()
 w3.backward()
 _g = w1.grad
 """,
+    # the gradient autograd.grad gives for sum() is an expanded view made without grad mode
+    "expanded_gradient_is_a_no_grad_view": """
+v1 = torch.tensor([[2.33], [1.29], [-2.74]], requires_grad=True)
+v2 = torch.autograd.grad(v1.sum(), [v1], retain_graph=True)[0]
+v2.detach_()
+v2.fill_(2)
+v2.pow_(v1)
+v2.pow_(2)
+v2[0] = 3
+u1 = torch.tensor([[], []], requires_grad=True)
+u5 = torch.autograd.grad(u1.sum(), [u1], retain_graph=True)[0]
+u5.pow_(u1)
+""",
+    # an operand over the target's bytes walked with other strides overlaps it partially
+    "partial_overlap_by_strides": """
+v1 = torch.tensor([[-1.55], [1.1]], requires_grad=True)
+v7 = v1[[0]].sign().trunc()
+v7[None, ...] *= v7
+x = torch.ones(2, 3)
+x.mul_(x.view(2, 3))
+x.copy_(x[None])
+y = torch.ones(1, 3)
+y.mul_(y[0])
+y.mul_(y.unsqueeze(0)[0])
+z = torch.tensor([[-1.26, -1.78, 2.0], [-2.22, -2.89, -1.0]], dtype=torch.float64)
+z[None] = z
+z[...] = z[None]
+z[:] = z
+z.unsqueeze(0).copy_(z.unsqueeze(0))
+""",
+    # addcmul saves each factor only for the other's gradient, so changing a factor that
+    # requires no grad in place does not break backward
+    "addcmul_saves_factors_only_when_needed": """
+v1 = torch.tensor([[0.33], [-2.82]], requires_grad=True)
+v3 = v1 == 3
+v4 = torch.addcmul(v1, v3, v3, value=2)
+w = torch.addcdiv(v1, v3, v1)
+v3.zero_()
+g = torch.autograd.grad(v4.sum(), [v1])
+h = torch.autograd.grad(w.sum(), [v1])
+""",
 }
 
 

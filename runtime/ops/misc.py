@@ -139,8 +139,16 @@ def addcmul(x, t1, t2, value=1):
     value = _check_addc(x, t1, t2, "addcmul", value)
     out = _unrecorded(lambda: add(x, mul(mul(t1, value), t2)))
     if any_requires_grad((x, t1, t2)):
-        record(AddcmulBackward0, (x, t1, t2), out, (save_input(t1), save_input(t2), value))
+        # as PyTorch, each factor is saved only for the other one's gradient
+        saved = (_saved_if(t1, t2), _saved_if(t2, t1))
+        record(AddcmulBackward0, (x, t1, t2), out, saved + (value,))
     return out
+
+
+def _saved_if(t, needed_by):
+    """save_input(t) when `needed_by`'s gradient needs t, else None (a later in-place
+    change of t then does not break backward, as in PyTorch)."""
+    return save_input(t) if any_requires_grad((needed_by,)) else None
 
 
 def addcdiv(x, t1, t2, value=1):
@@ -153,7 +161,8 @@ def addcdiv(x, t1, t2, value=1):
                            "which is not supported: convert tensor1 or tensor2 to float")
     out = _unrecorded(lambda: add(x, div(mul(t1, value), t2)))
     if any_requires_grad((x, t1, t2)):
-        record(AddcdivBackward0, (x, t1, t2), out, (save_input(t1), save_input(t2), value))
+        saved = (_saved_if(t1, t2), save_input(t2) if any_requires_grad((t1, t2)) else None)
+        record(AddcdivBackward0, (x, t1, t2), out, saved + (value,))
     return out
 
 
