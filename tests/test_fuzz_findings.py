@@ -283,6 +283,24 @@ v3.zero_()
 g = torch.autograd.grad(v4.sum(), [v1])
 h = torch.autograd.grad(w.sum(), [v1])
 """,
+    # a NotImplemented node (floor_divide) fails the backward before any gradient lands;
+    # integer division by zero is not noticed when the result is empty; x.copy_(x) of an
+    # expanded gradient writes nothing
+    "not_implemented_first_and_empty_division": """
+v1 = torch.tensor([2.15, -1.64, 0.55], requires_grad=True)
+v2 = torch.tensor([[1.99, 0.49, -1.74], [1.57, 2.43, 0.31]], requires_grad=True)
+v6 = v2 // 2.0
+v9 = v1.max()
+v6 -= v9
+v6.sum().backward()
+_g = v1.grad
+e = torch.tensor([], dtype=torch.int64)
+f = torch.fmod(e, 0)
+r = torch.remainder(e, 0)
+q = e // 0
+g = torch.autograd.grad(v1.sum(), [v1])[0]
+g.copy_(g)
+""",
 }
 
 

@@ -47,6 +47,9 @@ ClampMaxBackward1 = node_class("ClampMaxBackward1", "clamp_max_tensor")
 RemainderBackward0 = node_class("RemainderBackward0", "alias")
 RemainderBackward1 = node_class("RemainderBackward1", "remainder")
 NotImplementedNode = node_class("NotImplemented", "not_implemented")
+# PyTorch's backward reaches a NotImplemented node before the nodes ready with it (even
+# AccumulateGrad), so it fails before any gradient lands
+ERROR_FIRST = (1 << 62) + 1
 
 
 _ndarray = np.ndarray
@@ -206,7 +209,7 @@ def _rounded_div(a, b, mode, cls=None):
     ad, bd = data_of(a, dt.np), data_of(b, dt.np)
     try:
         if dt.category != dtypes.FLOAT:
-            if np.any(np.equal(bd, 0)):
+            if divides_by_zero(ad, bd):
                 raise RuntimeError("integer division by zero (ZeroDivisionError)")
             data = np.floor_divide(ad, bd) if mode == "floor" else _int_trunc_div(ad, bd)
         else:
@@ -220,7 +223,13 @@ def _rounded_div(a, b, mode, cls=None):
             record(DivBackward2, (a, b), out, ())
         else:
             record(cls, tuple(t for t in (a, b) if requires_grad(t)), out, ())
+            out._grad_fn._seq = ERROR_FIRST
     return out
+
+
+def divides_by_zero(a, b):
+    """Whether an integer division meets a zero divisor (an empty result meets none)."""
+    return bool(np.any(np.equal(b, 0))) and np.broadcast(a, b).size > 0
 
 
 def _int_trunc_div(a, b):
@@ -255,7 +264,7 @@ def remainder(a, b):
     dt = binary_dtype(a, b)
     if dt is dtypes.bool_:
         raise NotImplementedError("remainder() is not implemented for bool tensors")
-    if dt.category != dtypes.FLOAT and np.any(np.equal(data_of(b, dt.np), 0)):
+    if dt.category != dtypes.FLOAT and divides_by_zero(data_of(a, dt.np), data_of(b, dt.np)):
         raise RuntimeError("integer remainder by zero (ZeroDivisionError)")
     out = _compute(remainder_kernel, a, b, dt)
     if any_requires_grad((a, b)):
@@ -276,6 +285,7 @@ def rremainder(x, c):
     out = remainder(wrap(np.asarray(c, dt.np), dt), x)
     if out._grad_fn is not None:
         record(NotImplementedNode, (x,), out, ())
+        out._grad_fn._seq = ERROR_FIRST
     return out
 
 

@@ -23,7 +23,7 @@ from runtime.ops._core import (
     is_tensor,
     wrap,
 )
-from runtime.ops.elementwise import _shape_error, remainder_kernel
+from runtime.ops.elementwise import _shape_error, divides_by_zero, remainder_kernel
 
 
 def _quiet(kernel):
@@ -190,7 +190,7 @@ def _modulo(name, a, b):
     b, ad, bd, dt = _binary_data(a, b, name, False)
     if dt is dtypes.bool_:
         raise NotImplementedError(f"{name}() is not implemented for bool tensors")
-    if dt.category != dtypes.FLOAT and np.any(np.equal(bd, 0)):
+    if dt.category != dtypes.FLOAT and divides_by_zero(ad, bd):
         raise RuntimeError(f"{name}(): integer division by zero (ZeroDivisionError)")
     with np.errstate(all="ignore"):
         out = wrap(kernel(ad, bd), dt)
