@@ -301,6 +301,20 @@ q = e // 0
 g = torch.autograd.grad(v1.sum(), [v1])[0]
 g.copy_(g)
 """,
+    # float32 exp, log, tanh, acos, ... as PyTorch rounds them (computed in float64), where
+    # an ulp is amplified downstream
+    "float32_transcendentals_rounded_as_pytorch": """
+v1 = torch.tensor([[1.79, -2.93, -1.62], [2.89, -0.7, -2.41], [1.45, -0.25, 2.07]], requires_grad=True)
+v3 = torch.expm1(v1)
+v4 = v3.contiguous()
+v4.tanh_()
+v7 = torch.acos(v4)
+w = torch.tensor([[[-0.83, 1.51, 0.79]], [[0.9, -2.99, -2.32]]])
+w4 = torch.log(w)
+w6 = torch.fmod(w, w4)
+w7 = w6 % torch.tensor([[1.77], [2.56], [1.78]], dtype=torch.float64)
+w9 = torch.remainder(w > 0, w7)
+""",
 }
 
 

@@ -534,6 +534,19 @@ def _define_unary(name, np_fn, node_name, prim, saves, keep_dtype=False):
     return op
 
 
+def via_double(np_fn):
+    """np_fn for float32 data computed in float64 and rounded: PyTorch's float32 exp, log,
+    tanh, ... (SLEEF's, within an ulp) agree with the rounded float64 result far more often
+    than numpy's float32 kernels do (99 % of elements against 60-90 %)."""
+
+    def kernel(d):
+        if d.dtype == np.float32:
+            return np_fn(d.astype(np.float64)).astype(np.float32)
+        return np_fn(d)
+
+    return kernel
+
+
 def _sigmoid(d):
     return 1.0 / (1.0 + np.exp(-d))
 
@@ -572,15 +585,15 @@ def _no_bool(np_fn, name):
 
 abs = _define_unary("abs", _no_bool(np.abs, "abs"), "AbsBackward0", "abs", "input",
                     keep_dtype=True)
-exp = _define_unary("exp", np.exp, "ExpBackward0", "exp", "result")
-log = _define_unary("log", np.log, "LogBackward0", "log", "input")
-log1p = _define_unary("log1p", np.log1p, "Log1PBackward0", "log1p", "input")
+exp = _define_unary("exp", via_double(np.exp), "ExpBackward0", "exp", "result")
+log = _define_unary("log", via_double(np.log), "LogBackward0", "log", "input")
+log1p = _define_unary("log1p", via_double(np.log1p), "Log1PBackward0", "log1p", "input")
 sqrt = _define_unary("sqrt", np.sqrt, "SqrtBackward0", "sqrt", "result")
 rsqrt = _define_unary("rsqrt", _rsqrt, "RsqrtBackward0", "rsqrt", "result")
 sin = _define_unary("sin", np.sin, "SinBackward0", "sin", "input")
 cos = _define_unary("cos", np.cos, "CosBackward0", "cos", "input")
 tan = _define_unary("tan", np.tan, "TanBackward0", "tan", "result")
-tanh = _define_unary("tanh", np.tanh, "TanhBackward0", "tanh", "result")
+tanh = _define_unary("tanh", via_double(np.tanh), "TanhBackward0", "tanh", "result")
 sigmoid = _define_unary("sigmoid", _sigmoid, "SigmoidBackward0", "sigmoid", "result")
 relu = _define_unary("relu", _relu, "ReluBackward0", "relu", "result", keep_dtype=True)
 reciprocal = _define_unary("reciprocal", _reciprocal, "ReciprocalBackward0", "reciprocal",

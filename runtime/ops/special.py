@@ -23,7 +23,7 @@ from runtime.ops._core import (
     is_tensor,
     wrap,
 )
-from runtime.ops.elementwise import _shape_error, divides_by_zero, remainder_kernel
+from runtime.ops.elementwise import _shape_error, divides_by_zero, remainder_kernel, via_double
 
 
 def _quiet(kernel):
@@ -36,15 +36,15 @@ def _quiet(kernel):
 
 # name: (numpy kernel, node name, rule's primitive, what the rule needs, extra rule args)
 UNARY = {
-    "acos": (np.arccos, "AcosBackward0", "acos", "input", ()),
-    "asin": (np.arcsin, "AsinBackward0", "asin", "input", ()),
-    "atan": (np.arctan, "AtanBackward0", "atan", "input", ()),
-    "sinh": (np.sinh, "SinhBackward0", "sinh", "input", ()),
-    "cosh": (np.cosh, "CoshBackward0", "cosh", "input", ()),
+    "acos": (via_double(np.arccos), "AcosBackward0", "acos", "input", ()),
+    "asin": (via_double(np.arcsin), "AsinBackward0", "asin", "input", ()),
+    "atan": (via_double(np.arctan), "AtanBackward0", "atan", "input", ()),
+    "sinh": (via_double(np.sinh), "SinhBackward0", "sinh", "input", ()),
+    "cosh": (via_double(np.cosh), "CoshBackward0", "cosh", "input", ()),
     "asinh": (np.arcsinh, "AsinhBackward0", "asinh", "input", ()),
     "acosh": (np.arccosh, "AcoshBackward0", "acosh", "input", ()),
     "atanh": (np.arctanh, "AtanhBackward0", "atanh", "input", ()),
-    "expm1": (np.expm1, "Expm1Backward0", "expm1", "result", ()),
+    "expm1": (via_double(np.expm1), "Expm1Backward0", "expm1", "result", ()),
     "log2": (np.log2, "Log2Backward0", "log2", "input", (2,)),
     "log10": (np.log10, "Log10Backward0", "log10", "input", (10,)),
     "exp2": (np.exp2, "Exp2Backward0", "exp2", "result", ()),
