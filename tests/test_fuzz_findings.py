@@ -283,7 +283,7 @@ v3.zero_()
 g = torch.autograd.grad(v4.sum(), [v1])
 h = torch.autograd.grad(w.sum(), [v1])
 """,
-    # a NotImplemented node (floor_divide) fails the backward before any gradient lands;
+    # a NotImplemented node (floor_divide) has AccumulateGrad's priority in the ready queue;
     # integer division by zero is not noticed when the result is empty; x.copy_(x) of an
     # expanded gradient writes nothing
     "not_implemented_first_and_empty_division": """
@@ -294,6 +294,12 @@ v9 = v1.max()
 v6 -= v9
 v6.sum().backward()
 _g = v1.grad
+u1 = torch.tensor([0.97, -0.61, 1.53, -1.47], requires_grad=True)
+u2 = torch.tensor([[-2.0], [2.42], [-1.0]], requires_grad=True)
+u7 = u2.tanh() // u2
+u11 = u1 % u7
+u11.pow(2).mean().backward()
+_g = u1.grad
 e = torch.tensor([], dtype=torch.int64)
 f = torch.fmod(e, 0)
 r = torch.remainder(e, 0)
@@ -304,7 +310,8 @@ g.copy_(g)
     # float32 exp, log, tanh, acos, ... as PyTorch rounds them (computed in float64), where
     # an ulp is amplified downstream
     "float32_transcendentals_rounded_as_pytorch": """
-v1 = torch.tensor([[1.79, -2.93, -1.62], [2.89, -0.7, -2.41], [1.45, -0.25, 2.07]], requires_grad=True)
+v0 = torch.tensor([[1.79, -2.93, -1.62], [2.89, -0.7, -2.41], [1.45, -0.25, 2.07]])
+v1 = v0.requires_grad_()
 v3 = torch.expm1(v1)
 v4 = v3.contiguous()
 v4.tanh_()
@@ -314,6 +321,22 @@ w4 = torch.log(w)
 w6 = torch.fmod(w, w4)
 w7 = w6 % torch.tensor([[1.77], [2.56], [1.78]], dtype=torch.float64)
 w9 = torch.remainder(w > 0, w7)
+""",
+    # a 0-dim weight takes part in lerp's type promotion: int tensors with a float weight
+    # interpolate in float
+    "lerp_promotes_with_a_0d_weight": """
+v2 = torch.tensor(2.68, requires_grad=True)
+v4 = torch.full((3, 3), -1)
+v7 = 1 - v4
+v9 = torch.lerp(v4, v7, v2)
+w9 = torch.lerp(v4, v7, v2.double())
+f = torch.ones(3, requires_grad=True)
+y = torch.lerp(f, f * 2, torch.tensor(0.3, dtype=torch.float64))
+z = torch.lerp(v4, v7, v4[0, 0])
+v9.sum().backward()
+y.sum().backward()
+_g = v2.grad
+_g = f.grad
 """,
 }
 

@@ -47,9 +47,9 @@ ClampMaxBackward1 = node_class("ClampMaxBackward1", "clamp_max_tensor")
 RemainderBackward0 = node_class("RemainderBackward0", "alias")
 RemainderBackward1 = node_class("RemainderBackward1", "remainder")
 NotImplementedNode = node_class("NotImplemented", "not_implemented")
-# PyTorch's backward reaches a NotImplemented node before the nodes ready with it (even
-# AccumulateGrad), so it fails before any gradient lands
-ERROR_FIRST = (1 << 62) + 1
+# PyTorch's ready queue gives a NotImplemented node the priority AccumulateGrad nodes share
+# (UINT64_MAX): its backward fails before the other nodes ready with it run
+ERROR_FIRST = 1 << 62
 
 
 _ndarray = np.ndarray

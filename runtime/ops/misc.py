@@ -205,11 +205,16 @@ def lerp(x, end, weight):
         if any_requires_grad((x, end)):
             record(LerpBackward0, (x, end), out, (weight,))
         return out
+    from runtime.ops._core import result_dtype
     from runtime.ops.shape import to_dtype
 
-    w = to_dtype(weight, x._dtype)  # a 0-dim weight may have another dtype
-    out = _unrecorded(lambda: where(w.abs() < 0.5, add(x, mul(sub(end, x), w)),
-                                    sub(end, mul(sub(end, x), 1 - w))))
+    # a 0-dim weight takes part in the type promotion (int tensors with a float weight
+    # interpolate in float), as in PyTorch's TensorIterator
+    dt = result_dtype(x, end, weight)
+    _check_float(dt)
+    xs, e, w = (to_dtype(t, dt) for t in (x, end, weight))
+    out = _unrecorded(lambda: where(w.abs() < 0.5, add(xs, mul(sub(e, xs), w)),
+                                    sub(e, mul(sub(e, xs), 1 - w))))
     if any_requires_grad((x, end, weight)):
         record(LerpBackward1, (x, end, weight), out,
                (save_input(x), save_input(end), save_input(weight)))
@@ -223,5 +228,10 @@ def _check_lerp(x, end, weight):
         if hasattr(t, "_data") and t._dtype is not x._dtype and (name == "end" or t._data.ndim):
             raise RuntimeError(f"lerp(): {name} has dtype {t._dtype}, but the input has "
                                f"{x._dtype}; both must have the same dtype")
-    if x._dtype.category != dtypes.FLOAT:
-        raise NotImplementedError(f"lerp() is not implemented for {x._dtype} tensors")
+    if not hasattr(weight, "_data"):
+        _check_float(x._dtype)
+
+
+def _check_float(dt):
+    if dt.category != dtypes.FLOAT:
+        raise NotImplementedError(f"lerp() is not implemented for {dt} tensors")
