@@ -10,6 +10,7 @@ import numpy as np
 from numpy.lib.array_utils import byte_bounds as _byte_bounds
 
 from runtime import ops as F
+from runtime.ops.layout import torch_strides
 from runtime.rules.numpy_ops import shares_memory_within
 
 
@@ -64,21 +65,10 @@ def check_partial_overlap(t, args):
         # the same memory exactly, walked the same way (x.copy_(x), or a view of x expanded
         # back to x's place); x[None] over x is a partial overlap for PyTorch
         same = o.size == d.size and _byte_bounds(o) == _byte_bounds(d) and \
-            (_strides(o) == _strides(d) or not _dense(o))
+            (torch_strides(o) == torch_strides(d) or not _dense(o))
         if not same and _dense(o) and _dense(d) and np.may_share_memory(o, d):
             raise RuntimeError("an operand of an in-place operation shares part of its memory "
                                "with the tensor being written; clone() the operand first")
-
-
-def _strides(d):
-    """d's strides with those of size-1 dimensions as PyTorch's expand and unsqueeze set
-    them (the next dimension's extent), where numpy's are arbitrary."""
-    out, extent = [], d.itemsize
-    for n, st in zip(reversed(d.shape), reversed(d.strides)):
-        st = extent if n == 1 else st
-        out.append(st)
-        extent = st * n
-    return tuple(reversed(out))
 
 
 def _dense(d):

@@ -338,6 +338,21 @@ y.sum().backward()
 _g = v2.grad
 _g = f.grad
 """,
+    # an advanced-index result is laid out by PyTorch's index kernel (a TensorIterator over
+    # the source restrided and the index arrays), not always contiguous; matmul folds by
+    # PyTorch's strides of size-1 dimensions
+    "index_result_layout": """
+v1 = torch.tensor([[[0.53, 0.14, -2.5], [-2.16, 1.62, -0.44]], [[1.33, -0.43, -0.41], [0.93, 2.7, 0.3]]])
+v2 = v1.requires_grad_()
+t = v2.permute(2, 1, 0)
+a = t[[-2, 1, 1]]  # layout
+b = t[:, [0, 1]]  # layout
+c = t[:, :, [0]]  # layout
+d = t[[0, 1], :, [1, 1]]  # layout
+e = t[[[0], [1]], :, [0]]  # layout
+f = v2[None, [1, -1, 1], 0:-2:2]  # layout
+m = torch.matmul(f, torch.tensor([[1.1, 2.97]]))
+""",
 }
 
 

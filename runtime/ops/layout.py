@@ -10,6 +10,17 @@ expanded or mixed ones; `like_iterator` and `like_input` re-lay a result where t
 import numpy as np
 
 
+def torch_strides(d):
+    """d's strides with those of size-1 dimensions as PyTorch sets them (the next
+    dimension's extent), where numpy's are arbitrary."""
+    out, extent = [], d.itemsize
+    for n, st in zip(reversed(d.shape), reversed(d.strides)):
+        st = extent if n == 1 else st
+        out.append(st)
+        extent = st * n
+    return tuple(reversed(out))
+
+
 def _strides(a, shape):
     """a's strides broadcast to `shape`: 0 along dimensions it does not span."""
     nd, lead = len(shape), len(shape) - a.ndim
@@ -99,3 +110,34 @@ def like_input(data, x):
     if _dense(x):
         return _with_strides(data, x.strides)
     return _laid_out(data, iteration_order(data.shape, [x]))
+
+
+class _Geometry:
+    """A shape and strides, all that iteration_order reads of an operand."""
+
+    def __init__(self, shape, strides):
+        self.shape, self.strides, self.ndim = tuple(shape), tuple(strides), len(shape)
+
+
+def like_index(data, x, key):
+    """`data` = x[key] (integer index arrays and full slices) laid out as PyTorch's index
+    kernel lays it out: a TensorIterator over x restrided to the result (0 along the indexed
+    dimensions) and the index arrays. Keys with masks keep the contiguous layout."""
+    arrays = [i for i, k in enumerate(key) if isinstance(k, np.ndarray)]
+    if data.ndim < 2 or not arrays or any(key[i].dtype.kind not in "iu" for i in arrays):
+        return c_contiguous(data)
+    bshape = np.broadcast_shapes(*(key[i].shape for i in arrays))
+    kept = [d for d in range(x.ndim) if d not in arrays]
+    together = arrays == list(range(arrays[0], arrays[-1] + 1))
+    p = arrays[0] if together else 0
+    lead, tail = (kept[:p], kept[p:]) if together else ([], kept)
+    shape = [x.shape[d] for d in lead] + list(bshape) + [x.shape[d] for d in tail]
+    zeros = [0] * len(bshape)
+    src = [x.strides[d] for d in lead] + zeros + [x.strides[d] for d in tail]
+    operands = [_Geometry(shape, src)]
+    for i in arrays:
+        st = list(np.broadcast_to(key[i], bshape).strides)
+        operands.append(_Geometry(shape, [0] * len(lead) + st + [0] * len(tail)))
+    if tuple(shape) != data.shape:
+        return c_contiguous(data)
+    return _laid_out(data, iteration_order(data.shape, operands))

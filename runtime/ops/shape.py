@@ -15,7 +15,7 @@ from runtime.autograd_meta import (
 )
 from runtime.function import node_class
 from runtime.ops._core import is_tensor, wrap
-from runtime.ops.layout import c_contiguous, like_input
+from runtime.ops.layout import c_contiguous, like_index, like_input
 
 _node = node_class
 ViewBackward0 = _node("ViewBackward0", "view")
@@ -322,7 +322,7 @@ def _dims_indexed(k):
 
 def _index(x, key):
     try:
-        data = np.ascontiguousarray(x._data[key])  # PyTorch's index results are contiguous
+        data = like_index(x._data[key], x._data, key)
     except IndexError as e:
         key = empty_result_key(x._data, key, e)
         data = x._data[key]
