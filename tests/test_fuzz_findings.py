@@ -206,6 +206,11 @@ w4 = torch.where(x[:1] > 0, x[:, :1], d[0].expand(3, 3))  # layout
 f1 = t.flip(1)  # layout
 f2 = x.unsqueeze(0).expand(2, 3, 3).flip(0)  # layout
 f3 = x[:, ::2].flip(0)  # layout
+y = torch.tensor([-2.73], requires_grad=True)
+f4 = y.flip(-1)
+y2 = y.view_as(f4)
+f4.floor_()
+f5 = 0.3 + y2
 c1 = x.unsqueeze(0).expand(2, 3, 3).int()  # layout
 c2 = c1[-1]  # layout
 m = t.masked_fill(t > 0, 1.21)

@@ -425,7 +425,8 @@ def _dims(dims, nd):
 
 def flip(x, *dims):
     dims = _dims(_sizes(dims), x._data.ndim)
-    data = like_input(np.flip(x._data, dims), x._data) if x._data.ndim else x._data.copy()
+    data = like_input(np.flip(x._data, dims).copy(), x._data) if x._data.ndim else \
+        x._data.copy()
     out = wrap(data, x._dtype)
     if any_requires_grad((x,)):
         record(FlipBackward0, (x,), out, (dims if x._data.ndim else (),))
