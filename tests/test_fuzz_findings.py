@@ -358,6 +358,17 @@ e = t[[[0], [1]], :, [0]]  # layout
 f = v2[None, [1, -1, 1], 0:-2:2]  # layout
 m = torch.matmul(f, torch.tensor([[1.1, 2.97]]))
 """,
+    # the median of an empty bool tensor is answered (True); floor and trunc division of
+    # bools are refused, empty or not
+    "bool_median_when_empty_and_bool_floor_division": """
+b = torch.tensor([True, False])
+e = b[:0]
+m = e.median()
+q = e // e
+r = b // b
+t = torch.div(b, b, rounding_mode='trunc')
+u = b // True
+""",
 }
 
 

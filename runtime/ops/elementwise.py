@@ -206,6 +206,9 @@ def _rounded_div(a, b, mode, cls=None):
     if mode not in ("floor", "trunc"):
         raise RuntimeError(f"div(): rounding_mode must be None, 'trunc' or 'floor', not {mode!r}")
     dt = binary_dtype(a, b)
+    if dt is dtypes.bool_:
+        raise NotImplementedError(f"div() with rounding_mode={mode!r} is not implemented for "
+                                  f"bool tensors")
     ad, bd = data_of(a, dt.np), data_of(b, dt.np)
     try:
         if dt.category != dtypes.FLOAT:

@@ -268,7 +268,7 @@ def kthvalue(x, k, dim=-1, keepdim=False):
 def median(x, dim=None, keepdim=False):
     """The lower of the two middle values; without dim a 0-dim tensor whose gradient is
     shared among the elements equal to it."""
-    if x._dtype is dtypes.bool_:
+    if x._dtype is dtypes.bool_ and x._data.size:  # PyTorch answers for an empty one
         raise NotImplementedError("median() is not implemented for bool tensors")
     if dim is None:
         ordered = np.sort(x._data.reshape(-1), kind="stable")
