@@ -216,6 +216,8 @@ c2 = c1[-1]  # layout
 m = t.masked_fill(t > 0, 1.21)
 m2 = m[-3, ...]  # layout
 r = t.repeat(1, 1)  # layout
+k1 = x[:1].expand(2, 3, -1).clone()  # layout
+k2 = t.clone()  # layout
 """,
     # atan2 and hypot take two tensors; median refuses bools, and the median of nothing is
     # nan cast to the dtype

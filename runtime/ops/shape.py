@@ -673,7 +673,8 @@ def _repeated_shape(shape, reps):
 def clone(x, order="K"):
     """A copy; `order` "K" keeps the memory layout (PyTorch's preserve_format), "C" makes it
     contiguous."""
-    out = wrap(np.array(x._data, copy=True, order=order), x._dtype)
+    data = np.array(x._data, copy=True, order=order)
+    out = wrap(like_input(data, x._data) if order == "K" else data, x._dtype)
     if any_requires_grad((x,)):
         record(CloneBackward0, (x,), out, ())
     return out
