@@ -371,6 +371,21 @@ r = b // b
 t = torch.div(b, b, rounding_mode='trunc')
 u = b // True
 """,
+    # addcmul/addcdiv promote their three operands at once; x[list] = a value sharing x's
+    # memory is refused
+    "addcmul_joint_promotion_and_index_put_overlap": """
+v1 = torch.tensor([[], []], dtype=torch.float64, requires_grad=True)
+v3 = torch.tensor([2.79], dtype=torch.float64, requires_grad=True)
+v4 = v3.squeeze(-1)
+v6 = torch.sinh(v4)
+v9 = v3 == v1
+v13 = torch.addcmul(v6, v9, v4, value=0.5)
+v14 = torch.addcdiv(v6, v4, (v9 == v9).float())
+w1 = torch.tensor([0.5, -2.03, -0.86], requires_grad=True)
+w2 = w1.softmax(-1)
+w2[[-3, -3, 2]] = w2
+w2[[0, 1]] = w2[1:]
+""",
 }
 
 

@@ -91,6 +91,7 @@ def setitem(x, key, value):
         if is_tensor(value):
             if not _masked_fill(keys, value):  # which PyTorch does with masked_fill_
                 check_same_dtype(x, value)
+                _check_no_overlap(x, value)
             value = _strip_leading_ones(value, S)
         target._inplace(index_put, rest, value)
         return
@@ -98,6 +99,13 @@ def setitem(x, key, value):
     if not is_tensor(value):  # PyTorch writes a number as a 0-dim tensor of x's dtype
         value = wrap(np.asarray(value, dtype=x._dtype.np), x._dtype)
     copy_to(target, value, S)
+
+
+def _check_no_overlap(x, value):
+    """index_put_ refuses values that share memory with the tensor written (even x itself)."""
+    if np.may_share_memory(x._data, value._data):
+        raise RuntimeError("x[index] = value: the value shares memory with the tensor being "
+                           "written; clone() the value first")
 
 
 def _masked_fill(keys, value):

@@ -137,12 +137,24 @@ def addcmul(x, t1, t2, value=1):
     from runtime.ops.elementwise import add, mul
 
     value = _check_addc(x, t1, t2, "addcmul", value)
-    out = _unrecorded(lambda: add(x, mul(mul(t1, value), t2)))
+    xs, a, b = _promoted(x, t1, t2)
+    out = _unrecorded(lambda: add(xs, mul(mul(a, value), b)))
     if any_requires_grad((x, t1, t2)):
         # as PyTorch, each factor is saved only for the other one's gradient
         saved = (_saved_if(t1, t2), _saved_if(t2, t1))
         record(AddcmulBackward0, (x, t1, t2), out, saved + (value,))
     return out
+
+
+def _promoted(x, t1, t2):
+    """The three operands in their common dtype: PyTorch promotes them at once (a bool
+    tensor with 0-dim float64 ones gives float64, where promoting pair by pair gives the
+    default float)."""
+    from runtime.ops._core import result_dtype
+    from runtime.ops.shape import to_dtype
+
+    dt = result_dtype(x, t1, t2)
+    return tuple(to_dtype(t, dt) for t in (x, t1, t2))
 
 
 def _saved_if(t, needed_by):
@@ -159,7 +171,8 @@ def addcdiv(x, t1, t2, value=1):
     if t1._dtype.category != dtypes.FLOAT and t2._dtype.category != dtypes.FLOAT:
         raise RuntimeError("addcdiv() of two integer tensors would be an integer division, "
                            "which is not supported: convert tensor1 or tensor2 to float")
-    out = _unrecorded(lambda: add(x, div(mul(t1, value), t2)))
+    xs, a, b = _promoted(x, t1, t2)
+    out = _unrecorded(lambda: add(xs, div(mul(a, value), b)))
     if any_requires_grad((x, t1, t2)):
         saved = (_saved_if(t1, t2), save_input(t2) if any_requires_grad((t1, t2)) else None)
         record(AddcdivBackward0, (x, t1, t2), out, saved + (value,))
