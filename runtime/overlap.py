@@ -54,12 +54,13 @@ def _own_expanded(d):
     return np.lib.stride_tricks.as_strided(compact, d.shape, strides)
 
 
-def check_partial_overlap(t, args):
+def check_partial_overlap(t, args, result_fn=None):
     """An operand that overlaps the target's memory without being exactly the target is
     refused (PyTorch's check: both dense, byte ranges intersecting)."""
     d = t._data
     for a in args:
-        if getattr(a, "_vc", None) is not t._vc:
+        if getattr(a, "_vc", None) is not t._vc or result_fn is F.fill_like_op:
+            # a fill reads its 0-dim value once, before writing (PyTorch's fill_ checks not)
             continue
         o = a._data
         # the same memory exactly, walked the same way (x.copy_(x), or a view of x expanded

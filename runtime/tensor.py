@@ -699,7 +699,7 @@ class Tensor:
             if getattr(a, "_vc", None) is vc:
                 aliased = True
         if aliased:
-            check_partial_overlap(self, args)
+            check_partial_overlap(self, args, result_fn)
         if not recording:
             direct = _DIRECT.get(result_fn)
             if direct is not None and not overlapping(self._data) \

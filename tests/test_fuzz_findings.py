@@ -278,6 +278,8 @@ z[None] = z
 z[...] = z[None]
 z[:] = z
 z.unsqueeze(0).copy_(z.unsqueeze(0))
+w = torch.tensor([0.38], requires_grad=True).atan()
+w[-2:1] = w.squeeze(-1)
 """,
     # addcmul saves each factor only for the other's gradient, so changing a factor that
     # requires no grad in place does not break backward
