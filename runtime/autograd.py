@@ -6,9 +6,10 @@ import warnings
 import numpy as np
 
 from runtime import grad_mode
-from runtime.autograd_meta import edge
+from runtime.autograd_meta import edge, make_view
 from runtime.engine import run_backward
 from runtime.ops._core import is_tensor, wrap
+from runtime.overlap import overlapping
 from runtime.rules import numpy_ops
 
 
@@ -139,8 +140,23 @@ def _finish_grad(i, t, g, create_graph, allow_unused, materialize):
         return None
     if create_graph:
         return g
-    return wrap(np.asarray(g), None).to(t._dtype) if np.asarray(g).dtype != t._dtype.np \
+    out = wrap(np.asarray(g), None).to(t._dtype) if np.asarray(g).dtype != t._dtype.np \
         else wrap(np.asarray(g), t._dtype)
+    return _expanded_as_view(out)
+
+
+def _expanded_as_view(out):
+    """A gradient made by broadcasting (sum()'s backward expands) is, in PyTorch, a view of
+    the smaller tensor it expands, made while grad mode was off: detach_() of it, or an
+    in-place op on it that records history, is refused as for any such view."""
+    d = out._data
+    if not (overlapping(d) or (0 in d.strides and not d.flags.writeable)):
+        return out
+    compact = np.array(d[tuple(slice(0, 1) if st == 0 else slice(None) for st in d.strides)])
+    base = wrap(compact, out._dtype)
+    data = numpy_ops.replay_view(compact, (("expand", d.shape),))
+    with grad_mode.no_grad():
+        return make_view(base, data, ("expand", d.shape))
 
 
 from runtime.custom_function import Function, FunctionCtx  # noqa: E402,F401

@@ -28,7 +28,7 @@ from runtime.function import (
     node_class,
 )
 from runtime.rules import numpy_ops
-from runtime.rules.numpy_ops import replay_view
+from runtime.rules.numpy_ops import replay_view, shares_memory_within
 
 _state = grad_mode._state
 _new = object.__new__
@@ -422,20 +422,36 @@ class CopySlices(Node):
 
     def _apply(self, g, ops):
         if ops is not numpy_ops:
-            g = g._data
+            return self._apply_recording(g, ops)
         result = np.array(g)
         region = replay_view(result, self.steps)
+        _check_region(region)
         res = self.fn._apply(np.array(region), numpy_ops)
         if res[0] is None:
             region[...] = 0
         else:
             region[...] = res[0]
-        out = (result,) + tuple(res[1:])
-        if ops is not numpy_ops:
-            from runtime.tensor import Tensor
+        return (result,) + tuple(res[1:])
 
-            out = tuple(None if o is None else Tensor._wrap(np.asarray(o)) for o in out)
-        return out
+    def _apply_recording(self, g, ops):
+        """The same with differentiable ops (create_graph): the gradient outside the region
+        passes through, the region's comes from the op's node."""
+        _check_region(replay_view(np.empty(self.base_shape, np.int8), self.steps))
+        region = ops.view_region(g, self.base_shape, self.steps)
+        res = self.fn._apply(region, ops)
+        ones = np.ones(region._data.shape, g._data.dtype)
+        inside = numpy_ops.embed_view(ones, self.base_shape, self.steps) != 0
+        result = ops.where(inside, 0.0, g)
+        if res[0] is not None:
+            result = ops.add(result, ops.embed_view(res[0], self.base_shape, self.steps))
+        return (result,) + tuple(res[1:])
+
+
+def _check_region(region):
+    if shares_memory_within(region):  # PyTorch copies the region's gradient in place
+        raise RuntimeError("the backward of an in-place operation on an expanded view would "
+                           "write into memory that several elements share; clone() the "
+                           "expanded tensor before modifying it")
 
     def _release(self):
         self.fn._release()

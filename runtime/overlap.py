@@ -10,17 +10,24 @@ import numpy as np
 from numpy.lib.array_utils import byte_bounds as _byte_bounds
 
 from runtime import ops as F
+from runtime.ops.layout import torch_strides
+from runtime.rules.numpy_ops import shares_memory_within
 
 
-def check_internal_overlap(t, result_fn):
+def check_internal_overlap(t, result_fn, args=()):
     """An in-place write into a tensor whose elements share memory (expand()) is refused,
-    except a fill (fill_, zero_, masked_fill_), which PyTorch allows; a read-only expanded
-    array (a gradient made by broadcasting) first gets memory of its own."""
+    except a fill by a number (fill_, zero_, masked_fill_), which PyTorch allows (a fill by a
+    tensor, as `x[...] = v` does, is refused); a read-only expanded array (a gradient made
+    by broadcasting) first gets memory of its own."""
     d = t._data
     if not overlapping(d):
         own_memory(t)
         return
-    if result_fn in (F.fill_like_op, F.zero_like_op, F.masked_fill, F.index_put):
+    if result_fn is F.copy_like_op and args and args[0] is t:
+        return  # x.copy_(x) writes nothing (PyTorch returns at once)
+    by_tensor = result_fn is F.fill_like_op and args and hasattr(args[0], "_data")
+    if result_fn in (F.fill_like_op, F.zero_like_op, F.masked_fill, F.index_put) \
+            and not by_tensor:
         if not d.flags.writeable:
             t._data = _own_expanded(d)
         return
@@ -37,8 +44,7 @@ def own_memory(t):
         t._data = _own_expanded(t._data)
 
 
-def overlapping(d):
-    return d.size > 1 and any(st == 0 and n > 1 for st, n in zip(d.strides, d.shape))
+overlapping = shares_memory_within
 
 
 def _own_expanded(d):
@@ -48,16 +54,19 @@ def _own_expanded(d):
     return np.lib.stride_tricks.as_strided(compact, d.shape, strides)
 
 
-def check_partial_overlap(t, args):
+def check_partial_overlap(t, args, result_fn=None):
     """An operand that overlaps the target's memory without being exactly the target is
     refused (PyTorch's check: both dense, byte ranges intersecting)."""
     d = t._data
     for a in args:
-        if getattr(a, "_vc", None) is not t._vc:
+        if getattr(a, "_vc", None) is not t._vc or result_fn is F.fill_like_op:
+            # a fill reads its 0-dim value once, before writing (PyTorch's fill_ checks not)
             continue
         o = a._data
-        # the same memory exactly (x.copy_(x), or a view of x expanded back to x's place)
-        same = o.size == d.size and _byte_bounds(o) == _byte_bounds(d)
+        # the same memory exactly, walked the same way (x.copy_(x), or a view of x expanded
+        # back to x's place); x[None] over x is a partial overlap for PyTorch
+        same = o.size == d.size and _byte_bounds(o) == _byte_bounds(d) and \
+            (torch_strides(o) == torch_strides(d) or not _dense(o))
         if not same and _dense(o) and _dense(d) and np.may_share_memory(o, d):
             raise RuntimeError("an operand of an in-place operation shares part of its memory "
                                "with the tensor being written; clone() the operand first")

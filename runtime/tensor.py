@@ -713,14 +713,14 @@ class Tensor:
             if getattr(a, "_vc", None) is vc:
                 aliased = True
         if aliased:
-            check_partial_overlap(self, args)
+            check_partial_overlap(self, args, result_fn)
         if not recording:
             direct = _DIRECT.get(result_fn)
-            if direct is not None and (self._base is None or not overlapping(self._data)) \
+            if direct is not None and not overlapping(self._data) \
                     and self._data.flags.writeable and direct(self._data, *args):
                 vc[0] += 1
                 return self
-        check_internal_overlap(self, result_fn)
+        check_internal_overlap(self, result_fn, args)
         result = result_fn(self, *args)
         if not recording:
             result._grad_fn = None

@@ -8,6 +8,7 @@ rules. Python numbers pass through where rules use constants.
 import numpy as np
 
 from runtime import ops as F
+from runtime.ops import special
 from runtime.autograd_meta import any_requires_grad, record
 from runtime.function import node_class, save_input
 from runtime.ops._core import is_tensor, wrap
@@ -19,6 +20,8 @@ mul = F.mul
 neg = F.neg
 sin = F.sin
 cos = F.cos
+sinh = special.sinh
+cosh = special.cosh
 exp = F.exp
 sigmoid = F.sigmoid
 conj = F.conj
@@ -55,6 +58,11 @@ diagonal = F.diag
 
 def div(a, b):
     return F.div(a, b) if is_tensor(a) else F.mul(F.reciprocal(b), a)
+
+
+def rdiv(c, x):
+    numpy_ops.rdiv(c, np.empty((0,), x.dtype.np))  # PyTorch's dtype check
+    return F.mul(F.reciprocal(x), c)
 
 
 def div_floor(a, b):
@@ -181,10 +189,13 @@ def embed_add(g, shape, key):
 
 
 def embed_view(g, base_shape, steps):
-    from runtime.rules.numpy_ops import embed_view as embed_np
+    data = numpy_ops.embed_view(g._data, base_shape, steps)
+    return _scatter("AsStridedScatterBackward0", "embed_view", g, data, (base_shape, steps))
 
-    data = embed_np(g._data, base_shape, steps)
-    return wrap(data, g._dtype)
+
+def view_region(g, base_shape, steps):
+    data = numpy_ops.view_region(g._data, base_shape, steps)
+    return _scatter("AsStridedBackward0", "view_replay", g, data, (base_shape, steps))
 
 
 def fill_at(g, key, value):

@@ -76,6 +76,12 @@ class IROps:
     def exp(self, x):
         return self._unary("exp", x)
 
+    def sinh(self, x):
+        return self._unary("sinh", x)
+
+    def cosh(self, x):
+        return self._unary("cosh", x)
+
     def log(self, x):
         return self._unary("log", x)
 

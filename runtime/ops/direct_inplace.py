@@ -104,7 +104,8 @@ def _addc(np_fn):
 
 def _lerp(data, end, weight):
     e = _operand(end, data)
-    if e is None or weight.__class__ not in _SCALARS or not _fits(e, data):
+    if e is None or weight.__class__ not in _SCALARS or data.dtype.kind != "f" \
+            or not _fits(e, data):
         return False
     if weight >= 0.5:
         return False

@@ -27,6 +27,7 @@ from runtime.ops._family import node, record_freed
 from runtime.grad_mode import _state
 from runtime.ops import shape as S
 from runtime.ops._core import check_operand, is_tensor, wrap
+from runtime.ops.layout import like_input
 from runtime.ops.shape import _along, _dim, _index_tensor, _sizes
 from runtime.rules.numpy_breadth import diagonal_view, unfold_view
 
@@ -316,6 +317,7 @@ def index_put(x, indices, values, accumulate=False):
         raise TypeError("index_put(): indices must be a tuple of Tensors")
     key = tuple(S._plain_key(i) for i in indices)
     values = check_operand(values, "index_put")
+    check_same_dtype(x, values)
     v = values._data if is_tensor(values) else values
     data = np.array(x._data)
     try:
@@ -331,6 +333,13 @@ def index_put(x, indices, values, accumulate=False):
         cls = IndexPutAccumulateBackward0 if accumulate else IndexPutBackward0
         record_freed(cls, (x, values), out, (key, vshape))
     return out
+
+
+def check_same_dtype(x, values):
+    """index_put_ writes a tensor of values only into a tensor of the same dtype."""
+    if is_tensor(values) and values._dtype is not x._dtype:
+        raise RuntimeError(f"index_put_(): the values have dtype {values._dtype} but the "
+                           f"tensor written into has {x._dtype}; they must be the same")
 
 
 def _bool_mask(mask, name):
@@ -419,7 +428,8 @@ def _dims(dims, nd):
 
 def flip(x, *dims):
     dims = _dims(_sizes(dims), x._data.ndim)
-    data = np.flip(x._data, dims).copy() if x._data.ndim else x._data.copy()
+    data = like_input(np.flip(x._data, dims).copy(), x._data) if x._data.ndim else \
+        x._data.copy()
     out = wrap(data, x._dtype)
     if any_requires_grad((x,)):
         record(FlipBackward0, (x,), out, (dims if x._data.ndim else (),))

@@ -6,6 +6,7 @@ so each is recorded under the node name PyTorch gives the in-place op.
 
 import numpy as np
 
+from runtime import dtypes
 from runtime.autograd_meta import any_requires_grad, record
 from runtime.function import node_class
 from runtime.ops._core import is_tensor, wrap
@@ -58,6 +59,10 @@ def index_put(x, key, value):
     v = value._data if is_tensor(value) else value
     try:
         data[key] = v
+    except IndexError as e:
+        from runtime.ops.shape import empty_result_key
+
+        key = empty_result_key(data, key, e)
     except ValueError:
         raise RuntimeError(f"a value of shape {list(np.shape(v))} cannot be broadcast to the "
                            f"shape {list(data[key].shape)} of the indexed elements") from None
@@ -73,6 +78,7 @@ def setitem(x, key, value):
     from runtime.ops import shape as S
     from runtime.ops._core import check_operand
 
+    from runtime.ops.indexing import check_same_dtype
     from runtime.overlap import own_memory
 
     value = check_operand(value, "setitem")
@@ -83,6 +89,9 @@ def setitem(x, key, value):
         basic, rest = S._split_key(keys, x._data.ndim)
         target, _ = S._basic_view(x, basic)
         if is_tensor(value):
+            if not _masked_fill(keys, value):  # which PyTorch does with masked_fill_
+                check_same_dtype(x, value)
+                _check_no_overlap(x, value)
             value = _strip_leading_ones(value, S)
         target._inplace(index_put, rest, value)
         return
@@ -90,6 +99,23 @@ def setitem(x, key, value):
     if not is_tensor(value):  # PyTorch writes a number as a 0-dim tensor of x's dtype
         value = wrap(np.asarray(value, dtype=x._dtype.np), x._dtype)
     copy_to(target, value, S)
+
+
+def _check_no_overlap(x, value):
+    """index_put_ refuses values that share memory with the tensor written (even x itself)."""
+    if np.may_share_memory(x._data, value._data):
+        raise RuntimeError("x[index] = value: the value shares memory with the tensor being "
+                           "written; clone() the value first")
+
+
+def _masked_fill(keys, value):
+    """Whether x[mask] = value is a masked fill: one bool mask and a 0-dim value."""
+    if len(keys) != 1 or value._data.ndim:
+        return False
+    k = keys[0]
+    if is_tensor(k):
+        return k._dtype is dtypes.bool_
+    return isinstance(k, list) and bool(k) and all(type(i) is bool for i in k)
 
 
 def copy_to(target, value, S):

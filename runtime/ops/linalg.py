@@ -5,6 +5,7 @@ import numpy as np
 from runtime.autograd_meta import any_requires_grad, record, requires_grad
 from runtime.function import node_class, save_input
 from runtime.ops._core import wrap
+from runtime.ops.layout import torch_strides
 
 DotBackward0 = node_class("DotBackward0", "dot")
 MmBackward0 = node_class("MmBackward0", "mm")
@@ -114,7 +115,7 @@ def _should_fold(a, b):
     t1 = a._data if a_larger else np.swapaxes(b._data, -1, -2)
     if t1.size == 0:
         return True
-    shape, strides = t1.shape, t1.strides
+    shape, strides = t1.shape, torch_strides(t1)
     # the first n-1 dimensions (those folded into rows) must be contiguous among themselves
     return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(t1.ndim - 2))
 

@@ -137,10 +137,30 @@ def addcmul(x, t1, t2, value=1):
     from runtime.ops.elementwise import add, mul
 
     value = _check_addc(x, t1, t2, "addcmul", value)
-    out = _unrecorded(lambda: add(x, mul(mul(t1, value), t2)))
+    xs, a, b = _promoted(x, t1, t2)
+    out = _unrecorded(lambda: add(xs, mul(mul(a, value), b)))
     if any_requires_grad((x, t1, t2)):
-        record(AddcmulBackward0, (x, t1, t2), out, (save_input(t1), save_input(t2), value))
+        # as PyTorch, each factor is saved only for the other one's gradient
+        saved = (_saved_if(t1, t2), _saved_if(t2, t1))
+        record(AddcmulBackward0, (x, t1, t2), out, saved + (value,))
     return out
+
+
+def _promoted(x, t1, t2):
+    """The three operands in their common dtype: PyTorch promotes them at once (a bool
+    tensor with 0-dim float64 ones gives float64, where promoting pair by pair gives the
+    default float)."""
+    from runtime.ops._core import result_dtype
+    from runtime.ops.shape import to_dtype
+
+    dt = result_dtype(x, t1, t2)
+    return tuple(to_dtype(t, dt) for t in (x, t1, t2))
+
+
+def _saved_if(t, needed_by):
+    """save_input(t) when `needed_by`'s gradient needs t, else None (a later in-place
+    change of t then does not break backward, as in PyTorch)."""
+    return save_input(t) if any_requires_grad((needed_by,)) else None
 
 
 def addcdiv(x, t1, t2, value=1):
@@ -151,9 +171,11 @@ def addcdiv(x, t1, t2, value=1):
     if t1._dtype.category != dtypes.FLOAT and t2._dtype.category != dtypes.FLOAT:
         raise RuntimeError("addcdiv() of two integer tensors would be an integer division, "
                            "which is not supported: convert tensor1 or tensor2 to float")
-    out = _unrecorded(lambda: add(x, div(mul(t1, value), t2)))
+    xs, a, b = _promoted(x, t1, t2)
+    out = _unrecorded(lambda: add(xs, div(mul(a, value), b)))
     if any_requires_grad((x, t1, t2)):
-        record(AddcdivBackward0, (x, t1, t2), out, (save_input(t1), save_input(t2), value))
+        saved = (_saved_if(t1, t2), save_input(t2) if any_requires_grad((t1, t2)) else None)
+        record(AddcdivBackward0, (x, t1, t2), out, saved + (value,))
     return out
 
 
@@ -196,11 +218,16 @@ def lerp(x, end, weight):
         if any_requires_grad((x, end)):
             record(LerpBackward0, (x, end), out, (weight,))
         return out
+    from runtime.ops._core import result_dtype
     from runtime.ops.shape import to_dtype
 
-    w = to_dtype(weight, x._dtype)  # a 0-dim weight may have another dtype
-    out = _unrecorded(lambda: where(w.abs() < 0.5, add(x, mul(sub(end, x), w)),
-                                    sub(end, mul(sub(end, x), 1 - w))))
+    # a 0-dim weight takes part in the type promotion (int tensors with a float weight
+    # interpolate in float), as in PyTorch's TensorIterator
+    dt = result_dtype(x, end, weight)
+    _check_float(dt)
+    xs, e, w = (to_dtype(t, dt) for t in (x, end, weight))
+    out = _unrecorded(lambda: where(w.abs() < 0.5, add(xs, mul(sub(e, xs), w)),
+                                    sub(e, mul(sub(e, xs), 1 - w))))
     if any_requires_grad((x, end, weight)):
         record(LerpBackward1, (x, end, weight), out,
                (save_input(x), save_input(end), save_input(weight)))
@@ -214,5 +241,10 @@ def _check_lerp(x, end, weight):
         if hasattr(t, "_data") and t._dtype is not x._dtype and (name == "end" or t._data.ndim):
             raise RuntimeError(f"lerp(): {name} has dtype {t._dtype}, but the input has "
                                f"{x._dtype}; both must have the same dtype")
-    if x._dtype.category != dtypes.FLOAT:
-        raise NotImplementedError(f"lerp() is not implemented for {x._dtype} tensors")
+    if not hasattr(weight, "_data"):
+        _check_float(x._dtype)
+
+
+def _check_float(dt):
+    if dt.category != dtypes.FLOAT:
+        raise NotImplementedError(f"lerp() is not implemented for {dt} tensors")

@@ -376,10 +376,13 @@ def _partition(arr, swap, lo, hi):
 def median(x, dim=None, keepdim=False):
     """The lower of the two middle values; without dim a 0-dim tensor whose gradient is
     shared among the elements equal to it."""
+    if x._dtype is dtypes.bool_ and x._data.size:  # PyTorch answers for an empty one
+        raise NotImplementedError("median() is not implemented for bool tensors")
     if dim is None:
         ordered = np.sort(x._data.reshape(-1), kind="stable")
         if ordered.size == 0:
-            value = np.nan
+            with np.errstate(invalid="ignore"):  # PyTorch's nan, cast as C casts it
+                value = np.array(np.nan).astype(x._dtype.np)
         else:
             value = ordered[-1] if np.isnan(ordered[-1]) else ordered[(ordered.size - 1) // 2]
         return _median_of_all(x, value, MedianBackward0, "Median")

@@ -15,6 +15,7 @@ from runtime.autograd_meta import (
 )
 from runtime.function import node_class
 from runtime.ops._core import is_tensor, wrap
+from runtime.ops.layout import c_contiguous, like_index, like_input
 
 _node = node_class
 ViewBackward0 = _node("ViewBackward0", "view")
@@ -293,7 +294,15 @@ def _split_key(key, nd):
             rest.append(_plain_key(k))
         else:
             basic.append(k)  # an integer: select() removes the dimension
-    return tuple(basic), tuple(rest)
+    return tuple(basic), _drop_past_end(rest, nd - used + sum(k is None for k in key))
+
+
+def _drop_past_end(rest, nd):
+    """`rest` without the full slices a second Ellipsis put past the last dimension."""
+    rest = list(rest)
+    while len(rest) > nd and isinstance(rest[-1], slice) and rest[-1] == slice(None):
+        rest.pop()
+    return tuple(rest)
 
 
 def _is_bool_scalar(k):
@@ -313,13 +322,35 @@ def _dims_indexed(k):
 
 def _index(x, key):
     try:
-        data = np.ascontiguousarray(x._data[key])  # PyTorch's index results are contiguous
+        data = like_index(x._data[key], x._data, key)
     except IndexError as e:
-        raise IndexError(f"index out of range: {e}") from None
+        key = empty_result_key(x._data, key, e)
+        data = x._data[key]
     out = wrap(data, x._dtype)
     if any_requires_grad((x,)):
         record(IndexBackward0, (x,), out, (x._data.shape, key))
     return out
+
+
+def empty_result_key(data, key, error):
+    """PyTorch checks advanced indices element by element as it gathers, so an index out of
+    range goes unnoticed when the result is empty (`x[:0, [7]]`), unless the dimension it
+    indexes is itself empty. The key with its lists clipped into range when that is so;
+    otherwise `error`, numpy's IndexError, raised in our words."""
+    clipped, d = [], 0
+    for k in key:
+        if isinstance(k, np.ndarray) and k.dtype.kind in "iu" and d < data.ndim and data.shape[d]:
+            k = np.clip(k, -data.shape[d], data.shape[d] - 1)
+        clipped.append(k)
+        d += k.ndim if isinstance(k, np.ndarray) and k.dtype == np.bool_ else 1
+    clipped = tuple(clipped)
+    try:
+        empty = data[clipped].size == 0
+    except IndexError:
+        empty = False
+    if not empty:
+        raise IndexError(f"index out of range: {error}") from None
+    return clipped
 
 
 def _basic_index(x, key, single_slice=False):
@@ -347,7 +378,7 @@ def _basic_view(x, key, single_slice=False):
             dim += 1
             touched = True
         elif isinstance(k, slice):
-            if single_slice or not _whole(k, out._data.shape[dim]):
+            if single_slice or not _whole(k, _size_at(out, dim)):
                 out = _slice(out, dim, k)
                 touched = True
             dim += 1
@@ -355,6 +386,13 @@ def _basic_view(x, key, single_slice=False):
             out = select(out, dim, _as_int(k))
             touched = True
     return out, touched
+
+
+def _size_at(x, dim):
+    """The size of dimension `dim`; PyTorch reads past the last dimension (a key with two
+    Ellipses moves past it) as a size of 0, where only a slice from 0 with step 1 applies."""
+    shape = x._data.shape
+    return shape[dim] if dim < len(shape) else 0
 
 
 def _whole(s, size):
@@ -505,7 +543,7 @@ def cat(tensors, dim=0):
         raise RuntimeError(f"cat(): the tensors' shapes do not fit together: {e}") from None
     out = wrap(np.ascontiguousarray(data), dt)  # contiguous whatever the inputs' layout
     if any_requires_grad(tensors):
-        sizes = [0 if s else t._data.shape[d] for t, s in zip(tensors, skip)]
+        sizes = [None if s else t._data.shape[d] for t, s in zip(tensors, skip)]
         record(CatBackward0, tensors, out, (d, sizes))
     return out
 
@@ -639,7 +677,8 @@ def repeat(x, *repeats):
                            f"{len(shape)} dimensions; give at least one per dimension")
     if any(r < 0 for r in reps):
         raise RuntimeError(f"repeat(): repeat counts must not be negative, got {list(reps)}")
-    out = wrap(np.tile(x._data, reps).reshape(_repeated_shape(shape, reps)), x._dtype)
+    data = np.tile(x._data, reps).reshape(_repeated_shape(shape, reps))
+    out = wrap(c_contiguous(data), x._dtype)  # PyTorch's repeat is contiguous
     if any_requires_grad((x,)):
         record(RepeatBackward0, (x,), out, (tuple(reps), shape))
     return out
@@ -655,7 +694,8 @@ def _repeated_shape(shape, reps):
 def clone(x, order="K"):
     """A copy; `order` "K" keeps the memory layout (PyTorch's preserve_format), "C" makes it
     contiguous."""
-    out = wrap(np.array(x._data, copy=True, order=order), x._dtype)
+    data = np.array(x._data, copy=True, order=order)
+    out = wrap(like_input(data, x._data) if order == "K" else data, x._dtype)
     if any_requires_grad((x,)):
         record(CloneBackward0, (x,), out, ())
     return out
@@ -668,7 +708,7 @@ def contiguous(x):
 def to_dtype(x, dt, copy=False):
     if dt is x._dtype and not copy:
         return x
-    out = wrap(x._data.astype(dt.np), dt)
+    out = wrap(like_input(x._data.astype(dt.np), x._data), dt)
     if dt.is_floating_point and x._dtype.is_floating_point and any_requires_grad((x,)):
         record(ToCopyBackward0, (x,), out, ())
     return out

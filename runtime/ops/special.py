@@ -23,7 +23,7 @@ from runtime.ops._core import (
     is_tensor,
     wrap,
 )
-from runtime.ops.elementwise import _shape_error
+from runtime.ops.elementwise import _shape_error, divides_by_zero, remainder_kernel, via_double
 
 
 def _quiet(kernel):
@@ -36,15 +36,15 @@ def _quiet(kernel):
 
 # name: (numpy kernel, node name, rule's primitive, what the rule needs, extra rule args)
 UNARY = {
-    "acos": (np.arccos, "AcosBackward0", "acos", "input", ()),
-    "asin": (np.arcsin, "AsinBackward0", "asin", "input", ()),
-    "atan": (np.arctan, "AtanBackward0", "atan", "input", ()),
-    "sinh": (np.sinh, "SinhBackward0", "sinh", "input", ()),
-    "cosh": (np.cosh, "CoshBackward0", "cosh", "input", ()),
+    "acos": (via_double(np.arccos), "AcosBackward0", "acos", "input", ()),
+    "asin": (via_double(np.arcsin), "AsinBackward0", "asin", "input", ()),
+    "atan": (via_double(np.arctan), "AtanBackward0", "atan", "input", ()),
+    "sinh": (via_double(np.sinh), "SinhBackward0", "sinh", "input", ()),
+    "cosh": (via_double(np.cosh), "CoshBackward0", "cosh", "input", ()),
     "asinh": (np.arcsinh, "AsinhBackward0", "asinh", "input", ()),
     "acosh": (np.arccosh, "AcoshBackward0", "acosh", "input", ()),
     "atanh": (np.arctanh, "AtanhBackward0", "atanh", "input", ()),
-    "expm1": (np.expm1, "Expm1Backward0", "expm1", "result", ()),
+    "expm1": (via_double(np.expm1), "Expm1Backward0", "expm1", "result", ()),
     "log2": (np.log2, "Log2Backward0", "log2", "input", (2,)),
     "log10": (np.log10, "Log10Backward0", "log10", "input", (10,)),
     "exp2": (np.exp2, "Exp2Backward0", "exp2", "result", ()),
@@ -143,7 +143,16 @@ Atan2Backward0 = node("Atan2Backward0", "atan2")
 HypotBackward0 = node("HypotBackward0", "hypot")
 
 
+def _tensors_only(name, a, b):
+    """atan2 and hypot take two tensors (PyTorch has no overload with a number)."""
+    for position, t in (("first", a), ("second", b)):
+        if not is_tensor(t):
+            raise TypeError(f"{name}(): the {position} argument must be a Tensor, not "
+                            f"{type(t).__name__}")
+
+
 def atan2(y, x):
+    _tensors_only("atan2", y, x)
     x, yd, xd, dt = _binary_data(y, x, "atan2", True)
     out = wrap(np.arctan2(yd, xd), dt)
     if any_requires_grad((y, x)):
@@ -155,6 +164,7 @@ arctan2 = atan2
 
 
 def hypot(a, b):
+    _tensors_only("hypot", a, b)
     b, ad, bd, dt = _binary_data(a, b, "hypot", False)
     if dt.category != dtypes.FLOAT:
         raise NotImplementedError(f"hypot() is only implemented for floating point tensors, "
@@ -170,7 +180,7 @@ def hypot(a, b):
 _MODULO = {
     "fmod": (np.fmod, "trunc", node("FmodBackward0", "fmod_scalar"),
              node("FmodBackward1", "fmod_tensor")),
-    "remainder": (np.remainder, "floor", node("RemainderBackward0", "remainder_scalar"),
+    "remainder": (remainder_kernel, "floor", node("RemainderBackward0", "remainder_scalar"),
                   node("RemainderBackward1", "remainder_tensor")),
 }
 
@@ -180,7 +190,7 @@ def _modulo(name, a, b):
     b, ad, bd, dt = _binary_data(a, b, name, False)
     if dt is dtypes.bool_:
         raise NotImplementedError(f"{name}() is not implemented for bool tensors")
-    if dt.category != dtypes.FLOAT and np.any(np.equal(bd, 0)):
+    if dt.category != dtypes.FLOAT and divides_by_zero(ad, bd):
         raise RuntimeError(f"{name}(): integer division by zero (ZeroDivisionError)")
     with np.errstate(all="ignore"):
         out = wrap(kernel(ad, bd), dt)

@@ -83,8 +83,9 @@ def addcmul(ops, g, needs, t1, t2, value):
 def addcdiv(ops, g, needs, t1, t2, value):
     """x + value * t1 / t2."""
     gv = _scale(ops, g, value)
+    g1 = ops.mul(g, ops.rdiv(value, t2)) if needs[1] else None
     g2 = ops.neg(ops.div(ops.mul(gv, t1), ops.mul(t2, t2))) if needs[2] else None
-    return (g if needs[0] else None, ops.div(gv, t2) if needs[1] else None, g2)
+    return (g if needs[0] else None, g1, g2)
 
 
 @rule("lerp")
@@ -337,12 +338,12 @@ def expm1(ops, g, needs, result):
 
 @rule("sinh")
 def sinh(ops, g, needs, x):
-    return (ops.mul(g, ops.mul(ops.add(ops.exp(x), ops.exp(ops.neg(x))), 0.5)),)
+    return (ops.mul(g, ops.cosh(x)),)
 
 
 @rule("cosh")
 def cosh(ops, g, needs, x):
-    return (ops.mul(g, ops.mul(ops.sub(ops.exp(x), ops.exp(ops.neg(x))), 0.5)),)
+    return (ops.mul(g, ops.sinh(x)),)
 
 
 @rule("asin")
@@ -377,9 +378,12 @@ def erfc(ops, g, needs, x):
 
 @rule("atan2")
 def atan2(ops, g, needs, y, x):
+    """PyTorch's formula: g * x / (x*x + y*y) and g * -y / (x*x + y*y), with the reciprocal
+    of a zero denominator (the origin) taken as 0."""
     denom = ops.add(ops.mul(x, x), ops.mul(y, y))
-    gy = ops.div(ops.mul(g, x), denom) if needs[0] else None
-    gx = ops.neg(ops.div(ops.mul(g, y), denom)) if needs[1] else None
+    recip = ops.where(ops.eq(denom, 0), 0.0, ops.div(1.0, denom))
+    gy = ops.mul(ops.mul(g, x), recip) if needs[0] else None
+    gx = ops.mul(ops.mul(g, ops.neg(y)), recip) if needs[1] else None
     return gy, gx
 
 

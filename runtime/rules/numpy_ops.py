@@ -13,6 +13,8 @@ from runtime.cascade_sum import mean_like_torch, sum_like_torch
 
 sin = np.sin
 cos = np.cos
+sinh = np.sinh
+cosh = np.cosh
 abs = np.abs
 eq = np.equal
 gt = np.greater
@@ -73,7 +75,21 @@ def add(a, b):
     return a + b
 
 
+_BOOL = np.dtype(bool)
+
+
+def _refuse_bool(a, b=None):
+    """PyTorch's derivative formulas subtract and negate with its tensor operators, which
+    refuse a bool tensor (a bool exponent of pow, a bool weight of lerp, a bool atan2
+    operand): the backward raises there, and so does ours."""
+    if getattr(a, "dtype", None) is _BOOL or getattr(b, "dtype", None) is _BOOL:
+        raise RuntimeError("a derivative formula of this op subtracts or negates a bool "
+                           "tensor, which is not supported: convert the bool operand to a "
+                           "number dtype before the op")
+
+
 def sub(a, b):
+    _refuse_bool(a, b)
     if a.__class__ is _ndarray and _refcount(a) == 2 and _reusable(a, b):
         return np.subtract(a, b, out=a)
     if b.__class__ is _ndarray and _refcount(b) == 2 and _reusable(b, a):
@@ -97,13 +113,25 @@ def div(a, b):
     return a / b
 
 
+def rdiv(c, x):
+    """A number divided by a tensor as PyTorch's formulas compute it: in the tensor's dtype,
+    which refuses the float quotient when that dtype is bool or integer."""
+    if getattr(x, "dtype", _BOOL).kind in "biu":
+        raise RuntimeError(f"a derivative formula of this op divides a number by a tensor of "
+                           f"dtype {getattr(x, 'dtype', type(x).__name__)} in that dtype, "
+                           f"where the float quotient cannot be stored")
+    return c / x
+
+
 def neg(x):
+    _refuse_bool(x)
     if x.__class__ is _ndarray and _refcount(x) == 2 and _reusable(x, 0.0):
         return np.negative(x, out=x)
     return -x
 
 
 def rsub(x, c):
+    _refuse_bool(x)
     if x.__class__ is _ndarray and _refcount(x) == 2 and _reusable(x, c):
         return np.subtract(c, x, out=x)
     return c - x
@@ -336,11 +364,24 @@ _VIEW_STEPS = {
     "getitem": lambda a, key: a[key],
     "reshape": lambda a, shape: a.reshape(shape),
     "permute": lambda a, perm: a.transpose(perm),
-    "expand": lambda a, shape: np.broadcast_to(a, shape),
+    "expand": lambda a, shape: _expand_view(a, shape),
     "diagonal": lambda a, _: np.diagonal(a),
     "unbind": lambda a, dim_i: a[(slice(None),) * dim_i[0] + (dim_i[1],)],
     "view_as_real": lambda a, _: as_real_view(a),
 }
+
+
+def _expand_view(a, shape):
+    """np.broadcast_to, writable where `a` is (a region of a gradient to write into)."""
+    b = np.broadcast_to(a, shape)
+    if not a.flags.writeable:
+        return b
+    return np.lib.stride_tricks.as_strided(a, b.shape, b.strides)
+
+
+def shares_memory_within(a):
+    """Whether elements of `a` share memory (an expanded region: zero strides)."""
+    return a.size > 1 and any(st == 0 and n > 1 for st, n in zip(a.strides, a.shape))
 
 
 def as_real_view(z):
@@ -357,10 +398,19 @@ def replay_view(array, steps):
     return array
 
 
+def view_region(g, base_shape, steps):
+    """The part of `g` (shaped like a view's base) that the view sees, copied."""
+    return np.array(replay_view(g, steps))
+
+
 def embed_view(g, base_shape, steps):
     out = np.zeros(base_shape, g.dtype)
     region = replay_view(out, steps)
-    region += g
+    if region.flags.writeable and not shares_memory_within(region):
+        region += g
+    else:  # an expand among the steps: the elements sharing memory sum their gradients
+        where = replay_view(np.arange(out.size).reshape(base_shape), steps)
+        np.add.at(out.reshape(-1), where.reshape(-1), np.broadcast_to(g, where.shape).reshape(-1))
     return out
 
 

@@ -34,14 +34,6 @@ def prod(ops, g, needs, x, result, dims, keepdim):
     return (ops.mul(g, ops.prod_others(x, result, dims)),)
 
 
-@rule("amax_all")
-def amax_all(ops, g, needs, x, result):
-    """max()/min() over everything: ties share the cotangent evenly."""
-    hit = ops.eq(x, result)
-    share = ops.div(g, ops.sum(ops.cast_like(hit, g)))
-    return (ops.where(hit, share, 0.0),)
-
-
 @rule("amax_dim")
 def amax_dim(ops, g, needs, indices, kept_shape, shape, dim, in_shape):
     """max(dim)/min(dim): the cotangent goes to the selected element of each slice.

@@ -35,9 +35,10 @@ def moment_mean(ops, gs, needs, x, std, dims, correction, keepdim, count):
     return (total,)
 
 
-@rule("evenly_distribute")
+@rule("evenly_distribute", "amax_all")
 def evenly_distribute(ops, g, needs, x, result):
-    """median() of everything: the elements equal to the result share the cotangent evenly;
+    """median(), max() and min() of everything (PyTorch's evenly_distribute_backward): the
+    elements equal to the result share the cotangent evenly;
     when the result is nan, the nan elements are the ones that equal it."""
     hit = ops.logical_or(ops.eq(x, result), ops.logical_and(ops.isnan(x), ops.isnan(result)))
     share = ops.div(g, ops.sum(ops.cast_like(hit, g)))

@@ -54,8 +54,13 @@ def index_put(ops, g, needs, key, value_shape):
 
 @rule("cat")
 def cat(ops, g, needs, dim, sizes):
+    """Size None: a 1-d empty input cat() skipped, whose gradient PyTorch makes afresh
+    (an empty tensor outside the graph)."""
     grads, start = [], 0
     for size, need in zip(sizes, needs):
+        if size is None:
+            grads.append(ops.zeros((0,), g) if need else None)
+            continue
         grads.append(ops.narrow(g, dim, start, size) if need else None)
         start += size
     return tuple(grads)
@@ -136,6 +141,11 @@ def embed_add(ops, g, needs, key):
 @rule("view_replay")
 def view_replay(ops, g, needs, base_shape, steps):
     return (ops.embed_view(g, base_shape, steps),)
+
+
+@rule("embed_view")
+def embed_view(ops, g, needs, base_shape, steps):
+    return (ops.view_region(g, base_shape, steps),)
 
 
 @rule("nll_loss")

@@ -1,0 +1,415 @@
+"""Programs the eager differential fuzzer (tests/eager_fuzz) found, shrunk, kept as regression
+cases: each runs on PyTorch 2.13 and on adcompile with the fuzzer's own oracle
+(`check.run` / `check.compare`) and must show the same at every statement.
+
+A line's value is observed when it binds a name (`v = ...`) or changes one in place
+(`v.add_(...)`, `v[...] = ...`); a line ending in `# layout` has its memory layout
+(is_contiguous) compared too, as the fuzzer does for views, joins, indexing and scans;
+`_g = x.grad` lines and lines ending in `# values` (create_graph results, whose node names
+differ from PyTorch's by design) compare values and flags only.
+"""
+
+import re
+
+import pytest
+
+from tests.eager_fuzz import check
+from tests.eager_fuzz.gen import Program, Stmt
+
+FINDINGS = {
+    # derivative formulas that subtract, negate or divide a bool tensor raise in PyTorch
+    "pow_bool_exponent": """
+x = torch.tensor([2.08, -0.6, -1.0], requires_grad=True)
+b = x.bool()
+y = x ** b
+y.sum().backward()
+""",
+    "pow_bool_exponent_0d_base": """
+x = torch.tensor(1.38, requires_grad=True)
+b = torch.tensor([True, False])
+y = torch.pow(x, b)
+y.sum().backward()
+""",
+    "atan2_bool_y": """
+x = torch.tensor([[-2.97, 1.65, 1.45]], requires_grad=True)
+b = torch.tensor([True, False, True])
+y = torch.atan2(b, x)
+y.pow(2).mean().backward()
+z = torch.atan2(x, b)
+z.sum().backward()
+_g = x.grad
+""",
+    "addcdiv_bool_or_int_divisor": """
+x = torch.tensor([2.08, -0.6, -1.0], requires_grad=True)
+f = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+b = x != f
+y = torch.addcdiv(f, x, b, value=0.5)
+y.sum().backward()
+z = torch.addcdiv(f, x, b.int())
+z.sum().backward()
+w = torch.addcdiv(f, b, x)
+w.sum().backward()
+_g = x.grad
+""",
+    "lerp_bool_weight": """
+x = torch.tensor([1.46, 2.45, -2.32], dtype=torch.float64, requires_grad=True)
+e = x[-1]
+b = torch.tensor(True)
+y = torch.lerp(x, e, b)
+y.sum().backward()
+""",
+    # a zero remainder keeps the sign of the dividend (fmod's), so 1 / (a % b) is -inf
+    "remainder_signed_zero": """
+a = torch.tensor([-2.0, 2.0, -0.0, 3.0, -2.5], requires_grad=True)
+r = a % 1.0
+s = 1 / r
+t = torch.remainder(a, torch.tensor(-1.0))
+u = 1 / t
+""",
+    # two Ellipses in a key: each stands for the dimensions the other indices leave, so the
+    # second one moves past the last dimension, where only a slice from 0 by 1 applies
+    "two_ellipses": """
+x = torch.tensor([[1.92, -2.94, -0.74]], requires_grad=True)
+s = torch.stack([x, x], -1)
+a = s[..., ..., 0:5:1]  # layout
+b = s[..., ..., 1:3]
+c = s[[0, 0, -1], ..., ...]  # layout
+d = s[..., [1], -1:-1, ...]  # layout
+e = s[..., None, ...]  # layout
+f = s[..., 0, ..., 1]
+s[..., ..., 0:2] = 5
+""",
+    # an advanced index out of range is not noticed when the result is empty
+    "out_of_range_index_empty_result": """
+x = torch.tensor([[[2.11, -2.2, -2.17], [-2.94, 1.98, -2.5]]], requires_grad=True)
+y = x * 2
+a = y[:0, None, [-2, 1, -3]]  # layout
+b = y[:, [7], :0]  # layout
+c = y[:0][[5]]
+y[:0, [7]] = 1
+""",
+    # the backward of an in-place op on (a view of) an expanded view: gradients of elements
+    # sharing memory add up; where the written region itself shares memory, PyTorch refuses
+    "inplace_on_expanded_view_backward": """
+v1 = torch.tensor([-1.06, -2.98, -2.5, -0.18], requires_grad=True)
+v2 = torch.add(v1, v1, alpha=-1)
+v3 = v2[1]
+v4 = v3.expand(())
+v3.abs_()
+v4.sum().backward()
+w1 = torch.tensor([[2.01, -2.59, -0.8], [2.26, 2.61, -1.47]], requires_grad=True)
+w2 = torch.sin(w1)
+w3 = w2.expand(2, 2, -1)
+w3[-1, 1, [1]] = -0.96
+w2.pow(2).mean().backward()
+u1 = torch.tensor([[1.03, 1.08], [-1.2, -2.6]], dtype=torch.float64, requires_grad=True)
+u2 = u1.softmax(-2)
+u3 = u2.expand(2, 2, -1)
+u3.fill_(1)
+r = (u3 * 2).sum().backward()
+_g = v1.grad
+_g = w1.grad
+_g = u1.grad
+""",
+    # create_graph through the history an in-place op left (CopySlices, AsStridedBackward0):
+    # the gradient stays differentiable
+    "create_graph_through_inplace_on_view": """
+v1 = torch.tensor([[-0.03, 2.87, 1.82]], requires_grad=True)
+v3 = torch.matmul(v1, torch.tensor([[[-0.19, 1.09], [-0.4, -1.0], [-1.97, 0.5]]]))
+v3.neg_()
+gg = torch.autograd.grad(v3.pow(2).mean(), [v1], create_graph=True)[0]  # values
+gg.sum().backward()
+w1 = torch.tensor([0.56, -1.5], dtype=torch.float64, requires_grad=True)
+w2 = torch.add(w1, 2)
+w2[None, 0] = -2.7
+hh = torch.autograd.grad(w2.pow(2).mean(), [w1], create_graph=True)[0]  # values
+hh.sum().backward()
+u1 = torch.tensor([-1.85, -2.64, -2.5, 0.5], requires_grad=True)
+u2 = torch.lerp(u1, u1, 0.75)
+u2[-2] = -0.8
+u3 = u2.reciprocal()
+kk = torch.autograd.grad(u3.sum(), [u1], create_graph=True)[0]  # values
+kk.sum().backward()
+_g = v1.grad
+_g = w1.grad
+_g = u1.grad
+""",
+    # atan2's gradient at the origin is 0 (PyTorch zeroes the infinite reciprocal)
+    "atan2_gradient_at_origin": """
+a = torch.tensor([0.0, 1.0, 0.0, 0.0, 1e-30], requires_grad=True)
+b = torch.tensor([0.0, 2.0, 0.0, 1.0, 1e-30], requires_grad=True)
+y = torch.atan2(a, b)
+g = torch.autograd.grad(y, [a, b], torch.tensor([0.0, 1.0, 1.0, 2.0, 1.0]), retain_graph=True)
+w = torch.tensor([1.0, 1.0, -1.0, 0.0, 1.0])
+h = torch.autograd.grad(y, [a, b], w, create_graph=True)  # values
+""",
+    # writing into a tensor whose elements share memory (a gradient of sum(), expanded):
+    # only a fill by a number is allowed, setitem's fill by a 0-dim tensor is not
+    "setitem_into_expanded_gradient": """
+v1 = torch.tensor([-2.1, 2.05, 0.08, -0.23], dtype=torch.float64, requires_grad=True)
+v3 = torch.autograd.grad(v1.sum(), [v1], retain_graph=True)[0]
+v7 = v3[:]
+v7[None] = 1
+v3.fill_(torch.tensor(3.0))
+v3[0:2] = 1
+v3[...] = torch.tensor(1.0)
+v3.fill_(3)
+""",
+    # index_put_ (x[list] = tensor) needs equal dtypes; a bool mask with a 0-dim value is a
+    # masked fill, which converts
+    "index_put_dtype_mismatch": """
+i = torch.tensor([1, 2])
+i[[0]] = torch.tensor(1.5)
+i[[0]] = torch.tensor([2], dtype=torch.int32)
+i[[0]] = 2.5
+f = torch.tensor([1.0, 2.0], requires_grad=True)
+g = f * 1
+g[[0]] = torch.tensor(2.0, dtype=torch.float64)
+g[[True, False]] = torch.tensor(3.0, dtype=torch.float64)
+g[g > 2] = torch.tensor(5, dtype=torch.int64)
+g.index_put_((torch.tensor([0]),), torch.tensor(2.0, dtype=torch.float64))
+""",
+    # cat() skips a 1-d empty input; PyTorch gives it a fresh empty gradient
+    "cat_legacy_empty_gradient": """
+v1 = torch.tensor([], dtype=torch.float64, requires_grad=True)
+v2 = torch.tensor([[1.0, 2.0]], dtype=torch.float64, requires_grad=True)
+v9 = torch.cat([v1, v2, v1], 0)
+gs = torch.autograd.grad(v9.pow(2).sum(), [v1, v2], create_graph=True)  # values
+""",
+    # float32 remainder by a Python number is computed in float32; lerp_ of integers refuses
+    "remainder_by_number_in_float32_and_integer_lerp_": """
+v1 = torch.tensor([[0.85], [1.0], [-2.0]], requires_grad=True)
+v3 = v1 % 0.02
+i = torch.tensor([1, 2])
+i.lerp_(i, 0.3)
+b = i > 1
+b.lerp_(b, 0.7)
+""",
+    # create_graph over setitem into a view of a stacked tensor, whose gradient is expanded
+    "create_graph_setitem_on_stacked_view": """
+v1 = torch.tensor([[-0.8], [-1.16], [-2.96]], requires_grad=True)
+v2 = torch.stack([v1], -3)
+v4 = torch.sub(v2, -2.74)
+v4[..., 0] = 0.74
+gg = torch.autograd.grad(v4.sum(), [v1], create_graph=True)[0]  # values
+""",
+    # layouts PyTorch gives: where() as TensorIterator orders its operands' strides, flip()
+    # as empty_like(x), casts as empty_like(x), masked_fill() and repeat() contiguous
+    "result_layouts": """
+x = torch.tensor([[-0.01, 0.74, 0.13], [0.0, 0.89, 0.75], [2.0, 1.86, -2.7]], requires_grad=True)
+t = x.permute(1, 0)
+w1 = torch.where((t > 0), t, x)  # layout
+w2 = torch.where((x > 0), t, x)  # layout
+w3 = torch.where(t > 0, x[:, :1].expand(3, 3), x[:1].expand(3, 3))  # layout
+d = x.double()
+w4 = torch.where(x[:1] > 0, x[:, :1], d[0].expand(3, 3))  # layout
+f1 = t.flip(1)  # layout
+f2 = x.unsqueeze(0).expand(2, 3, 3).flip(0)  # layout
+f3 = x[:, ::2].flip(0)  # layout
+y = torch.tensor([-2.73], requires_grad=True)
+f4 = y.flip(-1)
+y2 = y.view_as(f4)
+f4.floor_()
+f5 = 0.3 + y2
+c1 = x.unsqueeze(0).expand(2, 3, 3).int()  # layout
+c2 = c1[-1]  # layout
+m = t.masked_fill(t > 0, 1.21)
+m2 = m[-3, ...]  # layout
+r = t.repeat(1, 1)  # layout
+k1 = x[:1].expand(2, 3, -1).clone()  # layout
+k2 = t.clone()  # layout
+""",
+    # atan2 and hypot take two tensors; median refuses bools, and the median of nothing is
+    # nan cast to the dtype
+    "atan2_number_median_bool_and_empty": """
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+a = torch.atan2(x, True)
+b = x.hypot(2.0)
+c = torch.atan2(2.0, x)
+m = (x > 1).median()
+n = (x > 1).median(0)
+e = torch.tensor([], dtype=torch.int64).median()
+f = torch.tensor([], dtype=torch.int32).median()
+""",
+    # the derivatives of sinh and cosh are cosh and sinh (their exp forms make nan of inf
+    # in a second derivative); max() and min() of a nan pass the gradient to the nans
+    "sinh_cosh_second_derivative_and_max_of_nan": """
+v1 = torch.tensor([0.0, 1.0], dtype=torch.float64, requires_grad=True)
+v2 = torch.tensor([1.35, 2.0], dtype=torch.float64, requires_grad=True)
+v3 = v2 / v1
+v4 = v3.cosh()
+gg = torch.autograd.grad(v4.sum(), [v1], create_graph=True)[0]  # values
+hh = torch.autograd.grad(gg.sum(), [v1, v2], retain_graph=True)  # values
+v5 = v3.sinh()
+kk = torch.autograd.grad(v5.sum(), [v1], create_graph=True)[0]  # values
+ll = torch.autograd.grad(kk.sum(), [v1, v2])  # values
+w1 = torch.tensor(-2.92, dtype=torch.float64, requires_grad=True)
+w2 = w1.log1p()
+w3 = w2.min()
+w3.backward()
+_g = w1.grad
+""",
+    # the gradient autograd.grad gives for sum() is an expanded view made without grad mode
+    "expanded_gradient_is_a_no_grad_view": """
+v1 = torch.tensor([[2.33], [1.29], [-2.74]], requires_grad=True)
+v2 = torch.autograd.grad(v1.sum(), [v1], retain_graph=True)[0]
+v2.detach_()
+v2.fill_(2)
+v2.pow_(v1)
+v2.pow_(2)
+v2[0] = 3
+u1 = torch.tensor([[], []], requires_grad=True)
+u5 = torch.autograd.grad(u1.sum(), [u1], retain_graph=True)[0]
+u5.pow_(u1)
+""",
+    # an operand over the target's bytes walked with other strides overlaps it partially
+    "partial_overlap_by_strides": """
+v1 = torch.tensor([[-1.55], [1.1]], requires_grad=True)
+v7 = v1[[0]].sign().trunc()
+v7[None, ...] *= v7
+x = torch.ones(2, 3)
+x.mul_(x.view(2, 3))
+x.copy_(x[None])
+y = torch.ones(1, 3)
+y.mul_(y[0])
+y.mul_(y.unsqueeze(0)[0])
+z = torch.tensor([[-1.26, -1.78, 2.0], [-2.22, -2.89, -1.0]], dtype=torch.float64)
+z[None] = z
+z[...] = z[None]
+z[:] = z
+z.unsqueeze(0).copy_(z.unsqueeze(0))
+w = torch.tensor([0.38], requires_grad=True).atan()
+w[-2:1] = w.squeeze(-1)
+""",
+    # addcmul saves each factor only for the other's gradient, so changing a factor that
+    # requires no grad in place does not break backward
+    "addcmul_saves_factors_only_when_needed": """
+v1 = torch.tensor([[0.33], [-2.82]], requires_grad=True)
+v3 = v1 == 3
+v4 = torch.addcmul(v1, v3, v3, value=2)
+w = torch.addcdiv(v1, v3, v1)
+v3.zero_()
+g = torch.autograd.grad(v4.sum(), [v1])
+h = torch.autograd.grad(w.sum(), [v1])
+""",
+    # a NotImplemented node (floor_divide) has AccumulateGrad's priority in the ready queue;
+    # integer division by zero is not noticed when the result is empty; x.copy_(x) of an
+    # expanded gradient writes nothing
+    "not_implemented_first_and_empty_division": """
+v1 = torch.tensor([2.15, -1.64, 0.55], requires_grad=True)
+v2 = torch.tensor([[1.99, 0.49, -1.74], [1.57, 2.43, 0.31]], requires_grad=True)
+v6 = v2 // 2.0
+v9 = v1.max()
+v6 -= v9
+v6.sum().backward()
+_g = v1.grad
+u1 = torch.tensor([0.97, -0.61, 1.53, -1.47], requires_grad=True)
+u2 = torch.tensor([[-2.0], [2.42], [-1.0]], requires_grad=True)
+u7 = u2.tanh() // u2
+u11 = u1 % u7
+u11.pow(2).mean().backward()
+_g = u1.grad
+e = torch.tensor([], dtype=torch.int64)
+f = torch.fmod(e, 0)
+r = torch.remainder(e, 0)
+q = e // 0
+g = torch.autograd.grad(v1.sum(), [v1])[0]
+g.copy_(g)
+""",
+    # float32 exp, log, tanh, acos, ... as PyTorch rounds them (computed in float64), where
+    # an ulp is amplified downstream
+    "float32_transcendentals_rounded_as_pytorch": """
+v0 = torch.tensor([[1.79, -2.93, -1.62], [2.89, -0.7, -2.41], [1.45, -0.25, 2.07]])
+v1 = v0.requires_grad_()
+v3 = torch.expm1(v1)
+v4 = v3.contiguous()
+v4.tanh_()
+v7 = torch.acos(v4)
+w = torch.tensor([[[-0.83, 1.51, 0.79]], [[0.9, -2.99, -2.32]]])
+w4 = torch.log(w)
+w6 = torch.fmod(w, w4)
+w7 = w6 % torch.tensor([[1.77], [2.56], [1.78]], dtype=torch.float64)
+w9 = torch.remainder(w > 0, w7)
+""",
+    # a 0-dim weight takes part in lerp's type promotion: int tensors with a float weight
+    # interpolate in float
+    "lerp_promotes_with_a_0d_weight": """
+v2 = torch.tensor(2.68, requires_grad=True)
+v4 = torch.full((3, 3), -1)
+v7 = 1 - v4
+v9 = torch.lerp(v4, v7, v2)
+w9 = torch.lerp(v4, v7, v2.double())
+f = torch.ones(3, requires_grad=True)
+y = torch.lerp(f, f * 2, torch.tensor(0.3, dtype=torch.float64))
+z = torch.lerp(v4, v7, v4[0, 0])
+v9.sum().backward()
+y.sum().backward()
+_g = v2.grad
+_g = f.grad
+""",
+    # an advanced-index result is laid out by PyTorch's index kernel (a TensorIterator over
+    # the source restrided and the index arrays), not always contiguous; matmul folds by
+    # PyTorch's strides of size-1 dimensions
+    "index_result_layout": """
+v1 = torch.tensor([[[0.53, 0.14, -2.5], [-2.16, 1.62, -0.44]], [[1.33, -0.43, -0.41], [0.93, 2.7, 0.3]]])
+v2 = v1.requires_grad_()
+t = v2.permute(2, 1, 0)
+a = t[[-2, 1, 1]]  # layout
+b = t[:, [0, 1]]  # layout
+c = t[:, :, [0]]  # layout
+d = t[[0, 1], :, [1, 1]]  # layout
+e = t[[[0], [1]], :, [0]]  # layout
+f = v2[None, [1, -1, 1], 0:-2:2]  # layout
+m = torch.matmul(f, torch.tensor([[1.1, 2.97]]))
+""",
+    # the median of an empty bool tensor is answered (True); floor and trunc division of
+    # bools are refused, empty or not
+    "bool_median_when_empty_and_bool_floor_division": """
+b = torch.tensor([True, False])
+e = b[:0]
+m = e.median()
+q = e // e
+r = b // b
+t = torch.div(b, b, rounding_mode='trunc')
+u = b // True
+""",
+    # addcmul/addcdiv promote their three operands at once; x[list] = a value sharing x's
+    # memory is refused
+    "addcmul_joint_promotion_and_index_put_overlap": """
+v1 = torch.tensor([[], []], dtype=torch.float64, requires_grad=True)
+v3 = torch.tensor([2.79], dtype=torch.float64, requires_grad=True)
+v4 = v3.squeeze(-1)
+v6 = torch.sinh(v4)
+v9 = v3 == v1
+v13 = torch.addcmul(v6, v9, v4, value=0.5)
+v14 = torch.addcdiv(v6, v4, (v9 == v9).float())
+w1 = torch.tensor([0.5, -2.03, -0.86], requires_grad=True)
+w2 = w1.softmax(-1)
+w2[[-3, -3, 2]] = w2
+w2[[0, 1]] = w2[1:]
+""",
+}
+
+
+def _target(line):
+    m = (re.match(r"(\w+)\s*=[^=]", line) or re.match(r"(\w+)\.\w+_\(", line)
+         or re.match(r"(\w+)\[.*\]\s*\S?=[^=]", line))
+    return m.group(1) if m else None
+
+
+def program(text):
+    stmts = []
+    for line in text.strip().splitlines():
+        source, _, mark = line.partition("  # ")
+        target = _target(source)
+        mode = "values" if target == "_g" or mark == "values" else "full"
+        tag = "view.finding" if mark == "layout" else "finding"
+        stmts.append(Stmt(tag, source, target, mode))
+    return Program(0, stmts)
+
+
+@pytest.mark.parametrize("name", FINDINGS)
+def test_fuzz_finding_matches_torch(name):
+    prog = program(FINDINGS[name])
+    finding = check.check(prog)
+    assert finding is None, check.describe(prog, finding)
