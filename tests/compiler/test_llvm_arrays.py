@@ -796,8 +796,6 @@ def test_pool_covers_every_size_and_stays_flat():
 def test_pooled_buffers_under_threads():
     """Calls on several threads take slabs from the shared cache and give them back at
     once; results stay right and memory stays bounded."""
-    import threading
-
     f = compiled(small_results, "llvm")
     x = _n(6)
     expected = small_results(x, 5)
@@ -809,11 +807,7 @@ def test_pooled_buffers_under_threads():
             if not all(np.array_equal(a, b) for a, b in zip(got, expected)):
                 errors.append(got)
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _on_threads(work, 4)
     assert not errors
 
 
@@ -857,10 +851,18 @@ def test_scalar_bitwise(args):
     check_same(compiled(scalar_bits, "llvm")(*args), scalar_bits(*args), "bitwise")
 
 
-def test_threads_allocate_independently():
-    """Kernels run without the GIL; each call keeps its own list of buffers."""
+def _on_threads(work, count):
     import threading
 
+    threads = [threading.Thread(target=work) for _ in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def test_threads_allocate_independently():
+    """Kernels run without the GIL; each call keeps its own list of buffers."""
     x = _n(50, 40)
     f = compiled(softmax, "llvm")
     expected = softmax(x)
@@ -871,11 +873,7 @@ def test_threads_allocate_independently():
             if not np.allclose(f(x), expected, rtol=1e-12):
                 errors.append("wrong result")
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _on_threads(work, 4)
     assert not errors
 
 
