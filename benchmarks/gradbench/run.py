@@ -52,6 +52,12 @@ def main():
     parser.add_argument("--replot", action="store_true",
                         help="rewrite results.md and the plots from results.json; run nothing")
     args = parser.parse_args()
+    if not args.quick:  # a full run ends by plotting: say so before minutes of measuring
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            parser.error("a full run writes plots with matplotlib, which is not installed: "
+                         "pip install -e '.[bench]' (or run with --quick)")
     if args.replot:
         return replot()
     budget = args.budget if args.budget is not None else (0.3 if args.quick else 1.0)

@@ -3,6 +3,7 @@
 
 import argparse
 import collections
+import faulthandler
 import os
 import sys
 import time
@@ -17,6 +18,7 @@ def main(argv=None):
     p.add_argument("--seed", type=int, help="replay one seed")
     p.add_argument("--examples", type=int, default=1, help="shrunk programs shown per class")
     args = p.parse_args(argv)
+    faulthandler.enable()  # a crash (of either library) names the statement being observed
     if args.seed is not None:
         program = gen.generate(args.seed)
         finding = check.check(program)
@@ -35,13 +37,18 @@ def main(argv=None):
 
 
 def fuzz(seeds, seconds=None, progress=False):
-    """(programs tried, [(program, finding)]) until seeds or seconds run out."""
+    """(programs tried, [(program, finding)]) until seeds or seconds run out. With `progress`,
+    each failing seed and, every 10,000 programs, the totals so far go to stderr (so a run that
+    dies, e.g. when the oracle itself crashes, still leaves its rate)."""
     start, tried, failed = time.monotonic(), 0, []
     for seed in seeds:
         if seconds is not None and time.monotonic() - start > seconds:
             break
         program = gen.generate(seed)
         tried += 1
+        if progress and tried % 10_000 == 0:
+            print(f"-- {tried} programs, {len(failed)} failing, now at seed {seed}",
+                  file=sys.stderr, flush=True)
         finding = check.check(program)
         if finding is not None:
             failed.append((program, finding))
