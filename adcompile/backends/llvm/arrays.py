@@ -426,19 +426,24 @@ class ArrayLowering(PairwiseLowering):
         copy_end = b.block
         b.branch(done)
         b.position_at_end(done)
-        obj, data = b.phi(PTR), b.phi(PTR)
-        obj.add_incoming(pre_obj, view_end)
-        obj.add_incoming(copied.obj, copy_end)
-        data.add_incoming(pre_data, view_end)
-        data.add_incoming(copied.data, copy_end)
+        return self.merged_array(x, (pre_obj, pre_data, view_strides), view_end,
+                                 (copied.obj, copied.data, c_strides), copy_end, dims)
+
+    def merged_array(self, x, mine, mine_end, made, made_end, shape):
+        """At a join: x itself (or a view of its memory: owner, data, strides) from one
+        predecessor block, a new buffer (owner, data, strides) from the other. Its owner is a
+        buffer for sure only when x's is."""
+        b = self.b
         merged = []
-        for v, c in zip(view_strides, c_strides):
-            phi = b.phi(I64)
-            phi.add_incoming(v, view_end)
-            phi.add_incoming(c, copy_end)
+        for typ, one, other in [(PTR, mine[0], made[0]), (PTR, mine[1], made[1])] + \
+                [(I64, s, o) for s, o in zip(mine[2], made[2])]:
+            phi = b.phi(typ)
+            phi.add_incoming(one, mine_end)
+            phi.add_incoming(other, made_end)
             merged.append(phi)
-        origin = "alloc" if x.origin == "alloc" else None
-        return ArrayV(x.dtype, obj, data, dims, merged, origin)
+        obj, data, *strides = merged
+        return ArrayV(x.dtype, obj, data, list(shape), strides,
+                      "alloc" if x.origin == "alloc" else None)
 
     def nocopy_strides(self, x, dims, slots):
         """numpy's _attempt_nocopy_reshape in C order: x's axes (those longer than 1) are
@@ -1158,16 +1163,8 @@ class ArrayLowering(PairwiseLowering):
         sum_end = b.block
         b.branch(done)
         b.position_at_end(done)
-        merged = []
-        for typ, mine, made in [(PTR, g.obj, out.obj), (PTR, g.data, out.data)] + \
-                [(I64, s, o) for s, o in zip(g.strides, out.strides)]:
-            phi = b.phi(typ)
-            phi.add_incoming(mine, alias_end)
-            phi.add_incoming(made, sum_end)
-            merged.append(phi)
-        obj, data, *strides = merged
-        return ArrayV(t.dtype, obj, data, list(like.shape), strides,
-                      "alloc" if g.origin == "alloc" else None)
+        return self.merged_array(g, (g.obj, g.data, g.strides), alias_end,
+                                 (out.obj, out.data, out.strides), sum_end, like.shape)
 
     def summed_to(self, g, like, t, lead, loc):
         out = self.new_array(t.dtype, like.shape, loc)

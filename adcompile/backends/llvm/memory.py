@@ -27,14 +27,16 @@ releasing anything, and the entry point then frees every buffer still on the lis
 exits do not leak; after a normal return the list holds only the buffers handed to Python.
 
 Temporaries are allocated once per call, not once per loop iteration. A buffer of up to
-POOL_LIMIT bytes takes a block of its size class (128 bytes, then four classes per power of two:
-160, 192, 224, 256, 320...); releasing it puts the block on the context's free list of that class, where the next buffer of that class is taken
-from. New blocks are carved from *slabs* (SLAB bytes, one malloc each), which the entry point
-frees when the call ends. So a loop whose body makes the same temporaries each time allocates in
-its first iteration only, a tape of small arrays costs one malloc per slab rather than one per
-array, and the pool never holds more than the most blocks of a class alive at once. A returned
-array whose buffer lies in a slab is copied into memory of its own when it is handed to numpy
-(entry.py). A larger buffer is malloc'd and freed as it comes and goes.
+POOL_LIMIT bytes takes a block of its size class (128 bytes, then four classes per power of
+two: 160, 192, 224, 256, 320...); releasing it puts the block on the context's free list of
+that class, where the next buffer of that class is taken from. New blocks are carved from
+*slabs* (SLAB bytes, one malloc each, or a spare slab from the process's cache); when the call
+ends the entry point gives its slabs back to that cache (at most SLABS_KEPT, the rest freed).
+So a loop whose body makes the same temporaries each time allocates in its first iteration
+only, a tape of small arrays costs one malloc per slab rather than one per array (none in
+steady state), and the pool never holds more than the most blocks of a class alive at once. A
+returned array whose buffer lies in a slab is copied into memory of its own when it is handed
+to numpy (entry.py). A larger buffer is malloc'd and freed as it comes and goes.
 """
 
 import llvmlite.ir as ir
