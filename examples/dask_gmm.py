@@ -90,9 +90,16 @@ def environ(values):
 
 
 def make_shards(client, points, shards, seed=0):
-    """Futures of the shards, made on the workers (the data never passes through here)."""
+    """Futures of the shards, made on the workers (the data never passes through here) and
+    dealt out in turn over the workers' threads, so that each thread holds as many shards as
+    any other. Left to the scheduler, 16 shards landed 9 and 7 on 2 workers, and the worker
+    with 9 set the pace of every gradient (the gradient tasks run where their shard is)."""
     sizes = [points // shards + (i < points % shards) for i in range(shards)]
-    futures = client.map(gmm.shard, [seed + i for i in range(shards)], sizes)
+    slots = [address for address, info in sorted(client.scheduler_info()["workers"].items())
+             for _ in range(info["nthreads"])]
+    futures = [client.submit(gmm.shard, seed + i, size, workers=[slots[i % len(slots)]],
+                             allow_other_workers=False)
+               for i, size in enumerate(sizes)]
     wait(futures)
     return futures
 
