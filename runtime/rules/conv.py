@@ -123,17 +123,28 @@ def max_pool(ops, g, needs, x_shape, flat_index):
 
 
 @rule("avg_pool")
-def avg_pool(ops, g, needs, x_shape, geom, divisor):
-    """Average pooling (padding counted) is im2col then a mean over each window."""
+def avg_pool(ops, g, needs, x_shape, padded_shape, geom, divisor, crop):
+    """Each output's cotangent, divided by its window's divisor (a number, or one per output
+    position), is spread over the window on the padded input (col2im without padding), which
+    is then cropped back to the input."""
+    n, c = padded_shape[:2]
     kk = geom[0][0] * geom[0][1]
-    n, c = x_shape[:2]
-    g_shape = ops.shape(g)
-    positions = int(np.prod(g_shape[2:]))
-    share = ops.reshape(ops.div(g, divisor), (n, c, 1, positions))
-    return (ops.col2im(ops.expand(share, (n, c, kk, positions)), x_shape, geom),)
+    g4 = ops.reshape(g, (n, c, 1, -1))
+    positions = ops.shape(g4)[3]
+    share = ops.expand(ops.div(g4, divisor), (n, c, kk, positions))
+    return (ops.reshape(ops.getitem(ops.col2im(share, padded_shape, geom), crop), x_shape),)
 
 
 @rule("constant_pad")
 def constant_pad(ops, g, needs, key):
     """Padding's transpose: the cotangent sliced back to the unpadded region."""
     return (ops.getitem(g, key),)
+
+
+@rule("pad_gather")
+def pad_gather(ops, g, needs, steps):
+    """Reflect / replicate padding gathered along each padded dimension in turn (`steps`:
+    (dim, index, shape before)); the transpose scatter-adds back, last gather first."""
+    for dim, index, shape in reversed(steps):
+        g = ops.embed_add(g, shape, (slice(None),) * dim + (index,))
+    return (g,)
