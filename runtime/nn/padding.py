@@ -37,22 +37,17 @@ def _pairs(pad, ndim):
     return pairs
 
 
-def _crop(x, pairs):
-    key = tuple(slice(-min(lo, 0), x._data.shape[d] + min(hi, 0))
-                for d, (lo, hi) in enumerate(pairs))
-    if all(lo >= 0 and hi >= 0 for lo, hi in pairs):
-        return x
-    return F.getitem(x, key)
-
-
 def _constant(x, pairs, value):
+    """One ConstantPadNdBackward0 node, also where negative pads crop the input."""
+    crop = tuple(slice(-min(lo, 0), n + min(hi, 0)) for (lo, hi), n in zip(pairs, x._data.shape))
     pos = [(max(lo, 0), max(hi, 0)) for lo, hi in pairs]
-    x = _crop(x, pairs)
-    data = np.pad(x._data, pos, constant_values=value)
-    out = wrap(data, x._dtype)
+    kept = x._data[crop]
+    out = wrap(np.pad(kept, pos, constant_values=value), x._dtype)
     if any_requires_grad((x,)):
-        key = tuple(slice(lo, lo + n) for (lo, _), n in zip(pos, x._data.shape))
-        record(ConstantPadNdBackward0, (x,), out, (key,))
+        key = tuple(slice(lo, lo + n) for (lo, _), n in zip(pos, kept.shape))
+        cropped = any(lo < 0 or hi < 0 for lo, hi in pairs)
+        record(ConstantPadNdBackward0, (x,), out,
+               (key, x._data.shape if cropped else None, crop))
     return out
 
 

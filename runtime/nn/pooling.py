@@ -97,21 +97,40 @@ def _lowest(dtype):
     return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
 
 
-def _window_max(windows, with_nan):
-    """(max, index of the first maximum in the window) with one pass per window element; a
-    NaN wins over any number (np.maximum propagates it), as in PyTorch."""
+def _inside(geom, extents, h, w):
+    """(kh, kw, OH, OW): whether each window element lies on the input rather than in the
+    padding; None when no window reaches into padding."""
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = geom[:4]
+    (oh, below), (ow, right) = extents
+    if not (ph or pw or below or right):
+        return None
+    rows = np.arange(oh)[None, :] * sh - ph + np.arange(kh)[:, None] * dh
+    cols = np.arange(ow)[None, :] * sw - pw + np.arange(kw)[:, None] * dw
+    rows_in, cols_in = (rows >= 0) & (rows < h), (cols >= 0) & (cols < w)
+    return rows_in[:, None, :, None] & cols_in[None, :, None, :]
+
+
+def _window_max(windows, with_nan, inside):
+    """(max, index of the first maximum in the window, which windows hold an input element)
+    with one pass per window element. A NaN wins over any number (np.maximum propagates it)
+    and an input element over padding even when it is -inf, as in PyTorch."""
     kh, kw = windows.shape[-2:]
     best = windows[..., 0, 0].copy()
     pick = np.zeros(best.shape, np.int8 if kh * kw < 128 else np.int64)
     better = np.empty(best.shape, bool)
+    best_in = None if inside is None else inside[0, 0]
     for k in range(1, kh * kw):
         v = windows[..., k // kw, k % kw]
         np.greater(v, best, out=better)
         if with_nan:
             better |= np.isnan(v) & ~np.isnan(best)
+        if inside is not None:
+            here = inside[k // kw, k % kw]
+            better |= here & ~best_in
+            best_in = best_in | here
         np.maximum(best, v, out=best)
         pick = np.where(better, pick.dtype.type(k), pick)
-    return best, pick
+    return best, pick, best_in
 
 
 def _picked_position(pick, geom, oh, ow, w):
@@ -131,15 +150,21 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     extents = _extents(x, geom, ceil_mode)
     (oh, _), (ow, _) = extents
     with_nan = x.dtype.kind == "f" and bool(np.isnan(x).any())
-    data, pick = _window_max(_windows(x, geom, extents, _lowest(x.dtype))[1], with_nan)
+    windows = _windows(x, geom, extents, _lowest(x.dtype))[1]
+    data, pick, has_input = _window_max(windows, with_nan, _inside(geom, extents, h, w))
     plane_index = _picked_position(pick, geom, oh, ow, w)
     data = data if input._data.ndim == 4 else data[0]
     plane_index = plane_index if input._data.ndim == 4 else plane_index[0]
     out = wrap(np.ascontiguousarray(data), input._dtype)
     if any_requires_grad((input,)):
         planes = np.arange(n * c).reshape(n, c, 1, 1) * (h * w)
-        flat = (plane_index.reshape((n, c, oh, ow)) + planes).reshape(-1)
-        record(MaxPool2DWithIndicesBackward0, (input,), out, (input._data.shape, flat))
+        flat = plane_index.reshape((n, c, oh, ow)) + planes
+        # a window wholly in the padding (dilation can make one) passes no gradient on
+        spill = has_input is not None and not has_input.all()
+        if spill:
+            flat = np.where(has_input, flat, n * c * h * w)
+        record(MaxPool2DWithIndicesBackward0, (input,), out,
+               (input._data.shape, flat.reshape(-1), spill))
     if return_indices:
         return out, wrap(plane_index, None)
     return out
@@ -221,6 +246,9 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True):
+    if input._data.ndim not in (2, 3):
+        raise RuntimeError(f"avg_pool1d expects a 2-d or 3-d input, got shape "
+                           f"{list(input._data.shape)}")
     return _as_1d(avg_pool2d, input, kernel_size, stride, padding, ceil_mode,
                   count_include_pad)
 

@@ -116,10 +116,14 @@ def convolution_transpose(ops, g, needs, x, w, geom, has_bias):
 
 
 @rule("max_pool")
-def max_pool(ops, g, needs, x_shape, flat_index):
-    """Each output's cotangent goes to the input element that was the window's maximum."""
+def max_pool(ops, g, needs, x_shape, flat_index, spill):
+    """Each output's cotangent goes to the input element that was the window's maximum; with
+    `spill`, windows without an input element point one past the end, which is cut off."""
     size = int(np.prod(x_shape))
-    return (ops.reshape(ops.embed_add(ops.reshape(g, (-1,)), (size,), flat_index), x_shape),)
+    g_flat = ops.embed_add(ops.reshape(g, (-1,)), (size + spill,), flat_index)
+    if spill:
+        g_flat = ops.getitem(g_flat, (slice(0, size),))
+    return (ops.reshape(g_flat, x_shape),)
 
 
 @rule("avg_pool")
@@ -136,9 +140,11 @@ def avg_pool(ops, g, needs, x_shape, padded_shape, geom, divisor, crop):
 
 
 @rule("constant_pad")
-def constant_pad(ops, g, needs, key):
-    """Padding's transpose: the cotangent sliced back to the unpadded region."""
-    return (ops.getitem(g, key),)
+def constant_pad(ops, g, needs, key, x_shape, crop):
+    """Padding's transpose: the cotangent sliced back to the unpadded region, and embedded
+    into the input's shape where negative pads had cropped it (x_shape not None)."""
+    g = ops.getitem(g, key)
+    return (g if x_shape is None else ops.embed(g, x_shape, crop),)
 
 
 @rule("pad_gather")
