@@ -1,7 +1,9 @@
 """Convolutions: F.conv1d / conv2d / conv_transpose1d / conv_transpose2d and their modules.
 
 The forward pass is im2col + one batched matmul on numpy (a transposed convolution is the
-matmul with the weight's transpose followed by col2im); the graph gets one
+matmul with the weight's transpose followed by col2im), the patches' rows and the weight's
+columns in (kernel row, kernel column, channel) order, which makes sgemm add the products in
+the order of PyTorch's oneDNN kernel (runtime/rules/conv.py); the graph gets one
 ConvolutionBackward0 node (inputs: input, weight, bias), as PyTorch's, whose rules
 ("convolution", "convolution_transpose") are in runtime/rules/conv.py.
 Parameters are initialised as PyTorch does (kaiming-uniform weight, uniform bias in
@@ -59,6 +61,11 @@ def geometry(kernel, stride, padding, dilation, groups, n):
     return (lift(kernel, 1), lift(stride, 1), lift(padding, 0), lift(dilation, 1), groups, n)
 
 
+def _channels_last(w):
+    """(O, C/G, *K) -> (O, *K, C/G), the row order of rules/conv.py's patches."""
+    return np.moveaxis(w, 1, -1)
+
+
 def _check_conv(x, w, groups, n):
     if x._data.ndim != n + 2:
         raise RuntimeError(f"conv{n}d expects a batched {n + 2}-d input, got shape "
@@ -86,7 +93,8 @@ def convolution(x, w, bias, stride, padding, dilation, groups, n):
     geom = geometry(tuple(kernel), stride, padding, dilation, groups, n)
     dt = F.result_dtype(x, w)
     cols = im2col_array(x._data.astype(dt.np, copy=False), geom)
-    w2 = w._data.astype(dt.np, copy=False).reshape(groups, w._data.shape[0] // groups, -1)
+    w2 = _channels_last(w._data.astype(dt.np, copy=False)).reshape(
+        groups, w._data.shape[0] // groups, -1)
     spatial = [out_size(s, k, st, p, d) for s, k, st, p, d in
                zip(x._data.shape[2:], kernel, stride, padding, dilation)]
     data = np.matmul(w2, cols).reshape([x._data.shape[0], w._data.shape[0]] + spatial)
@@ -135,7 +143,7 @@ def convolution_transpose(x, w, bias, stride, padding, output_padding, groups, d
     dt = F.result_dtype(x, w)
     batch, c_in = x._data.shape[:2]
     x2 = x._data.astype(dt.np, copy=False).reshape(batch, groups, c_in // groups, -1)
-    w2 = w._data.astype(dt.np, copy=False).reshape(groups, c_in // groups, -1)
+    w2 = _channels_last(w._data.astype(dt.np, copy=False)).reshape(groups, c_in // groups, -1)
     spatial = [transposed_size(*a) for a in zip(x._data.shape[2:], kernel, stride, padding,
                                                  dilation, extra)]
     out_shape = (batch, w._data.shape[1] * groups, *spatial)
