@@ -6,7 +6,8 @@ gradients, the whole graph down to the leaves (node names and output numbers) an
 must agree. The pooling sweep is a grid over shapes, kernels, strides, paddings, dilations,
 ceil_mode, count_include_pad and divisor_override; CI runs a fixed-seed slice of it plus the
 named edge cases (a ceil_mode window that would start in the padding is dropped), and
-`--time` (any value) runs the whole grid.
+`--time` (any value) runs the whole grid. Convolutions of the example models' shapes must
+give PyTorch's single-threaded bits.
 """
 
 import itertools
@@ -361,3 +362,44 @@ def test_conv_padding_error_class_matches_torch(name):
     kinds = error_kinds(CONV_ERRORS[name])
     assert kinds[0] is not None, "torch raises here"
     assert kinds[1] == kinds[0]
+
+
+# -- convolution bits ---------------------------------------------------------------------------
+
+# (batch, in channels, out channels, size, padding, spatial dims): the CNN example's two
+# convolutions, the benchmark's and a 1-d one; PyTorch's single-threaded oneDNN kernel is the
+# oracle, to the bit
+CONV_BITS = {"cnn_conv1": (32, 1, 8, 28, 0, 2), "cnn_conv2": (32, 8, 16, 13, 1, 2),
+             "benchmark": (16, 3, 16, 32, 1, 2), "conv1d": (8, 4, 6, 20, 1, 1)}
+
+
+def _conv_bits(lib, n, c, o, size, padding, dims):
+    rng = np.random.default_rng(9)
+    x = lib.tensor(rng.standard_normal((n, c) + (size,) * dims).astype(np.float32),
+                   requires_grad=True)
+    w = lib.tensor((rng.standard_normal((o, c) + (3,) * dims) * 0.3).astype(np.float32),
+                   requires_grad=True)
+    b = lib.tensor(rng.standard_normal(o).astype(np.float32), requires_grad=True)
+    conv = lib.nn.functional.conv1d if dims == 1 else lib.nn.functional.conv2d
+    y = conv(x, w, b, padding=padding)
+    y.backward(lib.tensor(rng.standard_normal(tuple(y.shape)).astype(np.float32)))
+    return [t.detach().numpy() for t in (y, x.grad, w.grad, b.grad)]
+
+
+@pytest.mark.parametrize("name", sorted(CONV_BITS))
+def test_conv_sums_as_torch_single_threaded(name):
+    """Output, weight and bias gradients bit-equal; the input gradient too where oneDNN's
+    order is the flipped-kernel one (every case here but the 1-channel first layer, whose
+    input gradient a network never needs)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        want = _conv_bits(torch, *CONV_BITS[name])
+    finally:
+        torch.set_num_threads(threads)
+    got = _conv_bits(adcompile, *CONV_BITS[name])
+    for i, (a, b) in enumerate(zip(got, want)):
+        if i == 1 and name == "cnn_conv1":
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+        else:
+            np.testing.assert_array_equal(a, b, err_msg=f"{name} result {i}")
