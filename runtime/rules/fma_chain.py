@@ -19,6 +19,9 @@ sums as it did before (the values then differ from PyTorch's in the last bits on
 import numpy as np
 
 BLOCK = 512
+# calibration costs one float64 pass over rows * columns per term: bigger products keep the
+# plain sums
+MAX_OUTPUTS = 1 << 14
 _LAYOUTS = {
     "c": lambda a, b: a @ b,
     "fortran": lambda a, b: np.asfortranarray(a) @ b,
@@ -53,8 +56,8 @@ def _layout(rows, columns):
     key = (rows, columns)
     if key not in _calibrated:
         rng = np.random.default_rng(0)
-        a = rng.standard_normal((rows, 2 * BLOCK + 3)).astype(np.float32)
-        b = rng.standard_normal((2 * BLOCK + 3, columns)).astype(np.float32)
+        a = rng.standard_normal((rows, BLOCK + 3)).astype(np.float32)
+        b = rng.standard_normal((BLOCK + 3, columns)).astype(np.float32)
         want = _reference(a, b)
         _calibrated[key] = next((name for name, product in _LAYOUTS.items()
                                  if np.array_equal(_chain(a, b, product), want)), None)
@@ -63,9 +66,9 @@ def _layout(rows, columns):
 
 def chained_matmul(a, b):
     """a @ b for float32 (rows, K) and (K, columns), each element one FMA chain over K in
-    order; None where that cannot be had (other dtypes, non-finite values, no sgemm layout
-    that chains)."""
-    if a.dtype != np.float32 or b.dtype != np.float32:
+    order; None where that cannot be had (other dtypes, more than MAX_OUTPUTS results,
+    non-finite values, no sgemm layout that chains)."""
+    if a.dtype != np.float32 or b.dtype != np.float32 or a.shape[0] * b.shape[1] > MAX_OUTPUTS:
         return None
     layout = _layout(a.shape[0], b.shape[1])
     if layout is None:
