@@ -274,3 +274,15 @@ def norm_stats(x, axes, eps, saved):
 def conv_patches(x, geom, saved):
     """A convolution's input patches, recomputed as a recorded im2col (double backward)."""
     return im2col(x, geom)
+
+
+def conv_input_grad(g, w, geom, x_shape):
+    """None: on Tensors the convolution rule takes the recorded col2im route."""
+    return None
+
+
+def conv_param_grads(g2, patches, with_bias):
+    """A convolution's (weight, bias) gradients as recorded operations (double backward)."""
+    gw2 = None if patches is None else sum_dim(matmul(g2, mT(patches)), 0, False)
+    gb = reshape(sum_dim(sum_dim(g2, 3, False), 0, False), (-1,)) if with_bias else None
+    return gw2, gb

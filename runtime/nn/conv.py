@@ -1,7 +1,9 @@
 """Convolutions: F.conv1d / conv2d / conv_transpose1d / conv_transpose2d and their modules.
 
 The forward pass is im2col + one batched matmul on numpy (a transposed convolution is the
-matmul with the weight's transpose followed by col2im); the graph gets one
+matmul with the weight's transpose followed by col2im), the patches' rows and the weight's
+columns in (kernel row, kernel column, channel) order, which makes sgemm add the products in
+the order of PyTorch's oneDNN kernel (runtime/rules/conv.py); the graph gets one
 ConvolutionBackward0 node (inputs: input, weight, bias), as PyTorch's, whose rules
 ("convolution", "convolution_transpose") are in runtime/rules/conv.py.
 Parameters are initialised as PyTorch does (kaiming-uniform weight, uniform bias in
@@ -14,6 +16,7 @@ from runtime import ops as F
 from runtime.autograd_meta import any_requires_grad, record
 from runtime.function import node_class, save_input
 from runtime.nn.modules import Module, Parameter
+from runtime.nn.padding import pad
 from runtime.ops._core import wrap
 from runtime.ops._family import node
 from runtime.rules.conv import col2im_array, im2col_array, out_size
@@ -33,16 +36,22 @@ def ntuple(value, n, name="argument"):
     return value
 
 
-def _padding(padding, kernel, dilation, n):
+def _padding(padding, kernel, stride, dilation, n):
+    """(symmetric padding, extra padding after the input) per spatial axis. padding='same'
+    puts the odd one of an odd total after the input, as PyTorch does."""
     if padding == "valid":
-        return (0,) * n
+        return (0,) * n, (0,) * n
     if padding == "same":
+        if any(s != 1 for s in stride):
+            raise RuntimeError("padding='same' needs stride 1 on every axis")
         total = [d * (k - 1) for k, d in zip(kernel, dilation)]
-        if any(t % 2 for t in total):
-            raise NotImplementedError("padding='same' with an even receptive field (uneven "
-                                      "padding) is not supported")
-        return tuple(t // 2 for t in total)
-    return ntuple(padding, n, "padding")
+        return tuple(t // 2 for t in total), tuple(t % 2 for t in total)
+    return ntuple(padding, n, "padding"), (0,) * n
+
+
+def _reversed_pairs(before, after):
+    """F.pad's list (last axis first) for per-axis padding before and after the input."""
+    return [p for b, a in zip(reversed(before), reversed(after)) for p in (b, a)]
 
 
 def geometry(kernel, stride, padding, dilation, groups, n):
@@ -50,6 +59,11 @@ def geometry(kernel, stride, padding, dilation, groups, n):
     1-d case lifted to a height-1 2-d convolution."""
     lift = (lambda t, fill: (fill,) + t) if n == 1 else (lambda t, fill: t)
     return (lift(kernel, 1), lift(stride, 1), lift(padding, 0), lift(dilation, 1), groups, n)
+
+
+def _channels_last(w):
+    """(O, C/G, *K) -> (O, *K, C/G), the row order of rules/conv.py's patches."""
+    return np.moveaxis(w, 1, -1)
 
 
 def _check_conv(x, w, groups, n):
@@ -73,11 +87,14 @@ def convolution(x, w, bias, stride, padding, dilation, groups, n):
     _check_conv(x, w, groups, n)
     kernel = w._data.shape[2:]
     stride, dilation = ntuple(stride, n, "stride"), ntuple(dilation, n, "dilation")
-    padding = _padding(padding, kernel, dilation, n)
+    padding, extra = _padding(padding, kernel, stride, dilation, n)
+    if any(extra):
+        x = pad(x, _reversed_pairs((0,) * n, extra))
     geom = geometry(tuple(kernel), stride, padding, dilation, groups, n)
     dt = F.result_dtype(x, w)
     cols = im2col_array(x._data.astype(dt.np, copy=False), geom)
-    w2 = w._data.astype(dt.np, copy=False).reshape(groups, w._data.shape[0] // groups, -1)
+    w2 = _channels_last(w._data.astype(dt.np, copy=False)).reshape(
+        groups, w._data.shape[0] // groups, -1)
     spatial = [out_size(s, k, st, p, d) for s, k, st, p, d in
                zip(x._data.shape[2:], kernel, stride, padding, dilation)]
     data = np.matmul(w2, cols).reshape([x._data.shape[0], w._data.shape[0]] + spatial)
@@ -126,7 +143,7 @@ def convolution_transpose(x, w, bias, stride, padding, output_padding, groups, d
     dt = F.result_dtype(x, w)
     batch, c_in = x._data.shape[:2]
     x2 = x._data.astype(dt.np, copy=False).reshape(batch, groups, c_in // groups, -1)
-    w2 = w._data.astype(dt.np, copy=False).reshape(groups, c_in // groups, -1)
+    w2 = _channels_last(w._data.astype(dt.np, copy=False)).reshape(groups, c_in // groups, -1)
     spatial = [transposed_size(*a) for a in zip(x._data.shape[2:], kernel, stride, padding,
                                                  dilation, extra)]
     out_shape = (batch, w._data.shape[1] * groups, *spatial)
@@ -152,6 +169,22 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                                  dilation, 2)
 
 
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
+def _check_modes(padding, stride, padding_mode, transposed, name):
+    """The module-time checks on padding and padding_mode (ValueError, as PyTorch's)."""
+    if isinstance(padding, str) and padding not in ("same", "valid"):
+        raise ValueError(f"padding must be 'same', 'valid' or numbers, got {padding!r}")
+    if padding == "same" and any(s != 1 for s in np.atleast_1d(stride)):
+        raise ValueError("padding='same' needs stride 1 on every axis")
+    if padding_mode not in _PADDING_MODES:
+        raise ValueError(f"padding_mode must be one of {', '.join(_PADDING_MODES)}; got "
+                         f"{padding_mode!r}")
+    if transposed and padding_mode != "zeros":
+        raise ValueError(f"{name} pads with zeros only (padding_mode='zeros')")
+
+
 class _ConvNd(Module):
     _n = 2
     transposed = False
@@ -163,16 +196,18 @@ class _ConvNd(Module):
         n = self._n
         if groups <= 0 or in_channels % groups or out_channels % groups:
             raise ValueError("in_channels and out_channels must be divisible by groups > 0")
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"padding_mode={padding_mode!r} is not supported")
-        if isinstance(padding, str) and padding not in ("same", "valid"):
-            raise ValueError(f"padding must be 'same', 'valid' or numbers, got {padding!r}")
+        _check_modes(padding, stride, padding_mode, self.transposed, type(self).__name__)
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size = ntuple(kernel_size, n, "kernel_size")
         self.stride = ntuple(stride, n, "stride")
         self.padding = padding if isinstance(padding, str) else ntuple(padding, n, "padding")
         self.dilation = ntuple(dilation, n, "dilation")
         self.groups, self.padding_mode = groups, padding_mode
+        if padding_mode != "zeros":
+            before, after = _padding(self.padding, self.kernel_size, self.stride,
+                                     self.dilation, n)
+            after = tuple(b + a for b, a in zip(before, after))
+            self._reversed_padding_repeated_twice = _reversed_pairs(before, after)
         self.output_padding = (0,) * n
         dt = dtype or F.get_default_dtype()
         channels = (in_channels, out_channels // groups) if self.transposed \
@@ -191,20 +226,24 @@ class _ConvNd(Module):
         init.default_layer_init_(self.weight, self.bias, self.weight._data[0].size)
 
     def forward(self, input):
+        if self.padding_mode != "zeros":
+            input = pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
+            return convolution(input, self.weight, self.bias, self.stride, 0, self.dilation,
+                               self.groups, self._n)
         return convolution(input, self.weight, self.bias, self.stride, self.padding,
                            self.dilation, self.groups, self._n)
 
     def extra_repr(self):
         s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
              f"stride={self.stride}")
-        zero = "valid" if isinstance(self.padding, str) else (0,) * self._n
-        if self.padding != zero:
+        if self.padding != (0,) * self._n:
             s += f", padding={self.padding}"
         s += f", dilation={self.dilation}" if self.dilation != (1,) * self._n else ""
         if self.output_padding != (0,) * self._n:
             s += f", output_padding={self.output_padding}"
         s += f", groups={self.groups}" if self.groups != 1 else ""
         s += ", bias=False" if self.bias is None else ""
+        s += f", padding_mode={self.padding_mode}" if self.padding_mode != "zeros" else ""
         return s
 
 

@@ -439,11 +439,24 @@ def threshold_backward(g, result):
 
 from runtime.rules.numpy_breadth import *  # noqa: E402,F401,F403  (issue 16 families)
 from runtime.rules.conv import col2im_array as col2im, im2col_array as im2col  # noqa: E402,F401
+from runtime.rules.conv import conv_input_grad_array as conv_input_grad  # noqa: E402,F401
 
 
 def conv_patches(x, geom, saved):
     """A convolution's input patches: those its forward pass kept (see rules/conv.py)."""
     return im2col(x, geom) if saved is None else saved
+
+
+def conv_param_grads(g2, patches, with_bias):
+    """(weight, bias) gradients of a convolution summed as PyTorch's CPU kernel sums them
+    (rules/fma_chain.py), or as matmul and sums where that cannot be had."""
+    from runtime.rules.fma_chain import conv_param_grads as chained
+
+    exact = chained(g2, patches, with_bias)
+    if exact is not None:
+        return exact
+    gw2 = None if patches is None else np.matmul(g2, np.swapaxes(patches, -1, -2)).sum(0)
+    return gw2, g2.sum(3).sum(0).reshape(-1) if with_bias else None
 
 
 def norm_stats(x, axes, eps, saved):
