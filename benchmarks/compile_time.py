@@ -9,8 +9,16 @@
    optimisation, codegen, link; "other" is the rest: printing the LLVM IR, the generated
    entry point's setup, Python overhead), with the time per line and the growth factor per
    doubling (2.0 is linear).
+3. The GradBench derivatives (benchmarks/gradbench, each eval's QUICK workload; issue 13's
+   target: <= 1 s cold, <= 50 ms warm) and the MLP gradient of benchmarks/arrays.py ("mlp",
+   its item 4), in CPU seconds: cold (an empty on-disk cache, in this process, whose LLVM is
+   already initialised) split by stage as in 2, then warm twice: a new compiled object in
+   this process reading the cache the cold compile filled, and a new Python process reading
+   it (timed inside that process, after its imports). A compile is the first call's time
+   less a second call's; the objective is compiled and timed the same way.
 
 Run: python benchmarks/compile_time.py [--lines 250,500,1000,2000] [--profile N]
+                                       [--gradbench gmm,lstm,...|all] [--only-gradbench]
 (--profile N also prints cProfile's hottest functions for grad of the N-line function.)
 """
 
@@ -22,6 +30,8 @@ import importlib.util
 import io
 import os
 import pstats
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -180,9 +190,10 @@ def timed_stages():
 
 
 @contextlib.contextmanager
-def cache_off():
+def cache_dir(directory):
+    """ADCOMPILE_CACHE_DIR set to `directory` ("off": no on-disk cache) for the block."""
     old = os.environ.get("ADCOMPILE_CACHE_DIR")
-    os.environ["ADCOMPILE_CACHE_DIR"] = "off"
+    os.environ["ADCOMPILE_CACHE_DIR"] = directory
     try:
         yield
     finally:
@@ -190,6 +201,10 @@ def cache_off():
             del os.environ["ADCOMPILE_CACHE_DIR"]
         else:
             os.environ["ADCOMPILE_CACHE_DIR"] = old
+
+
+def cache_off():
+    return cache_dir("off")
 
 
 def cold_compile(fn, what):
@@ -242,18 +257,152 @@ def profile_section(lines, directory):
     print(out.getvalue())
 
 
+# -- the GradBench derivatives ------------------------------------------------------------------
+
+GRADBENCH = Path(__file__).resolve().parent / "gradbench"
+GRADBENCH_EVALS = ("gmm", "lstm", "ba", "lse", "llsq", "ode", "det", "kmeans")
+
+
+def programs_of(name):
+    """(objective builder, its arguments, derivative builder, its arguments): a GradBench
+    eval's, or for "mlp" benchmarks/arrays.py's MLP loss (its item 4 is this cold compile)."""
+    if name != "mlp":
+        return gradbench_programs(name)
+    sys.path.insert(0, str(GRADBENCH.parent))
+    from arrays import mlp_loss
+
+    from adcompile import grad
+
+    rng = np.random.default_rng(0)
+    args = (rng.standard_normal((784, 256)) * 0.05, np.zeros(256),
+            rng.standard_normal((256, 10)) * 0.05, np.zeros(10),
+            rng.standard_normal((64, 784)), np.eye(10)[rng.integers(0, 10, 64)])
+    return (lambda: adcompile(mlp_loss)), args, \
+        (lambda: grad(adcompile(mlp_loss), argnums=(0, 1, 2, 3))), args
+
+
+def gradbench_programs(name):
+    """(objective builder, its arguments, derivative builder, its arguments) of an eval's
+    QUICK workload: each builder returns a fresh compiled callable, made as the eval's
+    Adcompile class makes it. They are found by running that class with its compile
+    measurement and the module's `adcompile` replaced by recorders, so nothing compiles."""
+    if str(GRADBENCH) not in sys.path:
+        sys.path.insert(0, str(GRADBENCH))
+    module = importlib.import_module(name)
+    captured, primals = {}, []
+
+    def capture(build, args):
+        captured["derivative"] = (build, args)
+        return None, None, None
+
+    saved = module.compile_seconds, module.adcompile
+    module.compile_seconds = capture
+    module.adcompile = lambda fn, **options: primals.append(_Recorder(fn, options)) or primals[-1]
+    try:
+        module.Adcompile(module.make_input(**module.QUICK[0]))
+    finally:
+        module.compile_seconds, module.adcompile = saved
+    (primal,) = [p for p in primals if p.args is not None]
+    return (lambda: adcompile(primal.fn, **primal.options)), primal.args, \
+        *captured["derivative"]
+
+
+class _Recorder:
+    """Stands for adcompile(fn) while an eval prepares: records the first call's arguments."""
+
+    def __init__(self, fn, options):
+        self.fn, self.options, self.args = fn, options, None
+
+    def __call__(self, *args):
+        if self.args is None:
+            self.args = args
+
+
+def first_call_seconds(build, args):
+    """CPU seconds of build() and its first call beyond those of a second call."""
+    t0 = time.process_time()
+    fn = build()
+    fn(*args)
+    t1 = time.process_time()
+    fn(*args)
+    return max((t1 - t0) - (time.process_time() - t1), 0.0)
+
+
+def gradbench_section(names):
+    adcompile(thirty_lines)(np.zeros(3), np.zeros(3), 3)  # LLVM and the imports are warm
+    stages = list(STAGES)
+    print("\nGradBench derivatives (QUICK workloads), compile CPU seconds: cold (empty on-disk "
+          "cache) by stage, warm in this process and in a new one (target <= 1 s cold, "
+          "<= 0.05 s warm):")
+    print(f"{'':20s}{'cold':>7s}" + "".join(f"{n:>10s}" for n in stages)
+          + f"{'other':>7s}{'warm':>8s}{'warm new':>9s}")
+    for name in names:
+        try:
+            programs = programs_of(name)
+        except Exception as e:  # an eval in progress (or without its data) must not stop others
+            print(f"{name}: skipped ({type(e).__name__}: {e})")
+            continue
+        for what, build, args in (("objective", *programs[:2]), ("derivative", *programs[2:])):
+            with tempfile.TemporaryDirectory(prefix="adcompile-compile-time-") as directory:
+                with cache_dir(directory), timed_stages() as times:
+                    cold = first_call_seconds(build, args)
+                with cache_dir(directory):
+                    warm = first_call_seconds(build, args)
+                fresh = warm_in_new_process(name, what, directory)
+            print(f"{name + ' ' + what:20s}{cold:7.2f}"
+                  + "".join(f"{times.get(n, 0.0):10.2f}" for n in stages)
+                  + f"{cold - sum(times.values()):7.2f}{warm:8.3f}{fresh:9.3f}", flush=True)
+
+
+def warm_in_new_process(name, what, directory):
+    """The warm compile seconds measured by a new Python process (see warm_child)."""
+    env = dict(os.environ, ADCOMPILE_CACHE_DIR=directory)
+    done = subprocess.run([sys.executable, __file__, "--warm-child", name, what], env=env,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        print(done.stderr)
+        return float("nan")
+    return float(done.stdout.split()[-1])
+
+
+def warm_child(name, what):
+    """In a new process, after the imports and before anything compiles: the first-call
+    seconds of the eval's `what` (objective or derivative), printed. The imports include
+    those adcompile makes on first use: its LLVM backend, and scipy.linalg for matrix
+    products (about 0.1 s more for a program with a product when they are not imported)."""
+    importlib.import_module("adcompile.backends.llvm.native")
+    with contextlib.suppress(ImportError):
+        importlib.import_module("scipy.linalg.cython_blas")
+    programs = programs_of(name)
+    build, args = programs[:2] if what == "objective" else programs[2:]
+    print(first_call_seconds(build, args))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", default="250,500,1000,2000",
                         help="comma-separated function lengths for the growth section")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="also profile grad of the N-line function")
+    parser.add_argument("--gradbench", default="all", metavar="EVALS",
+                        help="comma-separated GradBench evals (and 'mlp') for section 3 "
+                             "('all', 'none')")
+    parser.add_argument("--only-gradbench", action="store_true", help="run section 3 only")
+    parser.add_argument("--warm-child", nargs=2, metavar=("EVAL", "WHAT"),
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
-    thirty_line_section()
-    with tempfile.TemporaryDirectory() as directory:
-        growth_section([int(n) for n in args.lines.split(",")], directory)
-        if args.profile:
-            profile_section(args.profile, directory)
+    if args.warm_child:
+        return warm_child(*args.warm_child)
+    if not args.only_gradbench:
+        thirty_line_section()
+        with tempfile.TemporaryDirectory() as directory:
+            growth_section([int(n) for n in args.lines.split(",")], directory)
+            if args.profile:
+                profile_section(args.profile, directory)
+    if args.gradbench != "none":
+        names = (*GRADBENCH_EVALS, "mlp") if args.gradbench == "all" else \
+            args.gradbench.split(",")
+        gradbench_section([n.strip() for n in names])
 
 
 if __name__ == "__main__":

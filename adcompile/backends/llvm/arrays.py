@@ -45,6 +45,18 @@ def accumulated(prim, dtype, result):
     return result if prim == "prod" else dtype
 
 
+def no_runtime_unroll(module):
+    """A loop's own `llvm.loop` node (its first operand is itself) saying not to unroll it
+    by a trip count known at run time. Array loops run what the vectoriser leaves scalar
+    (broadcast strides, strict reductions, libm calls), where unrolling gains nothing and
+    costs compile time: LLVM's remainder loops and copies were a sixth of a GradBench
+    gradient's optimisation and code generation."""
+    disable = module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.runtime.disable")])
+    node = ir.values.MDValue(module, [disable], name=str(len(module.metadata)))
+    node.operands = (node, disable)
+    return node
+
+
 class ArrayLowering(PairwiseLowering):
     """The whole-array rules, mixed into the kernel's lowering (lower._Lowering)."""
 
@@ -64,7 +76,7 @@ class ArrayLowering(PairwiseLowering):
         self.b.position_at_end(inside)
         body(i)
         i.add_incoming(self.b.add(i, i64(1), flags=["nsw", "nuw"]), self.b.block)
-        self.b.branch(head)
+        self.b.branch(head).set_metadata("llvm.loop", no_runtime_unroll(self.module))
         self.b.position_at_end(done)
 
     def loops(self, shape, strides, body, bases=None):
