@@ -30,7 +30,7 @@ import threading
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
-from adcompile.backends.llvm import jit
+from adcompile.backends.llvm import fpenv, jit
 from adcompile.backends.llvm.pairwise import while_loop
 from adcompile.backends.llvm.values import I32, I64, PTR, i64, opaque
 
@@ -172,6 +172,7 @@ class _Pool:
         only for the workers that joined: one the system has not scheduled yet does not hold
         it up."""
         fn, b = self.function("adc.pool.worker", WORKER_FN, export=False)
+        fpenv.reset(self.m, b)  # not the FTZ of a fastmath kernel that started it
         slot = fn.args[0]
         index = b.load(b.gep(slot, [i64(0), ir.Constant(I32, 0)], source_etype=SLOT), typ=I64)
         seen = b.gep(slot, [i64(0), ir.Constant(I32, 1)], source_etype=SLOT)
