@@ -7,7 +7,10 @@ returns, whatever the exit. This is what XLA's CPU code (so JAX) and programs li
 `gcc -ffast-math` run with. It matters in reverse mode: the adjoint of a softmax or
 log-sum-exp component whose weight underflowed multiplies by numbers below 2**-1022, and on
 x86 each such multiplication is a microcode assist of about a hundred cycles (GradBench's GMM
-at d = 64, k = 100: half the gradient's time, `benchmarks/gmm_loops.py`). Strict IEEE
+at d = 64, k = 100: half the gradient's time, `benchmarks/gmm_loops.py`); and the adjoint of a
+contracting recurrence `s = a * s + x[i]` (0.5 < a < 1) decays geometrically until it sticks
+at the smallest subnormal (a * 2**-1074 rounds back up to it), so every later trip of the
+reversed loop is an assist (8x slower at 4*10^6 trips). Strict IEEE
 (fastmath=False, the default) keeps gradual underflow and touches nothing. Other
 architectures keep their default environment. The pool's threads start from the default
 environment whoever creates them (`reset`).
