@@ -328,6 +328,15 @@ def cache_key():
     return _text_and_key()[1]
 
 
+def store_in_cache():
+    """Put the pool's object code in the on-disk cache if it is not there (a process that
+    built the pool while the cache was off stored nothing; its child processes would
+    compile it again)."""
+    text, key = _text_and_key()
+    if jit.cache_load(key) is None:
+        jit.cache_store(key, jit.emit_object(jit.optimize(text)))
+
+
 def symbols():
     """{symbol: address} of the pool functions kernels call."""
     addresses = _library()["addresses"]
