@@ -221,3 +221,60 @@ def reloadable_loads(loop, written, loop_writes, loops_around):
             continue
         found.add(op)
     return found
+
+
+# -- exit flags of while loops (`break`) ---------------------------------------------------------
+
+def exit_flags(loop):
+    """The slots k of a while loop's carried bools that end it (a range loop's `broke` after
+    `break`): their initial value is the constant False, the head passes them unchanged to
+    the body, and the head's condition is false when they are true. So inside the body the
+    flag is False, and the value the body yields for it is true on the loop's last trip at
+    most: it is `trip == count - 1 and final` (final: the loop's result for that slot)."""
+    head, body = loop.regions
+    cond = head.terminator.operands
+    found = []
+    for k, p in enumerate(head.params):
+        if p.type == T.BOOL and _is_false(loop.operands[k]) and cond[1 + k] is p and \
+                _implies_not(cond[0], p):
+            found.append(k)
+    return found
+
+
+def _is_false(v):
+    owner = v.owner
+    return owner is not None and owner.prim == "const" and owner.attrs["value"] is False
+
+
+def _implies_not(v, p, depth=0):
+    """Whether bool `v` is certainly false when `p` is true: `not p`, or an `if` each of
+    whose branches yields such a value, False, or (else branch) its own condition."""
+    owner = v.owner
+    if owner is None or depth > 8:
+        return False
+    if owner.prim == "not":
+        return owner.operands[0] is p
+    if owner.prim != "if":
+        return False
+    k = owner.results.index(v)
+    then, other = (region.terminator.operands[k] for region in owner.regions)
+    return (_is_false(then) or _implies_not(then, p, depth + 1)) and \
+        (_is_false(other) or other is owner.operands[0] or _implies_not(other, p, depth + 1))
+
+
+def recompute_exit_flags(rev, loop, trip, last, inner, scope):
+    """Values of `loop`'s exit flags (exit_flags) for the reversed loop, whose variable
+    `trip` counts the trips down from `last` (count - 1), instead of taping them: the body's
+    flag is False, the flag it yields is `final if trip == last else False`."""
+    head, body = loop.regions
+    for k in exit_flags(loop):
+        if not scope.has(loop.results[k]):
+            continue
+        inner.values[body.params[k]] = rev.b.const(False, T.BOOL)
+        yielded = body.terminator.operands[k]
+        if yielded in body.params or yielded.owner is None:
+            continue
+        on_last = rev.b.value("eq", [trip, last])
+        inner.values[yielded] = rev.b.value(
+            "select", [on_last, scope.get(loop.results[k]), rev.b.const(False, T.BOOL)],
+            name=yielded.name)

@@ -1210,7 +1210,7 @@ class _Reverse:
 
     def _pop(self, v, scope):
         tape = self.tapes.get(v)
-        if tape is not None:
+        if tape is not None and v not in scope.values:  # (not one recomputed already)
             scope.values[v] = self.b.value("tape_pop", (tape,), name=v.name)
         self._pop_shadow(v, scope)
 
@@ -1279,6 +1279,7 @@ class _Reverse:
             backward = self.counters_carried_back(op, block, inner, scope)
         if op.prim == "while" and checkpoint.ENABLED:
             self.while_induction_values(op, counter, inner, scope)
+            checkpoint.recompute_exit_flags(self, op, counter, bounds[0], inner, scope)
         if self.checkpoints.get(op, ("",))[0] == "recompute":
             self.rerun_region(op, body, inner)
         else:

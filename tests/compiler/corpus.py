@@ -626,6 +626,17 @@ def scratch_break(w, x, limit):
             break
     return total
 
+
+def recurrence_break(x, a):
+    """A recurrence that may stop early, its `break` before the update: the adjoint needs each
+    trip's break flag (recomputed from the trip number, not taped)."""
+    s = 0.0
+    for i in range(x.shape[0]):
+        if s > 1.0:
+            break
+        s = math.sin(s * a + x[i]) + 0.5 * s
+    return s
+
 R = np.random.default_rng(0)
 V = R.standard_normal(7)
 W = R.standard_normal(7)
@@ -711,4 +722,5 @@ CASES = [
     (scratch_recompute, [(V[:4], M)]),
     (scratch_while, [(V[:4], M), (V[:4], M[:0])]),
     (scratch_break, [(V[:4], M, 1.0), (V[:4], M, 100.0)]),
+    (recurrence_break, [(V, 0.7), (np.abs(V) + 0.5, 0.7)]),
 ]

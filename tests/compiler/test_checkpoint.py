@@ -102,11 +102,12 @@ def test_the_column_counter_is_carried_back_not_taped():
 
 
 @pytest.mark.parametrize("name,counter", [("scratch_while", "i"), ("scratch_break", "i"),
-                                          ("series_exp", "k")])
+                                          ("series_exp", "k"), ("recurrence_break", "broke")])
 def test_while_counters_are_recomputed(name, counter):
     """A while loop's counter (`k += 1`, and the counter of a range loop with break) is
-    recomputed from the reversed loop's trip number; nothing is pushed per trip for it
-    (with checkpointing off, it is)."""
+    recomputed from the reversed loop's trip number, and so is the `broke` flag of a loop
+    with break (true on the last trip at most: checkpoint.exit_flags); nothing is pushed per
+    trip for them (with checkpointing off, it is)."""
     fn, arg_sets = next((f, a) for f, a in c.CASES if f.__name__ == name)
     assert f"{counter}_tape" not in ac.grad(fn).source(*arg_sets[0])
     saved = checkpoint.ENABLED

@@ -868,6 +868,66 @@ def test_default_is_strict_ieee():
     assert "fadd fast" not in text and "fmul fast" not in text
 
 
+def scaled(x, c):
+    return x * c
+
+
+def halved(x, c):
+    return x * c * 0.5
+
+
+def scaled_sum(x, c):
+    s = 0.0
+    for i in range(len(x)):
+        s += x[i] * c
+    return s
+
+
+def scaled_at(x, i, c):
+    return x[i] * c
+
+
+TINY = 1e-300  # TINY * 1e-10 is subnormal
+
+
+def test_fastmath_flushes_subnormals_and_restores_the_caller():
+    """fastmath=True runs the kernel with FTZ and DAZ (fpenv.py); strict code keeps gradual
+    underflow, and the caller's mode is back after a return, an error or a gradient."""
+    assert llvm(scaled)(TINY, 1e-10) == TINY * 1e-10 != 0.0
+    assert llvm(scaled, fastmath=True)(TINY, 1e-10) == 0.0
+    x = np.full(3, TINY)
+    assert llvm(scaled_sum)(x, 1e-10) == scaled_sum(x, 1e-10) != 0.0
+    assert llvm(scaled_sum, fastmath=True)(x, 1e-10) == 0.0
+    with pytest.raises(IndexError):
+        llvm(scaled_at, fastmath=True)(x, 5, 1e-10)
+    assert np.multiply(TINY, 1e-10) != 0.0 and TINY * 1e-10 != 0.0  # the caller's mode
+    assert ac.grad(llvm(halved, fastmath=True))(1.0, 1e-308) == 0.0  # the adjoint's c * 0.5
+    assert ac.grad(llvm(halved))(1.0, 1e-308) == 1e-308 * 0.5 != 0.0
+
+
+FLUSHED_PIECES = """
+import numpy as np
+import adcompile as ac
+from tests.compiler.test_native import scaled
+x = np.full(1 << 20, 1e-300)
+fast = ac.adcompile(scaled, fastmath=True)(x, 1e-10)  # the pool's workers start in here
+strict = ac.adcompile(scaled)(x, 1e-10)
+print(int((fast == 0).sum()), int((strict == 0).sum()), x.size)
+"""
+
+
+def test_fastmath_flushes_in_parallel_pieces(tmp_path):
+    """Pieces of a parallel loop may run on the pool's threads: each piece sets FTZ itself,
+    and workers a fastmath kernel started do not keep its mode (a fresh process, so that
+    the pool starts there)."""
+    env = dict(os.environ, PYTHONPATH=str(REPO), ADCOMPILE_CACHE_DIR=str(tmp_path / "cache"),
+               ADCOMPILE_NUM_THREADS="4")
+    done = subprocess.run([sys.executable, "-c", FLUSHED_PIECES], env=env, cwd=str(REPO),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    flushed, kept, size = map(int, done.stdout.split())
+    assert (flushed, kept) == (size, 0)
+
 # =============================================================================================
 # 6. the on-disk cache
 # =============================================================================================

@@ -87,11 +87,14 @@ def _spawn_pool():
 def test_round_trip_through_a_process_pool_is_warm():
     """Each worker is a fresh interpreter: it imports the function's module, and its first
     call must load IR and object code from the on-disk cache (compiling raises there)."""
+    from adcompile.backends.llvm import pool as thread_pool
+
     payloads, expected = {}, {}
     for name, (make, args) in OBJECTS.items():
         obj = make()
         expected[name] = _bits(obj(*args))  # compiles here, fills the shared cache
         payloads[name] = pickle.dumps(obj)
+    thread_pool.store_in_cache()  # built earlier in this process with the cache off, maybe
     with _spawn_pool() as pool:
         futures = {name: pool.submit(pf.call_warm, payloads[name], OBJECTS[name][1])
                    for name in OBJECTS}

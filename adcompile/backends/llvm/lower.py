@@ -13,7 +13,8 @@ not, goes through one cleanup block that frees the tapes. Arrays made inside the
 malloc'd buffers with reference counts (`memory.py`), freed as soon as no value holds them;
 the entry point hands those the function returns to numpy. Whole-array primitives lower to
 loop nests (`arrays.py`), matrix factorisations to LAPACK or to our own LU (`linalg.py`).
-Floats follow IEEE unless fastmath is asked for; integer division and modulo follow Python
+Floats follow IEEE unless fastmath is asked for (then LLVM may reorder them, and subnormals
+flush to zero: `fpenv.py`); integer division and modulo follow Python
 (floor) semantics; indices wrap like Python's and are checked against the array's shape
 unless boundscheck=False.
 """
@@ -25,6 +26,7 @@ import math
 
 import llvmlite.ir as ir
 
+from adcompile.backends.llvm import fpenv
 from adcompile.backends.llvm.arrays import ARRAY_RULES, ArrayLowering
 from adcompile.backends.llvm.fusion import FusionLowering, LazyV, plan
 from adcompile.backends.llvm.linalg import LINALG_RULES, LinalgLowering
@@ -75,6 +77,7 @@ def lower_kernel(module, fn, name, layouts, target_data, fastmath=False, boundsc
         _set_name(value, p.name)
     lowering.block(fn.body)
     lowering.finish()
+    func = fpenv.wrap(module, func, fastmath)
     return Kernel(func, lowering.errors, [p.type for p in fn.params], result_type, layouts)
 
 

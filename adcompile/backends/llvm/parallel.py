@@ -38,6 +38,7 @@ of sum, `adc.pairwise_tree.K`, as they share `adc.pairwise.K`).
 
 import llvmlite.ir as ir
 
+from adcompile.backends.llvm import fpenv
 from adcompile.backends.llvm.pool import CHUNK_FN
 from adcompile.backends.llvm.values import I1, I8, I32, I64, ITEMSIZE, OK, PTR, REG, Pack, \
     alloca, i64
@@ -81,6 +82,7 @@ class ParallelLowering:
         for k, v in enumerate(captured):
             self.b.store(v, self.b.gep(env, [i64(0), ir.Constant(I32, k)],
                                        source_etype=env_type))
+        fn = fpenv.wrap(self.module, fn, bool(self.flags))  # pool threads: fastmath's FTZ
         status = self.b.call(self.libc(*_PARALLEL_FOR), [fn, env, n, work,
                                                          i64(self.parallel_cap)])
         failed = self.func.append_basic_block("chunk.fail")

@@ -30,7 +30,7 @@ import threading
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
-from adcompile.backends.llvm import jit
+from adcompile.backends.llvm import fpenv, jit
 from adcompile.backends.llvm.pairwise import while_loop
 from adcompile.backends.llvm.values import I32, I64, PTR, i64, opaque
 
@@ -172,6 +172,7 @@ class _Pool:
         only for the workers that joined: one the system has not scheduled yet does not hold
         it up."""
         fn, b = self.function("adc.pool.worker", WORKER_FN, export=False)
+        fpenv.reset(self.m, b)  # not the FTZ of a fastmath kernel that started it
         slot = fn.args[0]
         index = b.load(b.gep(slot, [i64(0), ir.Constant(I32, 0)], source_etype=SLOT), typ=I64)
         seen = b.gep(slot, [i64(0), ir.Constant(I32, 1)], source_etype=SLOT)
@@ -320,6 +321,15 @@ def cache_key():
     pool's IR follows from the compiler's source and the target, which jit.cache_key holds
     already, so a warm start does not build the IR (a third of its time) to find the key."""
     return jit.cache_key("adc.pool")
+
+
+def store_in_cache():
+    """Put the pool's object code in the on-disk cache if it is not there (a process that
+    built the pool while the cache was off stored nothing; its child processes would
+    compile it again)."""
+    text, key = _text_and_key()
+    if jit.cache_load(key) is None:
+        jit.cache_store(key, jit.emit_object(jit.optimize(text)))
 
 
 def symbols():
