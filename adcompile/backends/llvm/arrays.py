@@ -97,6 +97,16 @@ class ArrayLowering(PairwiseLowering):
             return stride  # a constant, which a parallel loop's piece still sees as one
         return self.b.select(cond, i64(0), stride)
 
+    def broadcast_stride(self, d, stride):
+        """The stride of an axis of length d broadcast to another length: 0 where d is 1
+        (a constant where d is one: the loops, pieces of parallel loops too, see a stride
+        LLVM can vectorise with, such as a column broadcast along the rows of a matrix)."""
+        if not isinstance(d, ir.Constant):
+            return self.zero_where(self.b.icmp_signed("==", d, i64(1)), stride)
+        if d.constant != 1:
+            return stride
+        return Pack([i64(0)] * len(stride.items)) if isinstance(stride, Pack) else i64(0)
+
     @staticmethod
     def no_stride(a):
         """The stride of an axis `a` is broadcast along (0, for each leaf of a lazy value)."""
@@ -190,7 +200,7 @@ class ArrayLowering(PairwiseLowering):
             if d is shape[lead + j]:
                 strides.append(s)
             else:
-                strides.append(self.zero_where(self.b.icmp_signed("==", d, i64(1)), s))
+                strides.append(self.broadcast_stride(d, s))
         return strides
 
     def fit_into(self, value, shape, loc, what):
@@ -210,8 +220,7 @@ class ArrayLowering(PairwiseLowering):
             self.fail_with(bad, "ValueError", f"{what}: could not broadcast a value of length "
                            f"%lld into length %lld (axis {lead + j} of the destination)", loc,
                            d, n)
-            strides.append(self.zero_where(self.b.icmp_signed("==", d, i64(1)),
-                                           value.strides[j]))
+            strides.append(self.broadcast_stride(d, value.strides[j]))
         return strides
 
     # -- elementwise -----------------------------------------------------------------------
@@ -555,7 +564,9 @@ class ArrayLowering(PairwiseLowering):
                        "can only specify one unknown dimension", op.loc)
         safe = b.select(b.icmp_signed("==", known, i64(0)), i64(1), known)
         inferred = b.sdiv(size, safe)
-        dims = [b.select(u, inferred, d) for d, u in zip(dims, unknown)]
+        # a constant length stays one (a broadcast along it then has a constant stride)
+        dims = [d if _constant_length(d) else b.select(u, inferred, d)
+                for d, u in zip(dims, unknown)]
         self.fail_with(b.icmp_signed("!=", self.count(dims), size), "ValueError",
                        "cannot reshape array of size %lld into a shape of %lld elements",
                        op.loc, size, b.mul(known, b.select(b.icmp_signed(
@@ -1293,3 +1304,7 @@ ARRAY_RULES = {
     "argmax": "reduce", "argmin": "reduce", "trace": "trace", "sum_to": "sum_to",
     "matmul": "matmul",
 }
+
+
+def _constant_length(d):
+    return isinstance(d, ir.Constant) and d.constant >= 0
