@@ -1265,6 +1265,31 @@ class ArrayLowering(PairwiseLowering):
         return b.load(acc, typ=REG[dtype])
 
     def product_rows(self, a, c, out, offsets, sizes, strides, dtype):
+        """Our own loops of a matrix product: i, k, j (the innermost loop walks rows of c and
+        of the result, vectorisable), or for a result of fewer than NARROW columns, i, j, k
+        (each element a sum in a register: rows of one or two elements made the i-k-j loops
+        all overhead). Both add each element's products in order of k from +0.0."""
+        b = self.b
+        with b.if_else(b.icmp_signed("<", sizes[2], i64(NARROW))) as (narrow, wide):
+            with narrow:
+                self.product_dots(a, c, out, offsets, sizes, strides, dtype)
+            with wide:
+                self.product_wide(a, c, out, offsets, sizes, strides, dtype)
+
+    def product_dots(self, a, c, out, offsets, sizes, strides, dtype):
+        b = self.b
+        o, oa, oc = offsets
+        m, k, n = sizes
+        so_m, so_n, sa_m, sa_k, sc_k, sc_n = strides
+
+        def row(i):
+            orow, arow = b.add(o, b.mul(i, so_m)), b.add(oa, b.mul(i, sa_m))
+            self.loop(n, lambda j: self.write(out, b.add(orow, b.mul(j, so_n)), self.dot_at(
+                a, c, arow, b.add(oc, b.mul(j, sc_n)), k, sa_k, sc_k, dtype), dtype))
+
+        self.loop(m, row)
+
+    def product_wide(self, a, c, out, offsets, sizes, strides, dtype):
         b = self.b
         o, oa, oc = offsets
         m, k, n = sizes
@@ -1304,6 +1329,9 @@ ARRAY_RULES = {
     "argmax": "reduce", "argmin": "reduce", "trace": "trace", "sum_to": "sum_to",
     "matmul": "matmul",
 }
+
+
+NARROW = 4  # a product with fewer result columns sums each element in a register
 
 
 def _constant_length(d):
