@@ -1270,30 +1270,14 @@ class ArrayLowering(PairwiseLowering):
         (each element a sum in a register: rows of one or two elements made the i-k-j loops
         all overhead). Both add each element's products in order of k from +0.0."""
         b = self.b
-        with b.if_else(b.icmp_signed("<", sizes[2], i64(NARROW))) as (narrow, wide):
-            with narrow:
-                self.product_dots(a, c, out, offsets, sizes, strides, dtype)
-            with wide:
-                self.product_wide(a, c, out, offsets, sizes, strides, dtype)
-
-    def product_dots(self, a, c, out, offsets, sizes, strides, dtype):
-        b = self.b
         o, oa, oc = offsets
         m, k, n = sizes
         so_m, so_n, sa_m, sa_k, sc_k, sc_n = strides
 
-        def row(i):
+        def dots(i):
             orow, arow = b.add(o, b.mul(i, so_m)), b.add(oa, b.mul(i, sa_m))
             self.loop(n, lambda j: self.write(out, b.add(orow, b.mul(j, so_n)), self.dot_at(
                 a, c, arow, b.add(oc, b.mul(j, sc_n)), k, sa_k, sc_k, dtype), dtype))
-
-        self.loop(m, row)
-
-    def product_wide(self, a, c, out, offsets, sizes, strides, dtype):
-        b = self.b
-        o, oa, oc = offsets
-        m, k, n = sizes
-        so_m, so_n, sa_m, sa_k, sc_k, sc_n = strides
 
         def row(i):
             orow = b.add(o, b.mul(i, so_m))
@@ -1316,7 +1300,11 @@ class ArrayLowering(PairwiseLowering):
 
             self.loop(k, term)
 
-        self.loop(m, row)
+        with b.if_else(b.icmp_signed("<", n, i64(NARROW))) as (narrow, wide):
+            with narrow:
+                self.loop(m, dots)
+            with wide:
+                self.loop(m, row)
 
 
 ARRAY_RULES = {
