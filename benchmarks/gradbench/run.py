@@ -279,7 +279,8 @@ def machine():
 
     return {"date": datetime.date.today().isoformat(), "cpu": _cpu(), "cores": os.cpu_count(),
             "python": platform.python_version(), "versions": ", ".join(versions),
-            "adcompile": _compiler_version(os.path.dirname(adcompile.__file__))}
+            "adcompile": _compiler_version(os.path.dirname(adcompile.__file__)),
+            "load": ", ".join(f"{x:.1f}" for x in os.getloadavg())}
 
 
 def _compiler_version(package):
@@ -327,7 +328,9 @@ def markdown(results):
         info = results[name]["machine"]
         lines += [f"## {name}", "",
                   f"{info['date']}, {info['cpu']} ({info['cores']} cores), Python "
-                  f"{info['python']}, {info['versions']}; adcompile {info['adcompile']}.", "",
+                  f"{info['python']}, {info['versions']}; adcompile {info['adcompile']}"
+                  + (f"; load average {info['load']} (1, 5, 15 min) at the end of the run"
+                     if info.get("load") else "") + ".", "",
                   HEADER, "|" + "---|" * HEADER.count(" | ") + "---|"]
         lines += [_markdown_row(row) for row in results[name]["rows"]]
         failures = [f"- {row['label']}: {f}" for row in results[name]["rows"]
