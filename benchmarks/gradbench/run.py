@@ -49,6 +49,8 @@ def main():
     parser.add_argument("--evals", default=",".join(EVALS), help="comma-separated eval names")
     parser.add_argument("--budget", type=float, default=None,
                         help="seconds of calls per timing (default 0.3 quick, 1.0 full)")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time calls by the process's CPU time (a shared, loaded machine)")
     parser.add_argument("--replot", action="store_true",
                         help="rewrite results.md and the plots from results.json; run nothing")
     args = parser.parse_args()
@@ -61,6 +63,8 @@ def main():
     if args.replot:
         return replot()
     budget = args.budget if args.budget is not None else (0.3 if args.quick else 1.0)
+    if args.cpu_time:
+        harness.CLOCK = time.process_time
     _one_thread()
     for name in args.evals.split(","):
         module = _import(name.strip())
@@ -279,7 +283,9 @@ def machine():
 
     return {"date": datetime.date.today().isoformat(), "cpu": _cpu(), "cores": os.cpu_count(),
             "python": platform.python_version(), "versions": ", ".join(versions),
-            "adcompile": _compiler_version(os.path.dirname(adcompile.__file__))}
+            "adcompile": _compiler_version(os.path.dirname(adcompile.__file__)),
+            "load": ", ".join(f"{x:.1f}" for x in os.getloadavg()),
+            "clock": "CPU" if harness.CLOCK is time.process_time else "wall-clock"}
 
 
 def _compiler_version(package):
@@ -327,7 +333,11 @@ def markdown(results):
         info = results[name]["machine"]
         lines += [f"## {name}", "",
                   f"{info['date']}, {info['cpu']} ({info['cores']} cores), Python "
-                  f"{info['python']}, {info['versions']}; adcompile {info['adcompile']}.", "",
+                  f"{info['python']}, {info['versions']}; adcompile {info['adcompile']}"
+                  + (f"; load average {info['load']} (1, 5, 15 min) at the end of the run"
+                     if info.get("load") else "")
+                  + ("; times are CPU times (run.py --cpu-time)" if info.get("clock") == "CPU"
+                     else "") + ".", "",
                   HEADER, "|" + "---|" * HEADER.count(" | ") + "---|"]
         lines += [_markdown_row(row) for row in results[name]["rows"]]
         failures = [f"- {row['label']}: {f}" for row in results[name]["rows"]

@@ -187,6 +187,24 @@ def gmm_loglik(X, means, log_vars, logits):
     return np.sum(m[:, 0] + np.log(np.sum(np.exp(a - m), axis=1)))
 
 
+def gmm_by_component(X, means, Ls):
+    """GradBench's form: one matrix product per component (BLAS from 8192 multiply-adds),
+    stored into a column, with a row-wise log-sum-exp; its adjoint broadcasts a column
+    (reshaped to (n, 1)) along the rows of each product's cotangent."""
+    n = X.shape[0]
+    k_count = means.shape[0]
+    beta = np.zeros((n, k_count))
+    for k in range(k_count):
+        y = (X - means[k]) @ Ls[k].T
+        beta[:, k] = -0.5 * np.sum(y * y, axis=1)
+    top = np.max(beta, axis=1, keepdims=True)
+    return np.sum(top[:, 0] + np.log(np.sum(np.exp(beta - top), axis=1)))
+
+
+def column_scaled(w, Y):
+    return np.sum(np.reshape(w, (Y.shape[0], 1)) * Y * Y, axis=0)
+
+
 # -- ODE steps ----------------------------------------------------------------------------------
 
 def chain_rhs(y):
@@ -918,6 +936,11 @@ CASES = [
     ("gmm_loglik", gmm_loglik,
      lambda: (_n(6, 2), _n(3, 2, seed=1), 0.3 * _n(3, 2, seed=2), _n(3, seed=3)),
      (0, 1, 2, 3)),
+    ("gmm_by_component", gmm_by_component,
+     lambda: (_n(64, 12), _n(3, 12, seed=1), 0.3 * _n(3, 12, 12, seed=2)), (0, 1, 2)),
+    ("column_scaled", column_scaled, lambda: (_n(5), _n(5, 4, seed=1)), (0, 1)),
+    ("column_scaled-strided", column_scaled, lambda: (_n(10)[::2], _n(4, 5, seed=1).T),
+     (0, 1)),
     ("gmm_loglik-f32", gmm_loglik,
      lambda: _f32(_n(6, 2), _n(3, 2, seed=1), 0.3 * _n(3, 2, seed=2), _n(3, seed=3)), (1,)),
     # ODE steps

@@ -109,6 +109,16 @@ class ArrayLowering(PairwiseLowering):
             return stride  # a constant, which a parallel loop's piece still sees as one
         return self.b.select(cond, i64(0), stride)
 
+    def broadcast_stride(self, d, stride):
+        """The stride of an axis of length d broadcast to another length: 0 where d is 1
+        (a constant where d is one: the loops, pieces of parallel loops too, see a stride
+        LLVM can vectorise with, such as a column broadcast along the rows of a matrix)."""
+        if not isinstance(d, ir.Constant):
+            return self.zero_where(self.b.icmp_signed("==", d, i64(1)), stride)
+        if d.constant != 1:
+            return stride
+        return Pack([i64(0)] * len(stride.items)) if isinstance(stride, Pack) else i64(0)
+
     @staticmethod
     def no_stride(a):
         """The stride of an axis `a` is broadcast along (0, for each leaf of a lazy value)."""
@@ -202,7 +212,7 @@ class ArrayLowering(PairwiseLowering):
             if d is shape[lead + j]:
                 strides.append(s)
             else:
-                strides.append(self.zero_where(self.b.icmp_signed("==", d, i64(1)), s))
+                strides.append(self.broadcast_stride(d, s))
         return strides
 
     def fit_into(self, value, shape, loc, what):
@@ -222,8 +232,7 @@ class ArrayLowering(PairwiseLowering):
             self.fail_with(bad, "ValueError", f"{what}: could not broadcast a value of length "
                            f"%lld into length %lld (axis {lead + j} of the destination)", loc,
                            d, n)
-            strides.append(self.zero_where(self.b.icmp_signed("==", d, i64(1)),
-                                           value.strides[j]))
+            strides.append(self.broadcast_stride(d, value.strides[j]))
         return strides
 
     # -- elementwise -----------------------------------------------------------------------
@@ -567,7 +576,9 @@ class ArrayLowering(PairwiseLowering):
                        "can only specify one unknown dimension", op.loc)
         safe = b.select(b.icmp_signed("==", known, i64(0)), i64(1), known)
         inferred = b.sdiv(size, safe)
-        dims = [b.select(u, inferred, d) for d, u in zip(dims, unknown)]
+        # a constant length stays one (a broadcast along it then has a constant stride)
+        dims = [d if _constant_length(d) else b.select(u, inferred, d)
+                for d, u in zip(dims, unknown)]
         self.fail_with(b.icmp_signed("!=", self.count(dims), size), "ValueError",
                        "cannot reshape array of size %lld into a shape of %lld elements",
                        op.loc, size, b.mul(known, b.select(b.icmp_signed(
@@ -1266,10 +1277,19 @@ class ArrayLowering(PairwiseLowering):
         return b.load(acc, typ=REG[dtype])
 
     def product_rows(self, a, c, out, offsets, sizes, strides, dtype):
+        """Our own loops of a matrix product: i, k, j (the innermost loop walks rows of c and
+        of the result, vectorisable), or for a result of fewer than NARROW columns, i, j, k
+        (each element a sum in a register: rows of one or two elements made the i-k-j loops
+        all overhead). Both add each element's products in order of k from +0.0."""
         b = self.b
         o, oa, oc = offsets
         m, k, n = sizes
         so_m, so_n, sa_m, sa_k, sc_k, sc_n = strides
+
+        def dots(i):
+            orow, arow = b.add(o, b.mul(i, so_m)), b.add(oa, b.mul(i, sa_m))
+            self.loop(n, lambda j: self.write(out, b.add(orow, b.mul(j, so_n)), self.dot_at(
+                a, c, arow, b.add(oc, b.mul(j, sc_n)), k, sa_k, sc_k, dtype), dtype))
 
         def row(i):
             orow = b.add(o, b.mul(i, so_m))
@@ -1292,7 +1312,11 @@ class ArrayLowering(PairwiseLowering):
 
             self.loop(k, term)
 
-        self.loop(m, row)
+        with b.if_else(b.icmp_signed("<", n, i64(NARROW))) as (narrow, wide):
+            with narrow:
+                self.loop(m, dots)
+            with wide:
+                self.loop(m, row)
 
 
 ARRAY_RULES = {
@@ -1305,3 +1329,10 @@ ARRAY_RULES = {
     "argmax": "reduce", "argmin": "reduce", "trace": "trace", "sum_to": "sum_to",
     "matmul": "matmul",
 }
+
+
+NARROW = 4  # a product with fewer result columns sums each element in a register
+
+
+def _constant_length(d):
+    return isinstance(d, ir.Constant) and d.constant >= 0

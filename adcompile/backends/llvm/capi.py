@@ -46,6 +46,8 @@ _BUFFER_TAG = _BufferTag()
 # the slabs calls have finished with, kept for the next call (memory.py): a list the entry points
 # take whole and give back with an atomic exchange
 _SLAB_CACHE = ctypes.c_void_p(0)
+# the free large buffers calls have finished with (memory.py), kept the same way
+_LARGE_CACHE = ctypes.c_void_p(0)
 
 
 class ABIError(RuntimeError):
@@ -159,6 +161,7 @@ def symbols():
             "adc_np_true": id(np.True_), "adc_np_false": id(np.False_),
             "adc_miss": id(MISS), "adc_none": id(None), "adc_buffer_tag": id(_BUFFER_TAG),
             "adc_slab_cache": ctypes.addressof(_SLAB_CACHE),
+            "adc_large_cache": ctypes.addressof(_LARGE_CACHE),
         }
         for name, exception in EXCEPTIONS.items():
             found[f"adc_exc_{name}"] = id(exception)

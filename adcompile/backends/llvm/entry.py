@@ -16,9 +16,11 @@ offsets come from `capi`, which checked them against the running interpreter.
 import llvmlite.ir as ir
 
 from adcompile.backends.llvm import capi
-from adcompile.backends.llvm.memory import (SLAB, SLAB_CACHE, SLABS_KEPT, TAG, TR_BASE, TR_CLASS,
-                                            TR_NELEMS, TR_NEXT, TR_PYOBJ, TR_TAG)
-from adcompile.backends.llvm.values import (CONTEXT, CTX_ERR, CTX_SLABS, CTX_SPARE, CTX_TEMPS,
+from adcompile.backends.llvm.memory import (LARGE_CACHE, LARGE_KEPT, SLAB, SLAB_CACHE, SLABS_KEPT,
+                                            TAG, TR_BASE, TR_CLASS, TR_NELEMS, TR_NEXT, TR_PYOBJ,
+                                            TR_TAG)
+from adcompile.backends.llvm.values import (CONTEXT, CTX_ERR, CTX_LARGE, CTX_SLABS, CTX_SPARE,
+                                            CTX_TEMPS,
                                             CTX_TSTATE, F32, F64, I1, I8, I32, I64, ITEMSIZE,
                                             MEM, PTR, alloca, external, flat_types, i64, opaque)
 from adcompile.ir import types as T
@@ -97,10 +99,11 @@ class _Entry:
             flat_args += self.unpack(obj, t, k in self.written, k < self.exact)
         ctx = alloca(self.b, CONTEXT, name="ctx")
         self.b.store(ir.Constant(CONTEXT, None), ctx)
-        spare = self.b.atomic_rmw("xchg", self.symbol(SLAB_CACHE), ir.Constant(PTR, None),
-                                  "seq_cst")
-        self.b.store(spare, self.b.gep(ctx, [i64(0), ir.Constant(I32, CTX_SPARE)],
-                                       source_etype=CONTEXT))
+        for cache, field in ((SLAB_CACHE, CTX_SPARE), (LARGE_CACHE, CTX_LARGE)):
+            spare = self.b.atomic_rmw("xchg", self.symbol(cache), ir.Constant(PTR, None),
+                                      "seq_cst")
+            self.b.store(spare, self.b.gep(ctx, [i64(0), ir.Constant(I32, field)],
+                                           source_etype=CONTEXT))
         result_struct = ir.LiteralStructType(flat_types(self.kernel.result_type))
         out = alloca(self.b, result_struct, name="out")
 
@@ -171,8 +174,9 @@ class _Entry:
 
     def give_back_slabs(self, ctx):
         """When the call ends, the slabs it used or took go back to the process's cache (at
-        most SLABS_KEPT standard ones; the others are freed): one exchange, and whatever
-        another call gave back meanwhile is freed."""
+        most SLABS_KEPT standard ones; the others are freed), and so do its free large blocks
+        (at most LARGE_KEPT bytes): one exchange each, and whatever another call gave back
+        meanwhile is freed."""
         fn = self.module.globals.get("adc.slabs_done")
         if fn is None:
             fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR]),
@@ -202,12 +206,44 @@ class _Entry:
                 self.each_slab(b, b.load(field, typ=PTR), keep_or_free)
             old = b.atomic_rmw("xchg", self.symbol(SLAB_CACHE), b.load(kept, typ=PTR), "seq_cst")
             self.each_slab(b, old, lambda b, slab: b.call(free, [slab]))
+            self.give_back_large(b, fn.args[0], free)
             b.ret_void()
         self.b.call(fn, [ctx])
 
+    def give_back_large(self, b, ctx, free):
+        """The context's free large blocks to the process's cache, the first LARGE_KEPT bytes of
+        them; the others, and what the cache held, freed."""
+        kept, total = alloca(b, PTR), alloca(b, I64)
+        b.store(ir.Constant(PTR, None), kept)
+        b.store(i64(0), total)
+
+        def next_of(b, trailer):
+            return b.load(b.gep(trailer, [i64(TR_NEXT)], source_etype=I64), typ=PTR)
+
+        def release(b, trailer):
+            b.call(free, [b.load(b.gep(trailer, [i64(TR_BASE)], source_etype=I64), typ=PTR)])
+
+        def keep_or_free(b, trailer):
+            size = b.neg(b.load(b.gep(trailer, [i64(TR_CLASS)], source_etype=I64), typ=I64))
+            more = b.add(b.load(total, typ=I64), size)
+            with b.if_else(b.icmp_signed("<=", more, i64(LARGE_KEPT))) as (keep, drop):
+                with keep:
+                    b.store(b.load(kept, typ=PTR), b.gep(trailer, [i64(TR_NEXT)],
+                                                         source_etype=I64))
+                    b.store(trailer, kept)
+                    b.store(more, total)
+                with drop:
+                    release(b, trailer)
+
+        field = b.gep(ctx, [i64(0), ir.Constant(I32, CTX_LARGE)], source_etype=CONTEXT)
+        self.each_slab(b, b.load(field, typ=PTR), keep_or_free, next_of)
+        old = b.atomic_rmw("xchg", self.symbol(LARGE_CACHE), b.load(kept, typ=PTR), "seq_cst")
+        self.each_slab(b, old, release, next_of)
+
     @staticmethod
-    def each_slab(b, first, visit):
-        """visit(b, slab) for each slab of the list from `first` (the link read first)."""
+    def each_slab(b, first, visit, next_of=lambda b, slab: b.load(slab, typ=PTR)):
+        """visit(b, slab) for each slab of the list from `first` (the link, next_of(b, slab),
+        read first); also for other lists, with their next_of."""
         fn = b.function
         pre = b.block
         head = fn.append_basic_block("slab.head")
@@ -219,7 +255,7 @@ class _Entry:
         slab.add_incoming(first, pre)
         b.cbranch(b.icmp_unsigned("==", slab, ir.Constant(PTR, None)), done, body)
         b.position_at_end(body)
-        nxt = b.load(slab, typ=PTR)
+        nxt = next_of(b, slab)
         visit(b, slab)
         slab.add_incoming(nxt, b.block)
         b.branch(head)

@@ -292,7 +292,7 @@ class FusionLowering:
                 one = b.icmp_signed("==", d, i64(1))
                 together = b.and_(together, b.or_(one, b.icmp_signed("==", d,
                                                                      shape[lead + j])))
-                strides.append(self.zero_where(one, v.strides[j]))
+                strides.append(self.broadcast_stride(d, v.strides[j]))
             value_strides.append(strides)
         for p, q in pairs:
             together = b.and_(together, self.apart_or_same(dsts[p], dsts[q]))

@@ -36,14 +36,20 @@ So a loop whose body makes the same temporaries each time allocates in its first
 only, a tape of small arrays costs one malloc per slab rather than one per array (none in
 steady state), and the pool never holds more than the most blocks of a class alive at once. A
 returned array whose buffer lies in a slab is copied into memory of its own when it is handed
-to numpy (entry.py). A larger buffer is malloc'd and freed as it comes and goes.
+to numpy (entry.py). A larger buffer is a block of its own, of its size class's size (the
+same classes, continued): released, it goes on the context's list of free large blocks, where
+the next large buffer of its class is taken from, and when the call ends these blocks go to a
+process-wide cache as the slabs do (at most LARGE_KEPT bytes; the rest freed). So a call that
+makes the same large temporaries as the last one takes them back without malloc, and the kernel
+does not fault their pages in again (glibc gives freed memory back to the system and takes it
+anew: page faults were a fifth of GradBench gmm's derivative time).
 """
 
 import llvmlite.ir as ir
 
 from adcompile.ir import types as T
 from adcompile.ir.nodes import walk, walk_op
-from adcompile.backends.llvm.values import (CONTEXT, CTX_CURSOR, CTX_LIMIT, CTX_POOL,
+from adcompile.backends.llvm.values import (CONTEXT, CTX_CURSOR, CTX_LARGE, CTX_LIMIT, CTX_POOL,
                                             CTX_SLABS, CTX_SPARE, CTX_TEMPS, I1, I8, I32, I64,
                                             ITEMSIZE, POOL_LIMIT, PTR, ArrayV, TupleV, alloca,
                                             arrays_in, external, has_arrays, i64)
@@ -56,6 +62,8 @@ TAG = "adc_buffer_tag"  # what slot TR_TAG holds: bound to a private object's ad
 # one larger block; a call's standard slabs (at most SLABS_KEPT) go back to the process's cache
 SLAB, SLAB_HEADER, SLABS_KEPT = 1 << 16, 64, 256
 SLAB_CACHE = "adc_slab_cache"
+# the free large blocks (trailers linked through TR_NEXT; TR_CLASS holds minus the block's size)
+LARGE_CACHE, LARGE_KEPT = "adc_large_cache", 64 << 20
 
 _VIEWS = ("load", "slice", "transpose", "broadcast_to", "diagonal")
 _UNKNOWN = object()
@@ -226,9 +234,9 @@ class MemoryLowering:
         b.cbranch(b.icmp_unsigned("==", pooled, ir.Constant(PTR, None)), blocks["fail"],
                   blocks["made"])
         fresh_end = b.block
-        # a large buffer: exactly its size, freed when released
+        # a large buffer: a block of its class's size, free in the context or malloc'd
         b.position_at_end(blocks["big"])
-        large = self.malloc_buffer(b, total, rounded, i64(-1), blocks["fail"])
+        large = self.large_buffer(b, ctx, size, rounded, blocks["fail"])
         b.branch(blocks["made"])
         big_end = b.block
         b.position_at_end(blocks["made"])
@@ -267,17 +275,59 @@ class MemoryLowering:
         """Where the context keeps the first free buffer of size class `cls`."""
         return b.gep(ctx, [i64(0), ir.Constant(I32, CTX_POOL), cls], source_etype=CONTEXT)
 
-    def malloc_buffer(self, b, size, offset, cls, fail):
-        """malloc(size) with its trailer at `offset` holding the block's base and size class;
-        branches to `fail` when there is no memory. Returns the trailer."""
-        base = b.call(self.libc("malloc", PTR, [I64]), [size])
-        got = b.append_basic_block("malloc.ok")
-        b.cbranch(b.icmp_unsigned("==", base, ir.Constant(PTR, None)), fail, got)
+    def large_buffer(self, b, ctx, size, offset, fail):
+        """A large block of `size` bytes (a class's size): a free one from the context's list,
+        else malloc's; branches to `fail` when there is no memory. Its trailer, at `offset`,
+        holds the block's base and -size. Returns the trailer."""
+        null = ir.Constant(PTR, None)
+        free = b.call(self.take_large_fn(), [ctx, size])
+        start = b.block
+        new, got = b.append_basic_block("large.malloc"), b.append_basic_block("large.ok")
+        b.cbranch(b.icmp_unsigned("==", free, null), new, got)
+        b.position_at_end(new)
+        fresh = b.call(self.libc("malloc", PTR, [I64]), [size])
+        b.cbranch(b.icmp_unsigned("==", fresh, null), fail, got)
         b.position_at_end(got)
+        base = b.phi(PTR)
+        base.add_incoming(free, start)
+        base.add_incoming(fresh, new)
         trailer = b.gep(base, [offset], source_etype=ir.IntType(8))
         b.store(base, self.slot(trailer, TR_BASE, b))
-        b.store(cls, self.slot(trailer, TR_CLASS, b))
+        b.store(b.neg(size), self.slot(trailer, TR_CLASS, b))
         return trailer
+
+    def take_large_fn(self):
+        """adc.take_large(ctx, size): the base of a free large block of `size` bytes, taken off
+        the context's list, or null when it has none."""
+        fn = self.module.globals.get("adc.take_large")
+        if fn is not None:
+            return fn
+        fn = ir.Function(self.module, ir.FunctionType(PTR, [PTR, I64]), name="adc.take_large")
+        fn.linkage = "internal"
+        ctx, size = fn.args
+        blocks = {name: fn.append_basic_block(name)
+                  for name in ("entry", "head", "test", "next", "found", "none")}
+        b = ir.IRBuilder(blocks["entry"])
+        first = b.gep(ctx, [i64(0), ir.Constant(I32, CTX_LARGE)], source_etype=CONTEXT)
+        b.branch(blocks["head"])
+        b.position_at_end(blocks["head"])
+        link = b.phi(PTR)  # where the pointer to the block looked at is kept
+        link.add_incoming(first, blocks["entry"])
+        trailer = b.load(link, typ=PTR)
+        b.cbranch(b.icmp_unsigned("==", trailer, ir.Constant(PTR, None)), blocks["none"],
+                  blocks["test"])
+        b.position_at_end(blocks["test"])
+        fits = b.icmp_signed("==", b.load(self.slot(trailer, TR_CLASS, b), typ=I64), b.neg(size))
+        b.cbranch(fits, blocks["found"], blocks["next"])
+        b.position_at_end(blocks["next"])
+        link.add_incoming(self.slot(trailer, TR_NEXT, b), blocks["next"])
+        b.branch(blocks["head"])
+        b.position_at_end(blocks["found"])
+        b.store(b.load(self.slot(trailer, TR_NEXT, b), typ=PTR), link)
+        b.ret(b.load(self.slot(trailer, TR_BASE, b), typ=PTR))
+        b.position_at_end(blocks["none"])
+        b.ret(ir.Constant(PTR, None))
+        return fn
 
     def carve_fn(self):
         """adc.carve(ctx, size, class): the trailer of a new pooled block of `size` (a class size)
@@ -345,7 +395,8 @@ class MemoryLowering:
 
     def unbuffer_fn(self):
         """adc.unbuffer(ctx, trailer): take a buffer off the context's list; a pooled one goes
-        on its class's free list for the next buffer of its size, a large one is freed."""
+        on its class's free list for the next buffer of its size, a large one on the context's
+        list of free large blocks."""
         fn = self.module.globals.get("adc.unbuffer")
         if fn is not None:
             return fn
@@ -366,14 +417,11 @@ class MemoryLowering:
         with b.if_then(b.icmp_unsigned("!=", nxt, null)):
             b.store(prev, self.slot(nxt, TR_PREV, b))
         cls = b.load(self.slot(trailer, TR_CLASS, b), typ=I64)
-        with b.if_else(b.icmp_signed("<", cls, i64(0))) as (large, pooled):
-            with large:
-                b.call(self.libc("free", ir.VoidType(), [PTR]),
-                       [b.load(self.slot(trailer, TR_BASE, b), typ=PTR)])
-            with pooled:
-                head = self.pool_head(b, ctx, cls)
-                b.store(b.load(head, typ=PTR), self.slot(trailer, TR_NEXT, b))
-                b.store(trailer, head)
+        large = b.icmp_signed("<", cls, i64(0))
+        large_head = b.gep(ctx, [i64(0), ir.Constant(I32, CTX_LARGE)], source_etype=CONTEXT)
+        head = b.select(large, large_head, self.pool_head(b, ctx, b.select(large, i64(0), cls)))
+        b.store(b.load(head, typ=PTR), self.slot(trailer, TR_NEXT, b))
+        b.store(trailer, head)
         b.ret_void()
         return fn
 

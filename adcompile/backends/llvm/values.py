@@ -27,11 +27,13 @@ POOL_LIMIT, POOL_CLASSES = 1 << 17, 41
 # the context the entry point passes: thread state, the list of live kernel-allocated buffers,
 # two integers for an error message (an index and a size), the heads of the free lists of the
 # buffer pool, the list of slabs in use, the free part of the current slab (start, end), and the
-# spare slabs taken from the process's cache
+# spare slabs taken from the process's cache, and the free large buffers (taken from the
+# process's cache, or released by this call)
 CONTEXT = ir.LiteralStructType([PTR, PTR, I64, I64, ir.ArrayType(PTR, POOL_CLASSES),
-                                PTR, PTR, PTR, PTR])
+                                PTR, PTR, PTR, PTR, PTR])
 CTX_TSTATE, CTX_TEMPS, CTX_ERR, CTX_POOL, CTX_SLABS, CTX_CURSOR, CTX_LIMIT, CTX_SPARE = (
     0, 1, 2, 4, 5, 6, 7, 8)
+CTX_LARGE = 9
 
 OK, PYTHON_ERROR = 0, 1  # PYTHON_ERROR: an exception is already set
 
