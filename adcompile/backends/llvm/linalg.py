@@ -14,17 +14,12 @@ first largest magnitude in the column) written here in LLVM IR; `lapack` in the 
 says which, and is part of the cache key.
 """
 
-import contextlib
-
-import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from adcompile.backends.llvm.values import I32, I64, PTR, REG, i32, i64, zero
 
 SINGULAR = "Singular matrix"
 BLAS_MIN = 8192  # multiply-adds from which a matrix product calls BLAS
-MXCSR_DAZ, MXCSR_FTZ = 1 << 6, 1 << 15  # x86: subnormal inputs read as 0; results flushed to 0
-_X86 = llvm.get_process_triple().split("-")[0] in ("x86_64", "i386", "i686")
 
 
 class LinalgLowering:
@@ -273,27 +268,7 @@ class LinalgLowering:
                 self.b.store(value, slot)
             refs.append(slot)
         fn = self.libc(f"adc_blas_{name}", ir.VoidType(), [PTR] * len(refs))
-        with self.subnormals_flushed():
-            self.b.call(fn, refs)
-
-    @contextlib.contextmanager
-    def subnormals_flushed(self):
-        """Run the code emitted inside with the x86 control register MXCSR's DAZ and FTZ bits
-        set (subnormal inputs read as zero, subnormal results written as zero), and the
-        caller's MXCSR back afterwards; elsewhere (another architecture) as it is."""
-        if not _X86:
-            yield
-            return
-        b = self.b
-        saved, flushed = self.scratch(I32, "mxcsr"), self.scratch(I32, "mxcsr_flushed")
-        b.call(self._mxcsr("stmxcsr"), [saved])
-        b.store(b.or_(b.load(saved, typ=I32), i32(MXCSR_DAZ | MXCSR_FTZ)), flushed)
-        b.call(self._mxcsr("ldmxcsr"), [flushed])
-        yield
-        b.call(self._mxcsr("ldmxcsr"), [saved])
-
-    def _mxcsr(self, name):
-        return self.libc(f"llvm.x86.sse.{name}", ir.VoidType(), [PTR])
+        self.b.call(fn, refs)
 
     # -- our own LU (without scipy) ------------------------------------------------------------
     def at_raw(self, base, index, dtype):
