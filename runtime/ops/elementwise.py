@@ -323,7 +323,7 @@ def pow(a, b):
     dt = binary_dtype(a, b)
     if dt is dtypes.bool_:
         raise NotImplementedError("pow() is not implemented for two bool operands")
-    out = _compute(np.power if dt.category == _FLOAT else _int_power, a, b, dt)
+    out = _compute(numpy_ops.pow if dt.category == _FLOAT else _int_power, a, b, dt)
     if any_requires_grad((a, b)):
         record(PowBackward1, (a, b), out,
                (save_input(a), save_input(b), save_output(out, "PowBackward1")))
@@ -355,8 +355,8 @@ def _pow_scalar(a, e):
 def rpow(x, base):
     """base ** x for a Python number base (`2 ** x`)."""
     dt = binary_dtype(x, base)
-    power = np.power if dt.category == _FLOAT else _int_power
-    out = wrap(power(np.asarray(base, dt.np), data_of(x, dt.np)), dt)
+    power = numpy_ops.pow if dt.category == _FLOAT else _int_power
+    out = wrap(np.asarray(power(np.asarray(base, dt.np), data_of(x, dt.np))), dt)
     if any_requires_grad((x,)):
         record(PowBackward2, (x,), out, (base, save_output(out, "PowBackward2")))
     return out

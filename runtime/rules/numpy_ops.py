@@ -10,6 +10,7 @@ import sys
 import numpy as np
 
 from runtime.cascade_sum import mean_like_torch, sum_like_torch
+from runtime.simd_pow import torch_pow
 
 sin = np.sin
 cos = np.cos
@@ -217,6 +218,9 @@ def mean(x, dims, keepdim):
 # x ** e for the exponents PyTorch's CPU kernel computes without pow(): products and
 # reciprocals of x rounded step by step, so float results agree to the bit.
 _POWER_BY_PRODUCTS = {
+    0: lambda x: np.ones_like(x),
+    1: lambda x: np.array(x, copy=True),
+    0.5: np.sqrt,
     2: lambda x: x * x,
     3: lambda x: x * x * x,
     -2: lambda x: 1 / (x * x),
@@ -226,12 +230,17 @@ _POWER_BY_PRODUCTS = {
 
 
 def pow(x, e):
-    """np.power(x, e), with PyTorch's special cases for Python-number exponents of floats."""
+    """np.power(x, e), with PyTorch's special cases for Python-number exponents of floats and
+    float32 powers computed as its kernel computes them (runtime/simd_pow.py)."""
+    dtype = getattr(x, "dtype", None)
     if e.__class__ in _SCALARS:
-        dtype = getattr(x, "dtype", None)
         special = _POWER_BY_PRODUCTS.get(e)
         if special is not None and dtype is not None and dtype.kind == "f" and dtype.itemsize >= 4:
             return special(x).astype(dtype, copy=False)
+        if dtype == np.float32 and e.__class__ is not complex:
+            return torch_pow(x, e)
+    elif dtype == np.float32 and getattr(e, "dtype", None) == np.float32:
+        return torch_pow(x, e)
     return np.power(x, e)
 
 
