@@ -8,6 +8,7 @@ from runtime.autograd_meta import FORWARD_AD, _state, any_requires_grad, record,
 from runtime.autograd_meta import _new_unary_node as new_unary_node
 from runtime.function import node_class, save_input, save_output
 from runtime.rules import numpy_ops
+from runtime.rules.numpy_ops import via_double
 from runtime.ops._core import (
     _SCALARS,
     binary_dtype,
@@ -555,19 +556,6 @@ def _define_unary(name, np_fn, node_name, prim, saves, keep_dtype=False):
     return op
 
 
-def via_double(np_fn):
-    """np_fn for float32 data computed in float64 and rounded: PyTorch's float32 exp, log,
-    tanh, ... (SLEEF's, within an ulp) agree with the rounded float64 result far more often
-    than numpy's float32 kernels do (99 % of elements against 60-90 %)."""
-
-    def kernel(d):
-        if d.dtype == np.float32:
-            return np_fn(d.astype(np.float64)).astype(np.float32)
-        return np_fn(d)
-
-    return kernel
-
-
 def _sigmoid(d):
     return 1.0 / (1.0 + np.exp(-d))
 
@@ -611,9 +599,9 @@ log = _define_unary("log", via_double(np.log), "LogBackward0", "log", "input")
 log1p = _define_unary("log1p", via_double(np.log1p), "Log1PBackward0", "log1p", "input")
 sqrt = _define_unary("sqrt", np.sqrt, "SqrtBackward0", "sqrt", "result")
 rsqrt = _define_unary("rsqrt", _rsqrt, "RsqrtBackward0", "rsqrt", "result")
-sin = _define_unary("sin", np.sin, "SinBackward0", "sin", "input")
-cos = _define_unary("cos", np.cos, "CosBackward0", "cos", "input")
-tan = _define_unary("tan", np.tan, "TanBackward0", "tan", "result")
+sin = _define_unary("sin", via_double(np.sin), "SinBackward0", "sin", "input")
+cos = _define_unary("cos", via_double(np.cos), "CosBackward0", "cos", "input")
+tan = _define_unary("tan", via_double(np.tan), "TanBackward0", "tan", "result")
 tanh = _define_unary("tanh", via_double(np.tanh), "TanhBackward0", "tanh", "result")
 sigmoid = _define_unary("sigmoid", _sigmoid, "SigmoidBackward0", "sigmoid", "result")
 relu = _define_unary("relu", _relu, "ReluBackward0", "relu", "result", keep_dtype=True)

