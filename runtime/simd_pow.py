@@ -9,9 +9,8 @@ float32 `power` array loop is a third algorithm again.
 SLEEF's method is exp(y * log|x|) with the logarithm and the exponential carried as
 *double-floats*: a value is an unevaluated sum hi + lo of two float32s, and each step is an
 error-free transformation (Dekker, Knuth) made of float32 additions, products and fused
-multiply-adds. Here every step is one numpy expression on whole arrays, in float32; a fused
-multiply-add is emulated exactly in float64 (the product of two float32s is exact there, and
-the sum is rounded to odd so that the final rounding to float32 is the only one).
+multiply-adds. Here every step is one numpy expression on whole arrays, in float32, with the
+fused multiply-adds of runtime/fma.py.
 
 Layout: the vector body and the leftover elements are counted along each *inner run* of the
 kernel's loop; `torch_pow` covers C- or Fortran-contiguous operands (one run over memory) and
@@ -23,6 +22,7 @@ import functools
 import numpy as np
 
 from runtime.cascade_sum import GRAIN_SIZE, THREADS
+from runtime.fma import fma
 
 F32 = np.float32
 VECTOR_PAIR = 32  # two AVX-512 vectors of 16 float32 lanes per step of PyTorch's loop
@@ -34,25 +34,6 @@ _LOG_TAIL = (F32(0.66666662693023681640625), F32(3.69183861259614332084311e-09))
 _EXP_POLY = (0.00136324646882712841033936, 0.00836596917361021041870117,
              0.0416710823774337768554688, 0.166665524244308471679688,
              0.499999850988388061523438)
-
-
-def fma(a, b, c):
-    """a * b + c rounded once to float32."""
-    product = np.multiply(a, b, dtype=np.float64)  # exact: 24 + 24 bits
-    total = np.add(product, c, dtype=np.float64)
-    # the float64 sum was rounded too; that second rounding only matters where it landed
-    # exactly halfway between two float32s (a false tie), rare enough to repair case by case
-    ties = total.view(np.int64) & 0x1FFFFFFF == 0x10000000
-    if ties.any():
-        total = np.where(ties, _round_to_odd(product, c, total), total)
-    return total.astype(F32)
-
-
-def _round_to_odd(product, c, total):
-    """total moved off its false tie towards the exact sum (Knuth's two-sum gives the error)."""
-    back = total - product
-    error = (product - (total - back)) + (c - back)
-    return np.where(error != 0, np.nextafter(total, np.copysign(np.inf, error)), total)
 
 
 def _exact_residual(a, b, hi):

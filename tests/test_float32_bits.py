@@ -112,3 +112,68 @@ def test_transcendental_float32_agree_with_pytorch_mostly(name):
     assert np.mean(ours == theirs) >= 0.94
     ulps = np.abs(ours.view(np.int32).astype(np.int64) - theirs.view(np.int32))
     assert ulps.max() <= 1
+
+
+# (name, fn(L, x, y, z)) on float32 vectors of one length; PyTorch's kernels fuse these
+FUSED = [
+    ("lerp_small", lambda L, x, y, z: L.lerp(x, y, 0.1)),
+    ("lerp_large", lambda L, x, y, z: L.lerp(x, y, 0.7)),
+    ("lerp_", lambda L, x, y, z: x.clone().lerp_(y, 1 - 0.9)),
+    ("addcmul", lambda L, x, y, z: L.addcmul(x, y, z, value=0.001)),
+    ("addcmul_", lambda L, x, y, z: x.clone().mul_(0.999).addcmul_(y, y, value=1 - 0.999)),
+    ("add_alpha", lambda L, x, y, z: L.add(x, y, alpha=-0.37)),
+    ("sub_alpha_", lambda L, x, y, z: x.clone().sub_(y, alpha=0.37)),
+    ("addcdiv_", lambda L, x, y, z: x.clone().addcdiv_(y, z.abs() + 1, value=-0.01)),
+]
+
+
+@pytest.mark.parametrize("name,fn", FUSED, ids=[row[0] for row in FUSED])
+@pytest.mark.parametrize("n", [37, 1200])
+def test_fused_float32_kernels_match_pytorch(name, fn, n):
+    import torch
+
+    x, y, z = (np.random.default_rng(n).standard_normal((3, n)) * 10).astype(np.float32)
+    _same(fn(adcompile, *map(adcompile.tensor, (x, y, z))).numpy(),
+          fn(torch, *map(torch.tensor, (x, y, z))).numpy())
+
+
+# (m, k, n): MKL's sgemm adds each output as one FMA chain in k order for these (measured);
+# skinny products (a row, a few columns, small m times n with a transposed right factor) and
+# k > 384 take other MKL kernels, whose order is not followed
+PRODUCTS = [(16, 40, 30), (16, 30, 5), (64, 128, 10), (100, 5, 100), (2000, 3, 4),
+            (64, 384, 64), (8, 100, 16)]
+
+
+@pytest.mark.parametrize("m,k,n", PRODUCTS)
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
+def test_float32_matrix_products_match_pytorch(m, k, n, layout):
+    import torch
+
+    rng = np.random.default_rng(m * k * n)
+    a = rng.standard_normal((m, k) if layout[0] == "N" else (k, m)).astype(np.float32)
+    b = rng.standard_normal((k, n) if layout[1] == "N" else (n, k)).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+
+    def products(L):
+        ta, tb = L.tensor(a), L.tensor(b)
+        ta, tb = (ta if layout[0] == "N" else ta.t()), (tb if layout[1] == "N" else tb.t())
+        return L.mm(ta, tb), L.addmm(L.tensor(bias), ta, tb)
+
+    for ours, theirs in zip(products(adcompile), products(torch)):
+        _same(ours.numpy(), theirs.numpy())
+
+
+def test_linear_layer_gradients_match_pytorch():
+    import torch
+
+    rng = np.random.default_rng(0)
+    x, w, b, g = (rng.standard_normal(s).astype(np.float32)
+                  for s in ((16, 40), (30, 40), (30,), (16, 30)))
+    grads = []
+    for L in (adcompile, torch):
+        xs, ws, bs = (L.tensor(v, requires_grad=True) for v in (x, w, b))
+        out = L.nn.functional.linear(xs, ws, bs)
+        out.backward(L.tensor(g))
+        grads.append([out.detach().numpy()] + [t.grad.numpy() for t in (xs, ws, bs)])
+    for ours, theirs in zip(*grads):
+        _same(ours, theirs)

@@ -95,6 +95,11 @@ def _addc(np_fn):
         if a is None or b is None or data.dtype.kind != "f" or not (_fits(a, data)
                                                                    and _fits(b, data)):
             return False
+        if np_fn is np.multiply and data.dtype == np.float32:
+            from runtime.ops.misc import addcmul_kernel
+
+            data[...] = addcmul_kernel(data, a, b, value)
+            return True
         tmp = np_fn(a * value, b)
         np.add(data, tmp, out=data)
         return True
@@ -107,6 +112,11 @@ def _lerp(data, end, weight):
     if e is None or weight.__class__ not in _SCALARS or data.dtype.kind != "f" \
             or not _fits(e, data):
         return False
+    if data.dtype == np.float32:
+        from runtime.ops.misc import lerp_kernel
+
+        data[...] = lerp_kernel(data, e, weight)
+        return True
     if weight >= 0.5:
         return False
     tmp = np.subtract(e, data)

@@ -9,6 +9,7 @@ from runtime.autograd_meta import _new_unary_node as new_unary_node
 from runtime.function import node_class, save_input, save_output
 from runtime.rules import numpy_ops
 from runtime.rules.numpy_ops import via_double
+from runtime.fma import fma
 from runtime.ops._core import (
     _SCALARS,
     binary_dtype,
@@ -142,15 +143,12 @@ def _additive(np_fn, cls, a, b, alpha, name):
 
 def fused_axpy(np_fn, ad, bd, alpha):
     """a +- alpha*b on float32 with a single rounding, as PyTorch's kernels compute it (one
-    fused multiply-add, alpha first rounded to float32). The product of two float32 values is
-    exact in float64, so one float64 add and one rounding to float32 reproduce it (but for
-    double-rounding ties, about one case in 2**29)."""
-    product = np.multiply(bd, float(np.float32(alpha)), dtype=np.float64)
-    ufunc = _UFUNCS.get(np_fn, np_fn)
-    return ufunc(ad, product, dtype=np.float64).astype(np.float32)
+    fused multiply-add, alpha first rounded to float32)."""
+    alpha = np.float32(alpha)
+    return fma(bd, -alpha if np_fn in _SUBTRACTIONS else alpha, ad)
 
 
-_UFUNCS = {operator.add: np.add, operator.sub: np.subtract}
+_SUBTRACTIONS = (operator.sub, np.subtract)
 
 
 def _scaled(bd, alpha, dt):
