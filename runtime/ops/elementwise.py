@@ -141,11 +141,11 @@ def _additive(np_fn, cls, a, b, alpha, name):
     return out
 
 
-def fused_axpy(np_fn, ad, bd, alpha):
+def fused_axpy(np_fn, ad, bd, alpha, out=None):
     """a +- alpha*b on float32 with a single rounding, as PyTorch's kernels compute it (one
     fused multiply-add, alpha first rounded to float32)."""
     alpha = np.float32(alpha)
-    return fma(bd, -alpha if np_fn in _SUBTRACTIONS else alpha, ad)
+    return fma(bd, -alpha if np_fn in _SUBTRACTIONS else alpha, ad, out)
 
 
 _SUBTRACTIONS = (operator.sub, np.subtract)

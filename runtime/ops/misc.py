@@ -240,19 +240,19 @@ def lerp(x, end, weight):
     return out
 
 
-def addcmul_kernel(x, t1, t2, value):
+def addcmul_kernel(x, t1, t2, value, out=None):
     """float32 x + value * t1 * t2 as PyTorch's vector kernel: (value * t1) * t2 + x fused."""
-    return fma(np.multiply(t1, np.float32(value)), t2, x)
+    return fma(np.multiply(t1, np.float32(value)), t2, x, out)
 
 
-def lerp_kernel(x, end, weight):
+def lerp_kernel(x, end, weight, out=None):
     """float32 lerp with a number weight as PyTorch's vector kernel: one fused multiply-add
     from the nearer end, weight * (end - x) + x or (weight - 1) * (end - x) + end."""
     w = np.float32(weight)
     diff = np.subtract(end, x)
     if abs(w) < 0.5:
-        return fma(w, diff, x)
-    return fma(w - np.float32(1), diff, end)
+        return fma(w, diff, x, out)
+    return fma(w - np.float32(1), diff, end, out)
 
 
 def _check_lerp(x, end, weight):
