@@ -99,17 +99,17 @@ def test_float32_loss_reductions_match_pytorch(name, fn, n):
               fn(torch, torch.tensor(a), torch.tensor(b), reduction).numpy())
 
 
-@pytest.mark.parametrize("name", ["sin", "cos", "tan", "exp", "tanh"])
+@pytest.mark.parametrize("name", ["tan", "exp", "tanh"])
 def test_transcendental_float32_agree_with_pytorch_mostly(name):
     """PyTorch takes these from MKL's vector math library, whose float32 algorithms cannot be
-    followed; computing in float64 and rounding agrees on >= 94 % of elements (numpy's own
-    float32 kernels: 60-87 %). An ulp is the most either differs by."""
+    followed; computing in float64 and rounding agrees on >= 98 % of elements (numpy's own
+    float32 kernels: 60-75 %). An ulp is the most either differs by."""
     import torch
 
     x = (np.random.default_rng(0).standard_normal(20000) * 3).astype(np.float32)
     ours = getattr(adcompile, name)(adcompile.tensor(x)).numpy()
     theirs = getattr(torch, name)(torch.tensor(x)).numpy()
-    assert np.mean(ours == theirs) >= 0.94
+    assert np.mean(ours == theirs) >= 0.98
     ulps = np.abs(ours.view(np.int32).astype(np.int64) - theirs.view(np.int32))
     assert ulps.max() <= 1
 

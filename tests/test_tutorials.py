@@ -12,7 +12,8 @@ Most tutorials print PyTorch's digits exactly (float32 sums and losses are added
 PyTorch's order; `linspace`, powers (SLEEF's and glibc's `powf`, runtime/simd_pow.py), `lerp`,
 `addcmul` and matrix products of the tutorials' sizes are computed as PyTorch computes them).
 Those in `DRIFTING` go through kernels whose last bit PyTorch takes from MKL, whose float32
-algorithms cannot be followed: its vector math `sin` (the target y = sin(x) of four of them),
+algorithms cannot be followed: its vector math `sin` (the target y = sin(x) of four of them;
+numpy's float32 sin agrees on 87 % of elements, a rounded float64 one on 95 %),
 its `sqrt` (inside RMSprop and Adam) and its matrix-vector product (a Linear layer with one
 output). Their lines in `EXACT` (those printed before the drift reaches them) must match
 exactly; the rest must have the same text and every number to a relative 1e-5 (absolute
@@ -38,7 +39,7 @@ DRIFTING = {"dynamic_net.py", "polynomial_custom_function.py", "polynomial_nn.py
             "polynomial_optim.py", "two_layer_net.py"}
 # the lines (from 0) of drifting tutorials that print PyTorch's digits all the same: the SGD
 # fit of polynomial_optim has no MKL kernel on its path but sin
-EXACT = {"dynamic_net.py": {0, 1, 5, 7, 8, 9},
+EXACT = {"dynamic_net.py": {0, 1, 6, 7, 8, 9},
          "polynomial_custom_function.py": {0, 1, 2, 3, 4, 5, 6, 7, 8, 10},
          "polynomial_nn.py": {0, 3, 11},
          "polynomial_optim.py": set(range(11, 22)),
