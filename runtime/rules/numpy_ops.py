@@ -63,8 +63,8 @@ def matmul(a, b):
     each output as one fused multiply-add chain in k order (k <= 384, neither factor a row or
     a pair of columns: measured) takes row-major operands: OpenBLAS's kernel for those adds in
     the same order, its kernels for transposed operands do not."""
-    if (a.__class__ is np.ndarray and a.ndim == 2 and b.ndim == 2 and a.dtype == np.float32
-            and b.dtype == np.float32 and a.shape[0] > 1 and b.shape[1] > 2
+    if (a.__class__ is np.ndarray and b.__class__ is np.ndarray and a.ndim == 2 == b.ndim
+            and a.dtype == np.float32 and b.dtype == np.float32 and a.shape[0] > 1 and b.shape[1] > 2
             and a.shape[1] <= MKL_K_BLOCK):
         return np.matmul(np.ascontiguousarray(a), np.ascontiguousarray(b))
     return np.matmul(a, b)
