@@ -397,8 +397,19 @@ def _can_take(variable, g, refs):
     """Whether `.grad` may become the array `g` itself instead of a copy: PyTorch takes a
     fresh gradient over when nothing else refers to it and its layout is the variable's."""
     return (refs and g.__class__ is np.ndarray and sys.getrefcount(g) <= refs + 1
-            and g.base is None and g.flags.writeable and g.dtype == variable._dtype.np
+            and _owns_its_memory(g) and g.flags.writeable and g.dtype == variable._dtype.np
             and g.strides == variable._data.strides and g.shape == variable._data.shape)
+
+
+def _owns_its_memory(g):
+    """g has no base, or is a view of all of a fresh array nothing else refers to (a
+    transposed product transposed back, a reshaped sum): taking g then takes that array."""
+    base = g.base
+    if base is None:
+        return True
+    # references to base: g's, this frame's and getrefcount's argument
+    return (base.base is None and sys.getrefcount(base) <= 3 and base.nbytes == g.nbytes
+            and base.ctypes.data == g.ctypes.data)
 
 
 def accumulate(variable, g, ops, refs=0):

@@ -307,6 +307,36 @@ def test_post_accumulate_hook_edit_is_seen_by_accumulate_grad_hook():
     assert run(adcompile) == run(torch) == ([[20.0, 20.0, 20.0]], [20.0, 20.0, 20.0])
 
 
+def test_linear_weight_gradient_is_taken_over():
+    """A Linear weight's gradient arrives as a transposed view of a fresh product and a
+    bias's as a reshaped sum: both are taken over (no copy), so a post-accumulate hook's
+    edit is what AccumulateGrad's hook sees, as in PyTorch."""
+    def run(lib):
+        layer = lib.nn.Linear(3, 2)
+        seen = []
+        def scale(t):
+            t.grad.mul_(10)
+
+        for p in layer.parameters():
+            p.register_post_accumulate_grad_hook(scale)
+        accumulators = [n[0] for n in layer(lib.ones(4, 3)).grad_fn.next_functions if n[0]]
+        for node in accumulators:
+            node.register_hook(lambda gi, go: seen.append(go[0].sum().item()))
+        layer(lib.ones(4, 3)).sum().backward()
+        return sorted(round(v, 4) for v in seen)
+
+    assert run(adcompile) == run(torch)
+
+
+def test_view_of_a_gradient_kept_by_a_hook_is_copied_not_taken():
+    w = adcompile.ones(2, 3, requires_grad=True)
+    kept = []
+    w.register_hook(lambda g: kept.append(g[:]))
+    (adcompile.ones(4, 3) @ w.t()).sum().backward()
+    w.grad.mul_(10)
+    assert kept[0].tolist() == [[4.0] * 3] * 2
+
+
 def test_gradient_kept_by_a_hook_is_copied_not_taken():
     x = adcompile.ones(3, requires_grad=True)
     kept = []

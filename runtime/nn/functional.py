@@ -64,12 +64,18 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     return _reduce(F.abs(F.sub(input, target)), reduction)
 
 
+def _reduced(loss, reduction):
+    """A loss's elements reduced as PyTorch reduces them (float32 added in its order)."""
+    reduce = {"mean": mean_like_torch, "sum": sum_like_torch}.get(reduction)
+    return loss if reduce is None else reduce(loss)
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     _check_reduction(reduction)
     diff = input._data - target._data
     sq = diff * diff
     dt = F.result_dtype(input, target)
-    data = sq.mean() if reduction == "mean" else sq.sum() if reduction == "sum" else sq
+    data = _reduced(sq, reduction)
     out = wrap(np.asarray(data, dt.np), dt)
     if any_requires_grad((input, target)):
         count = np.broadcast_shapes(input._data.shape, target._data.shape)
@@ -120,7 +126,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                            "apply sigmoid first, or use binary_cross_entropy_with_logits")
     with np.errstate(divide="ignore"):
         loss = -(t * np.maximum(np.log(x), -100) + (1 - t) * np.maximum(np.log1p(-x), -100))
-    data = loss.mean() if reduction == "mean" else loss.sum() if reduction == "sum" else loss
+    data = _reduced(loss, reduction)
     dt = float_dtype(input)
     out = wrap(np.asarray(data, dt.np), dt)
     if any_requires_grad((input, target)):
@@ -147,8 +153,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     loss = (1 - t) * x - log_sigmoid
     if w is not None:
         loss = loss * w
-    data = (mean_like_torch(loss) if reduction == "mean" else
-            sum_like_torch(loss) if reduction == "sum" else loss)
+    data = _reduced(loss, reduction)
     out = wrap(np.asarray(data, dt.np), dt)
     if any_requires_grad((input, target)):
         record(BinaryCrossEntropyWithLogitsBackward0, (input, target), out,

@@ -7,32 +7,22 @@ out-of-place op, so results are bit-identical.
 need the general path (mixed dtypes, broadcasting that grows the tensor, ...).
 """
 
-import threading
-
 import numpy as np
+
+from runtime.fma import scratch
 
 _SCALARS = (int, float)
 
 
-def fused_axpy(np_fn, a, b, alpha):
+def fused_axpy(np_fn, a, b, alpha, out=None):
     from runtime.ops.elementwise import fused_axpy as axpy
 
-    return axpy(np_fn, a, b, alpha)
-_local = threading.local()
+    return axpy(np_fn, a, b, alpha, out)
 
 
 def _scratch(like):
     """A per-thread buffer shaped like `like`, reused across calls (no fresh pages per step)."""
-    cache = getattr(_local, "cache", None)
-    if cache is None:
-        cache = _local.cache = {}
-    key = (like.shape, like.dtype.str)
-    buf = cache.get(key)
-    if buf is None:
-        if len(cache) > 64:
-            cache.clear()
-        buf = cache[key] = np.empty(like.shape, like.dtype)
-    return buf
+    return scratch(like.shape, like.dtype)
 
 
 def _operand(x, data):
@@ -60,7 +50,7 @@ def _binary(np_fn):
         if b is None or data.dtype == np.bool_ or not _fits(b, data):
             return False  # bool - bool must raise, from the out-of-place op
         if alpha != 1 and data.dtype == np.float32 and b.__class__ not in _SCALARS:
-            data[...] = fused_axpy(np_fn, data, b, alpha)
+            fused_axpy(np_fn, data, b, alpha, out=data)
             return True
         if alpha != 1:
             if b.__class__ in _SCALARS or b.ndim == 0:
@@ -95,6 +85,11 @@ def _addc(np_fn):
         if a is None or b is None or data.dtype.kind != "f" or not (_fits(a, data)
                                                                    and _fits(b, data)):
             return False
+        if np_fn is np.multiply and data.dtype == np.float32:
+            from runtime.ops.misc import addcmul_kernel
+
+            addcmul_kernel(data, a, b, value, out=data)
+            return True
         tmp = np_fn(a * value, b)
         np.add(data, tmp, out=data)
         return True
@@ -107,6 +102,11 @@ def _lerp(data, end, weight):
     if e is None or weight.__class__ not in _SCALARS or data.dtype.kind != "f" \
             or not _fits(e, data):
         return False
+    if data.dtype == np.float32:
+        from runtime.ops.misc import lerp_kernel
+
+        lerp_kernel(data, e, weight, out=data)
+        return True
     if weight >= 0.5:
         return False
     tmp = np.subtract(e, data)

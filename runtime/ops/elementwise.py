@@ -8,6 +8,8 @@ from runtime.autograd_meta import FORWARD_AD, _state, any_requires_grad, record,
 from runtime.autograd_meta import _new_unary_node as new_unary_node
 from runtime.function import node_class, save_input, save_output
 from runtime.rules import numpy_ops
+from runtime.rules.numpy_ops import via_double
+from runtime.fma import fma
 from runtime.ops._core import (
     _SCALARS,
     binary_dtype,
@@ -139,17 +141,14 @@ def _additive(np_fn, cls, a, b, alpha, name):
     return out
 
 
-def fused_axpy(np_fn, ad, bd, alpha):
+def fused_axpy(np_fn, ad, bd, alpha, out=None):
     """a +- alpha*b on float32 with a single rounding, as PyTorch's kernels compute it (one
-    fused multiply-add, alpha first rounded to float32). The product of two float32 values is
-    exact in float64, so one float64 add and one rounding to float32 reproduce it (but for
-    double-rounding ties, about one case in 2**29)."""
-    product = np.multiply(bd, float(np.float32(alpha)), dtype=np.float64)
-    ufunc = _UFUNCS.get(np_fn, np_fn)
-    return ufunc(ad, product, dtype=np.float64).astype(np.float32)
+    fused multiply-add, alpha first rounded to float32)."""
+    alpha = np.float32(alpha)
+    return fma(bd, -alpha if np_fn in _SUBTRACTIONS else alpha, ad, out)
 
 
-_UFUNCS = {operator.add: np.add, operator.sub: np.subtract}
+_SUBTRACTIONS = (operator.sub, np.subtract)
 
 
 def _scaled(bd, alpha, dt):
@@ -323,7 +322,7 @@ def pow(a, b):
     dt = binary_dtype(a, b)
     if dt is dtypes.bool_:
         raise NotImplementedError("pow() is not implemented for two bool operands")
-    out = _compute(np.power if dt.category == _FLOAT else _int_power, a, b, dt)
+    out = _compute(numpy_ops.pow if dt.category == _FLOAT else _int_power, a, b, dt)
     if any_requires_grad((a, b)):
         record(PowBackward1, (a, b), out,
                (save_input(a), save_input(b), save_output(out, "PowBackward1")))
@@ -355,8 +354,8 @@ def _pow_scalar(a, e):
 def rpow(x, base):
     """base ** x for a Python number base (`2 ** x`)."""
     dt = binary_dtype(x, base)
-    power = np.power if dt.category == _FLOAT else _int_power
-    out = wrap(power(np.asarray(base, dt.np), data_of(x, dt.np)), dt)
+    power = numpy_ops.pow if dt.category == _FLOAT else _int_power
+    out = wrap(np.asarray(power(np.asarray(base, dt.np), data_of(x, dt.np))), dt)
     if any_requires_grad((x,)):
         record(PowBackward2, (x,), out, (base, save_output(out, "PowBackward2")))
     return out
@@ -555,19 +554,6 @@ def _define_unary(name, np_fn, node_name, prim, saves, keep_dtype=False):
     return op
 
 
-def via_double(np_fn):
-    """np_fn for float32 data computed in float64 and rounded: PyTorch's float32 exp, log,
-    tanh, ... (SLEEF's, within an ulp) agree with the rounded float64 result far more often
-    than numpy's float32 kernels do (99 % of elements against 60-90 %)."""
-
-    def kernel(d):
-        if d.dtype == np.float32:
-            return np_fn(d.astype(np.float64)).astype(np.float32)
-        return np_fn(d)
-
-    return kernel
-
-
 def _sigmoid(d):
     return 1.0 / (1.0 + np.exp(-d))
 
@@ -613,7 +599,7 @@ sqrt = _define_unary("sqrt", np.sqrt, "SqrtBackward0", "sqrt", "result")
 rsqrt = _define_unary("rsqrt", _rsqrt, "RsqrtBackward0", "rsqrt", "result")
 sin = _define_unary("sin", np.sin, "SinBackward0", "sin", "input")
 cos = _define_unary("cos", np.cos, "CosBackward0", "cos", "input")
-tan = _define_unary("tan", np.tan, "TanBackward0", "tan", "result")
+tan = _define_unary("tan", via_double(np.tan), "TanBackward0", "tan", "result")
 tanh = _define_unary("tanh", via_double(np.tanh), "TanhBackward0", "tanh", "result")
 sigmoid = _define_unary("sigmoid", _sigmoid, "SigmoidBackward0", "sigmoid", "result")
 relu = _define_unary("relu", _relu, "ReluBackward0", "relu", "result", keep_dtype=True)

@@ -6,6 +6,7 @@ from runtime.autograd_meta import any_requires_grad, record, requires_grad
 from runtime.function import node_class, save_input
 from runtime.ops._core import wrap
 from runtime.ops.layout import torch_strides
+from runtime.rules import numpy_ops
 
 DotBackward0 = node_class("DotBackward0", "dot")
 MmBackward0 = node_class("MmBackward0", "mm")
@@ -55,7 +56,7 @@ def dot(a, b):
 
 def mm(a, b):
     _check(a, b, "mm", (2, 2))
-    return _product(MmBackward0, np.matmul, a, b)
+    return _product(MmBackward0, numpy_ops.matmul, a, b)
 
 
 def mv(a, b):
@@ -188,7 +189,7 @@ def addmm(bias, m1, m2, beta=1, alpha=1):
         raise RuntimeError(f"addmm() needs operands of one dtype, got {bias._dtype}, "
                            f"{m1._dtype} and {m2._dtype}")
     dt = m1._dtype
-    prod = np.matmul(m1._data, m2._data)
+    prod = numpy_ops.matmul(m1._data, m2._data)
     if alpha != 1:
         prod = prod * alpha
     if beta == 0:  # the input is ignored, so nan or inf in it does not propagate

@@ -3,6 +3,8 @@ logical reductions, sorting and gathering helpers."""
 
 import numpy as np
 
+from runtime.fma import fma
+
 from runtime import dtypes
 from runtime.autograd_meta import _state, any_requires_grad, record
 from runtime.function import node_class, save_input, save_output
@@ -139,6 +141,8 @@ def addcmul(x, t1, t2, value=1):
     value = _check_addc(x, t1, t2, "addcmul", value)
     xs, a, b = _promoted(x, t1, t2)
     out = _unrecorded(lambda: add(xs, mul(mul(a, value), b)))
+    if out._data.dtype == np.float32:  # PyTorch's kernel adds with one fused multiply-add
+        np.copyto(out._data, addcmul_kernel(xs._data, a._data, b._data, value))
     if any_requires_grad((x, t1, t2)):
         # as PyTorch, each factor is saved only for the other one's gradient
         saved = (_saved_if(t1, t2), _saved_if(t2, t1))
@@ -215,6 +219,8 @@ def lerp(x, end, weight):
             out = _unrecorded(lambda: sub(end, mul(sub(end, x), 1 - weight)))
         else:
             out = _unrecorded(lambda: add(x, mul(sub(end, x), weight)))
+        if out._data.dtype == np.float32:
+            np.copyto(out._data, lerp_kernel(x._data, end._data, weight))
         if any_requires_grad((x, end)):
             record(LerpBackward0, (x, end), out, (weight,))
         return out
@@ -232,6 +238,21 @@ def lerp(x, end, weight):
         record(LerpBackward1, (x, end, weight), out,
                (save_input(x), save_input(end), save_input(weight)))
     return out
+
+
+def addcmul_kernel(x, t1, t2, value, out=None):
+    """float32 x + value * t1 * t2 as PyTorch's vector kernel: (value * t1) * t2 + x fused."""
+    return fma(np.multiply(t1, np.float32(value)), t2, x, out)
+
+
+def lerp_kernel(x, end, weight, out=None):
+    """float32 lerp with a number weight as PyTorch's vector kernel: one fused multiply-add
+    from the nearer end, weight * (end - x) + x or (weight - 1) * (end - x) + end."""
+    w = np.float32(weight)
+    diff = np.subtract(end, x)
+    if abs(w) < 0.5:
+        return fma(w, diff, x, out)
+    return fma(w - np.float32(1), diff, end, out)
 
 
 def _check_lerp(x, end, weight):

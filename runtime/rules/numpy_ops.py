@@ -10,6 +10,37 @@ import sys
 import numpy as np
 
 from runtime.cascade_sum import mean_like_torch, sum_like_torch
+from runtime.simd_pow import torch_pow
+
+
+
+def via_double(np_fn):
+    """np_fn for float32 data computed in float64 and rounded: PyTorch's float32 exp, log,
+    tanh, tan, ... (MKL's vector math in its high-accuracy mode, within an ulp; not
+    reproducible, its code is closed) agree with the rounded float64 result far more often
+    than numpy's float32 kernels do (99 % of elements against 60-75 %; sin and cos stay on
+    numpy's float32 kernels: 87 % against 95 % is not worth their doubled cost). A float32 number
+    (a 0-dim tensor's value) goes through the math module, 4x faster than numpy's casts."""
+    scalar_fn = _MATH.get(np_fn)
+
+    def kernel(d):
+        if d.__class__ is np.float32 and scalar_fn is not None:
+            try:
+                return np.float32(scalar_fn(float(d)))
+            except (ValueError, OverflowError):  # math refuses what numpy answers with inf/nan
+                pass
+        if getattr(d, "dtype", None) == np.float32:
+            return np_fn(d.astype(np.float64)).astype(np.float32)
+        return np_fn(d)
+
+    return kernel
+
+
+_MATH = {np.sin: math.sin, np.cos: math.cos, np.tan: math.tan, np.exp: math.exp,
+         np.log: math.log, np.tanh: math.tanh, np.log1p: math.log1p, np.expm1: math.expm1,
+         np.sinh: math.sinh, np.cosh: math.cosh, np.arcsin: math.asin, np.arccos: math.acos,
+         np.arctan: math.atan}
+
 
 sin = np.sin
 cos = np.cos
@@ -25,7 +56,21 @@ logical_and = np.logical_and
 logical_or = np.logical_or
 isnan = np.isnan
 log = np.log
-matmul = np.matmul
+
+
+def matmul(a, b):
+    """np.matmul. A float32 matrix product of the sizes where MKL's sgemm (PyTorch's) adds
+    each output as one fused multiply-add chain in k order (k <= 384, neither factor a row or
+    a pair of columns: measured) takes row-major operands: OpenBLAS's kernel for those adds in
+    the same order, its kernels for transposed operands do not."""
+    if (a.__class__ is np.ndarray and b.__class__ is np.ndarray and a.ndim == 2 == b.ndim
+            and a.dtype == np.float32 and b.dtype == np.float32 and a.shape[0] > 1 and b.shape[1] > 2
+            and a.shape[1] <= MKL_K_BLOCK):
+        return np.matmul(np.ascontiguousarray(a), np.ascontiguousarray(b))
+    return np.matmul(a, b)
+
+
+MKL_K_BLOCK = 384
 outer = np.outer
 
 
@@ -217,6 +262,9 @@ def mean(x, dims, keepdim):
 # x ** e for the exponents PyTorch's CPU kernel computes without pow(): products and
 # reciprocals of x rounded step by step, so float results agree to the bit.
 _POWER_BY_PRODUCTS = {
+    0: lambda x: np.ones_like(x),
+    1: lambda x: np.array(x, copy=True),
+    0.5: np.sqrt,
     2: lambda x: x * x,
     3: lambda x: x * x * x,
     -2: lambda x: 1 / (x * x),
@@ -226,12 +274,17 @@ _POWER_BY_PRODUCTS = {
 
 
 def pow(x, e):
-    """np.power(x, e), with PyTorch's special cases for Python-number exponents of floats."""
+    """np.power(x, e), with PyTorch's special cases for Python-number exponents of floats and
+    float32 powers computed as its kernel computes them (runtime/simd_pow.py)."""
+    dtype = getattr(x, "dtype", None)
     if e.__class__ in _SCALARS:
-        dtype = getattr(x, "dtype", None)
         special = _POWER_BY_PRODUCTS.get(e)
         if special is not None and dtype is not None and dtype.kind == "f" and dtype.itemsize >= 4:
             return special(x).astype(dtype, copy=False)
+        if dtype == np.float32 and e.__class__ is not complex:
+            return torch_pow(x, e)
+    elif dtype == np.float32 and getattr(e, "dtype", None) == np.float32:
+        return torch_pow(x, e)
     return np.power(x, e)
 
 

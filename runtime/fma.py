@@ -1,0 +1,86 @@
+"""float32 fused multiply-add on numpy arrays: a * b + c rounded once, as the FMA instructions
+PyTorch's vector kernels use (lerp, addcmul, add with alpha, SLEEF's functions) compute it.
+
+numpy has no fma. The product of two float32s is exact in float64 (24 + 24 bits), so one
+float64 addition leaves a single rounding before the final one to float32; the two roundings
+disagree only where the float64 sum landed exactly halfway between two float32s, and there
+the sum is moved off the tie towards the exact value (its error, from Knuth's two-sum).
+"""
+
+import threading
+
+import numpy as np
+
+F32 = np.float32
+_local = threading.local()
+
+
+def scratch(shape, dtype):
+    """A per-thread buffer of this shape and dtype, reused across calls: large temporaries
+    allocated afresh each step cost their page faults every time."""
+    cache = getattr(_local, "cache", None)
+    if cache is None:
+        cache = _local.cache = {}
+    key = (shape, np.dtype(dtype).str)
+    buf = cache.get(key)
+    if buf is None:
+        if len(cache) > 64:
+            cache.clear()
+        buf = cache[key] = np.empty(shape, dtype)
+    return buf
+
+
+CHUNK = 32768  # elements per pass: the float64 temporaries stay in the cache
+
+
+def fma(a, b, c, out=None):
+    """a * b + c rounded once to float32 (into `out` when given; it may be c itself)."""
+    flat = _flat_operands(a, b, c, out)
+    if flat is None:
+        return _fma(a, b, c, out)
+    for start in range(0, flat[3].shape[0], CHUNK):
+        part = slice(start, start + CHUNK)
+        _fma(*(x if x.ndim == 0 else x[part] for x in flat))
+    return out
+
+
+def _flat_operands(a, b, c, out):
+    """The operands as flat arrays (numbers as 0-dim) when a large `out` can be computed in
+    chunks: every array operand C-contiguous and of out's shape."""
+    if out is None or out.size <= CHUNK or not out.flags.c_contiguous:
+        return None
+    flat = []
+    for x in (a, b, c, out):
+        x = np.asarray(x)
+        if x.ndim == 0:
+            flat.append(x)
+        elif x.shape == out.shape and x.flags.c_contiguous:
+            flat.append(x.reshape(-1))
+        else:
+            return None
+    return flat
+
+
+def _fma(a, b, c, out):
+    shape = np.broadcast_shapes(np.shape(a), np.shape(b), np.shape(c))
+    total = scratch(shape, np.float64)
+    np.multiply(a, b, out=total, dtype=np.float64)  # exact: 24 + 24 bits
+    np.add(total, c, out=total)
+    # the float64 sum was rounded too; that second rounding only matters where it landed
+    # exactly halfway between two float32s (a false tie), rare enough to repair case by case
+    low = np.bitwise_and(total.view(np.int64), 0x1FFFFFFF, out=scratch(shape, np.int64))
+    ties = np.equal(low, 0x10000000, out=scratch(shape, np.bool_))
+    if ties.any():
+        product = np.multiply(a, b, dtype=np.float64)
+        total = np.where(ties, _round_to_odd(product, c, total), total)
+    if out is None:
+        return total.astype(F32)
+    np.copyto(out, total, casting="same_kind")
+    return out
+
+
+def _round_to_odd(product, c, total):
+    """total moved off its false tie towards the exact sum (Knuth's two-sum gives the error)."""
+    back = total - product
+    error = (product - (total - back)) + (c - back)
+    return np.where(error != 0, np.nextafter(total, np.copysign(np.inf, error)), total)

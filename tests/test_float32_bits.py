@@ -1,0 +1,179 @@
+"""float32 results that agree with PyTorch 2.13 to the bit, where its algorithm can be followed.
+
+Powers (runtime/simd_pow.py): one table of layouts (lengths around the 32-element vector
+pairs, thread chunks, transposed, sliced and broadcast operands, tensor and number exponents,
+number bases) run through `adcompile` and `torch` on the same data; every element, and every
+gradient, must be equal. Losses: their reductions add in PyTorch's order.
+"""
+
+import importlib.util
+import math
+
+import numpy as np
+import pytest
+
+import adcompile
+from runtime.simd_pow import sleef_pow
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                                reason="PyTorch (the oracle) is not installed")
+EXPONENTS = (4.0, 5, 2.5, -3.0, 0.3, 1.0, 7, -2)  # not 0.5: PyTorch takes MKL's sqrt
+
+
+def _same(ours, theirs):
+    ours, theirs = np.asarray(ours), np.asarray(theirs)
+    assert ours.shape == theirs.shape and ours.dtype == theirs.dtype
+    differ = ~((ours == theirs) | (np.isnan(ours) & np.isnan(theirs)))
+    assert not differ.any(), (np.nonzero(differ.ravel())[0][:10], ours[differ][:5],
+                              theirs[differ][:5])
+
+
+# (name, shape, fn(L, x)) with x a float32 tensor of that shape
+LAYOUTS = [
+    *[(f"flat{n}", (n,), lambda L, x, e: x ** e) for n in (1, 5, 16, 31, 32, 33, 63, 100, 2000)],
+    ("threads", (40001,), lambda L, x, e: x ** e),
+    ("rows", (7, 45), lambda L, x, e: x ** e),
+    ("transposed", (45, 7), lambda L, x, e: x.T ** e),
+    ("sliced", (30, 50), lambda L, x, e: x[:, 3:40] ** e),
+    ("tensor_exponent", (37, 41), lambda L, x, e: x.abs() ** (x * e)),
+    ("column_exponents", (2000,), lambda L, x, e: x.unsqueeze(-1).pow(L.tensor([1.0, 2.0, e]))),
+    ("row_exponents", (40, 40), lambda L, x, e: x.pow(L.linspace(0.5, e, 40))),
+    ("number_base", (100,), lambda L, x, e: (abs(e) + 0.7) ** x),
+    ("linspace", (1,), lambda L, x, e: L.linspace(-math.pi, math.pi, 2000) ** e),
+]
+
+
+@pytest.mark.parametrize("name,shape,fn", LAYOUTS, ids=[row[0] for row in LAYOUTS])
+def test_float32_pow_bits_match_pytorch(name, shape, fn):
+    import torch
+
+    data = (np.random.default_rng(len(name)).standard_normal(shape) * 3).astype(np.float32)
+    for e in EXPONENTS:
+        _same(fn(adcompile, adcompile.tensor(data), e).numpy(),
+              fn(torch, torch.tensor(data), e).numpy())
+
+
+@pytest.mark.parametrize("e", [4.0, 5, 2.5])
+def test_float32_pow_gradient_bits_match_pytorch(e):
+    import torch
+
+    data = np.linspace(-3, 3, 1000, dtype=np.float32)
+    grads = []
+    for L in (adcompile, torch):
+        x = L.tensor(data, requires_grad=True)
+        (x ** e).sum().backward()
+        grads.append(x.grad.numpy())
+    _same(*grads)
+
+
+def test_special_values_follow_pytorch():
+    import torch
+
+    values = np.float32([0, -0.0, 1, -1, np.inf, -np.inf, np.nan, 1.4999999, 0.75, 1e-40, 2,
+                         0.5, -2, 3, -3, 0.3, 3e7, -3e7, 1e30, 1e-30])
+    x, y = (a.ravel() for a in np.meshgrid(values, values))
+    x, y = np.tile(x, 2), np.tile(y, 2)  # long enough for the vector body
+    _same(adcompile.tensor(x).pow(adcompile.tensor(y)).numpy(),
+          torch.tensor(x).pow(torch.tensor(y)).numpy())
+    _same(sleef_pow(x[:64], y[:64]), torch.tensor(x[:64]).pow(torch.tensor(y[:64])).numpy())
+
+
+LOSSES = [
+    ("mse", lambda L, a, b, r: L.nn.functional.mse_loss(a, b, reduction=r)),
+    ("bce", lambda L, a, b, r: L.nn.functional.binary_cross_entropy(L.sigmoid(a), b.abs().clamp(max=1),
+                                                                    reduction=r)),
+    ("bce_logits", lambda L, a, b, r: L.nn.functional.binary_cross_entropy_with_logits(
+        a, b.abs().clamp(max=1), reduction=r)),
+]
+
+
+@pytest.mark.parametrize("name,fn", LOSSES, ids=[row[0] for row in LOSSES])
+@pytest.mark.parametrize("n", [100, 2000, 5000])
+def test_float32_loss_reductions_match_pytorch(name, fn, n):
+    import torch
+
+    rng = np.random.default_rng(n)
+    a, b = (rng.standard_normal(n).astype(np.float32) * 3 for _ in range(2))
+    for reduction in ("sum", "mean"):
+        _same(fn(adcompile, adcompile.tensor(a), adcompile.tensor(b), reduction).numpy(),
+              fn(torch, torch.tensor(a), torch.tensor(b), reduction).numpy())
+
+
+@pytest.mark.parametrize("name", ["tan", "exp", "tanh"])
+def test_transcendental_float32_agree_with_pytorch_mostly(name):
+    """PyTorch takes these from MKL's vector math library, whose float32 algorithms cannot be
+    followed; computing in float64 and rounding agrees on >= 98 % of elements (numpy's own
+    float32 kernels: 60-75 %). An ulp is the most either differs by."""
+    import torch
+
+    x = (np.random.default_rng(0).standard_normal(20000) * 3).astype(np.float32)
+    ours = getattr(adcompile, name)(adcompile.tensor(x)).numpy()
+    theirs = getattr(torch, name)(torch.tensor(x)).numpy()
+    assert np.mean(ours == theirs) >= 0.98
+    ulps = np.abs(ours.view(np.int32).astype(np.int64) - theirs.view(np.int32))
+    assert ulps.max() <= 1
+
+
+# (name, fn(L, x, y, z)) on float32 vectors of one length; PyTorch's kernels fuse these
+FUSED = [
+    ("lerp_small", lambda L, x, y, z: L.lerp(x, y, 0.1)),
+    ("lerp_large", lambda L, x, y, z: L.lerp(x, y, 0.7)),
+    ("lerp_", lambda L, x, y, z: x.clone().lerp_(y, 1 - 0.9)),
+    ("addcmul", lambda L, x, y, z: L.addcmul(x, y, z, value=0.001)),
+    ("addcmul_", lambda L, x, y, z: x.clone().mul_(0.999).addcmul_(y, y, value=1 - 0.999)),
+    ("add_alpha", lambda L, x, y, z: L.add(x, y, alpha=-0.37)),
+    ("sub_alpha_", lambda L, x, y, z: x.clone().sub_(y, alpha=0.37)),
+    ("addcdiv_", lambda L, x, y, z: x.clone().addcdiv_(y, z.abs() + 1, value=-0.01)),
+]
+
+
+@pytest.mark.parametrize("name,fn", FUSED, ids=[row[0] for row in FUSED])
+@pytest.mark.parametrize("n", [37, 1200])
+def test_fused_float32_kernels_match_pytorch(name, fn, n):
+    import torch
+
+    x, y, z = (np.random.default_rng(n).standard_normal((3, n)) * 10).astype(np.float32)
+    _same(fn(adcompile, *map(adcompile.tensor, (x, y, z))).numpy(),
+          fn(torch, *map(torch.tensor, (x, y, z))).numpy())
+
+
+# (m, k, n): MKL's sgemm adds each output as one FMA chain in k order for these (measured);
+# skinny products (a row, a few columns, small m times n with a transposed right factor) and
+# k > 384 take other MKL kernels, whose order is not followed
+PRODUCTS = [(16, 40, 30), (16, 30, 5), (64, 128, 10), (100, 5, 100), (2000, 3, 4),
+            (64, 384, 64), (8, 100, 16)]
+
+
+@pytest.mark.parametrize("m,k,n", PRODUCTS)
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
+def test_float32_matrix_products_match_pytorch(m, k, n, layout):
+    import torch
+
+    rng = np.random.default_rng(m * k * n)
+    a = rng.standard_normal((m, k) if layout[0] == "N" else (k, m)).astype(np.float32)
+    b = rng.standard_normal((k, n) if layout[1] == "N" else (n, k)).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+
+    def products(L):
+        ta, tb = L.tensor(a), L.tensor(b)
+        ta, tb = (ta if layout[0] == "N" else ta.t()), (tb if layout[1] == "N" else tb.t())
+        return L.mm(ta, tb), L.addmm(L.tensor(bias), ta, tb)
+
+    for ours, theirs in zip(products(adcompile), products(torch)):
+        _same(ours.numpy(), theirs.numpy())
+
+
+def test_linear_layer_gradients_match_pytorch():
+    import torch
+
+    rng = np.random.default_rng(0)
+    x, w, b, g = (rng.standard_normal(s).astype(np.float32)
+                  for s in ((16, 40), (30, 40), (30,), (16, 30)))
+    grads = []
+    for L in (adcompile, torch):
+        xs, ws, bs = (L.tensor(v, requires_grad=True) for v in (x, w, b))
+        out = L.nn.functional.linear(xs, ws, bs)
+        out.backward(L.tensor(g))
+        grads.append([out.detach().numpy()] + [t.grad.numpy() for t in (xs, ws, bs)])
+    for ours, theirs in zip(*grads):
+        _same(ours, theirs)
