@@ -1097,6 +1097,18 @@ class _Reverse:
             if v in self.active and isinstance(v.type, (T.Scalar, T.Array)):
                 item = self.b.value("tuple_get", (g,), {"index": k})
                 self.accumulate_into(v, item, adj, scope)
+            elif v in self.active and isinstance(v.type, T.Tuple):  # a nested tuple (a jvp
+                item = self.b.value("tuple_get", (g,), {"index": k})  # of a pullback)
+                adj[v] = item if adj.get(v) is None else self.add_tuples(adj[v], item)
+
+    def add_tuples(self, a, c):
+        """The sum of two tuple-typed adjoints, item by item."""
+        items = []
+        for k, t in enumerate(a.type.items):
+            x, y = (self.b.value("tuple_get", (v,), {"index": k}) for v in (a, c))
+            items.append(self.add_tuples(x, y) if isinstance(t, T.Tuple) else
+                         self.ops.add(x, y))
+        return self.b.value("tuple", items)
 
     def rev_tuple_get(self, op, adj, scope):
         if op.results[0] in self.active and adj.get(op.results[0]) is not None:
