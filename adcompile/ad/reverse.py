@@ -1801,7 +1801,8 @@ def _functional_loops(fn, active, memory):
 
         def plain(v):
             return isinstance(v.type, T.Array) and _float(v.type) and v in active and \
-                v not in memory and all(u is not None and (u is body.terminator or not _memory_use(u, v, slots))
+                v not in memory and \
+                all(u is not None and (u is body.terminator or not _memory_use(u, v, slots))
                     for u in uses.get(v, []))
 
         made = {r for o in body.ops if not o.regions and o.prim not in ("alloc", "load")
