@@ -993,7 +993,18 @@ class _Reverse:
             self.sum_to(shadow, scope.get(value))
         if op.attrs.get("op") == "sub":
             g = self.ops.neg(g)
+        elif value in self.functional and self.cleared_before(op, dst):
+            g = self.b.value("copy", (g,))  # kept as a value: read the shadow now
         self.accumulate_into(value, g, adj, scope)
+
+    def cleared_before(self, op, dst):
+        """Whether an op before `op` stores or assigns into `dst`'s memory: its adjoint,
+        which runs after op's, clears the shadow, so a functional adjoint taken from the
+        shadow (`t` in `t = x * w; a[0] = x; a[0] += t`; sum_to may return the shadow
+        itself) must be a copy."""
+        roots = self.aliases.expand({_root(dst)})
+        return any(o.prim in ("store", "assign") and _root(o.operands[0]) in roots
+                   for o in self.walked[:self.order[op]])
 
     def rev_load(self, op, adj, scope):
         array = op.operands[0]

@@ -9,12 +9,12 @@ applied to f, innermost first:
 - "v": the pullback ((args..., cotangent leaves) -> cotangents: reverse mode);
 - "j": the jvp ((args..., tangents) -> (value, tangent): forward mode);
 - "g": grad with respect to both arguments (the cotangent fixed at 1; scalar cases only).
-So "vv" is the pullback of the pullback (grad of grad), "vj" a jvp of the pullback (Hessian
-times a vector), "vvv" and "vvj" third order. Every program of a tower is checked on every
-backend against the eager runtime differentiating the Tensor version to the same order
-(create_graph), and against central differences of the program one order below (the
+So "v" is first order, "vv" the pullback of the pullback (grad of grad), "vj" a jvp of the
+pullback (Hessian times a vector), "vvv", "vvj" and "vjv" third order. Every program of a
+tower is checked against the eager runtime differentiating the Tensor version to the same
+order (create_graph), and against central differences of the program one order below (the
 dot-product form: <P_k(p, c), d> = d/de <P_(k-1)(p + e d), c> for a pullback,
-<P_k(p, d), c> for a jvp).
+<P_k(p, d), c> for a jvp), on every backend.
 """
 
 import numpy as np
@@ -136,6 +136,68 @@ def carry_and_write_t(lib, x, w):
     return v
 
 
+def if_merge(x, w):
+    v = x * 1.0
+    for i in range(4):  # an if merging arrays inside a loop
+        if i % 2 == 0:
+            v = np.sin(v * w)
+        else:
+            v = v * w + x
+    return v
+
+
+def if_merge_t(lib, x, w):
+    v = x * 1.0
+    for i in range(4):
+        v = (v * w).sin() if i % 2 == 0 else v * w + x
+    return v
+
+
+def nested_write(x, w):
+    out = np.zeros_like(x)
+    for i in range(x.shape[0]):  # nested loops adding into an element
+        for j in range(i + 1):
+            out[i] += np.sin(x[j] * w) * x[i]
+    return out
+
+
+def nested_write_t(lib, x, w):
+    return lib.stack([sum((x[j] * w).sin() * x[i] for j in range(i + 1))
+                      for i in range(x.shape[0])])
+
+
+def row_writes(x, w):
+    a = np.zeros((3, x.shape[0]))
+    v = x * 1.0
+    for i in range(3):  # whole rows written from a carried array
+        v = np.tanh(v * w + a[i - 1])
+        a[i, :] = v * v
+    return a
+
+
+def row_writes_t(lib, x, w):
+    rows, v = [], x * 1.0
+    for i in range(3):
+        prev = rows[-1] if i > 0 else x * 0.0
+        v = (v * w + prev).tanh()
+        rows.append(v * v)
+    return lib.stack(rows)
+
+
+def cleared_then_added(x, w):
+    a = np.zeros((2, x.shape[0]))
+    t = x * w
+    a[0] = x  # its adjoint clears a_bar[0] after a[0] += t's has read it
+    a[0] += t
+    a[1] = t * t
+    return a
+
+
+def cleared_then_added_t(lib, x, w):
+    t = x * w
+    return lib.stack([x + t, t * t])
+
+
 def while_loss(x, w):
     v = x * 1.0
     k = 0
@@ -175,11 +237,15 @@ CASES = {
     "while_write": (while_write, while_write_t, (4,), ()),
     "break_write": (break_write, break_write_t, (5,), ()),
     "carry_and_write": (carry_and_write, carry_and_write_t, (3,), ()),
+    "if_merge": (if_merge, if_merge_t, (4,), ()),
+    "nested_write": (nested_write, nested_write_t, (4,), ()),
+    "row_writes": (row_writes, row_writes_t, (4,), ()),
+    "cleared_then_added": (cleared_then_added, cleared_then_added_t, (3,), ()),
     "while_loss": (while_loss, while_loss_t, (4,), ()),
     "scan_loss": (scan_loss, scan_loss_t, (4,), ()),
 }
 SCALAR = ("while_loss", "scan_loss")
-TOWERS = ("vv", "vj", "vvv", "vvj", "vjv")
+TOWERS = ("v", "vv", "vj", "vvv", "vvj", "vjv")
 SCALAR_TOWERS = ("gv", "gj", "gvv", "gvj")
 
 
@@ -296,7 +362,7 @@ def _cases(towers, names, backends):
 ARRAY = [n for n in CASES if n not in SCALAR]
 ALL = _cases(TOWERS, ARRAY, ("interp", "python")) + \
     _cases(TOWERS + SCALAR_TOWERS, SCALAR, ("interp", "python")) + \
-    _cases(("vv", "vj"), ARRAY, ("llvm",)) + _cases(("gv", "gj"), SCALAR, ("llvm",)) + \
+    _cases(("v", "vv", "vj"), ARRAY, ("llvm",)) + _cases(("gv", "gj"), SCALAR, ("llvm",)) + \
     _cases(("vvv", "vjv"), ("scan_write",), ("llvm",)) + \
     _cases(("vvv",), ("read_after_write",), ("llvm",))
 
