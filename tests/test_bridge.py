@@ -394,12 +394,9 @@ def test_second_order_matches_eager_and_oracle(name, layout):
         _close(got[1], ref[1], layout)
 
 
-@pytest.mark.xfail(strict=True, reason="known bug (as at b87dae3): the pullback of the "
-                   "pullback of a while loop carrying an array gives wrong second derivatives "
-                   "(d/d out_bar is 0): the pullback reaches its shadow arrays through tapes "
-                   "(add_at into the result's shadow, read back as a popped item), and reverse "
-                   "mode does not follow memory through a tape")
 def test_second_order_through_a_while_loop_carrying_an_array():
+    """The pullback reaches its shadow arrays through tapes (the seed's add_at into the
+    loop's result, read back as a popped item): its own pullback follows that memory."""
     got = run_second("compiled", "halving", "plain")
     ref = run_second("eager", "halving", "plain")
     _close(got[1], ref[1], "plain")
@@ -801,8 +798,6 @@ TRANSFORMS = {
 }
 # functions whose Tensor version the transforms differentiate (floating outputs only)
 TRANSFORMED = ("poly", "sin_times", "pair", "layer", "states", "rnn", "iterated")
-KNOWN_BAD = {  # known compiler bug (as at b87dae3), see the xfail below
-    ("hvp", "rnn"), ("hvp", "iterated")}
 
 
 def run_transform(kind, transform, name):
@@ -832,19 +827,14 @@ def _leaves(out, leaves):
 def test_transforms_through_the_node(transform, name):
     """jacobian, hessian, vjp/jvp/vhp/hvp and the func transforms of a function calling a
     compiled node agree with the same function all-eager and with PyTorch's (oracle)."""
-    if (transform, name) in KNOWN_BAD:
-        pytest.skip("known bug: see test_hvp_through_a_loop_carrying_an_array")
     got = run_transform("compiled", transform, name)
     for other in ("eager", "oracle"):
         _close(got, run_transform(other, transform, name), "plain")
 
 
-@pytest.mark.xfail(strict=True, reason="known bug (as at b87dae3): the third-order program "
-                   "(the pullback of a pullback's pullback) of a loop carrying an array loses "
-                   "what flows through the second-order program's taped shadow arrays (the "
-                   "same cause as the while loop's second order)")
 def test_hvp_through_a_loop_carrying_an_array():
     """autograd.functional.hvp differentiates the double backward with respect to its
-    cotangent: a third-order compiled program."""
+    cotangent: a third-order compiled program, which reaches the second-order program's
+    shadow arrays through its tapes."""
     _close(run_transform("compiled", "hvp", "rnn"), run_transform("eager", "hvp", "rnn"),
            "plain")

@@ -21,6 +21,7 @@ The derivative of each primitive comes from runtime/rules through the IR ops nam
 import bisect
 
 from adcompile.ad import checkpoint
+from adcompile.ad.aliases import TapeAliases
 from adcompile.ad.adjoints import (ADJOINTS, QUOTIENT, ZERO_DERIVATIVE,
                                    quotient_args)
 from adcompile.ad.ir_ops import IROps
@@ -123,10 +124,13 @@ class _Reverse:
                                         f"a {old.type}: only float scalars and arrays have "
                                         f"gradients")
                 self.active.add(old)
+        # arrays sharing memory through tapes (a reverse-mode program differentiated again)
+        self.aliases = TapeAliases(fn)
         self._activity()
         self._refuse_merged_tuples()  # after activity: tuples merged by control flow
         # arrays nothing writes into: the adjoint reloads their elements instead of taping
-        self.functional, self.functional_slots = _functional_arrays(fn, self.active)
+        self.functional, self.functional_slots = _functional_arrays(fn, self.active,
+                                                                    self.aliases)
         for op in walk(fn.body):
             if op.prim == "for":
                 body = op.regions[0]
@@ -135,7 +139,8 @@ class _Reverse:
                     if isinstance(p.type, T.Array):
                         _LOOP_PARAMS[p] = (init, y)
         self.array_adj = {}  # functional array -> its adjoint so far (an array value)
-        self.written = {_root(op.operands[0]) for op in walk(fn.body) if op.prim in _WRITES}
+        self.written = self.aliases.expand(
+            {_root(op.operands[0]) for op in walk(fn.body) if op.prim in _WRITES})
         self.snapshots = {}  # (array op, operand index) -> copy taken before later writes
         # roots of the arrays written inside each loop, and the loops around each op: an
         # array op in a loop reading an array the loop writes reads other contents on each
@@ -166,13 +171,14 @@ class _Reverse:
         self.last_write = {}  # array root -> the position of the last op writing into it
         for op in walk(fn.body):
             if op.prim in _WRITES:
-                self.last_write[_root(op.operands[0])] = self.order[op]
+                for root in self.aliases.expand({_root(op.operands[0])}):
+                    self.last_write[root] = self.order[op]
             for region in op.regions:  # a loop may write again after a later op read
                 for inner in walk(region):
                     if inner.prim in _WRITES:
-                        root = _root(inner.operands[0])
-                        self.last_write[root] = max(self.last_write.get(root, 0),
-                                                    self.order[op] + len(self.order))
+                        for root in self.aliases.expand({_root(inner.operands[0])}):
+                            self.last_write[root] = max(self.last_write.get(root, 0),
+                                                        self.order[op] + len(self.order))
         ret = fn.body.terminator
         if not ret.operands:
             raise ArgumentError("the function returns nothing, so it has no gradient")
@@ -282,11 +288,7 @@ class _Reverse:
         changed = False
         if op.prim in ("tape_push", "add_at"):  # values flowing into a tape or an array
             target, value = op.operands[0], op.operands[-1]
-            root = _root(target)
-            if value in self.active and root not in self.active:
-                self.active.add(root)
-                changed = True
-            return changed
+            return value in self.active and self._activate_memory(target)
         if op.prim == "tape_pop":
             r = op.results[0]
             if op.operands[0] in self.active and _float(r.type) and r not in self.active:
@@ -295,11 +297,7 @@ class _Reverse:
             return changed
         if op.prim in ("store", "assign", "iadd", "scatter_add", "mask_add"):
             array, value = op.operands[0], op.operands[-1]
-            root = _root(array)
-            if value in self.active and root not in self.active:
-                self.active.add(root)
-                changed = True
-            return changed
+            return value in self.active and self._activate_memory(array)
         sources = [v for v in op.operands if v in self.active]
         if op.prim == "load" and _root(op.operands[0]) in self.active:
             sources.append(op.operands[0])
@@ -315,6 +313,16 @@ class _Reverse:
                 self.active.add(r)
                 changed = True
         return changed
+
+    def _activate_memory(self, target):
+        """An active value was written into `target`: its memory root is active, and so is
+        every array or tape sharing that memory through a tape (aliases.py)."""
+        root = _root(target)
+        new = [root] if root not in self.active else []
+        new += [m for m in self.aliases.members(root) if m not in self.active and m is not root
+                and (isinstance(m.type, T.Tape) or _float(m.type))]
+        self.active.update(new)
+        return bool(new)
 
     def _propagate_region(self, op):
         changed = False
@@ -386,8 +394,9 @@ class _Reverse:
         for op in block.ops:
             self.loops_around[op] = around
             if op.prim in ("for", "while"):
-                self.loop_writes[op] = {_root(o.operands[0]) for region in op.regions
-                                        for o in walk(region) if o.prim in _WRITES}
+                self.loop_writes[op] = self.aliases.expand(
+                    {_root(o.operands[0]) for region in op.regions for o in walk(region)
+                     if o.prim in _WRITES})
             inner = around + (op,) if op.prim in ("for", "while") else around
             for region in op.regions:
                 self._find_loops(region, inner)
@@ -414,6 +423,8 @@ class _Reverse:
 
     def forward_shadow(self, op):
         """Shadow arrays follow their primal: allocations and views of shadowed arrays."""
+        if op.prim in _TAPE_OPS and self.memory_tape_shadow(op):
+            return
         if op.prim == "alloc" and op.results[0] in self.active:
             r = op.results[0]
             ndim = op.attrs["ndim"]
@@ -434,6 +445,28 @@ class _Reverse:
                 op.results[0] not in self.functional:
             r = op.results[0]  # a new array: its adjoint accumulates in a new shadow array
             self.shadow[r] = self.zeros_like(self.val[r], f"{r.name or 't'}_bar")
+
+    def memory_tape_shadow(self, op):
+        """A tape of arrays that share memory with written ones (aliases.py) gets a tape of
+        their shadows beside it, pushed and popped with it: a popped item's shadow is then
+        the pushed item's, and the shadows alias as the arrays do (the push and the pop need
+        no adjoint code). Whether `op` was such a tape's op."""
+        tape = op.results[0] if op.prim == "tape_new" else op.operands[0]
+        if tape not in self.aliases.memory_tapes or tape not in self.active:
+            return False
+        name = f"{tape.name or 'v'}_bar"
+        if op.prim == "tape_new":
+            self.shadow[tape] = self.b.emit("tape_new", [], op.attrs, names=[name],
+                                            result_types=[tape.type]).result
+        elif op.prim == "tape_push":
+            self.b.emit("tape_push", [self.shadow[tape], self.shadow_or_zeros(op.operands[1])])
+        elif op.prim == "tape_pop":
+            r = op.results[0]
+            self.shadow[r] = self.b.value("tape_pop", (self.shadow[tape],),
+                                          name=f"{r.name or 'a'}_bar")
+        else:  # tape_reserve
+            self.b.emit(op.prim, [self.shadow[tape]] + [self.val[v] for v in op.operands[1:]])
+        return True
 
     def remember(self, old):
         """Push a value computed inside a region so its region's adjoint can pop it
@@ -960,7 +993,18 @@ class _Reverse:
             self.sum_to(shadow, scope.get(value))
         if op.attrs.get("op") == "sub":
             g = self.ops.neg(g)
+        elif value in self.functional and self.cleared_before(op, dst):
+            g = self.b.value("copy", (g,))  # kept as a value: read the shadow now
         self.accumulate_into(value, g, adj, scope)
+
+    def cleared_before(self, op, dst):
+        """Whether an op before `op` stores or assigns into `dst`'s memory: its adjoint,
+        which runs after op's, clears the shadow, so a functional adjoint taken from the
+        shadow (`t` in `t = x * w; a[0] = x; a[0] += t`; sum_to may return the shadow
+        itself) must be a copy."""
+        roots = self.aliases.expand({_root(dst)})
+        return any(o.prim in ("store", "assign") and _root(o.operands[0]) in roots
+                   for o in self.walked[:self.order[op]])
 
     def rev_load(self, op, adj, scope):
         array = op.operands[0]
@@ -1026,8 +1070,8 @@ class _Reverse:
 
     def rev_tape_pop(self, op, adj, scope):
         tape, r = op.operands[0], op.results[0]
-        if tape not in self.active:
-            return
+        if tape not in self.active or tape in self.aliases.memory_tapes:
+            return  # (memory tapes: the item's shadow is the pushed item's, see above)
         if isinstance(r.type, T.Array):  # (its adjoint is its shadow or functional adjoint)
             g = self.b.value("copy", (self.array_adjoint(r, scope),))
         else:
@@ -1036,7 +1080,7 @@ class _Reverse:
 
     def rev_tape_push(self, op, adj, scope):
         tape, value = op.operands
-        if tape not in self.active:
+        if tape not in self.active or tape in self.aliases.memory_tapes:
             return
         g = self.b.value("tape_pop", (self.adjoint_tape(tape),))
         self.accumulate_into(value, g, adj, scope)
@@ -1064,6 +1108,18 @@ class _Reverse:
             if v in self.active and isinstance(v.type, (T.Scalar, T.Array)):
                 item = self.b.value("tuple_get", (g,), {"index": k})
                 self.accumulate_into(v, item, adj, scope)
+            elif v in self.active and isinstance(v.type, T.Tuple):  # a nested tuple (a jvp
+                item = self.b.value("tuple_get", (g,), {"index": k})  # of a pullback)
+                adj[v] = item if adj.get(v) is None else self.add_tuples(adj[v], item)
+
+    def add_tuples(self, a, c):
+        """The sum of two tuple-typed adjoints, item by item."""
+        items = []
+        for k, t in enumerate(a.type.items):
+            x, y = (self.b.value("tuple_get", (v,), {"index": k}) for v in (a, c))
+            items.append(self.add_tuples(x, y) if isinstance(t, T.Tuple) else
+                         self.ops.add(x, y))
+        return self.b.value("tuple", items)
 
     def rev_tuple_get(self, op, adj, scope):
         if op.results[0] in self.active and adj.get(op.results[0]) is not None:
@@ -1679,6 +1735,7 @@ def _region_flow(op, useful):
 
 # views share their operand's memory (a row `load` is one too); ops that write array memory
 _VIEWS = ("slice", "transpose", "diagonal")
+_TAPE_OPS = ("tape_new", "tape_push", "tape_pop", "tape_reserve")
 _WRITES = ("store", "add_at", "assign", "iadd", "scatter_add", "mask_add")
 
 
@@ -1697,16 +1754,18 @@ _MEMORY_USES = frozenset(("load", "store", "add_at", "slice", "transpose", "diag
                           "for", "while", "yield", "condition", "tuple", "tape_push"))
 
 
-def _functional_arrays(fn, active):
+def _functional_arrays(fn, active, aliases):
     """Active arrays whose adjoint can be an ordinary value (`x_bar = g * y`) instead of a
     zero-filled shadow array updated in place: defined at the top level (arguments and
     results of top-level ops other than allocations and views) and used only by top-level
     whole-array operations. A top-level view of an array nothing writes into qualifies too:
     its contributions are added up as values and go into its base's shadow once, where the
     view is made (`x_bar[:-1] += g1 + g2` rather than one update per use of x[:-1]; see
-    flush_views)."""
-    written = {_root(op.operands[0]) for op in walk(fn.body) if op.prim in _WRITES}
-    slots, inner = _functional_loops(fn, active, None)
+    flush_views). Arrays sharing memory through a tape with written ones (`aliases`) do not:
+    their shadows alias as they do."""
+    written = aliases.expand({_root(op.operands[0]) for op in walk(fn.body)
+                              if op.prim in _WRITES})
+    slots, inner = _functional_loops(fn, active, aliases.classes)
     top = set(fn.params)
     for op in fn.body.ops:
         if op.prim in _VIEWS:
@@ -1724,10 +1783,10 @@ def _functional_arrays(fn, active):
         for region in op.regions:  # used inside a loop or branch
             for nested in walk(region):
                 candidates.difference_update(nested.operands)
-    return candidates | inner, slots
+    return (candidates - aliases.classes.keys()) | inner, slots
 
 
-def _functional_loops(fn, active, top):
+def _functional_loops(fn, active, memory):
     """Arrays carried by counted loops whose adjoints can be values carried by the reversed
     loop, as scalars' are, instead of shadow arrays allocated, taped and zero-filled on every
     iteration: {(loop, slot)}, and the arrays of their bodies that are functional too.
@@ -1735,8 +1794,7 @@ def _functional_loops(fn, active, top):
     whole-array operations of the body itself (no element reads or writes, no views, no
     nested loop or branch) and the yielded value is the parameter or made by such an
     operation; every array those operations make in the body qualifies the same way.
-    `top` holds the values of the enclosing level that may be functional (for the loop's
-    result: it is functional outside when it is in `top` and its uses allow)."""
+    `memory`: arrays that share memory through a tape with written ones (never functional)."""
     slots, inner = set(), set()
     for op in reversed(list(walk(fn.body))):  # inner loops first
         if op.prim != "for":
@@ -1755,6 +1813,7 @@ def _functional_loops(fn, active, top):
 
         def plain(v):
             return isinstance(v.type, T.Array) and _float(v.type) and v in active and \
+                v not in memory and \
                 all(u is not None and (u is body.terminator or not _memory_use(u, v, slots))
                     for u in uses.get(v, []))
 
