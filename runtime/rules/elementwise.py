@@ -44,7 +44,8 @@ def div(ops, g, needs, a, b):
 
 @rule("pow")
 def pow_scalar(ops, g, needs, x, exponent):
-    if exponent == 0:
+    # PyTorch's shortcut takes a number equal to 0, not False (x ** False: 0 * x ** -1)
+    if exponent == 0 and type(exponent) is not bool:
         return (ops.zeros_like(g),)
     return (ops.mul(g, ops.conj(ops.mul(ops.pow(x, exponent - 1), exponent))),)
 
