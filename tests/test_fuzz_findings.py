@@ -487,6 +487,26 @@ w[:, [0]] = w[:, 1:]
 u = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
 u[[0]] = u[1]
 """,
+    # hypot saves each operand only for its own gradient, lerp saves x and end only for the
+    # weight's: changing in place an operand that needs none does not break backward; a
+    # comparison's result of a transposed view is laid out as that view
+    "hypot_lerp_saves_and_comparison_layout": """
+v1 = torch.tensor([[[-0.77, 2.0, 1.86], [0.03, -2.61, -2.04]], [[0.01, -2.85, -0.06], [-2.27, -0.19, -2.37]]], requires_grad=True)
+v2 = v1 != v1
+v5 = torch.hypot(v2, v1)
+v2.copy_(v2)
+v5.sum().backward()
+_g = v1.grad
+u2 = torch.tensor([-2.53], requires_grad=True)
+u4 = torch.tensor([[[1.0, 0.13, -2.77]], [[-1.32, 0.57, 0.0]]])
+u5 = u2.clamp_min(-1.6)
+u7 = torch.lerp(u5, u2, u4)
+u5[[-1, -1]] = u2
+grads = torch.autograd.grad(u7.pow(2).mean(), [u2])
+w2 = torch.tensor([[-1.0, -2.5, 0.13], [0.53, 1.3, 1.46], [0.64, -1.46, 2.43]], requires_grad=True)
+w7 = w2.T != w2
+w8 = w7.flip(0)  # layout
+""",
 }
 
 

@@ -681,7 +681,8 @@ def _compare(np_fn, name):
         b = check_operand(b, name)
         dt = binary_dtype(a, b)
         try:
-            return wrap(np_fn(data_of(a, dt.np), data_of(b, dt.np)), dtypes.bool_)
+            ad, bd = data_of(a, dt.np), data_of(b, dt.np)
+            return _laid_out_result(np_fn(ad, bd), dtypes.bool_, a, b, ad, bd)
         except ValueError:
             raise _shape_error(a, b) from None
 

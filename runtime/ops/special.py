@@ -178,8 +178,10 @@ def hypot(a, b):
                                   f"not {dt}")
     out = wrap(iterator_layout(np.hypot(ad, bd), (ad, bd)), dt)
     if any_requires_grad((a, b)):
+        # PyTorch saves each operand only for its own gradient
         record(HypotBackward0, (a, b), out,
-               (save_input(a), save_input(b), save_output(out, "HypotBackward0")))
+               (save_input(a) if requires_grad(a) else None,
+                save_input(b) if requires_grad(b) else None, save_output(out, "HypotBackward0")))
     return out
 
 
