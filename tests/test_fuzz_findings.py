@@ -507,6 +507,26 @@ w2 = torch.tensor([[-1.0, -2.5, 0.13], [0.53, 1.3, 1.46], [0.64, -1.46, 2.43]], 
 w7 = w2.T != w2
 w8 = w7.flip(0)  # layout
 """,
+    # a number ** x saves x (PyTorch's PowBackward2 does): changing x in place before
+    # backward is refused
+    "rpow_saves_its_exponent": """
+v1 = torch.tensor([[[-0.9, -1.0, -1.06], [2.48, 0.81, -0.27]], [[2.0, -2.2, 2.86], [1.22, 1.5, 1.48]]], requires_grad=True)
+v2 = v1 + v1
+v3 = 3 ** v2
+v2[-1:-1, 0] = 0
+v3.sum().backward()
+w2 = torch.tensor([[1.48], [-1.76], [-1.9]], requires_grad=True)
+w4 = torch.cat([w2, w2, w2], -2)
+w8 = torch.tensor([-1.04], requires_grad=True)
+w9 = 2.36 ** w4
+w10 = w8.log_softmax(0)
+w4.addcmul_(w10, w10)
+grads = torch.autograd.grad(w9.sum(), [w2, w8], allow_unused=True)
+u = torch.tensor([0.5, -1.0], requires_grad=True)
+gg = torch.autograd.grad((2 ** u).sum(), [u], create_graph=True)[0]  # values
+gg.sum().backward()
+_g = u.grad
+""",
 }
 
 

@@ -385,7 +385,8 @@ def rpow(x, base):
     power = np.power if dt.category == _FLOAT else _int_power
     out = wrap(power(np.asarray(base, dt.np), data_of(x, dt.np)), dt)
     if any_requires_grad((x,)):
-        record(PowBackward2, (x,), out, (base, save_output(out, "PowBackward2")))
+        record(PowBackward2, (x,), out,
+               (base, save_output(out, "PowBackward2"), save_input(x)))
     return out
 
 
