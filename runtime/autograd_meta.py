@@ -252,8 +252,9 @@ def make_view(src, data, step, node_cls=None, args=(), creation=DEFAULT):
             return out
     else:
         m.creation = INFERENCE if _state.inference or creation == INFERENCE else NO_GRAD
-    if out._dtype.category == FLOAT:
-        # no history of its own: its requires_grad follows the base's from now on
+    if out._dtype.category == FLOAT or out._dtype is base._dtype:
+        # no history of its own: its requires_grad follows the base's from now on (an
+        # integer view too: a fill of its base by a value that requires grad reaches it)
         out._requires_grad = base._requires_grad or base._grad_fn is not None
         bm = base._meta
         if bm is None:

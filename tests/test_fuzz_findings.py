@@ -400,6 +400,12 @@ i[i == 0] = v1.reshape(1)
 j = i + 0.5
 k = i.sum()
 j.sum().backward()
+w1 = torch.tensor([[[-1.48, -0.11, -0.52]], [[2.99, 2.22, 1.95]]], requires_grad=True)
+w5 = w1 > -2
+w6 = w5[1]
+w6[::2] = v1
+w7 = w5[0]
+w8 = w7.float()
 """,
     # x ** False is not PyTorch's exponent-0 shortcut: its gradient is 0 * x ** -1
     "pow_false_gradient": """
