@@ -166,6 +166,8 @@ def _new_unary_node(cls, x, out, args):
 
 def record(cls, inputs, out, args=()):
     """Attach a new node of class `cls` to `out`, the result of the op on `inputs`."""
+    if out._dtype.category != FLOAT:
+        check_integer_history(out)
     node = new_node(cls, inputs, out, args)
     if cls._keeps_indices:
         node._freed = False
@@ -173,6 +175,30 @@ def record(cls, inputs, out, args=()):
     if FORWARD_AD:
         FORWARD_AD[0](node, inputs, (out,))
     return node
+
+
+_INTEGER_TARGET = []  # non-empty while an in-place op records onto an integer or bool target
+
+
+def on_integer_target(fn, *args):
+    """fn(*args), where fn records an in-place op onto an integer or bool target: PyTorch
+    rebases such a target's history without the dtype check other results get."""
+    _INTEGER_TARGET.append(True)
+    try:
+        return fn(*args)
+    finally:
+        _INTEGER_TARGET.pop()
+
+
+def check_integer_history(t):
+    """An op on an integer tensor that requires grad (which only an in-place fill of a value
+    that requires grad makes, as in PyTorch) cannot give an integer result a history, but
+    for an in-place op's result on an integer target."""
+    if _INTEGER_TARGET:
+        return
+    raise RuntimeError(f"autograd cannot record a result of dtype {t._dtype}: an integer or "
+                       f"bool tensor that requires grad can only be cast to a floating point "
+                       f"dtype or modified in place")
 
 
 def any_requires_grad(inputs):
@@ -186,6 +212,8 @@ def any_requires_grad(inputs):
 
 def record_multi(cls, inputs, outs, args=()):
     """One node for several outputs (split, unbind): output i gets output_nr i."""
+    if outs[0]._dtype.category != FLOAT:
+        check_integer_history(outs[0])
     node = new_node(cls, inputs, outs[0], args)
     node._fit = None
     node._n_outputs = len(outs)
@@ -224,8 +252,9 @@ def make_view(src, data, step, node_cls=None, args=(), creation=DEFAULT):
             return out
     else:
         m.creation = INFERENCE if _state.inference or creation == INFERENCE else NO_GRAD
-    if out._dtype.category == FLOAT:
-        # no history of its own: its requires_grad follows the base's from now on
+    if out._dtype.category == FLOAT or out._dtype is base._dtype:
+        # no history of its own: its requires_grad follows the base's from now on (an
+        # integer view too: a fill of its base by a value that requires grad reaches it)
         out._requires_grad = base._requires_grad or base._grad_fn is not None
         bm = base._meta
         if bm is None:
@@ -330,15 +359,16 @@ def _multi_view_name(t):
     return name.replace("Backward0", "")
 
 
-def apply_inplace(t, result, aliased=False):
-    """Write `result` (the out-of-place value, possibly with a node) into `t`. `aliased`: an
-    operand shares `t`'s memory, so the node's saved copies of `t` stay bound to it."""
+def apply_inplace(t, result, aliased=False, operands=()):
+    """Write `result` (the out-of-place value, possibly with a node) into `t`. `aliased`: `t`
+    is its own operand (a.mul_(a)), so the node's saved copies of `t` stay bound to it;
+    `operands`: the op's other inputs, saved as they are even when they alias `t`."""
     node = result._grad_fn
     base = t if t._base is None else t._base
     base_had_grad = base._requires_grad or base._grad_fn is not None
     old_data = t._data
     if node is not None and not aliased:
-        _snapshot_saved_self(node, t, old_data)
+        _snapshot_saved_self(node, t, old_data, operands)
     if old_data.shape != result._data.shape:
         raise RuntimeError(
             f"an in-place result of shape {list(result._data.shape)} cannot be written into "
@@ -367,14 +397,18 @@ def apply_inplace(t, result, aliased=False):
     return t
 
 
-def _snapshot_saved_self(node, t, old_data):
+def _snapshot_saved_self(node, t, old_data, operands):
     """The in-place op's node keeps the target's value from before the op: a copy that
     still carries the target's old history, so a create_graph backward differentiates it."""
     snapshot = None
     for a in node._args:
+        if type(a) is not SavedTensor or a.tensor is None:
+            continue
+        s = a.tensor
         # t itself, or the detached alias save_input keeps of a tensor detached in place
-        if type(a) is SavedTensor and a.tensor is not None and (
-                a.tensor is t or (a.vc is t._vc and a.tensor._data is old_data)):
+        # (an operand sharing t's memory, v = t.detach(), is saved as it is, as PyTorch does)
+        if s is t or (a.vc is t._vc and s._data is old_data
+                      and not any(s is o for o in operands)):
             if snapshot is None:
                 snapshot = t._new_like(old_data.copy())
                 snapshot._grad_fn = t._grad_fn

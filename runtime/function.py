@@ -164,6 +164,11 @@ def _fit(ops, g, fit):
     if g is None or fit is None:
         return g
     shape, np_dtype = fit
+    if np_dtype.kind not in "fc":
+        # an integer tensor that requires grad (an in-place fill made it) gets no gradient
+        raise RuntimeError("backward reached an integer or bool tensor that requires grad "
+                           "(a fill of it by a value that requires grad); gradients can "
+                           "only flow into floating point tensors")
     if ops.shape(g) != shape:
         g = ops.sum_to(g, shape)
     return ops.cast(g, np_dtype)
@@ -417,6 +422,9 @@ def accumulate(variable, g, ops, refs=0):
     `refs`: how many references to `g` the caller holds (0: never take `g` over)."""
     from runtime.tensor import Tensor
 
+    if variable._grad_fn is not None:  # detached in place, then given history in place
+        raise RuntimeError("a leaf's gradient arrived after an in-place operation gave the "
+                           "leaf a history of its own (it was detached and modified in place)")
     if not variable._requires_grad:  # detached in place after use: nothing lands
         return
     np_dtype = variable._dtype.np

@@ -72,6 +72,22 @@ def check_partial_overlap(t, args, result_fn=None):
                                "with the tensor being written; clone() the operand first")
 
 
+def check_no_overlap(target, value):
+    """index_put_'s check of its value against the tensor written (PyTorch's
+    assert_no_overlap): refused when both are the same tensor, or both are dense with
+    intersecting memory; an empty or strided one is not checked."""
+    d, o = target._data, value._data
+    if value is target:
+        raise_overlap()
+    if d.size and o.size and _dense(d) and _dense(o) and np.may_share_memory(d, o):
+        raise_overlap()
+
+
+def raise_overlap():
+    raise RuntimeError("x[index] = value: the value shares memory with the tensor being "
+                       "written; clone() the value first")
+
+
 def _dense(d):
     lo, hi = _byte_bounds(d)
     return hi - lo == d.size * d.itemsize

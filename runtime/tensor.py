@@ -30,6 +30,7 @@ from runtime.autograd_meta import (
     apply_inplace,
     check_inplace,
     meta_of,
+    on_integer_target,
     regenerated_view_fn,
     set_view_requires_grad,
     views_follow_base,
@@ -721,6 +722,11 @@ class Tensor:
                 vc[0] += 1
                 return self
         check_internal_overlap(self, result_fn, args)
+        if recording and self._dtype.category != dtypes.FLOAT:
+            return on_integer_target(self._write, result_fn, args, recording, aliased)
+        return self._write(result_fn, args, recording, aliased)
+
+    def _write(self, result_fn, args, recording, aliased):
         result = result_fn(self, *args)
         if not recording:
             result._grad_fn = None
@@ -728,9 +734,10 @@ class Tensor:
             raise RuntimeError(f"the result of an in-place operation has dtype "
                                f"{result._dtype}, which cannot be stored in a tensor of dtype "
                                f"{self._dtype}")
-        # an operand sharing the target's memory (a.mul_(a)) stays saved as it is, so
-        # backward finds it modified, as PyTorch does
-        return apply_inplace(self, result, aliased and recording)
+        # the target as its own operand (a.mul_(a)) stays saved as it is, so backward finds
+        # it modified, as PyTorch does; another alias (v = a.detach(); v.mul_(a)) is saved
+        # on its own, and the target's old value as a copy
+        return apply_inplace(self, result, recording and any(a is self for a in args), args)
 
     def __iadd__(self, other):
         return self._inplace(F.add, other)
@@ -854,15 +861,15 @@ class Tensor:
 
 def _recording(t, args):
     """Whether an in-place op on `t` with `args` must be recorded in the graph (a view's
-    `_requires_grad` already says whether its base requires grad)."""
+    `_requires_grad` already says whether its base requires grad). As in PyTorch, an integer
+    or bool target starts to require grad too (`fill_`, `masked_fill_` and `index_put_` of a
+    value that requires grad), except through `copy_` (copy_like_op), which checks."""
     if not _state.enabled:
         return False
     if t._requires_grad or t._grad_fn is not None:
         return True
-    # an integer or bool target cannot carry gradient, whatever is written into it
-    return t._dtype.is_floating_point and any(
-        getattr(a, "_requires_grad", False) or getattr(a, "_grad_fn", None) is not None
-        for a in args)
+    return any(getattr(a, "_requires_grad", False) or getattr(a, "_grad_fn", None) is not None
+               for a in args)
 
 
 def _rebuild(data, requires_grad):

@@ -301,6 +301,40 @@ def d6_float_into_int_tensor(torch, rec):
     rec(z)
 
 
+@case
+def d6_fill_into_int_tensor_requires_grad(torch, rec):
+    """PyTorch's quirk, reproduced: copy_ into an integer tensor checks its dtype, the other
+    in-place ops do not, so a fill by a 0-dim value that requires grad (fill_, masked_fill_,
+    index_put_ with a mask, and setitem wherever it fills: `x[0:1] = v0`, `x[...] = v0`,
+    `x[None] = v0`, `x[True] = v0`, a mask with a one-element value) makes an integer or bool
+    tensor require grad; an op giving an integer result from it then raises, a float result
+    is recorded, and backward into it raises."""
+    fills = [lambda x, v: x.fill_(v), lambda x, v: x.masked_fill_(x == 0, v),
+             lambda x, v: x.__setitem__(slice(0, 1), v), lambda x, v: x.__setitem__(..., v),
+             lambda x, v: x.__setitem__(None, v), lambda x, v: x.__setitem__(True, v),
+             lambda x, v: x.__setitem__(x == 0, v.reshape(1)),
+             lambda x, v: x.__setitem__(0, v), lambda x, v: x.copy_(v),
+             lambda x, v: x[0:2].fill_(v), lambda x, v: x.__setitem__(False, v),
+             lambda x, v: x.__setitem__(slice(1, None), v * 2)]
+    for dtype in (torch.int64, torch.bool):
+        for fill in fills:
+            x = torch.zeros(3, dtype=dtype)
+            v = torch.tensor(1.5, requires_grad=True)
+            fill(x, v)
+            rec(x, x.requires_grad, x.is_leaf, type(x.grad_fn).__name__)
+    x = torch.zeros(3, dtype=torch.int64)
+    v = torch.tensor(1.5, requires_grad=True)
+    x.fill_(v)
+    for op in (lambda: x + 1, lambda: x.sum(), lambda: x[0], lambda: -x, lambda: x.abs(),
+               lambda: x.split(1), lambda: x // 2, lambda: x > 0, lambda: x + 1.5,
+               lambda: x.float(), lambda: x.clamp(0.5, 1), lambda: x.long()):
+        r = catch(op)
+        rec(r if isinstance(r, Raised) else (r, r.requires_grad) if not isinstance(r, tuple)
+            else r[0])
+    y = x * torch.ones(3, requires_grad=True)
+    rec(y, catch(lambda: y.sum().backward()), v.grad)
+
+
 # == 7. numpy exceptions escaping =============================================================
 
 @case

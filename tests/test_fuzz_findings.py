@@ -388,6 +388,151 @@ w2 = w1.softmax(-1)
 w2[[-3, -3, 2]] = w2
 w2[[0, 1]] = w2[1:]
 """,
+    # a fill by a 0-dim value that requires grad makes an int or bool target require grad
+    # (PyTorch's fill_, masked_fill_ and index_put_ skip the dtype check copy_ makes)
+    "fill_into_bool_tensor_requires_grad": """
+v1 = torch.tensor(2.95, requires_grad=True)
+v2 = torch.tensor([2.0, -2.58, -0.45, 1.33], requires_grad=True)
+v5 = v2 != -1
+v5[:2:1] = v1
+i = torch.zeros(3, dtype=torch.int64)
+i[i == 0] = v1.reshape(1)
+j = i + 0.5
+k = i.sum()
+j.sum().backward()
+w1 = torch.tensor([[[-1.48, -0.11, -0.52]], [[2.99, 2.22, 1.95]]], requires_grad=True)
+w5 = w1 > -2
+w6 = w5[1]
+w6[::2] = v1
+w7 = w5[0]
+w8 = w7.float()
+""",
+    # x ** False is not PyTorch's exponent-0 shortcut: its gradient is 0 * x ** -1
+    "pow_false_gradient": """
+v3 = torch.tensor([[2.55, -1.43], [0.0, 2.0], [-1.79, 0.5]], dtype=torch.float64, requires_grad=True)
+v7 = v3 ** False
+(v7 * torch.tensor([[1.58, 2.02], [2.43, 1.85], [2.35, 1.48]], dtype=torch.float64)).sum().backward()
+_g = v3.grad
+""",
+    # x.detach() modified in place by x: the target's old value is saved as a copy, so
+    # backward needs no version of it (a.mul_(a) still saves a itself, which then changed);
+    # an operand that is a detached alias of the target (w10) stays saved as it is, so
+    # changing the target changes it, and backward refuses
+    "inplace_on_a_detached_alias_by_its_source": """
+v1 = torch.tensor([[-2.27], [1.0], [-2.11]], requires_grad=True)
+v3 = v1.detach()
+v3 *= v1
+grads = torch.autograd.grad(v3.pow(2).mean(), [v1], allow_unused=True)
+w2 = torch.tensor([2.4, 0.76, -0.45], requires_grad=True)
+w4 = w2 * 2
+w10 = w4.detach().requires_grad_()
+w4 /= w10
+w4.sum().backward()
+""",
+    # remainder and fmod save their operands only for the divisor's gradient, so changing a
+    # divisor that requires no grad in place does not break backward
+    "remainder_by_a_constant_tensor_changed_in_place": """
+v1 = torch.tensor(1.28, requires_grad=True)
+v2 = v1.argmin(0)
+v3 = torch.remainder(v1, v2)
+v4 = torch.fmod(v1, v2)
+v2.floor_()
+loss = (v3 * torch.tensor(-2.69, dtype=torch.float32)).sum(); loss.backward(retain_graph=True)
+v4.sum().backward()
+_g = v1.grad
+""",
+    # the gradient of a split into one piece is a new tensor (cat), not a view to detach
+    "split_into_one_piece_gradient_is_not_a_view": """
+v1 = torch.tensor([[1.0], [1.89], [1.0]], dtype=torch.float64, requires_grad=True)
+v4 = v1.split(3, -1)[-1]
+v6 = torch.autograd.grad(v4.sum(), [v1], retain_graph=True, allow_unused=True)[0]
+v6.detach_()
+""",
+    # a leaf detached in place and then given history by an in-place op: its gradient
+    # reaching AccumulateGrad raises
+    "leaf_moved_into_the_graph_interior": """
+v1 = torch.tensor([[-2.07, 2.6, -1.45], [-1.55, 0.79, 1.43]], dtype=torch.float64, requires_grad=True)
+v2 = v1 + v1
+v1.detach_()
+v1.pow_(v2)
+(v1 * torch.tensor([[-1.62, 1.0, -1.14], [-1.32, 0.48, 1.31]], dtype=torch.float64)).sum().backward()
+""",
+    # matmul folds a view by its own strides (size-1 dimensions included), as PyTorch does
+    "matmul_folds_a_view_by_its_strides": """
+v1 = torch.tensor([[[1.35, -1.27, 0.0]], [[1.16, 0.29, 2.19]]], requires_grad=True)
+v5 = v1.split(1, 2)[1]
+v6 = v5 @ torch.tensor([[-0.38, 2.39]], dtype=torch.float32)
+""",
+    # elementwise results are laid out as TensorIterator lays them out (the first operand
+    # decides; expanded dimensions say nothing), and flip() in a backward makes a new tensor
+    "elementwise_result_layouts": """
+v1 = torch.tensor([[-1.42, 2.99, -2.91], [2.23, -0.96, -1.47], [2.87, 0.21, -2.39]], requires_grad=True)
+v5 = v1.t()
+v7 = torch.div(v5, v1)
+v9 = v7[...]  # layout
+a = torch.atan2(v5, v1)[...]  # layout
+m = (v5 % v1)[...]  # layout
+w = torch.tensor([[[1.61, -1.98, 1.3], [-2.66, -2.23, 0.73]], [[-2.58, 2.65, 1.8], [1.26, -2.94, 2.58]]], requires_grad=True)
+w3 = w.expand(2, 2, 2, -1)
+w4 = w3.cosh().chunk(3, 0)[-1]  # layout
+w5 = w3.log().chunk(3, 0)[-1]  # layout
+i = torch.tensor([[[5, 3, -1], [4, 3, 2]], [[2, 5, -1], [2, 4, -2]]]).expand(2, 2, 2, 3)
+c = i.clamp_max(0.1)[0]  # layout
+u = torch.tensor([[-2.51, 1.66, -1.36]], requires_grad=True)
+g = torch.autograd.grad(u.cumsum(-1).sum(), [u])[0]
+g0 = g[0]  # layout
+""",
+    # index_put_ checks its value against the tensor written only when both are dense
+    "index_put_overlap_with_a_strided_target": """
+v3 = torch.tensor([[-2.61, -1.23], [-2.51, -0.82], [-1.02, 0.78]], dtype=torch.float64, requires_grad=True)
+v3.detach_()
+v6 = v3[-3, 1:5]
+v3[0::2, [0, 0]] = v6
+w = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+w[:, [0]] = w[:, 1:]
+u = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+u[[0]] = u[1]
+""",
+    # hypot saves each operand only for its own gradient, lerp saves x and end only for the
+    # weight's: changing in place an operand that needs none does not break backward; a
+    # comparison's result of a transposed view is laid out as that view
+    "hypot_lerp_saves_and_comparison_layout": """
+v1 = torch.tensor([[[-0.77, 2.0, 1.86], [0.03, -2.61, -2.04]], [[0.01, -2.85, -0.06], [-2.27, -0.19, -2.37]]], requires_grad=True)
+v2 = v1 != v1
+v5 = torch.hypot(v2, v1)
+v2.copy_(v2)
+v5.sum().backward()
+_g = v1.grad
+u2 = torch.tensor([-2.53], requires_grad=True)
+u4 = torch.tensor([[[1.0, 0.13, -2.77]], [[-1.32, 0.57, 0.0]]])
+u5 = u2.clamp_min(-1.6)
+u7 = torch.lerp(u5, u2, u4)
+u5[[-1, -1]] = u2
+grads = torch.autograd.grad(u7.pow(2).mean(), [u2])
+w2 = torch.tensor([[-1.0, -2.5, 0.13], [0.53, 1.3, 1.46], [0.64, -1.46, 2.43]], requires_grad=True)
+w7 = w2.T != w2
+w8 = w7.flip(0)  # layout
+""",
+    # a number ** x saves x (PyTorch's PowBackward2 does): changing x in place before
+    # backward is refused
+    "rpow_saves_its_exponent": """
+v1 = torch.tensor([[[-0.9, -1.0, -1.06], [2.48, 0.81, -0.27]], [[2.0, -2.2, 2.86], [1.22, 1.5, 1.48]]], requires_grad=True)
+v2 = v1 + v1
+v3 = 3 ** v2
+v2[-1:-1, 0] = 0
+v3.sum().backward()
+w2 = torch.tensor([[1.48], [-1.76], [-1.9]], requires_grad=True)
+w4 = torch.cat([w2, w2, w2], -2)
+w8 = torch.tensor([-1.04], requires_grad=True)
+w9 = 2.36 ** w4
+w10 = w8.log_softmax(0)
+w4.addcmul_(w10, w10)
+grads = torch.autograd.grad(w9.sum(), [w2, w8], allow_unused=True)
+u = torch.tensor([0.5, -1.0], requires_grad=True)
+gg = torch.autograd.grad((2 ** u).sum(), [u], create_graph=True)[0]  # values
+gg.sum().backward()
+_g = u.grad
+""",
 }
 
 

@@ -6,6 +6,7 @@ import numpy as np
 
 from runtime.autograd_meta import FORWARD_AD, _state, any_requires_grad, record, requires_grad
 from runtime.autograd_meta import _new_unary_node as new_unary_node
+from runtime.autograd_meta import check_integer_history
 from runtime.function import node_class, save_input, save_output
 from runtime.rules import numpy_ops
 from runtime.rules.numpy_ops import via_double
@@ -61,7 +62,8 @@ _FLOAT = dtypes.FLOAT
 
 def _compute(np_fn, a, b, dt):
     try:
-        return wrap(np_fn(data_of(a, dt.np), data_of(b, dt.np)), dt)
+        ad, bd = data_of(a, dt.np), data_of(b, dt.np)
+        return _result(iterator_layout(np_fn(ad, bd), (ad, bd)), dt)
     except ValueError:
         raise _shape_error(a, b) from None
 
@@ -96,6 +98,28 @@ def _result(data, dt):
     if data.__class__ is not _ndarray:
         data = _asarray(data)
     return _wrap_tensor(data, dt)
+
+
+def _laid_out_result(data, dt, a, b, ad, bd):
+    """The result of a binary op on tensor `a` and `b` (computed from their arrays `ad`,
+    `bd`) laid out as TensorIterator lays it out. Only an operand that is a view (transposed,
+    expanded, strided) can make numpy's layout differ from it, so only then is it checked:
+    this runs on every add and mul."""
+    if data.__class__ is _ndarray and data.ndim > 1 and (
+            a._base is not None or getattr(b, "_base", None) is not None):
+        data = iterator_layout(data, (ad, bd))
+    return _result(data, dt)
+
+
+def iterator_layout(data, operands):
+    """`data` laid out as TensorIterator lays out an elementwise result of `operands`.
+    numpy's own layout agrees when every operand is C-contiguous (checked first: the common
+    case); it does not for transposed, expanded or strided ones."""
+    arrays = [x for x in operands if x.__class__ is _ndarray and x.ndim]
+    for x in arrays:
+        if not x.flags.c_contiguous:
+            return like_iterator(data, arrays)
+    return data
 
 
 def _grad_on(a, b):
@@ -133,7 +157,8 @@ def _additive(np_fn, cls, a, b, alpha, name):
         if not fused:
             bd = _scaled(bd, alpha, dt)
     try:
-        out = _result(fused_axpy(np_fn, ad, bd, alpha) if fused else np_fn(ad, bd), dt)
+        data = fused_axpy(np_fn, ad, bd, alpha) if fused else np_fn(ad, bd)
+        out = _laid_out_result(data, dt, a, b, ad, bd)
     except ValueError:
         raise _shape_error(a, b) from None
     if _grad_on(a, b):
@@ -185,7 +210,7 @@ def rsub(x, c, alpha=1):
 def mul(a, b):
     ad, bd, dt = _operands(a, b, "mul")
     try:
-        out = _result(ad * bd, dt)
+        out = _laid_out_result(ad * bd, dt, a, b, ad, bd)
     except ValueError:
         raise _shape_error(a, b) from None
     if _state.enabled:
@@ -205,7 +230,7 @@ def div(a, b, rounding_mode=None):
         dt = get_default_dtype()
         ad, bd = data_of(a, dt.np), data_of(b, dt.np)
     try:
-        out = _result(np.true_divide(ad, bd), dt)
+        out = _laid_out_result(np.true_divide(ad, bd), dt, a, b, ad, bd)
     except ValueError:
         raise _shape_error(a, b) from None
     if _grad_on(a, b):
@@ -236,7 +261,9 @@ def _rounded_div(a, b, mode, cls=None):
     except ValueError:
         raise _shape_error(a, b) from None
     out = wrap(data, dt)
-    if any_requires_grad((a, b)):
+    # floor_divide (cls) is not differentiated: only its float results get a node, which
+    # raises in backward as PyTorch's does
+    if any_requires_grad((a, b)) and (cls is None or dt.category == dtypes.FLOAT):
         if cls is None:
             record(DivBackward2, (a, b), out, ())
         else:
@@ -357,7 +384,8 @@ def rpow(x, base):
     power = numpy_ops.pow if dt.category == _FLOAT else _int_power
     out = wrap(np.asarray(power(np.asarray(base, dt.np), data_of(x, dt.np))), dt)
     if any_requires_grad((x,)):
-        record(PowBackward2, (x,), out, (base, save_output(out, "PowBackward2")))
+        record(PowBackward2, (x,), out,
+               (base, save_output(out, "PowBackward2"), save_input(x)))
     return out
 
 
@@ -476,7 +504,7 @@ def _clamp_scalar(cls, x, lo, hi):
         r = np.maximum(r, lo)
     if hi is not None:
         r = np.minimum(r, hi)
-    out = wrap(r, dt)
+    out = _result(iterator_layout(r, (x._data,)), dt)
     if any_requires_grad((x,)):
         record(cls, (x,), out, (save_input(x), lo, hi))
     return out
@@ -521,15 +549,19 @@ def _unary(np_fn, cls, x, saves, keep_dtype=False):
     dt = x._dtype
     if dt.category == _FLOAT or keep_dtype:
         data = x._data
+        source = data
         data = np_fn(data[()] if data.ndim == 0 else data)
         if data.__class__ is not _ndarray:
             data = _asarray(data)
+        elif data.ndim > 1 and x._base is not None:  # only a view may be laid out apart
+            data = iterator_layout(data, (source,))
         if data.dtype is not dt.np and data.dtype != dt.np:  # abs of complex is real
             dt = dtypes.from_numpy(data.dtype)
         out = _wrap_tensor(data, dt)
     else:
         dt = float_dtype(x)
-        out = wrap(np_fn(data_of(x, dt.np)), dt)
+        d = data_of(x, dt.np)
+        out = _result(iterator_layout(np_fn(d), (d,)), dt)
     if _state.enabled and (x._requires_grad or x._grad_fn is not None):
         if saves == "input":
             args = (save_input(x),)
@@ -537,6 +569,8 @@ def _unary(np_fn, cls, x, saves, keep_dtype=False):
             args = (save_output(out, cls.__name__),)
         else:
             args = ()
+        if out._dtype.category != dtypes.FLOAT:
+            check_integer_history(out)
         out._grad_fn = new_unary_node(cls, x, out, args)
         if FORWARD_AD:
             FORWARD_AD[0](out._grad_fn, (x,), (out,))
@@ -634,7 +668,8 @@ def _compare(np_fn, name):
         b = check_operand(b, name)
         dt = binary_dtype(a, b)
         try:
-            return wrap(np_fn(data_of(a, dt.np), data_of(b, dt.np)), dtypes.bool_)
+            ad, bd = data_of(a, dt.np), data_of(b, dt.np)
+            return _laid_out_result(np_fn(ad, bd), dtypes.bool_, a, b, ad, bd)
         except ValueError:
             raise _shape_error(a, b) from None
 

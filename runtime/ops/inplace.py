@@ -49,7 +49,8 @@ def copy_like_op(x, src):
         raise RuntimeError(f"copy_(): a source of shape {list(src._data.shape)} cannot be "
                            f"broadcast to the destination's shape {list(x._data.shape)}") from None
     out = wrap(data, x._dtype)
-    if any_requires_grad((x, src)):
+    # unlike the other in-place ops, PyTorch's copy_ leaves an integer target without history
+    if any_requires_grad((x, src)) and x._dtype.category == dtypes.FLOAT:
         record(CopyBackwards, (x, src), out, ())
     return out
 
@@ -79,19 +80,22 @@ def setitem(x, key, value):
     from runtime.ops._core import check_operand
 
     from runtime.ops.indexing import check_same_dtype
-    from runtime.overlap import own_memory
+    from runtime.overlap import check_no_overlap, own_memory
 
     value = check_operand(value, "setitem")
+    if key is False:  # selects nothing: PyTorch writes nothing and records nothing
+        return
     own_memory(x)
-    keys = key if isinstance(key, tuple) else (key,)
+    # x[True] = v alone is a copy into x[None] (in a tuple True is a 0-dim mask)
+    keys = key if isinstance(key, tuple) else (None if key is True else key,)
     if any(S._is_advanced(k) for k in keys):
         # integers and slices first (a view), then the advanced indices on it, as getitem
         basic, rest = S._split_key(keys, x._data.ndim)
         target, _ = S._basic_view(x, basic)
         if is_tensor(value):
-            if not _masked_fill(keys, value):  # which PyTorch does with masked_fill_
+            if not _masked_fill(keys, value, S):  # which PyTorch does with masked_fill_
                 check_same_dtype(x, value)
-                _check_no_overlap(x, value)
+                check_no_overlap(target, value)
             value = _strip_leading_ones(value, S)
         target._inplace(index_put, rest, value)
         return
@@ -101,18 +105,13 @@ def setitem(x, key, value):
     copy_to(target, value, S)
 
 
-def _check_no_overlap(x, value):
-    """index_put_ refuses values that share memory with the tensor written (even x itself)."""
-    if np.may_share_memory(x._data, value._data):
-        raise RuntimeError("x[index] = value: the value shares memory with the tensor being "
-                           "written; clone() the value first")
-
-
-def _masked_fill(keys, value):
-    """Whether x[mask] = value is a masked fill: one bool mask and a 0-dim value."""
-    if len(keys) != 1 or value._data.ndim:
+def _masked_fill(keys, value, S):
+    """Whether x[key] = value is PyTorch's masked fill: a value of one element and, among the
+    indices, one advanced index, a bool mask (the value is then converted to x's dtype)."""
+    advanced = [k for k in keys if S._is_advanced(k)]
+    if value._data.size != 1 or len(advanced) != 1:
         return False
-    k = keys[0]
+    k = advanced[0]
     if is_tensor(k):
         return k._dtype is dtypes.bool_
     return isinstance(k, list) and bool(k) and all(type(i) is bool for i in k)

@@ -116,7 +116,10 @@ def _should_fold(a, b):
     t1 = a._data if a_larger else np.swapaxes(b._data, -1, -2)
     if t1.size == 0:
         return True
-    shape, strides = t1.shape, torch_strides(t1)
+    # a view keeps its base's strides, size-1 dimensions included, as PyTorch's views do;
+    # other results get PyTorch's strides for their size-1 dimensions
+    shape = t1.shape
+    strides = t1.strides if big._base is not None else torch_strides(t1)
     # the first n-1 dimensions (those folded into rows) must be contiguous among themselves
     return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(t1.ndim - 2))
 

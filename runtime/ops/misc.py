@@ -6,7 +6,7 @@ import numpy as np
 from runtime.fma import fma
 
 from runtime import dtypes
-from runtime.autograd_meta import _state, any_requires_grad, record
+from runtime.autograd_meta import _state, any_requires_grad, record, requires_grad
 from runtime.function import node_class, save_input, save_output
 from runtime.ops._core import float_dtype, wrap
 from runtime.ops.reductions import _axes, _rule_dims, normalize_dims
@@ -235,8 +235,9 @@ def lerp(x, end, weight):
     out = _unrecorded(lambda: where(w.abs() < 0.5, add(xs, mul(sub(e, xs), w)),
                                     sub(e, mul(sub(e, xs), 1 - w))))
     if any_requires_grad((x, end, weight)):
-        record(LerpBackward1, (x, end, weight), out,
-               (save_input(x), save_input(end), save_input(weight)))
+        # PyTorch saves x and end only for the weight's gradient
+        ends = (save_input(x), save_input(end)) if requires_grad(weight) else (None, None)
+        record(LerpBackward1, (x, end, weight), out, ends + (save_input(weight),))
     return out
 
 

@@ -709,6 +709,6 @@ def to_dtype(x, dt, copy=False):
     if dt is x._dtype and not copy:
         return x
     out = wrap(like_input(x._data.astype(dt.np), x._data), dt)
-    if dt.is_floating_point and x._dtype.is_floating_point and any_requires_grad((x,)):
+    if dt.is_floating_point and any_requires_grad((x,)):
         record(ToCopyBackward0, (x,), out, ())
     return out

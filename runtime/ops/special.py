@@ -11,7 +11,7 @@ import numpy as np
 import scipy.special as sp
 
 from runtime import dtypes
-from runtime.autograd_meta import any_requires_grad, record
+from runtime.autograd_meta import any_requires_grad, record, requires_grad
 from runtime.function import save_input, save_output
 from runtime.ops._family import node
 from runtime.ops._core import (
@@ -23,7 +23,13 @@ from runtime.ops._core import (
     is_tensor,
     wrap,
 )
-from runtime.ops.elementwise import _shape_error, divides_by_zero, remainder_kernel, via_double
+from runtime.ops.elementwise import (
+    _shape_error,
+    divides_by_zero,
+    iterator_layout,
+    remainder_kernel,
+    via_double,
+)
 
 
 def _quiet(kernel):
@@ -58,7 +64,8 @@ UNARY = {
 
 def _unary(kernel, cls, x, saves, extra):
     dt = float_dtype(x)
-    out = wrap(kernel(data_of(x, dt.np)), dt)
+    d = data_of(x, dt.np)
+    out = wrap(iterator_layout(kernel(d), (d,)), dt)
     if any_requires_grad((x,)):
         saved = save_input(x) if saves == "input" else save_output(out, cls.__name__)
         record(cls, (x,), out, (saved, *extra))
@@ -154,7 +161,7 @@ def _tensors_only(name, a, b):
 def atan2(y, x):
     _tensors_only("atan2", y, x)
     x, yd, xd, dt = _binary_data(y, x, "atan2", True)
-    out = wrap(np.arctan2(yd, xd), dt)
+    out = wrap(iterator_layout(np.arctan2(yd, xd), (yd, xd)), dt)
     if any_requires_grad((y, x)):
         record(Atan2Backward0, (y, x), out, (save_input(y), save_input(x)))
     return out
@@ -169,10 +176,12 @@ def hypot(a, b):
     if dt.category != dtypes.FLOAT:
         raise NotImplementedError(f"hypot() is only implemented for floating point tensors, "
                                   f"not {dt}")
-    out = wrap(np.hypot(ad, bd), dt)
+    out = wrap(iterator_layout(np.hypot(ad, bd), (ad, bd)), dt)
     if any_requires_grad((a, b)):
+        # PyTorch saves each operand only for its own gradient
         record(HypotBackward0, (a, b), out,
-               (save_input(a), save_input(b), save_output(out, "HypotBackward0")))
+               (save_input(a) if requires_grad(a) else None,
+                save_input(b) if requires_grad(b) else None, save_output(out, "HypotBackward0")))
     return out
 
 
@@ -193,14 +202,15 @@ def _modulo(name, a, b):
     if dt.category != dtypes.FLOAT and divides_by_zero(ad, bd):
         raise RuntimeError(f"{name}(): integer division by zero (ZeroDivisionError)")
     with np.errstate(all="ignore"):
-        out = wrap(kernel(ad, bd), dt)
+        out = wrap(iterator_layout(kernel(ad, bd), (ad, bd)), dt)
     if not any_requires_grad((a, b)):
         return out
     if not is_tensor(b):
         record(scalar_node, (a,), out, ())
     else:
-        record(tensor_node, (a, b), out,
-               (save_input(a), save_input(b), rounding))
+        # PyTorch saves a and b only for b's gradient (a version check then applies)
+        saved = (save_input(a), save_input(b)) if requires_grad(b) else (None, None)
+        record(tensor_node, (a, b), out, saved + (rounding,))
     return out
 
 

@@ -44,7 +44,8 @@ def div(ops, g, needs, a, b):
 
 @rule("pow")
 def pow_scalar(ops, g, needs, x, exponent):
-    if exponent == 0:
+    # PyTorch's shortcut takes a number equal to 0, not False (x ** False: 0 * x ** -1)
+    if exponent == 0 and type(exponent) is not bool:
         return (ops.zeros_like(g),)
     return (ops.mul(g, ops.conj(ops.mul(ops.pow(x, exponent - 1), exponent))),)
 
@@ -63,9 +64,11 @@ def pow_tensor(ops, g, needs, x, e, result):
 
 
 @rule("rpow")
-def rpow(ops, g, needs, base, result):
+def rpow(ops, g, needs, base, result, exponent=None):
     """d/dx base**x = base**x * log(base); log of a negative base is nan, as in PyTorch.
-    For base 0 the partial is 0 where x >= 0, which is exactly where result (0**x) <= 1."""
+    For base 0 the partial is 0 where x >= 0, which is exactly where result (0**x) <= 1.
+    `exponent` (x) is unused: the eager node saves it as PyTorch does, so that changing x
+    in place before backward is refused."""
     if base == 0:
         return (ops.mul(g, ops.where(ops.le(result, 1), 0.0, ops.mul(result, float("-inf")))),)
     return (ops.mul(g, ops.mul(result, ops.log_scalar(base))),)

@@ -479,7 +479,7 @@ def any_zero(x):
 
 
 def flip(x, dim):
-    return np.flip(x, dim)
+    return np.flip(x, dim).copy()  # PyTorch's flip is a new tensor: no negative strides
 
 
 def cumsum(x, dim):

@@ -79,8 +79,7 @@ def _cotangents(gs):
 @rule("split")
 def split(ops, gs, needs, shape, dim, sizes):
     gs = _cotangents(gs)
-    if len(gs) == 1:
-        return (gs[0],)
+    # one piece too is joined by cat, as PyTorch does: a new tensor, not the piece's gradient
     like = next(g for g in gs if g is not None)
     parts = []
     for g, size in zip(gs, sizes):

@@ -8,7 +8,7 @@ import os
 import sys
 import time
 
-from tests.eager_fuzz import check, gen
+from tests.eager_fuzz import check, gen, worker
 
 
 def main(argv=None):
@@ -18,7 +18,7 @@ def main(argv=None):
     p.add_argument("--seed", type=int, help="replay one seed")
     p.add_argument("--examples", type=int, default=1, help="shrunk programs shown per class")
     args = p.parse_args(argv)
-    faulthandler.enable()  # a crash (of either library) names the statement being observed
+    faulthandler.enable()  # a crash replaying one seed names the statement being run
     if args.seed is not None:
         program = gen.generate(args.seed)
         finding = check.check(program)
@@ -27,43 +27,58 @@ def main(argv=None):
             print(check.describe(program, finding, check.shrink(program, finding)))
         return 0 if finding is None else 1
     if args.seeds:
-        seeds = iter(range(*args.seeds))
+        first, stop = args.seeds
     else:
-        base = int.from_bytes(os.urandom(4), "little") * 1000
-        seeds = (base + i for i in range(10**9))
-    tried, failed = fuzz(seeds, args.time, progress=True)
-    report(tried, failed, args.examples)
-    return 1 if failed else 0
+        first, stop = int.from_bytes(os.urandom(4), "little") * 1000, None
+    tried, failed, crashed = fuzz(first, stop, args.time, progress=True)
+    report(tried, failed, args.examples, crashed=crashed)
+    return 1 if failed or "ours" in crashed.values() else 0
 
 
-def fuzz(seeds, seconds=None, progress=False):
-    """(programs tried, [(program, finding)]) until seeds or seconds run out. With `progress`,
-    each failing seed and, every 10,000 programs, the totals so far go to stderr (so a run that
-    dies, e.g. when the oracle itself crashes, still leaves its rate)."""
-    start, tried, failed = time.monotonic(), 0, []
-    for seed in seeds:
-        if seconds is not None and time.monotonic() - start > seconds:
-            break
-        program = gen.generate(seed)
+def fuzz(first, stop=None, seconds=None, progress=False):
+    """(programs tried, [(program, finding)], {seed: crash kind}) for seeds first, first + 1,
+    ... until `stop` or `seconds` run out. Programs run in a worker process
+    (`worker.runner`): a crash is replayed and recorded as PyTorch's (`oracle`), ours, or
+    `unreproduced`, and the run goes on. With `progress`, each failing seed and, every 10,000
+    programs, the totals so far go to stderr."""
+    deadline = None if seconds is None else time.time() + seconds
+    tried, failed, crashed = 0, [], {}
+    for seed, result in worker.runner(first, stop, deadline):
         tried += 1
         if progress and tried % 10_000 == 0:
             print(f"-- {tried} programs, {len(failed)} failing, now at seed {seed}",
                   file=sys.stderr, flush=True)
-        finding = check.check(program)
-        if finding is not None:
-            failed.append((program, finding))
+        if result is None:
+            continue
+        if result[0] == "crash":
+            crashed[seed] = result[1]
             if progress:
-                print(f"seed {seed}: {finding.headline()}", file=sys.stderr, flush=True)
-    return tried, failed
+                print(f"seed {seed}: the process crashed ({result[1]})", file=sys.stderr,
+                      flush=True)
+            continue
+        failed.append(result)
+        if progress:
+            print(f"seed {seed}: {result[1].headline()}", file=sys.stderr, flush=True)
+    return tried, failed, crashed
 
 
-def report(tried, failed, examples=1, out=sys.stdout):
+def report(tried, failed, examples=1, out=sys.stdout, crashed=None):
+    """The rate and the classes; a crash of ours counts as a failing program, an oracle
+    crash or an unreproduced one does not (listed apart)."""
+    crashed = crashed or {}
+    ours = [s for s, kind in crashed.items() if kind == "ours"]
     classes = collections.defaultdict(list)
     for program, finding in failed:
         classes[finding.signature()].append((program, finding))
-    rate = 1000.0 * len(failed) / max(tried, 1)
-    print(f"{tried} programs, {len(failed)} failing ({rate:.1f} per 1000), "
-          f"{len(classes)} classes", file=out)
+    n_failed = len(failed) + len(ours)
+    rate = 1000.0 * n_failed / max(tried, 1)
+    print(f"{tried} programs, {n_failed} failing ({rate:.1f} per 1000), "
+          f"{len(classes) + bool(ours)} classes", file=out)
+    for kind in ("ours", "oracle", "unreproduced"):
+        seeds = [s for s, k in crashed.items() if k == kind]
+        if seeds:
+            print(f"  {len(seeds):4d}  crash ({kind})   (seeds "
+                  f"{', '.join(map(str, seeds[:5]))})", file=out)
     for sig, items in sorted(classes.items(), key=lambda kv: -len(kv[1])):
         print(f"  {len(items):4d}  {sig}   (seeds {', '.join(str(p.seed) for p, _ in items[:5])})",
               file=out)

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from tests.eager_fuzz import check, gen
+from tests.eager_fuzz import check, gen, worker
 from tests.eager_fuzz.__main__ import fuzz, report
 
 SLICE = range(300)
@@ -57,12 +57,20 @@ def test_replay_seed(eager_seed):
 
 def test_fresh_seeds_for_time(eager_time, capsys):
     base = int.from_bytes(os.urandom(4), "little") * 1000
-    tried, failed = fuzz((base + i for i in range(10**9)), eager_time)
+    tried, failed, crashed = fuzz(base, None, eager_time)
     with capsys.disabled():
-        report(tried, failed)
-    if failed:
+        report(tried, failed, crashed=crashed)
+    if failed or "ours" in crashed.values():
         pytest.fail(f"{len(failed)} of {tried} programs differ from PyTorch", pytrace=False)
 
 
 def test_generator_is_deterministic():
     assert gen.generate(12345).render() == gen.generate(12345).render()
+
+
+def test_an_oracle_crash_ends_a_worker_not_the_run():
+    """PyTorch 2.13 segfaults on this seed's program: the run records it as PyTorch's crash
+    and goes on with the next seed in a new worker."""
+    crashing = 4234724539747
+    results = dict(worker.runner(crashing, crashing + 2))
+    assert results == {crashing: ("crash", "oracle"), crashing + 1: None}
