@@ -294,12 +294,7 @@ def _library():
         return _state
     with _LOCK:
         if "addresses" not in _state:
-            key = cache_key()
-            obj = jit.cache_load(key)
-            if obj is None:
-                obj = jit.emit_object(jit.optimize(str(_Pool().build())))
-                jit.cache_store(key, obj)
-            builder = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
+            builder = llvm.JITLibraryBuilder().add_object_img(_object()).add_current_process()
             for name in _EXPORTS:
                 builder.export_symbol(name)
             tracker = builder.link(jit._init()["lljit"], "adcompile_pool")
@@ -327,9 +322,17 @@ def store_in_cache():
     """Put the pool's object code in the on-disk cache if it is not there (a process that
     built the pool while the cache was off stored nothing; its child processes would
     compile it again)."""
-    text, key = _text_and_key()
-    if jit.cache_load(key) is None:
-        jit.cache_store(key, jit.emit_object(jit.optimize(text)))
+    _object()
+
+
+def _object():
+    """The pool's object code: from the on-disk cache, else built and stored there."""
+    key = cache_key()
+    obj = jit.cache_load(key)
+    if obj is None:
+        obj = jit.emit_object(jit.optimize(str(_Pool().build())))
+        jit.cache_store(key, obj)
+    return obj
 
 
 def symbols():
