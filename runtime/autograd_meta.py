@@ -25,6 +25,7 @@ from runtime.function import (
     Node,
     SavedTensor,
     _sequence,
+    raise_freed,
     node_class,
 )
 from runtime.rules import numpy_ops
@@ -455,6 +456,8 @@ class CopySlices(Node):
     _rule = None
 
     def _apply(self, g, ops):
+        if self._freed:
+            raise_freed()
         if ops is not numpy_ops:
             return self._apply_recording(g, ops)
         result = np.array(g)
@@ -480,15 +483,19 @@ class CopySlices(Node):
             result = ops.add(result, ops.embed_view(res[0], self.base_shape, self.steps))
         return (result,) + tuple(res[1:])
 
+    def _release(self):
+        """After a backward that does not retain the graph: the wrapped node's saved tensors
+        go too, and a second backward through this node raises, as through PyTorch's (which
+        drops the node it wraps), even where that node saved nothing."""
+        self._freed = True
+        self.fn._release()
+
 
 def _check_region(region):
     if shares_memory_within(region):  # PyTorch copies the region's gradient in place
         raise RuntimeError("the backward of an in-place operation on an expanded view would "
                            "write into memory that several elements share; clone() the "
                            "expanded tensor before modifying it")
-
-    def _release(self):
-        self.fn._release()
 
 
 def _move_view_history(t, node):
@@ -502,7 +509,7 @@ def _move_view_history(t, node):
     cs._fit = None
     cs._seq = next(_sequence)
     cs._hooks = None
-    cs._freed = None
+    cs._freed = False
     old = base._grad_fn
     base._grad_fn = cs
     base._output_nr = 0

@@ -130,8 +130,7 @@ class _GraphTask:
                 else:
                     outs = node._apply(g, ops)
                 if not retain_graph and node._freed is False:
-                    node._freed = True
-                    node._args = None
+                    node._release()  # CopySlices releases the node it wraps too
             else:
                 outs = self._process(node, ops, retain_graph)
                 if outs is None:

@@ -6,6 +6,8 @@ import tracemalloc
 import weakref
 
 import numpy as np
+import pytest
+import torch as real_torch
 
 import adcompile as torch
 
@@ -77,3 +79,35 @@ def test_training_loop_does_not_grow_memory():
     after = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
     assert after - before < 64 * 1024, f"memory grew by {after - before} bytes over 9000 steps"
+
+
+def test_copy_slices_releases_the_node_it_wraps():
+    """A backward that does not retain the graph frees what the in-place op on a view saved
+    (CopySlices' wrapped node), not only CopySlices' own state."""
+    x = torch.ones(3, requires_grad=True)
+    w = torch.tensor(np.full(2, 2.0), requires_grad=True)
+    y = x * 1
+    y[0:2].mul_(w * 1)
+    assert y.grad_fn.fn._args is not None
+    y.sum().backward()
+    assert y.grad_fn.fn._args is None
+
+
+@pytest.mark.parametrize("lib", [torch, real_torch], ids=["adcompile", "torch"])
+@pytest.mark.parametrize("inplace", ["mul_", "add_"])
+def test_second_backward_through_copy_slices(lib, inplace):
+    """A second backward through CopySlices raises, whether or not its wrapped node saved
+    anything (PyTorch drops the wrapped node); with retain_graph it runs."""
+    def build():
+        x = lib.ones(3, requires_grad=True)
+        y = x + 0
+        getattr(y[0:2], inplace)(2.0)
+        return x, y
+    x, y = build()
+    y.sum().backward()
+    with pytest.raises(RuntimeError):
+        y.sum().backward()
+    x, y = build()
+    y.sum().backward(retain_graph=True)
+    y.sum().backward()
+    assert x.grad.tolist() == ([4.0, 4.0, 2.0] if inplace == "mul_" else [2.0, 2.0, 2.0])
