@@ -51,6 +51,14 @@ w = torch.addcdiv(f, b, x)
 w.sum().backward()
 _g = x.grad
 """,
+    # the integer-division check comes before the bool check (bool tensors are integers there)
+    "addcdiv_of_bools": """
+b = torch.tensor([True, False, True])
+c = torch.tensor([True, True, False])
+y = torch.addcdiv(b, b, c)
+f = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+z = torch.addcdiv(f, b, c)
+""",
     "lerp_bool_weight": """
 x = torch.tensor([1.46, 2.45, -2.32], dtype=torch.float64, requires_grad=True)
 e = x[-1]

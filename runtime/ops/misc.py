@@ -171,16 +171,22 @@ def addcdiv(x, t1, t2, value=1):
     """x + value * t1 / t2 (in PyTorch's order of operations), one AddcdivBackward0 node."""
     from runtime.ops.elementwise import add, div, mul
 
-    value = _check_addc(x, t1, t2, "addcdiv", value)
-    if t1._dtype.category != dtypes.FLOAT and t2._dtype.category != dtypes.FLOAT:
+    # checked before the dtype checks, as PyTorch does (bool tensors are integers here)
+    if _integral(t1) and _integral(t2):
         raise RuntimeError("addcdiv() of two integer tensors would be an integer division, "
                            "which is not supported: convert tensor1 or tensor2 to float")
+    value = _check_addc(x, t1, t2, "addcdiv", value)
     xs, a, b = _promoted(x, t1, t2)
     out = _unrecorded(lambda: add(xs, div(mul(a, value), b)))
     if any_requires_grad((x, t1, t2)):
         saved = (_saved_if(t1, t2), save_input(t2) if any_requires_grad((t1, t2)) else None)
         record(AddcdivBackward0, (x, t1, t2), out, saved + (value,))
     return out
+
+
+def _integral(t):
+    """A tensor of an integer or bool dtype (anything else is left to _check_addc)."""
+    return hasattr(t, "_dtype") and t._dtype.category != dtypes.FLOAT
 
 
 def _check_addc(x, t1, t2, name, value):
