@@ -11,12 +11,14 @@ others, so the chain goes on unbroken from one call to the next.
 
 Whether a given sgemm kernel really chains every output element depends on OpenBLAS's
 microkernel for that shape, so each (rows, columns) pair is calibrated once against an exact
-emulation (products and sums in float64, rounded to float32 after each term) and the first
+emulation (one exact float32 FMA per term) and the first
 layout that matches is used; when none does, `chained_matmul` answers None and the caller
 sums as it did before (the values then differ from PyTorch's in the last bits only).
 """
 
 import numpy as np
+
+from runtime.fma import fma
 
 BLOCK = 512
 # calibration costs one float64 pass over rows * columns per term: bigger products keep the
@@ -43,12 +45,10 @@ def _chain(a, b, product):
 
 
 def _reference(a, b):
-    """The chain computed term by term: float32 products are exact in float64, so one
-    float64 multiply-add rounded to float32 is the FMA."""
+    """The chain computed term by term, one exact float32 FMA per term (runtime/fma.py)."""
     total = np.zeros((a.shape[0], b.shape[1]), np.float32)
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
     for k in range(a.shape[1]):
-        total = (a64[:, k, None] * b64[k] + total).astype(np.float32)
+        total = fma(a[:, k, None], b[k], total)
     return total
 
 
