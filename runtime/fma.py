@@ -71,8 +71,9 @@ def _fma(a, b, c, out):
     low = np.bitwise_and(total.view(np.int64), 0x1FFFFFFF, out=scratch(shape, np.int64))
     ties = np.equal(low, 0x10000000, out=scratch(shape, np.bool_))
     if ties.any():
-        product = np.multiply(a, b, dtype=np.float64)
-        total = np.where(ties, _round_to_odd(product, c, total), total)
+        where = np.nonzero(ties)
+        a_t, b_t, c_t = (np.broadcast_to(v, shape)[where] for v in (a, b, c))
+        total[where] = _round_to_odd(np.multiply(a_t, b_t, dtype=np.float64), c_t, total[where])
     if out is None:
         return total.astype(F32)
     np.copyto(out, total, casting="same_kind")

@@ -515,3 +515,14 @@ def conv_param_grads(g2, patches, with_bias):
 def norm_stats(x, axes, eps, saved):
     """The (mean, invstd) a normalisation's forward pass saved (see rules/norm.py)."""
     return saved
+
+
+def batch_norm_grads(g, x, w, stats, training, needs):
+    """Batch norm's gradients as PyTorch's CPU kernel sums them (rules/batch_norm_cpu.py) for
+    contiguous float32 input; None elsewhere (the rule's own formula then)."""
+    from runtime.rules import batch_norm_cpu
+
+    if x.dtype != np.float32 or not x.flags.c_contiguous:
+        return None
+    mean, invstd = (s.reshape(-1) for s in stats)
+    return batch_norm_cpu.backward(np.ascontiguousarray(g), x, w, mean, invstd, training, needs)
