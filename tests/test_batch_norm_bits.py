@@ -11,7 +11,16 @@ import torch
 
 import adcompile
 
-torch.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """PyTorch single-threaded (the kernel whose order is followed), restored afterwards."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
 
 SHAPES = [
     (32, 8, 26, 26),  # the example CNN's first batch norm: 84 vectors and a 4-lane tail

@@ -137,16 +137,29 @@ def test_fused_float32_kernels_match_pytorch(name, fn, n):
           fn(torch, *map(torch.tensor, (x, y, z))).numpy())
 
 
-# (m, k, n): MKL's sgemm adds each output as one FMA chain in k order for these (measured);
-# skinny products (a row, a few columns, small m times n with a transposed right factor) and
-# k > 384 take other MKL kernels, whose order is not followed
+# (m, k, n): MKL's sgemm adds each output as FMA chains in k order for these (measured), one
+# chain per block of k (numpy_ops.k_blocks: 576 = 288 + 288, 1000 = 384 + 308 + 308, ...);
+# skinny products (a row, a few columns, small m times n with a transposed right factor)
+# take other MKL kernels, whose order is not followed
 PRODUCTS = [(16, 40, 30), (16, 30, 5), (64, 128, 10), (100, 5, 100), (2000, 3, 4),
-            (64, 384, 64), (8, 100, 16)]
+            (64, 384, 64), (8, 100, 16), (32, 576, 10), (32, 385, 16), (64, 1000, 64),
+            (128, 1537, 100)]
+
+
+@pytest.fixture
+def torch_one_thread():
+    """PyTorch single-threaded (MKL splits a large product between threads otherwise)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.mark.parametrize("m,k,n", PRODUCTS)
 @pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
-def test_float32_matrix_products_match_pytorch(m, k, n, layout):
+def test_float32_matrix_products_match_pytorch(m, k, n, layout, torch_one_thread):
     import torch
 
     rng = np.random.default_rng(m * k * n)
