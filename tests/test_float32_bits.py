@@ -190,3 +190,52 @@ def test_linear_layer_gradients_match_pytorch():
         grads.append([out.detach().numpy()] + [t.grad.numpy() for t in (xs, ws, bs)])
     for ours, theirs in zip(*grads):
         _same(ours, theirs)
+
+
+# (rows, classes, logit scale): classes below, at and across the 16-lane vector
+SOFTMAX_SHAPES = [(32, 10, 1.0), (64, 7, 3.0), (8, 16, 0.3), (5, 33, 2.0), (3, 100, 8.0),
+                  (1, 1, 1.0)]
+
+
+@pytest.mark.parametrize("rows,classes,scale", SOFTMAX_SHAPES)
+def test_log_softmax_and_cross_entropy_bits_match_pytorch(rows, classes, scale,
+                                                          torch_one_thread):
+    """log_softmax along the last axis (SLEEF's exp and log, 16-lane sums), its gradient, and
+    cross_entropy / nll_loss (mean, sum, class weights, an ignored sample) bit-equal."""
+    import torch
+
+    rng = np.random.default_rng(rows * classes)
+    z = (rng.standard_normal((rows, classes)) * scale).astype(np.float32)
+    g = rng.standard_normal((rows, classes)).astype(np.float32)
+    y = rng.integers(0, classes, rows)
+    y[rows // 2] = -100
+    w = rng.uniform(0.5, 2, classes).astype(np.float32)
+    results = []
+    for L in (adcompile, torch):
+        got = []
+        zt = L.tensor(z, requires_grad=True)
+        out = L.log_softmax(zt, -1)
+        out.backward(L.tensor(g))
+        got += [out.detach().numpy(), zt.grad.numpy()]
+        for kwargs in ({}, {"reduction": "sum"}, {"weight": L.tensor(w)}):
+            zt = L.tensor(z, requires_grad=True)
+            loss = L.nn.functional.cross_entropy(zt, L.tensor(y), **kwargs)
+            loss.backward()
+            got += [loss.detach().numpy(), zt.grad.numpy()]
+        results.append(got)
+    for ours, theirs in zip(*results):
+        _same(ours, theirs)
+
+
+@pytest.mark.parametrize("n", [1, 16, 17, 33, 300, 5000])
+def test_nll_loss_sums_samples_as_pytorch(n, torch_one_thread):
+    import torch
+
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal((n, 3)).astype(np.float32)
+    y = rng.integers(0, 3, n)
+    y[::7] = -100
+    losses = [L.nn.functional.nll_loss(L.tensor(x), L.tensor(y), reduction=r).numpy()
+              for L in (adcompile, torch) for r in ("mean", "sum")]
+    _same(losses[0], losses[2])
+    _same(losses[1], losses[3])

@@ -90,7 +90,7 @@ def k_blocks(k):
 
 def _blocked_matmul(a, b, start):
     total = None if start is None else \
-        np.array(np.broadcast_to(start, (a.shape[0], b.shape[1])), np.float32)
+        np.array(np.broadcast_to(start, (a.shape[0], b.shape[1])), np.float32, order="C")
     for lo, hi in k_blocks(a.shape[1]):
         part = np.matmul(a[:, lo:hi], b[lo:hi])
         total = part if total is None else np.add(total, part, out=total)
@@ -553,3 +553,13 @@ def batch_norm_grads(g, x, w, stats, training, needs):
         return None
     mean, invstd = (s.reshape(-1) for s in stats)
     return batch_norm_cpu.backward(np.ascontiguousarray(g), x, w, mean, invstd, training, needs)
+
+
+def log_softmax_grad(g, result, dim):
+    """log_softmax's gradient as PyTorch's CPU kernel computes it (runtime/simd_softmax.py)
+    for float32 along a contiguous last axis; None elsewhere (the rule's formula then)."""
+    from runtime import simd_softmax
+
+    if g.dtype != np.float32 or not simd_softmax.applies(result, dim):
+        return None
+    return simd_softmax.log_softmax_grad(g, result)
