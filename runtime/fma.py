@@ -37,10 +37,28 @@ def fma(a, b, c, out=None):
     """a * b + c rounded once to float32 (into `out` when given; it may be c itself)."""
     flat = _flat_operands(a, b, c, out)
     if flat is None:
-        return _fma(a, b, c, out)
+        return _fma_slabs(a, b, c, out)
     for start in range(0, flat[3].shape[0], CHUNK):
         part = slice(start, start + CHUNK)
         _fma(*(x if x.ndim == 0 else x[part] for x in flat))
+    return out
+
+
+def _fma_slabs(a, b, c, out):
+    """Broadcast operands of a large result, computed a slab of leading rows at a time (the
+    float64 temporaries stay in the cache); an operand without the leading axis is used whole
+    in every slab."""
+    shape = np.broadcast_shapes(np.shape(a), np.shape(b), np.shape(c))
+    size = int(np.prod(shape))
+    if size <= CHUNK or len(shape) < 2 or shape[0] < 2:
+        return _fma(a, b, c, out)
+    if out is None:
+        out = np.empty(shape, F32)
+    rows = max(1, CHUNK * shape[0] // size)
+    operands = [(x, np.ndim(x) == len(shape) and np.shape(x)[0] == shape[0]) for x in (a, b, c)]
+    for start in range(0, shape[0], rows):
+        part = slice(start, start + rows)
+        _fma(*(x[part] if leading else x for x, leading in operands), out[part])
     return out
 
 
