@@ -29,7 +29,7 @@ _LOG_POLY = (0.3027294874, 0.3996108174, 0.6666694880)
 def _horner(coefficients, x):
     u = np.full_like(x, F32(coefficients[0]))
     for c in coefficients[1:]:
-        u = fma(u, x, np.full_like(x, F32(c)))
+        u = fma(u, x, F32(c))
     return u
 
 
@@ -51,7 +51,7 @@ def sleef_logf(d):
     e = (exponent - 1).astype(F32)
     m = np.ldexp(d, 1 - exponent)
     s_hi = _LN2[0] * e
-    s_lo = fma(np.full_like(e, _LN2[1]), e, fma(np.full_like(e, _LN2[0]), e, -s_hi))
+    s_lo = fma(_LN2[1], e, fma(_LN2[0], e, -s_hi))
     num, den = _two_sum(np.full_like(m, F32(-1)), m), _two_sum(np.full_like(m, F32(1)), m)
     x_hi, x_lo = _div2(num, den)
     x2 = x_hi * x_hi
@@ -71,7 +71,7 @@ def _div2(n, d):
     t = F32(1) / d[0]
     s = n[0] * t
     u = fma(t, n[0], -s)
-    v = fma(-d[1], t, fma(-d[0], t, np.full_like(t, F32(1))))
+    v = fma(-d[1], t, fma(-d[0], t, F32(1)))
     return s, fma(s, v, fma(n[1], t, u))
 
 
