@@ -27,7 +27,7 @@ fused (in the rows layout only for the channels that fill whole vectors).
 
 import numpy as np
 
-from runtime.fma import fma
+from runtime.fma import fma, scratch
 
 F32, F64 = np.float32, np.float64
 LANES = 8
@@ -115,8 +115,10 @@ def _plane_sums(a, b=None):
     if length < LANES:
         return _in_order(a if b is None else a * b, 2)
     full = length - length % LANES
-    terms = np.empty((full // LANES,) + a.shape[:2] + (LANES,), F32)
-    np.copyto(terms, _by_vector(a if b is None else a * b, full))
+    # per-thread buffers (runtime/fma.py): fresh large arrays cost their page faults each step
+    terms = scratch((full // LANES,) + a.shape[:2] + (LANES,), F32)
+    source = a if b is None else np.multiply(a, b, out=scratch(a.shape, F32))
+    np.copyto(terms, _by_vector(source, full))
     # contiguous vectors, reduced along the outer axis: numpy adds them in order
     lanes = np.add.reduce(terms, axis=0)
     rest = length - full
@@ -138,8 +140,11 @@ def _sums_rows(g, centered):
 
 
 def _input_grad_planes(g, centered, gm, k, scale):
-    diff = fma(centered, np.broadcast_to(-k[:, None], centered.shape), g - gm[:, None])
-    return diff * scale[0][:, None] * scale[1][:, None]
+    diff = g - gm[:, None]
+    fma(centered, np.broadcast_to(-k[:, None], centered.shape), diff, out=diff)
+    diff *= scale[0][:, None]  # in place: fresh large arrays cost their page faults
+    diff *= scale[1][:, None]
+    return diff
 
 
 def _input_grad_rows(g, centered, gm, k, scale):
@@ -148,7 +153,9 @@ def _input_grad_rows(g, centered, gm, k, scale):
     diff[:, :fused] = fma(centered[:, :fused], np.broadcast_to(-k[:fused], (g.shape[0], fused)),
                           diff[:, :fused])
     diff[:, fused:] -= centered[:, fused:] * k[fused:]
-    return diff * scale[0] * scale[1]
+    diff *= scale[0]
+    diff *= scale[1]
+    return diff
 
 
 _LAYOUT = {  # rows?: (view, sums, input gradient)
