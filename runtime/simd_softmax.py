@@ -86,7 +86,13 @@ def lane_sums(v):
         acc += v[..., start:start + LANES]
     if n > full:
         acc[..., :n - full] += v[..., full:]
-    half = LANES // 2
+    return fold_lanes(acc)
+
+
+def fold_lanes(acc):
+    """The lanes of vector registers (the last axis) added up as PyTorch's vec_reduce_all
+    folds them: lane j plus lane j + half, the half halving down to one lane."""
+    half = acc.shape[-1] // 2
     while half:
         acc = acc[..., :half] + acc[..., half:2 * half]
         half //= 2

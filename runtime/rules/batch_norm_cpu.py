@@ -28,6 +28,7 @@ fused (in the rows layout only for the channels that fill whole vectors).
 import numpy as np
 
 from runtime.fma import fma, scratch
+from runtime.simd_softmax import fold_lanes
 
 F32, F64 = np.float32, np.float64
 LANES = 8
@@ -91,14 +92,6 @@ def affine(x, mean, invstd, weight, bias):
     return fma(x, alpha.reshape(shape), beta.reshape(shape))
 
 
-def _tree(lanes):
-    half = LANES // 2
-    while half:
-        lanes = lanes[..., :half] + lanes[..., half:2 * half]
-        half //= 2
-    return lanes[..., 0]
-
-
 def _by_vector(a, full):
     """A view (K, N, C, LANES) of the first `full` = K * LANES elements of each plane of a
     C-contiguous (N, C, L) array: [k, n, c, j] is element k * LANES + j of plane (n, c)."""
@@ -126,7 +119,7 @@ def _plane_sums(a, b=None):
         head = lanes[..., :rest]
         lanes[..., :rest] = head + a[..., full:] if b is None else \
             fma(a[..., full:], b[..., full:], np.ascontiguousarray(head))
-    return _tree(lanes)
+    return fold_lanes(lanes)
 
 
 def _sums_planes(g, centered):
