@@ -178,3 +178,52 @@ def mean_like_torch(a, axis=None, keepdims=False):
     total = sum_like_torch(a, axis, keepdims)
     count = a.size // max(np.size(total), 1)
     return np.divide(total, np.float32(count), dtype=np.float32)
+
+
+_NLL_LEVELS = 8
+
+
+def _in_order(x):
+    return np.add.accumulate(x)[-1] if x.size else x.dtype.type(0)
+
+
+def nll_sum(values, counted=None):
+    """Sum of a 1-d float32 array as nll_loss's CPU kernel adds its samples: a ladder of eight
+    levels, a value added to level 0 at each sample b (skipped where `counted` is False), and
+    after it, while b is a multiple of step, step**2, ..., each level added into the next one
+    up and cleared (so sample 0 goes straight up); the levels' leftovers are added last,
+    lowest first."""
+    power = max(4, _ceil_log2(values.shape[0]) // _NLL_LEVELS)
+    if counted is not None and not counted.all():
+        return _nll_sum_loop(values, counted, power)
+    step, seq, leftovers = 1 << power, values, []
+    for _ in range(_NLL_LEVELS - 1):
+        flushes = (seq.shape[0] - 1) // step + 1 if seq.shape[0] else 0
+        full = (flushes - 1) * step if flushes else 0
+        groups = seq[1:full + 1].reshape(-1, step)
+        sums = np.add.accumulate(groups, axis=1)[:, -1] if groups.size else groups[:, 0]
+        leftovers.append(_in_order(seq[full + 1:]))
+        seq = np.concatenate([seq[:1], sums]) if flushes else seq[:0]
+    leftovers.append(_in_order(seq))
+    return _add_up(leftovers, values.dtype.type)
+
+
+def _nll_sum_loop(values, counted, power):
+    mask = (1 << power) - 1
+    zero = values.dtype.type(0)
+    levels = [zero] * _NLL_LEVELS
+    for b in np.nonzero(counted)[0].tolist():
+        levels[0] = levels[0] + values[b]
+        for j in range(_NLL_LEVELS - 1):
+            if b & (mask << (j * power)):
+                break
+            levels[j + 1] = levels[j + 1] + levels[j]
+            levels[j] = zero
+    return _add_up(levels, values.dtype.type)
+
+
+def _add_up(parts, scalar):
+    total = scalar(0)
+    for part in parts:
+        total = scalar(total + part)
+    return total

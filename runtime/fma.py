@@ -7,6 +7,7 @@ disagree only where the float64 sum landed exactly halfway between two float32s,
 the sum is moved off the tie towards the exact value (its error, from Knuth's two-sum).
 """
 
+import math
 import threading
 
 import numpy as np
@@ -37,10 +38,28 @@ def fma(a, b, c, out=None):
     """a * b + c rounded once to float32 (into `out` when given; it may be c itself)."""
     flat = _flat_operands(a, b, c, out)
     if flat is None:
-        return _fma(a, b, c, out)
+        return _fma_slabs(a, b, c, out)
     for start in range(0, flat[3].shape[0], CHUNK):
         part = slice(start, start + CHUNK)
         _fma(*(x if x.ndim == 0 else x[part] for x in flat))
+    return out
+
+
+def _fma_slabs(a, b, c, out):
+    """Broadcast operands of a large result, computed a slab of leading rows at a time (the
+    float64 temporaries stay in the cache); an operand without the leading axis is used whole
+    in every slab."""
+    shape = _result_shape(a, b, c)
+    size = math.prod(shape)
+    if size <= CHUNK or len(shape) < 2 or shape[0] < 2:
+        return _fma(a, b, c, out, shape)
+    if out is None:
+        out = np.empty(shape, F32)
+    rows = max(1, CHUNK * shape[0] // size)
+    operands = [(x, np.ndim(x) == len(shape) and np.shape(x)[0] == shape[0]) for x in (a, b, c)]
+    for start in range(0, shape[0], rows):
+        part = slice(start, start + rows)
+        _fma(*(x[part] if leading else x for x, leading in operands), out[part], None)
     return out
 
 
@@ -61,8 +80,22 @@ def _flat_operands(a, b, c, out):
     return flat
 
 
-def _fma(a, b, c, out):
-    shape = np.broadcast_shapes(np.shape(a), np.shape(b), np.shape(c))
+def _result_shape(a, b, c):
+    """The broadcast shape; without np.broadcast_shapes (~10 us) where the operands are
+    arrays of one shape and numbers."""
+    shapes = (np.shape(a), np.shape(b), np.shape(c))
+    shape = ()
+    for s in shapes:
+        if s and s != shape:
+            if shape:
+                return np.broadcast_shapes(*shapes)
+            shape = s
+    return shape
+
+
+def _fma(a, b, c, out, shape=None):
+    if shape is None:
+        shape = _result_shape(a, b, c)
     total = scratch(shape, np.float64)
     np.multiply(a, b, out=total, dtype=np.float64)  # exact: 24 + 24 bits
     np.add(total, c, out=total)
@@ -70,9 +103,10 @@ def _fma(a, b, c, out):
     # exactly halfway between two float32s (a false tie), rare enough to repair case by case
     low = np.bitwise_and(total.view(np.int64), 0x1FFFFFFF, out=scratch(shape, np.int64))
     ties = np.equal(low, 0x10000000, out=scratch(shape, np.bool_))
-    if ties.any():
-        product = np.multiply(a, b, dtype=np.float64)
-        total = np.where(ties, _round_to_odd(product, c, total), total)
+    if np.count_nonzero(ties):  # much cheaper than ties.any() on small arrays
+        where = np.nonzero(ties)
+        a_t, b_t, c_t = (np.broadcast_to(v, shape)[where] for v in (a, b, c))
+        total[where] = _round_to_odd(np.multiply(a_t, b_t, dtype=np.float64), c_t, total[where])
     if out is None:
         return total.astype(F32)
     np.copyto(out, total, casting="same_kind")

@@ -137,16 +137,29 @@ def test_fused_float32_kernels_match_pytorch(name, fn, n):
           fn(torch, *map(torch.tensor, (x, y, z))).numpy())
 
 
-# (m, k, n): MKL's sgemm adds each output as one FMA chain in k order for these (measured);
-# skinny products (a row, a few columns, small m times n with a transposed right factor) and
-# k > 384 take other MKL kernels, whose order is not followed
+# (m, k, n): MKL's sgemm adds each output as FMA chains in k order for these (measured), one
+# chain per block of k (numpy_ops.k_blocks: 576 = 288 + 288, 1000 = 384 + 308 + 308, ...);
+# skinny products (a row, a few columns, small m times n with a transposed right factor)
+# take other MKL kernels, whose order is not followed
 PRODUCTS = [(16, 40, 30), (16, 30, 5), (64, 128, 10), (100, 5, 100), (2000, 3, 4),
-            (64, 384, 64), (8, 100, 16)]
+            (64, 384, 64), (8, 100, 16), (32, 576, 10), (32, 385, 16), (64, 1000, 64),
+            (128, 1537, 100)]
+
+
+@pytest.fixture
+def torch_one_thread():
+    """PyTorch single-threaded (MKL splits a large product between threads otherwise)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.mark.parametrize("m,k,n", PRODUCTS)
 @pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
-def test_float32_matrix_products_match_pytorch(m, k, n, layout):
+def test_float32_matrix_products_match_pytorch(m, k, n, layout, torch_one_thread):
     import torch
 
     rng = np.random.default_rng(m * k * n)
@@ -177,3 +190,52 @@ def test_linear_layer_gradients_match_pytorch():
         grads.append([out.detach().numpy()] + [t.grad.numpy() for t in (xs, ws, bs)])
     for ours, theirs in zip(*grads):
         _same(ours, theirs)
+
+
+# (rows, classes, logit scale): classes below, at and across the 16-lane vector
+SOFTMAX_SHAPES = [(32, 10, 1.0), (64, 7, 3.0), (8, 16, 0.3), (5, 33, 2.0), (3, 100, 8.0),
+                  (1, 1, 1.0)]
+
+
+@pytest.mark.parametrize("rows,classes,scale", SOFTMAX_SHAPES)
+def test_log_softmax_and_cross_entropy_bits_match_pytorch(rows, classes, scale,
+                                                          torch_one_thread):
+    """log_softmax along the last axis (SLEEF's exp and log, 16-lane sums), its gradient, and
+    cross_entropy / nll_loss (mean, sum, class weights, an ignored sample) bit-equal."""
+    import torch
+
+    rng = np.random.default_rng(rows * classes)
+    z = (rng.standard_normal((rows, classes)) * scale).astype(np.float32)
+    g = rng.standard_normal((rows, classes)).astype(np.float32)
+    y = rng.integers(0, classes, rows)
+    y[rows // 2] = -100
+    w = rng.uniform(0.5, 2, classes).astype(np.float32)
+    results = []
+    for L in (adcompile, torch):
+        got = []
+        zt = L.tensor(z, requires_grad=True)
+        out = L.log_softmax(zt, -1)
+        out.backward(L.tensor(g))
+        got += [out.detach().numpy(), zt.grad.numpy()]
+        for kwargs in ({}, {"reduction": "sum"}, {"weight": L.tensor(w)}):
+            zt = L.tensor(z, requires_grad=True)
+            loss = L.nn.functional.cross_entropy(zt, L.tensor(y), **kwargs)
+            loss.backward()
+            got += [loss.detach().numpy(), zt.grad.numpy()]
+        results.append(got)
+    for ours, theirs in zip(*results):
+        _same(ours, theirs)
+
+
+@pytest.mark.parametrize("n", [1, 16, 17, 33, 300, 5000])
+def test_nll_loss_sums_samples_as_pytorch(n, torch_one_thread):
+    import torch
+
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal((n, 3)).astype(np.float32)
+    y = rng.integers(0, 3, n)
+    y[::7] = -100
+    losses = [L.nn.functional.nll_loss(L.tensor(x), L.tensor(y), reduction=r).numpy()
+              for L in (adcompile, torch) for r in ("mean", "sum")]
+    _same(losses[0], losses[2])
+    _same(losses[1], losses[3])

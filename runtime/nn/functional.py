@@ -11,7 +11,7 @@ import numpy as np
 
 from runtime import dtypes
 from runtime import ops as F
-from runtime.cascade_sum import mean_like_torch, sum_like_torch
+from runtime.cascade_sum import mean_like_torch, nll_sum, sum_like_torch
 from runtime.autograd_meta import any_requires_grad, record
 from runtime.function import node_class, save_input
 from runtime.ops._core import float_dtype, wrap
@@ -102,19 +102,29 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     w = np.ones(x2.shape[1], x.dtype) if weight is None else weight._data
     row_w = np.where(valid, w[safe_t], 0).astype(x.dtype)
     picked = -x2[np.arange(len(safe_t)), safe_t] * row_w
-    total = row_w.sum()
+    # summed in the order of PyTorch's kernel, the weights (where given) likewise
+    total = row_w.sum() if weight is None else nll_sum(row_w, valid)
     if reduction == "mean":
-        data = picked.sum() / total
+        data = nll_sum(picked, valid) / total
     elif reduction == "sum":
-        data = picked.sum()
+        data = nll_sum(picked, valid)
     else:
         data = picked.reshape(()) if squeeze else picked
     out = wrap(np.asarray(data, x.dtype), input._dtype)
     if any_requires_grad((input,)):
-        coeff = -row_w / total if reduction == "mean" else -row_w
+        coeff = _nll_coefficients(row_w, valid, total, reduction)
         coeff = coeff.reshape(()) if squeeze and reduction == "none" else coeff
         record(NllLossBackward0, (input,), out, (x2.shape, safe_t.reshape(-1, 1), coeff))
     return out
+
+
+def _nll_coefficients(row_w, valid, total, reduction):
+    """d loss / d input at each sample's target, as PyTorch's kernel forms it: weight times
+    -(1 / total weight) for a mean, and an ignored sample's gradient zero even when the total
+    weight is zero."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = -(np.asarray(1, row_w.dtype) / total) if reduction == "mean" else -1
+        return np.where(valid, row_w * scale, 0).astype(row_w.dtype)
 
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,

@@ -18,6 +18,7 @@ from runtime.function import node_class, save_input
 from runtime.grad_mode import no_grad
 from runtime.nn.modules import Module, Parameter
 from runtime.ops._core import wrap
+from runtime.rules import batch_norm_cpu as bn_cpu
 from runtime.tensor import Tensor
 
 NativeBatchNormBackward0 = node_class("NativeBatchNormBackward0", "native_batch_norm")
@@ -61,6 +62,12 @@ def _record(cls, out, x, weight, bias, stats, geom):
     return out
 
 
+def _exact(xd):
+    """Whether PyTorch's float32 batch-norm kernel is reproduced to the bit for this input
+    (runtime/rules/batch_norm_cpu.py); other inputs take the float64 route below."""
+    return xd.dtype == np.float32 and xd.flags.c_contiguous
+
+
 def _update_running(running_mean, running_var, mean, var, count, momentum):
     with no_grad():
         running_mean.mul_(1 - momentum).add_(wrap(mean.reshape(-1), None), alpha=momentum)
@@ -68,10 +75,47 @@ def _update_running(running_mean, running_var, mean, var, count, momentum):
         running_var.mul_(1 - momentum).add_(wrap(unbiased, None), alpha=momentum)
 
 
+def _update_running_exact(running_mean, running_var, mean, var_sum, count, momentum):
+    new_mean, new_var = bn_cpu.update_running(running_mean._data, running_var._data, mean,
+                                              var_sum, count, momentum)
+    with no_grad():
+        running_mean.copy_(wrap(new_mean, None))
+        running_var.copy_(wrap(new_var, None))
+
+
 def _eval_stats(running_mean, running_var, pshape, eps):
+    """(mean, invstd for the output, invstd for the gradients): PyTorch's forward kernel takes
+    the square root in the input's dtype, its backward kernel in float64."""
     rv = running_var._data.reshape(pshape)
     invstd = (np.asarray(1, rv.dtype) / np.sqrt(rv + np.asarray(eps, rv.dtype)))
-    return running_mean._data.reshape(pshape), invstd
+    wide = (1.0 / np.sqrt(rv.astype(np.float64) + eps)).astype(rv.dtype)
+    return running_mean._data.reshape(pshape), invstd, wide
+
+
+def _train_stats_exact(xd, running_mean, running_var, pshape, count, momentum, eps):
+    mean, invstd, var_sum = bn_cpu.forward_stats(xd, eps)
+    if running_mean is not None:
+        _update_running_exact(running_mean, running_var, mean, var_sum, count, momentum)
+    return mean.reshape(pshape), invstd.reshape(pshape)
+
+
+def _train_stats(xd, running_mean, running_var, pshape, count, momentum, eps):
+    if _exact(xd):
+        return _train_stats_exact(xd, running_mean, running_var, pshape, count, momentum, eps)
+    axes = (0,) + tuple(range(2, xd.ndim))
+    mean, invstd, var = _moments(xd, axes, count, eps)
+    if running_mean is not None:
+        _update_running(running_mean, running_var, mean, var, count, momentum)
+    return mean, invstd
+
+
+def _output(xd, mean, invstd, weight, bias, pshape):
+    if _exact(xd):
+        return bn_cpu.affine(xd, mean.reshape(-1), invstd.reshape(-1), _data(weight),
+                             _data(bias))
+    alpha = invstd if weight is None else invstd * _data(weight, pshape)
+    beta = -(mean * alpha) if bias is None else _scale_shift(-mean, alpha, _data(bias, pshape))
+    return _scale_shift(xd, alpha, beta)
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
@@ -80,23 +124,21 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     xd = x._data
     if xd.ndim < 2:
         raise ValueError(f"batch_norm expects at least a 2-d input, got shape {list(xd.shape)}")
-    axes = (0,) + tuple(range(2, xd.ndim))
     pshape = (1, -1) + (1,) * (xd.ndim - 2)
     count = xd.size // xd.shape[1]
     if training:
         if count <= 1:
             raise ValueError(f"batch_norm in training needs more than one value per channel, "
                              f"got input of shape {list(xd.shape)}")
-        mean, invstd, var = _moments(xd, axes, count, eps)
-        if running_mean is not None:
-            _update_running(running_mean, running_var, mean, var, count, momentum)
+        mean, invstd = _train_stats(xd, running_mean, running_var, pshape, count, momentum, eps)
+        saved = (mean, invstd)
     else:
-        mean, invstd = _eval_stats(running_mean, running_var, pshape, eps)
-    alpha = invstd if weight is None else invstd * _data(weight, pshape)
-    beta = -(mean * alpha) if bias is None else _scale_shift(-mean, alpha, _data(bias, pshape))
-    out = wrap(_scale_shift(xd, alpha, beta), x._dtype)
+        mean, invstd, grad_invstd = _eval_stats(running_mean, running_var, pshape, eps)
+        saved = (mean, grad_invstd)
+    out = wrap(_output(xd, mean, invstd, weight, bias, pshape), x._dtype)
+    axes = (0,) + tuple(range(2, xd.ndim))
     geom = (axes, (1, xd.shape[1]) + (1,) * (xd.ndim - 2), count, eps, bool(training))
-    return _record(NativeBatchNormBackward0, out, x, weight, bias, (mean, invstd), geom)
+    return _record(NativeBatchNormBackward0, out, x, weight, bias, saved, geom)
 
 
 def _affine_data(yd, weight, bias, shape):

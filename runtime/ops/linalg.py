@@ -192,13 +192,10 @@ def addmm(bias, m1, m2, beta=1, alpha=1):
         raise RuntimeError(f"addmm() needs operands of one dtype, got {bias._dtype}, "
                            f"{m1._dtype} and {m2._dtype}")
     dt = m1._dtype
-    prod = numpy_ops.matmul(m1._data, m2._data)
-    if alpha != 1:
-        prod = prod * alpha
-    if beta == 0:  # the input is ignored, so nan or inf in it does not propagate
-        data = prod
+    if alpha == 1 == beta:  # PyTorch's sgemm adds the product's blocks onto the input
+        data = numpy_ops.matmul(m1._data, m2._data, bias._data)
     else:
-        data = prod + (bias._data if beta == 1 else beta * bias._data)
+        data = _scaled_addmm(bias._data, m1._data, m2._data, beta, alpha)
     out = wrap(data, dt)
     if any_requires_grad((bias, m1, m2)):
         r1, r2 = requires_grad(m1), requires_grad(m2)
@@ -206,6 +203,15 @@ def addmm(bias, m1, m2, beta=1, alpha=1):
                (save_input(m1) if r2 else None, save_input(m2) if r1 else None, beta, alpha,
                 _colmajor(m1), _colmajor(m2)))
     return out
+
+
+def _scaled_addmm(bias, m1, m2, beta, alpha):
+    prod = numpy_ops.matmul(m1, m2)
+    if alpha != 1:
+        prod = prod * alpha
+    if beta == 0:  # the input is ignored, so nan or inf in it does not propagate
+        return prod
+    return prod + (bias if beta == 1 else beta * bias)
 
 
 def _check_matrices(m1, m2, name):

@@ -5,7 +5,7 @@ import numpy as np
 
 from runtime.fma import fma
 
-from runtime import dtypes
+from runtime import dtypes, simd_softmax
 from runtime.autograd_meta import _state, any_requires_grad, record, requires_grad
 from runtime.function import node_class, save_input, save_output
 from runtime.ops._core import float_dtype, wrap
@@ -64,11 +64,13 @@ def log_softmax(x, dim=None, dtype=None):
     x = _float_input(x, dtype, "log_softmax")
     axis = _axis(dim, x)
     d = x._data
-    shifted = d - np.max(d, axis=axis, keepdims=True, initial=-np.inf)
-    # (x - max) - log(sum(exp(x - max))), in PyTorch's order: exact for huge equal values
-    out = wrap(np.ascontiguousarray(
-        shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))).reshape(d.shape),
-        float_dtype(x))
+    data = simd_softmax.log_softmax(d) if simd_softmax.applies(d, axis) else None
+    if data is None:
+        shifted = d - np.max(d, axis=axis, keepdims=True, initial=-np.inf)
+        # (x - max) - log(sum(exp(x - max))), in PyTorch's order: exact for huge equal values
+        data = np.ascontiguousarray(
+            shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))).reshape(d.shape)
+    out = wrap(data, float_dtype(x))
     if any_requires_grad((x,)):
         record(LogSoftmaxBackward0, (x,), out, (save_output(out, "LogSoftmaxBackward0"), axis))
     return out

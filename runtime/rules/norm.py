@@ -11,8 +11,9 @@ the running statistics: constants in both namespaces.
 With xhat = (x - mean) * invstd over the reduced axes (M values each) and gy = g * weight:
     x_bar = invstd * (gy - sum(gy) / M - xhat * sum(gy * xhat) / M)
     weight_bar = sum(g * xhat),  bias_bar = sum(g)   (over every axis but the parameter's)
-Batch norm keeps PyTorch's grouping of this formula (k = dot * invstd^2 / M) so that float32
-gradients round as PyTorch's kernel rounds them.
+Batch norm keeps PyTorch's grouping of this formula (k = dot * invstd^2 / M); on numpy,
+`ops.batch_norm_grads` answers for contiguous float32 input with PyTorch's bits (its summation
+orders, runtime/rules/batch_norm_cpu.py), and None elsewhere (on Tensors, for double backward).
 """
 
 from runtime.rules import rule
@@ -26,6 +27,9 @@ def _param_sum(ops, v, axes, shape):
 def native_batch_norm(ops, g, needs, x, w, stats, geom):
     """geom: (reduced axes, parameter broadcast shape, count M, eps, training)."""
     axes, pshape, count, eps, training = geom
+    exact = ops.batch_norm_grads(g, x, w, stats, training, needs)
+    if exact is not None:
+        return exact
     mean, invstd = ops.norm_stats(x, axes, eps, stats) if training else stats
     channels = (pshape[1],)
     scale = invstd if w is None else ops.mul(ops.reshape(w, pshape), invstd)

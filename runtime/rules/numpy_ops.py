@@ -58,16 +58,43 @@ isnan = np.isnan
 log = np.log
 
 
-def matmul(a, b):
-    """np.matmul. A float32 matrix product of the sizes where MKL's sgemm (PyTorch's) adds
-    each output as one fused multiply-add chain in k order (k <= 384, neither factor a row or
-    a pair of columns: measured) takes row-major operands: OpenBLAS's kernel for those adds in
-    the same order, its kernels for transposed operands do not."""
+def matmul(a, b, start=None):
+    """np.matmul (plus `start`, broadcast to the product's shape and added first, where given:
+    addmm's input). A float32 matrix product of the sizes where MKL's sgemm (PyTorch's) adds
+    each output as fused multiply-add chains in k order (neither factor a row or a pair of
+    columns: measured) is summed as MKL sums it: the shared dimension cut into blocks
+    (`k_blocks`), each block one chain from zero, the blocks' totals added to `start` one
+    after the other. OpenBLAS's kernel for row-major operands chains a block of up to
+    MKL_K_BLOCK in the same order; its kernels for transposed operands do not."""
     if (a.__class__ is np.ndarray and b.__class__ is np.ndarray and a.ndim == 2 == b.ndim
-            and a.dtype == np.float32 and b.dtype == np.float32 and a.shape[0] > 1 and b.shape[1] > 2
-            and a.shape[1] <= MKL_K_BLOCK):
-        return np.matmul(np.ascontiguousarray(a), np.ascontiguousarray(b))
-    return np.matmul(a, b)
+            and a.dtype == np.float32 and b.dtype == np.float32 and a.shape[0] > 1
+            and b.shape[1] > 2):
+        return _blocked_matmul(np.ascontiguousarray(a), np.ascontiguousarray(b), start)
+    product = np.matmul(a, b)
+    return product if start is None else start + product
+
+
+def k_blocks(k):
+    """(start, stop) of each block MKL's sgemm cuts a shared dimension of k into (measured
+    against PyTorch 2.13 for k up to 2000): MKL_K_BLOCK at a time while more than twice that
+    is left, then what is left in two halves, the larger first."""
+    bounds, pos = [0], 0
+    while k - pos > 2 * MKL_K_BLOCK:
+        pos += MKL_K_BLOCK
+        bounds.append(pos)
+    if k - pos > MKL_K_BLOCK:
+        bounds.append(pos + (k - pos + 1) // 2)
+    bounds.append(k)
+    return list(zip(bounds, bounds[1:]))
+
+
+def _blocked_matmul(a, b, start):
+    total = None if start is None else \
+        np.array(np.broadcast_to(start, (a.shape[0], b.shape[1])), np.float32, order="C")
+    for lo, hi in k_blocks(a.shape[1]):
+        part = np.matmul(a[:, lo:hi], b[lo:hi])
+        total = part if total is None else np.add(total, part, out=total)
+    return total
 
 
 MKL_K_BLOCK = 384
@@ -515,3 +542,24 @@ def conv_param_grads(g2, patches, with_bias):
 def norm_stats(x, axes, eps, saved):
     """The (mean, invstd) a normalisation's forward pass saved (see rules/norm.py)."""
     return saved
+
+
+def batch_norm_grads(g, x, w, stats, training, needs):
+    """Batch norm's gradients as PyTorch's CPU kernel sums them (rules/batch_norm_cpu.py) for
+    contiguous float32 input; None elsewhere (the rule's own formula then)."""
+    from runtime.rules import batch_norm_cpu
+
+    if x.dtype != np.float32 or not x.flags.c_contiguous:
+        return None
+    mean, invstd = (s.reshape(-1) for s in stats)
+    return batch_norm_cpu.backward(np.ascontiguousarray(g), x, w, mean, invstd, training, needs)
+
+
+def log_softmax_grad(g, result, dim):
+    """log_softmax's gradient as PyTorch's CPU kernel computes it (runtime/simd_softmax.py)
+    for float32 along a contiguous last axis; None elsewhere (the rule's formula then)."""
+    from runtime import simd_softmax
+
+    if g.dtype != np.float32 or not simd_softmax.applies(result, dim):
+        return None
+    return simd_softmax.log_softmax_grad(g, result)

@@ -1,0 +1,127 @@
+"""float32 log_softmax over a contiguous last dimension, and its gradient, as PyTorch's x86
+CPU kernel computes them, so results agree to the bit (measured against torch 2.13).
+
+PyTorch's kernel takes each row's maximum m, sums exp(x - m) in 16 vector lanes (a row shorter
+than a vector in order; lane j adds elements j, j + 16, ..., the lanes folded as a tree), takes
+the logarithm of the sum and writes (x - m) - log(sum). The gradient is g - exp(y) * sum(g),
+the product subtracted by one fused multiply-add, sum(g) in the same lanes. exp and log are
+SLEEF's 1-ulp float32 functions (expf_u10, logf_u10), written out here in numpy float32 with
+the fused multiply-adds of runtime/fma.py: their results are not always the correctly rounded
+ones, so float64 math rounded to float32 disagrees with PyTorch in ~0.2 % of elements.
+"""
+
+import numpy as np
+
+from runtime.fma import fma
+from runtime.simd_pow import _two_sum
+
+F32 = np.float32
+LANES = 16
+_INV_LN2 = F32(1.442695040888963407359924681001892137426645954152985934135449406931)
+_LN2_UPPER, _LN2_LOWER = F32(0.693145751953125), F32(1.428606765330187045e-06)
+_LN2 = (F32(0.69314718246459960938), F32(-1.904654323148236017e-09))
+_EXP_POLY = (0.000198527617612853646278381, 0.00139304355252534151077271,
+             0.00833336077630519866943359, 0.0416664853692054748535156,
+             0.166666671633720397949219, 0.5)
+_LOG_POLY = (0.3027294874, 0.3996108174, 0.6666694880)
+
+
+def _horner(coefficients, x):
+    u = np.full_like(x, F32(coefficients[0]))
+    for c in coefficients[1:]:
+        u = fma(u, x, F32(c))
+    return u
+
+
+def sleef_expf(d):
+    """SLEEF's expf_u10 of a float32 array (finite input)."""
+    q = np.rint(d * _INV_LN2)
+    s = fma(q, -_LN2_UPPER, d)
+    s = fma(q, -_LN2_LOWER, s)
+    u = F32(1) + fma(s * s, _horner(_EXP_POLY, s), s)
+    u = np.ldexp(u, q.astype(np.int32))
+    u[d < -104] = 0
+    u[d > 100] = np.inf
+    return u
+
+
+def sleef_logf(d):
+    """SLEEF's logf_u10 of a positive, finite, normal float32 array."""
+    _, exponent = np.frexp(d * F32(1 / 0.75))
+    e = (exponent - 1).astype(F32)
+    m = np.ldexp(d, 1 - exponent)
+    s_hi = _LN2[0] * e
+    s_lo = fma(_LN2[1], e, fma(_LN2[0], e, -s_hi))
+    num, den = _two_sum(np.full_like(m, F32(-1)), m), _two_sum(np.full_like(m, F32(1)), m)
+    x_hi, x_lo = _div2(num, den)
+    x2 = x_hi * x_hi
+    t = _horner(_LOG_POLY, x2)
+    # (s_hi, s_lo) + 2 x, then + x^3 t, as SLEEF adds double-floats (larger operand first)
+    a_hi, a_lo = x_hi * F32(2), x_lo * F32(2)
+    hi = s_hi + a_hi
+    lo = (((s_hi - hi) + a_hi) + s_lo) + a_lo
+    tail = x2 * x_hi * t
+    hi2 = hi + tail
+    lo2 = ((hi - hi2) + tail) + lo
+    return hi2 + lo2
+
+
+def _div2(n, d):
+    """SLEEF's double-float quotient n / d (its fused multiply-add version)."""
+    t = F32(1) / d[0]
+    s = n[0] * t
+    u = fma(t, n[0], -s)
+    v = fma(-d[1], t, fma(-d[0], t, F32(1)))
+    return s, fma(s, v, fma(n[1], t, u))
+
+
+def lane_sums(v):
+    """Each row of a float32 (rows, n) array summed as PyTorch's vector reduction does."""
+    n = v.shape[-1]
+    if n < LANES:
+        return np.add.accumulate(v, axis=-1)[..., -1]
+    full = n - n % LANES
+    acc = v[..., :LANES].copy()
+    for start in range(LANES, full, LANES):
+        acc += v[..., start:start + LANES]
+    if n > full:
+        acc[..., :n - full] += v[..., full:]
+    return fold_lanes(acc)
+
+
+def fold_lanes(acc):
+    """The lanes of vector registers (the last axis) added up as PyTorch's vec_reduce_all
+    folds them: lane j plus lane j + half, the half halving down to one lane."""
+    half = acc.shape[-1] // 2
+    while half:
+        acc = acc[..., :half] + acc[..., half:2 * half]
+        half //= 2
+    return acc[..., 0]
+
+
+def applies(d, axis):
+    """Whether the kernel above is PyTorch's for log_softmax of d along axis."""
+    return (d.dtype == np.float32 and d.ndim >= 1 and d.size > 0 and d.flags.c_contiguous
+            and axis in (-1, d.ndim - 1))
+
+
+def log_softmax(d):
+    """log_softmax of a C-contiguous float32 array along its last axis, or None where a value
+    is not finite (numpy's float64 route keeps PyTorch's inf and nan results there)."""
+    rows = d.reshape(-1, d.shape[-1])
+    if not np.isfinite(rows).all():
+        return None
+    shifted = rows - rows.max(axis=1, keepdims=True)
+    total = lane_sums(sleef_expf(shifted))
+    return (shifted - sleef_logf(total)[:, None]).reshape(d.shape)
+
+
+def log_softmax_grad(g, result):
+    """g - exp(result) * sum(g) along the last axis, or None where a value is not finite."""
+    rows = np.ascontiguousarray(g).reshape(-1, g.shape[-1])
+    out = result.reshape(rows.shape)
+    if not (np.isfinite(rows).all() and np.isfinite(out).all()):
+        return None
+    total = lane_sums(rows)
+    product = np.broadcast_to(-total[:, None], rows.shape)
+    return fma(sleef_expf(out), product, rows).reshape(g.shape)
