@@ -9,6 +9,7 @@ import pytest
 
 import adcompile as ac
 from adcompile.passes import pipeline
+from tests.compiler.test_accumulate import _same_bits
 
 # -- user programs: an allocation, then an addition into a view of it -----------------------
 
@@ -119,17 +120,6 @@ def _compiled(fn, argnums, backend):
 def _without_pass(monkeypatch):
     monkeypatch.setattr(pipeline, "PIPELINE",
                         [p for p in pipeline.PIPELINE if p[0] != "first_store"])
-
-
-def _same_bits(a, b):
-    if isinstance(a, tuple):
-        assert isinstance(b, tuple) and len(a) == len(b)
-        for p, q in zip(a, b):
-            _same_bits(p, q)
-        return
-    a, b = np.asarray(a), np.asarray(b)
-    assert a.dtype == b.dtype and a.shape == b.shape
-    assert a.tobytes() == b.tobytes()
 
 
 @pytest.fixture
