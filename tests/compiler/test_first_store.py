@@ -169,3 +169,92 @@ def test_a_value_that_does_not_fit_raises_as_before(backend, no_ir_cache, monkey
     assert "fresh=True" in ac.adcompile(misfit, backend=backend).ir(np.ones(3))
     _without_pass(monkeypatch)
     assert message(ac.adcompile(misfit, backend=backend)) == with_pass
+
+
+# -- two stores into shifted views of one vector (fusion.shifted_pair, LLVM) --------------------
+
+
+# (the views and values are made first: stores with nothing else between them form a group)
+
+
+def fresh_pair(v, w):  # vectorised Rosenbrock's adjoint: the second view starts one before
+    a = np.zeros(v.shape[0] + 1)
+    head, tail, w2 = a[1:], a[:-1], w * 2.0
+    head += v
+    tail += w2
+    return a
+
+
+def fresh_pair_forward(v, w):  # the second view starts after the first, and ends past it
+    a = np.zeros(v.shape[0] + 3)
+    first, second = a[:-3], a[2:-1]
+    first += v
+    second += w
+    return a
+
+
+def argument_pair(x, v, w):
+    y = x.copy()
+    first, second, v1 = y[2:], y[:-1], v[:-1]
+    first += v1
+    second -= w
+    return y
+
+
+def assign_then_scale(x, v, w):
+    y = x.copy()
+    first, second = y[1:], y[:-1]
+    first[:] = v
+    second *= w
+    return y
+
+
+def reversed_pair(x, v, w):
+    y = x.copy()
+    r = y[::-1]
+    first, second = r[1:], r[:-1]
+    first += v
+    second += w
+    return y
+
+
+def broadcast_pair(x, v, w):
+    y = x.copy()
+    first, second, v1 = y[1:], y[:-1], v[:1]
+    first += v1
+    second += w
+    return y
+
+
+def disjoint_pair(x, v, w):  # no element in common: each store alone
+    y = np.concatenate((x, x))
+    n = x.shape[0]
+    first, second = y[:n - 1], y[n:2 * n - 1]
+    first += v
+    second += w
+    return y
+
+
+def _pair_args(rng, n, fresh):
+    v, w = rng.uniform(-1.5, 1.5, n), rng.uniform(-1.5, 1.5, n)
+    v[::3], w[1::4] = -0.0, -0.0
+    return (v, w) if fresh else (rng.uniform(-1.0, 1.0, n + 1), v, w)
+
+
+PAIRS = [(fresh_pair, True), (fresh_pair_forward, True), (argument_pair, False),
+         (assign_then_scale, False), (reversed_pair, False), (broadcast_pair, False),
+         (disjoint_pair, False)]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 40, 1000])
+@pytest.mark.parametrize("fn,fresh", PAIRS, ids=[p[0].__name__ for p in PAIRS])
+def test_shifted_stores_give_numpys_bits(fn, fresh, n):
+    args = _pair_args(np.random.default_rng(n), n, fresh)
+    _same_bits(ac.adcompile(fn)(*args), fn(*args))
+
+
+def test_shifted_stores_that_do_not_fit_raise():
+    x, v = np.zeros(6), np.ones(3)
+    for fn in (argument_pair, fresh_pair):
+        with pytest.raises(ValueError):
+            ac.adcompile(fn)(x, v, v) if fn is argument_pair else ac.adcompile(fn)(v, x)
