@@ -30,7 +30,7 @@ per leaf (arrays.loops) and `read` evaluates the tree at those offsets.
 
 import llvmlite.ir as ir
 
-from adcompile.backends.llvm.values import I1, I64, ITEMSIZE, ArrayV, LazyNode, LazyV, Pack, i64
+from adcompile.backends.llvm.values import I1, ArrayV, LazyNode, LazyV, Pack, i64
 from adcompile.ir import types as T
 from adcompile.ir.nodes import VIEWS, WRITES, walk, walk_op
 from adcompile.ir.prims import BINARY_MATH, ELEMENTWISE, UNARY_MATH
@@ -141,21 +141,6 @@ def _plan_groups(block, params, fusion):
             fusion.groups[group[0]] = (group, pairs)
             fusion.later.update(group[1:])
         k = ops.index(group[-1]) + 1
-
-
-def _shiftable(ops, dsts, values):
-    """Two stores into vectors of one dtype with vector values: FusionLowering.shifted_pair
-    may run them in one pass where they overlap."""
-    return len(ops) == 2 and all(d.ndim == 1 for d in dsts) and \
-        all(v.ndim == 1 for v in values) and dsts[0].dtype == dsts[1].dtype
-
-
-def _smax(b, x, y):
-    return b.select(b.icmp_signed(">", x, y), x, y)
-
-
-def _smin(b, x, y):
-    return b.select(b.icmp_signed("<", x, y), x, y)
 
 
 def _groupable(op):
@@ -317,11 +302,8 @@ class FusionLowering:
                 self.parallel_loops(shape, strides, lambda offs: self.store_elements(
                     ops, dsts, values, offs), dsts)
             with alone:
-                if (0, 1) in pairs and _shiftable(ops, dsts, values):
-                    self.shifted_pair(ops, dsts, values)
-                else:
-                    for op in ops:
-                        self.lower_alone(op)
+                for op in ops:
+                    self.lower_alone(op)
 
     def apart_or_same(self, a, c):
         """Whether arrays a and c share no element, or are the same elements in the same
@@ -337,72 +319,10 @@ class FusionLowering:
     def store_elements(self, ops, dsts, values, offsets):
         n = len(ops)
         for op, dst, value, at, read_at in zip(ops, dsts, values, offsets[:n], offsets[n:]):
-            self.write(dst, at, *self.stored(op, dst, self.old_element(op, dst, at),
-                                             self.read(value, read_at), value.dtype))
-
-    def stored(self, op, dst, old, element, dtype):
-        """(register, its dtype) that store `op` leaves in an element holding `old`."""
-        if op.prim == "assign":
-            return element, dtype
-        combine = self.combiner(op.attrs.get("op", "add"), dst.dtype, op.operands[1], op.loc)
-        return combine(old, element), combine.dtype
-
-    # -- two stores into shifted views of one vector -------------------------------------------
-    def shifted_pair(self, ops, dsts, values):
-        """`x[a:b] op= v; x[c:d] op= w` (vector views of one array, one stride) when they
-        overlap: element u of the first view is element u - off of the second. Where both
-        reach an element it is written once, from the first store's result (cast to x's
-        dtype, as memory would hold it) combined with w: the bits of the two loops, in one
-        pass; the ends only one of them reaches run as loops of their own. Otherwise (other
-        strides, no overlap, a value that does not fit) each store runs alone, as written."""
-        b = self.b
-        (d0, d1), (v0, v1) = dsts, values
-        n0, n1 = d0.shape[0], d1.shape[0]
-        step = b.mul(d0.strides[0], i64(ITEMSIZE[d0.dtype]))
-        gap = b.sub(b.ptrtoint(d1.data, I64), b.ptrtoint(d0.data, I64))
-        ok = b.and_(b.icmp_signed("==", d0.strides[0], d1.strides[0]),
-                    b.icmp_signed("!=", step, i64(0)))
-        step = b.select(ok, step, i64(1))
-        ok = b.and_(ok, b.icmp_signed("==", b.srem(gap, step), i64(0)))
-        off = b.sdiv(gap, step)
-        lo, hi = _smax(b, i64(0), off), _smin(b, n0, b.add(off, n1))
-        ok = b.and_(ok, b.icmp_signed("<", lo, hi))
-        for v, n in ((v0, n0), (v1, n1)):
-            ok = b.and_(ok, b.or_(b.icmp_signed("==", v.shape[0], n),
-                                  b.icmp_signed("==", v.shape[0], i64(1))))
-        vs = [self.broadcast_stride(v.shape[0], v.strides[0]) for v in values]
-        with b.if_else(ok) as (shifted, alone):
-            with shifted:
-                self.shifted_ends(ops, dsts, values, vs, off, lo, hi)
-                self.parallel_loops([b.sub(hi, lo)], [d0.strides, [vs[0]], [vs[1]]],
-                                    lambda offs: self.shifted_both(ops, dsts, values, vs, offs,
-                                                                   lo, b.sub(lo, off)), [d0])
-            with alone:
-                for op in ops:
-                    self.lower_alone(op)
-
-    def shifted_both(self, ops, dsts, values, vs, offs, first, second):
-        """One element both stores reach: index `first` + i of the first view (offs: i's)."""
-        (d0, _), (v0, v1) = dsts, values
-        at = self.advance(offs[0], first, d0.strides[0])
-        element, dtype = self.stored(ops[0], d0, self.old_element(ops[0], d0, at),
-                                     self.read(v0, self.advance(offs[1], first, vs[0])),
-                                     v0.dtype)
-        held = self.cast_to(element, dtype, d0.dtype)
-        element = self.read(v1, self.advance(offs[2], second, vs[1]))
-        self.write(d0, at, *self.stored(ops[1], d0, held, element, v1.dtype))
-
-    def shifted_ends(self, ops, dsts, values, vs, off, lo, hi):
-        """The indices only one store reaches: before `lo` and from `hi` in the first
-        view's numbering, each by the store that reaches it, in its own numbering."""
-        b = self.b
-        n0, n1 = dsts[0].shape[0], dsts[1].shape[0]
-        ends = [(0, i64(0), lo), (1, i64(0), b.sub(lo, off)),  # off > 0: first; < 0: second
-                (0, hi, n0), (1, b.sub(hi, off), n1)]
-        for k, start, stop in ends:  # each range is empty or lies inside its view
-            op, dst, value = ops[k], dsts[k], values[k]
-            self.loops([b.sub(stop, start)], [dst.strides, [vs[k]]],
-                       lambda offs, op=op, dst=dst, value=value: self.store_elements(
-                           [op], [dst], [value], offs),
-                       bases=[self.advance(i64(0), start, dst.strides[0]),
-                              self.advance(i64(0), start, vs[k])])
+            element = self.read(value, read_at)
+            if op.prim == "assign":
+                self.write(dst, at, element, value.dtype)
+                continue
+            combine = self.combiner(op.attrs.get("op", "add"), dst.dtype, op.operands[1],
+                                    op.loc)
+            self.write(dst, at, combine(self.old_element(op, dst, at), element), combine.dtype)
