@@ -169,6 +169,8 @@ def run(op, args):
         args[0][...] = args[1]
         return None
     if prim == "iadd":
+        if attrs.get("fresh"):  # allocated empty: its elements start from 0 (first_store.py)
+            args[0][...] = 0
         iadd(args[0], args[1], attrs.get("op", "add"))
         return None
     if prim == "scatter_add":

@@ -24,9 +24,8 @@ import types
 import numpy as np
 
 import adcompile as ac
-from adcompile import adcompile
 
-from harness import compile_seconds, njit, spec_error
+from harness import adcompile, compile_seconds, njit, spec_error
 
 NAME = "ba"
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared",

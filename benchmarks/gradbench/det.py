@@ -19,9 +19,8 @@ import sys
 import numpy as np
 
 import adcompile as ac
-from adcompile import adcompile
 
-from harness import compile_seconds, spec_error
+from harness import adcompile, compile_seconds, spec_error
 
 NAME = "det"
 _ELL = [5, 6, 7, 8, 9, 10, 11]

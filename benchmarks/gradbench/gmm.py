@@ -15,9 +15,8 @@ import math
 import numpy as np
 
 import adcompile as ac
-from adcompile import adcompile
 
-from harness import compile_seconds, njit, spec_error
+from harness import adcompile, compile_seconds, njit, spec_error
 
 NAME = "gmm"
 _D = [2, 10, 20, 32, 64]

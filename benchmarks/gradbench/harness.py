@@ -1,5 +1,5 @@
-"""What the eval modules, run.py and tool.py share: compile-time measurement, GradBench's
-error measure, best-of-N timing and JSON encoding of outputs."""
+"""What the eval modules, run.py and tool.py share: the compile call, compile-time measurement,
+GradBench's error measure, best-of-N timing and JSON encoding of outputs."""
 
 import functools
 import math
@@ -9,12 +9,24 @@ import time
 
 import numpy as np
 
+import adcompile as ac
+
 # tool.py turns this off: a GradBench session compiles once with the user's cache and has no
 # use for a cold compile per workload.
 MEASURE_COMPILE = True
 # the clock of best_seconds: wall-clock time, or (run.py --cpu-time) the process's CPU time,
 # which other jobs on a shared machine disturb far less
 CLOCK = time.perf_counter
+# run.py --fastmath sets this while it prepares the second, fastmath=True set of adcompile
+# figures; strict IEEE (False) is the default, the headline and what tool.py always runs
+FASTMATH = False
+
+
+def adcompile(fn):
+    """`adcompile.adcompile(fn)` as the eval modules' Adcompile classes compile: with
+    fastmath=True (LLVM may reorder float operations; subnormals flushed, FTZ/DAZ, as JAX's
+    CPU code always runs) while FASTMATH is set."""
+    return ac.adcompile(fn, fastmath=FASTMATH)
 
 
 def compile_seconds(build, args):

@@ -19,9 +19,8 @@ import sys
 import numpy as np
 
 import adcompile as ac
-from adcompile import adcompile
 
-from harness import compile_seconds, spec_error
+from harness import adcompile, compile_seconds, spec_error
 
 NAME = "kmeans"
 _K = [10, 100, 1000]

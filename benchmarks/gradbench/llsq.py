@@ -16,9 +16,8 @@ import sys
 import numpy as np
 
 import adcompile as ac
-from adcompile import adcompile
 
-from harness import compile_seconds, spec_error
+from harness import adcompile, compile_seconds, spec_error
 
 NAME = "llsq"
 _N = [16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8196, 16392]

@@ -10,9 +10,8 @@ import math
 import numpy as np
 
 import adcompile as ac
-from adcompile import adcompile
 
-from harness import compile_seconds, njit, spec_error
+from harness import adcompile, compile_seconds, njit, spec_error
 
 NAME = "lse"
 _N = [2500 * 2**j for j in range(10)]

@@ -21,9 +21,8 @@ import sys
 import numpy as np
 
 import adcompile as ac
-from adcompile import adcompile
 
-from harness import compile_seconds, spec_error
+from harness import adcompile, compile_seconds, spec_error
 
 NAME = "ode"
 _N = [1000, 10000, 100000]

@@ -1,6 +1,7 @@
 """Run the GradBench evals: adcompile against JAX (jit), PyTorch (eager) and numba, one thread.
 
     python benchmarks/gradbench/run.py [--quick] [--evals gmm,lstm,...] [--budget SECONDS]
+                                       [--cpu-time] [--fastmath]
 
 For every eval module present (gmm, lstm, ba, lse, llsq, ode, det, kmeans; one that fails to
 import is skipped with its reason) and every size (its QUICK size with --quick), this prints
@@ -8,6 +9,9 @@ each tool's objective and derivative times (the best of repeated calls after a w
 `--budget` seconds of calls each), adcompile's derivative / objective (GradBench's ratio), the
 adcompile / JAX derivative ratio, GradBench's error of adcompile's outputs against JAX's and
 PyTorch's, and the compile seconds of adcompile's derivative (cold and warm on-disk cache).
+With --fastmath, adcompile is also prepared and timed a second time with fastmath=True
+(subnormals flushed, as JAX's CPU code runs; LLVM may reorder float operations): those
+figures are reported beside the strict ones, never in their place.
 
 A full run (not --quick) also records its measurements per eval in results.json, merged with
 those of earlier runs of other evals, and from it writes results.md (one Markdown table per
@@ -37,7 +41,10 @@ import harness  # noqa: E402
 
 EVALS = ["gmm", "lstm", "ba", "lse", "llsq", "ode", "det", "kmeans"]
 TOOLS = ["Adcompile", "Jax", "Torch", "Numba"]
-TOOL_NAMES = {"Adcompile": "adcompile", "Jax": "JAX", "Torch": "PyTorch", "Numba": "numba"}
+# run.py --fastmath's second preparation of a module's Adcompile class, with fastmath=True
+FASTMATH = "AdcompileFastmath"
+TOOL_NAMES = {"Adcompile": "adcompile", "Jax": "JAX", "Torch": "PyTorch", "Numba": "numba",
+              FASTMATH: "adcompile fastmath"}
 RESULTS_JSON = os.path.join(HERE, "results.json")
 RESULTS_MD = os.path.join(HERE, "results.md")
 PLOTS = os.path.join(HERE, "plots")
@@ -53,6 +60,8 @@ def main():
                         help="time calls by the process's CPU time (a shared, loaded machine)")
     parser.add_argument("--replot", action="store_true",
                         help="rewrite results.md and the plots from results.json; run nothing")
+    parser.add_argument("--fastmath", action="store_true",
+                        help="also time adcompile with fastmath=True (reported separately)")
     args = parser.parse_args()
     if not args.quick:  # a full run ends by plotting: say so before minutes of measuring
         try:
@@ -70,7 +79,8 @@ def main():
         module = _import(name.strip())
         if module is None:
             continue
-        rows = [run_size(module, size, budget) for size in _sizes(module, args.quick)]
+        rows = [run_size(module, size, budget, args.fastmath)
+                for size in _sizes(module, args.quick)]
         if not args.quick:
             record(module, rows)
 
@@ -123,8 +133,9 @@ def script(module):
     return given
 
 
-def run_size(module, size, budget):
-    """Prepare every tool on one workload, check adcompile's outputs and time every call."""
+def run_size(module, size, budget, fastmath=False):
+    """Prepare every tool on one workload (with `fastmath`, adcompile twice: strict, then
+    fastmath=True), check adcompile's outputs and time every call."""
     name = f"{module.NAME} {label(module, size)}"
     print(f"\n{name}", flush=True)
     inp = module.make_input(**size)
@@ -133,11 +144,13 @@ def run_size(module, size, budget):
     for tool in TOOLS:
         if hasattr(module, tool):
             tools[tool] = _prepare(module, tool, inp, row)
-    adc = tools.get("Adcompile")
-    if adc is not None:
-        row["compile_cold"] = adc.compile_cold
-        row["compile_warm"] = adc.compile_warm
-        _check(module, tools, row)
+    if fastmath and hasattr(module, "Adcompile"):
+        tools[FASTMATH] = _prepare_fastmath(module, inp, row)
+    for ours, prefix in (("Adcompile", ""), (FASTMATH, FASTMATH + ".")):
+        if tools.get(ours) is not None:
+            row[prefix + "compile_cold"] = tools[ours].compile_cold
+            row[prefix + "compile_warm"] = tools[ours].compile_warm
+            _check(module, tools, row, ours, prefix)
     for tool, prepared in tools.items():
         if prepared is None:
             continue
@@ -148,16 +161,24 @@ def run_size(module, size, budget):
     return row
 
 
-def _prepare(module, tool, inp, row):
+def _prepare_fastmath(module, inp, row):
+    harness.FASTMATH = True
+    try:
+        return _prepare(module, FASTMATH, inp, row, cls=module.Adcompile)
+    finally:
+        harness.FASTMATH = False
+
+
+def _prepare(module, tool, inp, row, cls=None):
     start = time.perf_counter()
     try:
-        prepared = getattr(module, tool)(inp)
+        prepared = (cls or getattr(module, tool))(inp)
     except Exception as e:
         row.setdefault("failures", []).append(f"{tool}: {type(e).__name__}: {_first_line(e)}")
         print(f"  {tool} failed to prepare:")
         traceback.print_exc(limit=-3)
         return None
-    print(f"  {tool:9} prepared in {time.perf_counter() - start:.2f} s", flush=True)
+    print(f"  {tool:17} prepared in {time.perf_counter() - start:.2f} s", flush=True)
     return prepared
 
 
@@ -165,20 +186,21 @@ def _first_line(e):
     return str(e).strip().splitlines()[0] if str(e).strip() else ""
 
 
-def _check(module, tools, row):
-    """GradBench's error of adcompile's outputs against JAX's and PyTorch's."""
-    ours = tools["Adcompile"]
+def _check(module, tools, row, ours="Adcompile", prefix=""):
+    """GradBench's error of adcompile's outputs (tool `ours`) against JAX's and PyTorch's,
+    recorded under `prefix` + "error.<ref>.<kind>"."""
     for ref in ("Jax", "Torch"):
         other = tools.get(ref)
         if other is None:
             continue
         for kind in ("objective", "derivative"):
+            key = f"{prefix}error.{ref}.{kind}"
             try:
-                row[f"error.{ref}.{kind}"] = module.error(getattr(ours, kind)(),
-                                                          getattr(other, kind)())
+                row[key] = module.error(getattr(tools[ours], kind)(), getattr(other, kind)())
             except Exception as e:
-                row[f"error.{ref}.{kind}"] = math.inf
-                row.setdefault("failures", []).append(f"{ref} {kind}: {type(e).__name__}: {e}")
+                row[key] = math.inf
+                row.setdefault("failures", []).append(
+                    f"{TOOL_NAMES[ours]} vs {ref} {kind}: {type(e).__name__}: {e}")
                 traceback.print_exc(limit=-3)
 
 
@@ -192,19 +214,22 @@ def _time(fn, budget, row, tool, kind):
 
 
 def _print_row(row):
-    for tool in TOOLS:
+    for tool in [*TOOLS, FASTMATH]:
         objective, derivative = row.get(f"{tool}.objective"), row.get(f"{tool}.derivative")
         if objective is None and derivative is None:
             continue
-        line = f"  {tool:9} objective {_ms(objective):>10}  derivative {_ms(derivative):>10}"
+        line = f"  {tool:17} objective {_ms(objective):>10}  derivative {_ms(derivative):>10}"
         if objective and derivative:
             line += f"  derivative/objective {derivative / objective:6.2f}"
         print(line)
-    ratio = _ratio(row.get("Adcompile.derivative"), row.get("Jax.derivative"))
-    print(f"  adcompile/JAX derivative {ratio}; error vs JAX {_errors(row, 'Jax')}, "
-          f"vs PyTorch {_errors(row, 'Torch')}; compile of the derivative "
-          f"{_seconds(row.get('compile_cold'))} cold, {_seconds(row.get('compile_warm'))} warm",
-          flush=True)
+    for ours, prefix in (("Adcompile", ""), (FASTMATH, FASTMATH + ".")):
+        if f"{ours}.derivative" not in row:
+            continue
+        ratio = _ratio(row.get(f"{ours}.derivative"), row.get("Jax.derivative"))
+        print(f"  {TOOL_NAMES[ours]}/JAX derivative {ratio}; error vs JAX "
+              f"{_errors(row, 'Jax', prefix)}, vs PyTorch {_errors(row, 'Torch', prefix)}; "
+              f"compile of the derivative {_seconds(row.get(prefix + 'compile_cold'))} cold, "
+              f"{_seconds(row.get(prefix + 'compile_warm'))} warm", flush=True)
     for failure in row.get("failures", []):
         print(f"  FAILED {failure}")
 
@@ -223,8 +248,8 @@ def _ratio(a, b):
     return "-" if not a or not b else f"{a / b:.2f}"
 
 
-def _errors(row, ref):
-    values = [row.get(f"error.{ref}.{kind}") for kind in ("objective", "derivative")]
+def _errors(row, ref, prefix=""):
+    values = [row.get(f"{prefix}error.{ref}.{kind}") for kind in ("objective", "derivative")]
     return "/".join("-" if v is None else f"{v:.0e}" for v in values)
 
 
@@ -340,6 +365,7 @@ def markdown(results):
                      else "") + ".", "",
                   HEADER, "|" + "---|" * HEADER.count(" | ") + "---|"]
         lines += [_markdown_row(row) for row in results[name]["rows"]]
+        lines += _fastmath_table(results[name]["rows"])
         failures = [f"- {row['label']}: {f}" for row in results[name]["rows"]
                     for f in row.get("failures", [])]
         lines += ["", *failures, ""] if failures else [""]
@@ -353,15 +379,51 @@ def _markdown_row(row):
     def ratio(tool):
         return _ratio(row.get(f"{tool}.derivative"), row.get(f"{tool}.objective"))
 
-    errors = [max((row.get(f"error.{ref}.{kind}") or 0.0) for kind in ("objective", "derivative"))
-              if f"error.{ref}.objective" in row else None for ref in ("Jax", "Torch")]
     cells = [row["label"], t("Adcompile.objective"), t("Adcompile.derivative"),
              ratio("Adcompile"), t("Jax.objective"), t("Jax.derivative"), ratio("Jax"),
              t("Torch.objective"), t("Torch.derivative"), t("Numba.objective"),
              _ratio(row.get("Adcompile.derivative"), row.get("Jax.derivative")),
-             ", ".join("-" if e is None else f"{float(e):.0e}" for e in errors),
+             _max_errors(row),
              f"{_seconds(row.get('compile_cold'))} / {_seconds(row.get('compile_warm'))}"]
     return "| " + " | ".join(cells) + " |"
+
+
+FASTMATH_HEADER = ("| workload | objective | derivative | ratio | strict derivative / fastmath "
+                   "derivative | fastmath / JAX derivative | error vs JAX, PyTorch | "
+                   "compile cold / warm |")
+
+
+def _fastmath_table(rows):
+    """The fastmath=True figures of run.py --fastmath, a table of their own below the strict
+    one (nothing when the run had no --fastmath)."""
+    rows = [row for row in rows if f"{FASTMATH}.derivative" in row]
+    if not rows:
+        return []
+    return ["", "adcompile with `fastmath=True` (run.py --fastmath, same run): LLVM may reorder "
+            "float operations and subnormals are flushed to zero (FTZ/DAZ), as JAX's CPU code "
+            "always runs. The table above is strict IEEE, the default.", "",
+            FASTMATH_HEADER, "|" + "---|" * FASTMATH_HEADER.count(" | ") + "---|",
+            *(_fastmath_row(row) for row in rows)]
+
+
+def _fastmath_row(row):
+    prefix = FASTMATH + "."
+    derivative = row.get(f"{FASTMATH}.derivative")
+    cells = [row["label"], _ms(row.get(f"{FASTMATH}.objective")), _ms(derivative),
+             _ratio(derivative, row.get(f"{FASTMATH}.objective")),
+             _ratio(row.get("Adcompile.derivative"), derivative),
+             _ratio(derivative, row.get("Jax.derivative")), _max_errors(row, prefix),
+             f"{_seconds(row.get(prefix + 'compile_cold'))} / "
+             f"{_seconds(row.get(prefix + 'compile_warm'))}"]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _max_errors(row, prefix=""):
+    """The largest error over objective and derivative, against JAX and against PyTorch."""
+    errors = [max((row.get(f"{prefix}error.{ref}.{kind}") or 0.0)
+                  for kind in ("objective", "derivative"))
+              if f"{prefix}error.{ref}.objective" in row else None for ref in ("Jax", "Torch")]
+    return ", ".join("-" if e is None else f"{float(e):.0e}" for e in errors)
 
 
 def plot(name, rows, xlabel):
@@ -371,7 +433,7 @@ def plot(name, rows, xlabel):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 5))
-    colors = {"Adcompile": "C0", "Jax": "C1", "Torch": "C2", "Numba": "C3"}
+    colors = {"Adcompile": "C0", "Jax": "C1", "Torch": "C2", "Numba": "C3", FASTMATH: "C4"}
     for tool, color in colors.items():
         for kind, style in (("objective", "-"), ("derivative", "--")):
             points = sorted((row["x"], row[f"{tool}.{kind}"]) for row in rows

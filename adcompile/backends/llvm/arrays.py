@@ -924,13 +924,21 @@ class ArrayLowering(PairwiseLowering):
         combine = self.combiner(name, dst.dtype, op.operands[1], op.loc)
         if not isinstance(value, (ArrayV, LazyV)):
             self.parallel_loops(dst.shape, [dst.strides], lambda offs: self.write(
-                dst, offs[0], combine(self.read(dst, offs[0]), value), combine.dtype), [dst])
+                dst, offs[0], combine(self.old_element(op, dst, offs[0]), value),
+                combine.dtype), [dst])
             return
         read, strides, overlap = self.source(dst, value, op.loc, "augmented assignment")
         self.parallel_loops(dst.shape, [dst.strides, strides], lambda offs: self.write(
-            dst, offs[0], combine(self.read(dst, offs[0]), self.read(read, offs[1])),
+            dst, offs[0], combine(self.old_element(op, dst, offs[0]), self.read(read, offs[1])),
             combine.dtype), [dst])
         self.done_with_source(read, overlap)
+
+    def old_element(self, op, dst, at):
+        """The element an `iadd` combines with: +0 without a load when the destination is
+        `fresh` (passes/first_store.py: allocated empty, never written), else dst's."""
+        if op.attrs.get("fresh"):
+            return zero(REG[dst.dtype])
+        return self.read(dst, at)
 
     def combiner(self, name, dtype, value_ir, loc):
         """A function (old element, value element) -> new element register computing

@@ -325,4 +325,4 @@ class FusionLowering:
                 continue
             combine = self.combiner(op.attrs.get("op", "add"), dst.dtype, op.operands[1],
                                     op.loc)
-            self.write(dst, at, combine(self.read(dst, at), element), combine.dtype)
+            self.write(dst, at, combine(self.old_element(op, dst, at), element), combine.dtype)

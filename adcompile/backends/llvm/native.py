@@ -14,7 +14,7 @@ import linecache
 import llvmlite.ir as ir
 import numpy as np
 
-from adcompile.backends.llvm import capi, jit, pool
+from adcompile.backends.llvm import capi, jit, pool, reassociate
 from adcompile.backends.llvm.entry import METH_FASTCALL, build_entry
 from adcompile.backends.llvm import lower
 from adcompile.backends.llvm.lower import lower_kernel
@@ -189,8 +189,9 @@ class NativeFunction:
     None: all of them."""
 
     def __init__(self, fn, options=None, exact=None):
-        self.fn = fn
         self.options = options or Options()
+        # fastmath's reorderings, on a copy (the IR itself is cached and differentiated)
+        self.fn = reassociate.rewritten(fn) if self.options.fastmath else fn
         self.exact = len(fn.params) if exact is None else exact
         self.variants = {}
         self.last = None

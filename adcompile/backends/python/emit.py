@@ -462,8 +462,12 @@ class _Emitter:
         dst, value = [self.expr(v) for v in op.operands]
         target = ast.Name(dst.id, ast.Store()) if isinstance(dst, ast.Name) else dst
         fn = _BINARY[op.attrs.get("op", "add")]()
-        return [ast.AugAssign(ast.Subscript(target, ast.Constant(Ellipsis), ast.Store()), fn,
-                              value)]
+        fresh = []  # allocated empty: its elements start from 0 (passes/first_store.py)
+        if op.attrs.get("fresh"):
+            fresh = [ast.Assign([ast.Subscript(dst, ast.Constant(Ellipsis), ast.Store())],
+                                ast.Constant(0.0))]
+        return fresh + [ast.AugAssign(ast.Subscript(target, ast.Constant(Ellipsis), ast.Store()),
+                                      fn, value)]
 
     def op_scatter_add(self, op):
         dst, *index, value = [self.expr(v) for v in op.operands]
