@@ -124,11 +124,14 @@ FUSED = [
     ("add_alpha", lambda L, x, y, z: L.add(x, y, alpha=-0.37)),
     ("sub_alpha_", lambda L, x, y, z: x.clone().sub_(y, alpha=0.37)),
     ("addcdiv_", lambda L, x, y, z: x.clone().addcdiv_(y, z.abs() + 1, value=-0.01)),
+    ("sgd_momentum_", lambda L, x, y, z: x.clone().add_(y.clone().mul_(0.9).add_(z), alpha=-0.01)),
+    ("add_alpha_strided", lambda L, x, y, z: L.add(x[1::2], y[1::2], alpha=0.3)),
+    ("add_alpha_self_", lambda L, x, y, z: x.clone().add_(x[0].expand_as(x).clone(), alpha=3)),
 ]
 
 
 @pytest.mark.parametrize("name,fn", FUSED, ids=[row[0] for row in FUSED])
-@pytest.mark.parametrize("n", [37, 1200])
+@pytest.mark.parametrize("n", [37, 1200, 70001])
 def test_fused_float32_kernels_match_pytorch(name, fn, n):
     import torch
 
@@ -177,3 +180,25 @@ def test_linear_layer_gradients_match_pytorch():
         grads.append([out.detach().numpy()] + [t.grad.numpy() for t in (xs, ws, bs)])
     for ours, theirs in zip(*grads):
         _same(ours, theirs)
+
+
+@pytest.mark.parametrize("n", [*range(1, 40), 4096, 100003])
+@pytest.mark.parametrize("layout", ["same", "new", "fresh", "strided_c"])
+def test_saxpy_path_equals_fma_emulation(n, layout):
+    """runtime/fma.py hands number * array + array to BLAS's saxpy when saxpy fuses (the
+    calibration); it must give the emulation's bits on every length and operand layout."""
+    from runtime import fma
+
+    rng = np.random.default_rng(n)
+    x, c = rng.standard_normal((2, 2 * n)).astype(np.float32)
+    x, c = x[:n], (c[::2] if layout == "strided_c" else c[:n]) * np.float32(1e-3)
+    alpha = np.float32(-0.0123)
+    want = fma._fma(x, alpha, c, None)
+    if layout == "same":  # in place, as SGD's step
+        c = c.copy()
+        got = fma.fma(alpha, x, c, c)
+    elif layout == "fresh":
+        got = fma.fma(x, alpha, c, np.empty(n, np.float32))
+    else:
+        got = fma.fma(alpha, x, c)
+    _same(got, want)
