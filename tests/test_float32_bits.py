@@ -202,3 +202,27 @@ def test_saxpy_path_equals_fma_emulation(n, layout):
     else:
         got = fma.fma(alpha, x, c)
     _same(got, want)
+
+
+# (rows, columns): blocks of four 8-lane vectors, single vectors and leftover columns, row
+# counts below, at and past the ladder's step of 16
+SUM_SHAPES = [(4, 3), (64, 10), (64, 256), (17, 40), (300, 7), (33, 33), (2, 9), (1000, 5)]
+
+
+@pytest.mark.parametrize("rows,columns", SUM_SHAPES)
+def test_matrix_sums_and_bias_gradients_match_pytorch(rows, columns):
+    """Column sums (a bias's gradient, through sum_to) and row sums (log_softmax's backward)
+    add in PyTorch's order."""
+    import torch
+
+    x = (np.random.default_rng(rows * columns).standard_normal((rows, columns)) * 10)
+    x = x.astype(np.float32)
+    results = []
+    for L in (adcompile, torch):
+        b = L.zeros(columns, requires_grad=True)
+        (L.tensor(x) + b).backward(L.tensor(x))
+        t = L.tensor(x)
+        results.append([b.grad.numpy(), t.sum(0).numpy(), t.sum(1).numpy(),
+                        L.log_softmax(L.tensor(x), 1).sum().numpy()])
+    for ours, theirs in zip(*results):
+        _same(ours, theirs)
