@@ -96,6 +96,7 @@ def _round_to_odd(product, c, total):
 
 
 _saxpy_fuses = None  # whether this machine's saxpy rounds once per element (calibrated once)
+_saxpy_fn = None  # scipy's saxpy, once calibrated and found fused
 
 
 def _saxpy(a, b, c, out):
@@ -104,13 +105,16 @@ def _saxpy(a, b, c, out):
     None otherwise (the caller emulates)."""
     if a.__class__ is F32:
         a, b = b, a
-    if b.__class__ is not F32 or not _saxpy_operands(a, c, out) or not _saxpy_calibrated():
+    if b.__class__ is not F32 or not _saxpy_operands(a, c, out):
+        return None
+    saxpy = _saxpy_fn or _fused_saxpy()
+    if saxpy is None:
         return None
     if out is None:
         out = np.array(c, F32, order="C")
     elif out is not c:
         np.copyto(out, c)
-    _blas().saxpy(a.reshape(-1), out.reshape(-1), a=b)
+    saxpy(a.reshape(-1), out.reshape(-1), a=b)
     return out
 
 
@@ -125,20 +129,19 @@ def _saxpy_operands(x, c, out):
             and not np.may_share_memory(x, out))
 
 
-def _blas():
-    from scipy.linalg import blas
-
-    return blas
-
-
-def _saxpy_calibrated():
-    global _saxpy_fuses
+def _fused_saxpy():
+    """scipy's saxpy when it rounds once per element on this machine (calibrated on first
+    use), else None."""
+    global _saxpy_fn, _saxpy_fuses
     if _saxpy_fuses is None:
-        _saxpy_fuses = _saxpy_matches_emulation()
-    return _saxpy_fuses
+        from scipy.linalg.blas import saxpy
+
+        _saxpy_fuses = _saxpy_matches_emulation(saxpy)
+        _saxpy_fn = saxpy if _saxpy_fuses else None
+    return _saxpy_fn
 
 
-def _saxpy_matches_emulation():
+def _saxpy_matches_emulation(saxpy):
     """saxpy against _fma on every length up to 80 (vector bodies and leftover elements) and
     a long run, on values where a product rounded before the addition often differs."""
     rng = np.random.default_rng(0)
@@ -146,7 +149,7 @@ def _saxpy_matches_emulation():
         x = rng.standard_normal(n).astype(F32)
         y = (rng.standard_normal(n) * 1e-3).astype(F32)
         for alpha in (F32(-0.01), F32(0.9), F32(3.7)):
-            got = _blas().saxpy(x, y.copy(), a=alpha)
+            got = saxpy(x, y.copy(), a=alpha)
             want = _fma(x, alpha, y, None)
             if not np.array_equal(got.view(np.int32), want.view(np.int32)):
                 return False

@@ -447,7 +447,8 @@ def _expand_view(a, shape):
 
 def shares_memory_within(a):
     """Whether elements of `a` share memory (an expanded region: zero strides)."""
-    return a.size > 1 and any(st == 0 and n > 1 for st, n in zip(a.strides, a.shape))
+    return 0 in a.strides and a.size > 1 and any(
+        st == 0 and n > 1 for st, n in zip(a.strides, a.shape))
 
 
 def as_real_view(z):
