@@ -226,3 +226,20 @@ def test_matrix_sums_and_bias_gradients_match_pytorch(rows, columns):
                         L.log_softmax(L.tensor(x), 1).sum().numpy()])
     for ours, theirs in zip(*results):
         _same(ours, theirs)
+
+
+@pytest.mark.parametrize("m,k,n", [(64, 784, 256), (2, 500, 7), (16, 1000, 300), (300, 400, 20),
+                                   (5, 2049, 6)])
+def test_linear_with_long_rows_keeps_its_bits_and_layout(m, k, n):
+    """Past K = 384 a Linear's product may be computed with sgemm's roles swapped (faster):
+    the values must be numpy's x @ w.T to the bit, laid out C-contiguous as PyTorch's."""
+    import torch
+
+    rng = np.random.default_rng(k)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((m, k), (n, k), (n,)))
+    out = adcompile.nn.functional.linear(adcompile.tensor(x), adcompile.tensor(w),
+                                         adcompile.tensor(b))
+    _same(out.numpy(), np.matmul(x, w.T) + b)
+    theirs = torch.nn.functional.linear(torch.tensor(x), torch.tensor(w), torch.tensor(b))
+    assert out.is_contiguous() and out.stride() == theirs.stride()
+    np.testing.assert_allclose(out.numpy(), theirs.numpy(), rtol=1e-4, atol=1e-4)

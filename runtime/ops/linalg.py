@@ -194,13 +194,10 @@ def addmm(bias, m1, m2, beta=1, alpha=1):
         raise RuntimeError(f"addmm() needs operands of one dtype, got {bias._dtype}, "
                            f"{m1._dtype} and {m2._dtype}")
     dt = m1._dtype
-    prod = numpy_ops.matmul(m1._data, m2._data)
-    if alpha != 1:
-        prod = prod * alpha
-    if beta == 0:  # the input is ignored, so nan or inf in it does not propagate
-        data = prod
+    if alpha == 1 and beta == 1:  # the sum is a fresh C-ordered array whatever the product's
+        data = np.add(numpy_ops.matmul_transposable(m1._data, m2._data), bias._data, order="C")
     else:
-        data = prod + (bias._data if beta == 1 else beta * bias._data)
+        data = _scaled_addmm(bias._data, numpy_ops.matmul(m1._data, m2._data), beta, alpha)
     out = wrap(data, dt)
     if any_requires_grad((bias, m1, m2)):
         r1, r2 = requires_grad(m1), requires_grad(m2)
@@ -208,6 +205,14 @@ def addmm(bias, m1, m2, beta=1, alpha=1):
                (save_input(m1) if r2 else None, save_input(m2) if r1 else None, beta, alpha,
                 _colmajor(m1), _colmajor(m2)))
     return out
+
+
+def _scaled_addmm(bias, prod, beta, alpha):
+    if alpha != 1:
+        prod = prod * alpha
+    if beta == 0:  # the input is ignored, so nan or inf in it does not propagate
+        return prod
+    return prod + (bias if beta == 1 else beta * bias)
 
 
 def _check_matrices(m1, m2, name):
