@@ -119,7 +119,8 @@ def _saxpy(a, b, c, out):
 
 
 def _saxpy_operands(x, c, out):
-    if x.__class__ is not np.ndarray or x.dtype != F32 or not x.flags.c_contiguous:
+    if x.__class__ is not np.ndarray or x.dtype != F32 or not x.flags.c_contiguous \
+            or not x.size:  # f2py refuses an empty array
         return False
     if getattr(c, "dtype", None) != F32 or c.shape != x.shape:
         return False
