@@ -91,8 +91,14 @@ def row_sum(x):
 
 
 def _sequential(x):
-    """0 + x[0] + x[1] + ... along axis 0, one addition at a time."""
-    return np.add.accumulate(x, axis=0)[-1] if x.shape[0] else np.zeros(x.shape[1:], x.dtype)
+    """x[0] + x[1] + ... along axis 0, one addition at a time. numpy reduces axis 0 of a
+    C-ordered array with several lanes row after row (the lanes are its inner loop), which is
+    this order; accumulate, the same order for any layout, makes one inner loop per lane."""
+    if not x.shape[0]:
+        return np.zeros(x.shape[1:], x.dtype)
+    if x.ndim > 1 and x[0].size > 1:
+        return _reduce(np.ascontiguousarray(x), axis=0)
+    return np.add.accumulate(x, axis=0)[-1]
 
 
 def inner_sum(x):

@@ -243,3 +243,17 @@ def test_linear_with_long_rows_keeps_its_bits_and_layout(m, k, n):
     theirs = torch.nn.functional.linear(torch.tensor(x), torch.tensor(w), torch.tensor(b))
     assert out.is_contiguous() and out.stride() == theirs.stride()
     np.testing.assert_allclose(out.numpy(), theirs.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("rows,columns", [(2, 2), (3, 9), (9, 3), (64, 10), (17, 40)])
+def test_sums_of_negative_zeros_are_positive_as_pytorchs(rows, columns):
+    """PyTorch's accumulators start at +0.0, so a row or column of -0.0 sums to +0.0."""
+    import torch
+
+    x = np.full((rows, columns), -0.0, np.float32)
+    x[::3, ::2] = 1.5
+    x[::3, ::2] -= np.float32(1.5)  # +0.0 here and there
+    for dim in (0, 1):
+        ours = adcompile.tensor(x).sum(dim).numpy()
+        theirs = torch.tensor(x).sum(dim).numpy()
+        assert np.array_equal(np.signbit(ours), np.signbit(theirs)), dim
