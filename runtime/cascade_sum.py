@@ -56,6 +56,8 @@ def multi_row_sum(x):
     """Sum axis 0 through PyTorch's ladder of four accumulators: level 0 adds rows, and every
     `step` additions a level is added into the next one up and cleared. What is left on each
     level at the end is added last, lowest level first."""
+    if x.shape[0] < 16:  # the smallest step: everything stays on level 0
+        return _reduce(x, axis=0) if x.shape[0] else np.zeros(x.shape[1:], np.float32)
     step = 1 << max(4, _ceil_log2(x.shape[0]) // _LEVELS)
     leftovers = []
     level = x
@@ -64,12 +66,15 @@ def multi_row_sum(x):
             break
         level, rest = _groups(level, step)
         leftovers.append(rest)
-    leftovers.append(np.add.reduce(level, axis=0) if level.shape[0] else None)
+    leftovers.append(_reduce(level, axis=0) if level.shape[0] else None)
     total = None
     for acc in leftovers:
         if acc is not None:
             total = acc if total is None else total + acc
     return np.zeros(x.shape[1:], np.float32) if total is None else total
+
+
+_reduce = np.add.reduce
 
 
 def row_sum(x):
@@ -80,12 +85,20 @@ def row_sum(x):
     if not body:
         return _sequential(x)
     partial = multi_row_sum(x[:body].reshape((body // _ILP, _ILP) + x.shape[1:]))
+    if body == size:
+        return _sequential(partial)
     return _sequential(np.concatenate((partial[:1], x[body:], partial[1:])))
 
 
 def _sequential(x):
-    """0 + x[0] + x[1] + ... along axis 0, one addition at a time."""
-    return np.add.accumulate(x, axis=0)[-1] if x.shape[0] else np.zeros(x.shape[1:], x.dtype)
+    """x[0] + x[1] + ... along axis 0, one addition at a time. numpy reduces axis 0 of a
+    C-ordered array with several lanes row after row (the lanes are its inner loop), which is
+    this order; accumulate, the same order for any layout, makes one inner loop per lane."""
+    if not x.shape[0]:
+        return np.zeros(x.shape[1:], x.dtype)
+    if x.ndim > 1 and x[0].size > 1:
+        return _reduce(np.ascontiguousarray(x), axis=0)
+    return np.add.accumulate(x, axis=0)[-1]
 
 
 def inner_sum(x):
@@ -101,16 +114,16 @@ def inner_sum(x):
 
 def outer_sum(x):
     """Sum axis 0 where the last axis is contiguous in memory (PyTorch's outer reduction):
-    columns go in blocks of four vectors, then single vectors, then one by one."""
+    columns go in blocks of four vectors (the ladder), the rest, single vectors and then
+    columns one by one, through four interleaved partials (row_sum: its lanes are independent,
+    so both kinds go in one call)."""
     columns = x.shape[-1]
-    block = _ILP * LANES if columns >= LANES else _ILP
-    edges = [0, columns - columns % block]
-    if columns >= LANES:
-        edges.append(edges[-1] + (columns - edges[-1]) // LANES * LANES)
-    edges.append(columns)
-    parts = [(multi_row_sum if i == 0 else row_sum)(x[..., lo:hi])
-             for i, (lo, hi) in enumerate(zip(edges, edges[1:])) if hi > lo]
-    return np.concatenate(parts, axis=-1) if len(parts) > 1 else parts[0]
+    split = columns - columns % (_ILP * LANES if columns >= LANES else _ILP)
+    if split == columns:
+        return multi_row_sum(x)
+    if split == 0:
+        return row_sum(x)
+    return np.concatenate((multi_row_sum(x[..., :split]), row_sum(x[..., split:])), axis=-1)
 
 
 def _full(flat):
@@ -131,6 +144,9 @@ def torch_sum(a, dims):
     if a.dtype != np.float32 or not a.flags.c_contiguous or a.size == 0:
         return None
     shape = a.shape
+    if len(shape) == 2 and shape[0] > 1 and shape[1] > 1 and dims is not None \
+            and len(dims) == 1:  # a matrix's column sums (a bias's gradient) or row sums
+        return outer_sum(a) if dims[0] == 0 else inner_sum(a.T)
     dims = tuple(range(a.ndim)) if dims is None else dims
     kept = [d for d in range(a.ndim) if d not in dims and shape[d] != 1]
     summed = [d for d in dims if shape[d] != 1]
@@ -158,8 +174,12 @@ def torch_sum(a, dims):
 def sum_like_torch(a, axis=None, keepdims=False):
     """np.sum(a, axis, keepdims=keepdims) with float32 arrays added in PyTorch's order."""
     if a.__class__ is np.ndarray and a.dtype == np.float32 and a.size > 1:
-        dims = None if axis is None else tuple(sorted(
-            d % a.ndim for d in ((axis,) if isinstance(axis, int) else axis)))
+        if axis is None:
+            dims = None
+        elif axis.__class__ is int:
+            dims = (axis % a.ndim,)
+        else:
+            dims = tuple(sorted(d % a.ndim for d in axis))
         out = torch_sum(a, dims)
         if out is not None:
             if isinstance(out, np.ndarray):

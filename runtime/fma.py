@@ -5,6 +5,12 @@ numpy has no fma. The product of two float32s is exact in float64 (24 + 24 bits)
 float64 addition leaves a single rounding before the final one to float32; the two roundings
 disagree only where the float64 sum landed exactly halfway between two float32s, and there
 the sum is moved off the tie towards the exact value (its error, from Knuth's two-sum).
+
+The common case of a number times an array plus an array (SGD's `p.add_(buf, alpha=-lr)`,
+lerp with a number weight) is BLAS's saxpy, whose x86 kernels are one hardware FMA per
+element: 15-20x faster than the emulation. Whether this machine's kernel really fuses is
+calibrated once against the emulation (on operands where the unfused sum differs), and the
+emulation stays the reference and the fallback.
 """
 
 import math
@@ -36,6 +42,9 @@ CHUNK = 32768  # elements per pass: the float64 temporaries stay in the cache
 
 def fma(a, b, c, out=None):
     """a * b + c rounded once to float32 (into `out` when given; it may be c itself)."""
+    done = _saxpy(a, b, c, out)
+    if done is not None:
+        return done
     flat = _flat_operands(a, b, c, out)
     if flat is None:
         return _fma_slabs(a, b, c, out)
@@ -118,3 +127,65 @@ def _round_to_odd(product, c, total):
     back = total - product
     error = (product - (total - back)) + (c - back)
     return np.where(error != 0, np.nextafter(total, np.copysign(np.inf, error)), total)
+
+
+_saxpy_fuses = None  # whether this machine's saxpy rounds once per element (calibrated once)
+_saxpy_fn = None  # scipy's saxpy, once calibrated and found fused
+
+
+def _saxpy(a, b, c, out):
+    """a * b + c through BLAS's saxpy when one factor is a float32 number, the other a
+    C-contiguous float32 array of the result's shape, c float32 of that shape, and saxpy fuses;
+    None otherwise (the caller emulates)."""
+    if a.__class__ is F32:
+        a, b = b, a
+    if b.__class__ is not F32 or not _saxpy_operands(a, c, out):
+        return None
+    saxpy = _saxpy_fn or _fused_saxpy()
+    if saxpy is None:
+        return None
+    if out is None:
+        out = np.array(c, F32, order="C")
+    elif out is not c:
+        np.copyto(out, c)
+    saxpy(a.reshape(-1), out.reshape(-1), a=b)
+    return out
+
+
+def _saxpy_operands(x, c, out):
+    if x.__class__ is not np.ndarray or x.dtype != F32 or not x.flags.c_contiguous \
+            or not x.size:  # f2py refuses an empty array
+        return False
+    if getattr(c, "dtype", None) != F32 or c.shape != x.shape:
+        return False
+    if out is None:
+        return True
+    return (out.shape == x.shape and out.dtype == F32 and out.flags.c_contiguous
+            and not np.may_share_memory(x, out))
+
+
+def _fused_saxpy():
+    """scipy's saxpy when it rounds once per element on this machine (calibrated on first
+    use), else None."""
+    global _saxpy_fn, _saxpy_fuses
+    if _saxpy_fuses is None:
+        from scipy.linalg.blas import saxpy
+
+        _saxpy_fuses = _saxpy_matches_emulation(saxpy)
+        _saxpy_fn = saxpy if _saxpy_fuses else None
+    return _saxpy_fn
+
+
+def _saxpy_matches_emulation(saxpy):
+    """saxpy against _fma on every length up to 80 (vector bodies and leftover elements) and
+    a long run, on values where a product rounded before the addition often differs."""
+    rng = np.random.default_rng(0)
+    for n in list(range(1, 81)) + [4099]:
+        x = rng.standard_normal(n).astype(F32)
+        y = (rng.standard_normal(n) * 1e-3).astype(F32)
+        for alpha in (F32(-0.01), F32(0.9), F32(3.7)):
+            got = saxpy(x, y.copy(), a=alpha)
+            want = _fma(x, alpha, y, None)
+            if not np.array_equal(got.view(np.int32), want.view(np.int32)):
+                return False
+    return True

@@ -93,7 +93,7 @@ class Node:
         assert len(out) == len(nf), f"{self.name()}: rule arity mismatch"
         fit = self._fit
         if fit is not None:
-            out = tuple(_fit(ops, o, f) for o, f in zip(out, fit))
+            out = tuple([o if f is None else _fit(ops, o, f) for o, f in zip(out, fit)])
         return out
 
     def _release(self):
@@ -169,6 +169,8 @@ def _fit(ops, g, fit):
         raise RuntimeError("backward reached an integer or bool tensor that requires grad "
                            "(a fill of it by a value that requires grad); gradients can "
                            "only flow into floating point tensors")
+    if g.__class__ is np.ndarray and g.shape == shape and g.dtype == np_dtype:
+        return g  # a transpose's gradient, say: nothing to reduce or cast
     if ops.shape(g) != shape:
         g = ops.sum_to(g, shape)
     return ops.cast(g, np_dtype)

@@ -16,7 +16,8 @@ from runtime import engine, function
 
 _OPS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ops") + os.sep
 _NODE_RUNS = {engine._run_rule.__code__: "node", function.Node._apply.__code__: "self",
-              function.AccumulateGrad._apply.__code__: "self"}
+              function.AccumulateGrad._apply.__code__: "self",
+              engine._accumulate_leaf.__code__: "node"}
 
 
 def _event_name(frame):

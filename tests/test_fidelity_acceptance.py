@@ -416,3 +416,16 @@ def test_backward_of_a_complex_scalar_is_refused(lib):
     z = lib.tensor([1 + 2j], requires_grad=True)
     with pytest.raises(RuntimeError):
         (z * 2).sum().backward()
+
+
+def test_gradient_taken_over_without_hooks():
+    """Without hooks AccumulateGrad runs on the engine's short path; it must still take a
+    fresh gradient over (a Linear weight's .grad is the transposed product itself, not a copy)
+    and still copy one that another leaf also receives."""
+    layer = adcompile.nn.Linear(3, 2)
+    layer(adcompile.ones(4, 3)).sum().backward()
+    assert layer.weight.grad._data.base is not None  # the product's memory, not a copy
+    a, b = adcompile.ones(2, requires_grad=True), adcompile.ones(2, requires_grad=True)
+    ((a + b) * 2).sum().backward()  # add's backward passes one fresh array to both leaves
+    a.grad.mul_(5)
+    assert b.grad.tolist() == [2.0, 2.0]

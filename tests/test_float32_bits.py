@@ -124,11 +124,14 @@ FUSED = [
     ("add_alpha", lambda L, x, y, z: L.add(x, y, alpha=-0.37)),
     ("sub_alpha_", lambda L, x, y, z: x.clone().sub_(y, alpha=0.37)),
     ("addcdiv_", lambda L, x, y, z: x.clone().addcdiv_(y, z.abs() + 1, value=-0.01)),
+    ("sgd_momentum_", lambda L, x, y, z: x.clone().add_(y.clone().mul_(0.9).add_(z), alpha=-0.01)),
+    ("add_alpha_strided", lambda L, x, y, z: L.add(x[1::2], y[1::2], alpha=0.3)),
+    ("add_alpha_self_", lambda L, x, y, z: x.clone().add_(x[0].expand_as(x).clone(), alpha=3)),
 ]
 
 
 @pytest.mark.parametrize("name,fn", FUSED, ids=[row[0] for row in FUSED])
-@pytest.mark.parametrize("n", [37, 1200])
+@pytest.mark.parametrize("n", [37, 1200, 70001])
 def test_fused_float32_kernels_match_pytorch(name, fn, n):
     import torch
 
@@ -227,6 +230,52 @@ def test_log_softmax_and_cross_entropy_bits_match_pytorch(rows, classes, scale,
         _same(ours, theirs)
 
 
+@pytest.mark.parametrize("n", [*range(0, 40), 4096, 100003])
+@pytest.mark.parametrize("layout", ["same", "new", "fresh", "strided_c"])
+def test_saxpy_path_equals_fma_emulation(n, layout):
+    """runtime/fma.py hands number * array + array to BLAS's saxpy when saxpy fuses (the
+    calibration); it must give the emulation's bits on every length and operand layout."""
+    from runtime import fma
+
+    rng = np.random.default_rng(n)
+    x, c = rng.standard_normal((2, 2 * n)).astype(np.float32)
+    x, c = x[:n], (c[::2] if layout == "strided_c" else c[:n]) * np.float32(1e-3)
+    alpha = np.float32(-0.0123)
+    want = fma._fma(x, alpha, c, None)
+    if layout == "same":  # in place, as SGD's step
+        c = c.copy()
+        got = fma.fma(alpha, x, c, c)
+    elif layout == "fresh":
+        got = fma.fma(x, alpha, c, np.empty(n, np.float32))
+    else:
+        got = fma.fma(alpha, x, c)
+    _same(got, want)
+
+
+# (rows, columns): blocks of four 8-lane vectors, single vectors and leftover columns, row
+# counts below, at and past the ladder's step of 16
+SUM_SHAPES = [(4, 3), (64, 10), (64, 256), (17, 40), (300, 7), (33, 33), (2, 9), (1000, 5)]
+
+
+@pytest.mark.parametrize("rows,columns", SUM_SHAPES)
+def test_matrix_sums_and_bias_gradients_match_pytorch(rows, columns):
+    """Column sums (a bias's gradient, through sum_to) and row sums (log_softmax's backward)
+    add in PyTorch's order."""
+    import torch
+
+    x = (np.random.default_rng(rows * columns).standard_normal((rows, columns)) * 10)
+    x = x.astype(np.float32)
+    results = []
+    for L in (adcompile, torch):
+        b = L.zeros(columns, requires_grad=True)
+        (L.tensor(x) + b).backward(L.tensor(x))
+        t = L.tensor(x)
+        results.append([b.grad.numpy(), t.sum(0).numpy(), t.sum(1).numpy(),
+                        L.log_softmax(L.tensor(x), 1).sum().numpy()])
+    for ours, theirs in zip(*results):
+        _same(ours, theirs)
+
+
 @pytest.mark.parametrize("n", [1, 16, 17, 33, 300, 5000])
 def test_nll_loss_sums_samples_as_pytorch(n, torch_one_thread):
     import torch
@@ -239,3 +288,35 @@ def test_nll_loss_sums_samples_as_pytorch(n, torch_one_thread):
               for L in (adcompile, torch) for r in ("mean", "sum")]
     _same(losses[0], losses[2])
     _same(losses[1], losses[3])
+
+
+@pytest.mark.parametrize("m,k,n", [(64, 784, 256), (2, 500, 7), (16, 1000, 300), (300, 400, 20),
+                                   (5, 2049, 6), (64, 784, 64)])
+def test_linear_with_long_rows_keeps_pytorchs_layout(m, k, n, torch_one_thread):
+    """Past K = 384 a Linear's product sums MKL's k-blocks: laid out C-contiguous as
+    PyTorch's, and the values bit-equal to PyTorch's where MKL's blocked chains apply."""
+    import torch
+
+    rng = np.random.default_rng(k)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((m, k), (n, k), (n,)))
+    out = adcompile.nn.functional.linear(adcompile.tensor(x), adcompile.tensor(w),
+                                         adcompile.tensor(b))
+    theirs = torch.nn.functional.linear(torch.tensor(x), torch.tensor(w), torch.tensor(b))
+    assert out.is_contiguous() and out.stride() == theirs.stride()
+    np.testing.assert_allclose(out.numpy(), theirs.numpy(), rtol=1e-4, atol=1e-4)
+    if m >= 16 and 2 < n <= 128:  # small batches and wide outputs: other MKL blockings
+        _same(out.numpy(), theirs.numpy())
+
+
+@pytest.mark.parametrize("rows,columns", [(2, 2), (3, 9), (9, 3), (64, 10), (17, 40)])
+def test_sums_of_negative_zeros_are_positive_as_pytorchs(rows, columns):
+    """PyTorch's accumulators start at +0.0, so a row or column of -0.0 sums to +0.0."""
+    import torch
+
+    x = np.full((rows, columns), -0.0, np.float32)
+    x[::3, ::2] = 1.5
+    x[::3, ::2] -= np.float32(1.5)  # +0.0 here and there
+    for dim in (0, 1):
+        ours = adcompile.tensor(x).sum(dim).numpy()
+        theirs = torch.tensor(x).sum(dim).numpy()
+        assert np.array_equal(np.signbit(ours), np.signbit(theirs)), dim

@@ -56,6 +56,12 @@ LOSSES = {
     "cross_entropy": lambda lib, x, t, c, p: lib.nn.CrossEntropyLoss()(x, c),
     "cross_entropy_sum": lambda lib, x, t, c, p: lib.nn.CrossEntropyLoss(reduction="sum")(x, c),
     "nll": lambda lib, x, t, c, p: lib.nn.functional.nll_loss(x.log_softmax(1), c),
+    # nll_loss's weights per row: no row ignored (its fast path), an ignored row, an
+    # ignore_index inside the targets' range that no row has
+    "nll_ignored_row": lambda lib, x, t, c, p: lib.nn.functional.nll_loss(x, c, ignore_index=3),
+    "nll_ignore_absent": lambda lib, x, t, c, p: lib.nn.functional.nll_loss(x, c, ignore_index=2),
+    "nll_ignore_negative": lambda lib, x, t, c, p: lib.nn.functional.nll_loss(
+        x, c - 1, ignore_index=-1),
     "bce": lambda lib, x, t, c, p: lib.nn.BCELoss()(x.sigmoid(), p),
     "softmax": lambda lib, x, t, c, p: (lib.nn.functional.softmax(x, dim=1) * t).sum(),
     "log_softmax": lambda lib, x, t, c, p: (lib.nn.functional.log_softmax(x, dim=1) * t).sum(),

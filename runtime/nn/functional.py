@@ -95,12 +95,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     if x2.ndim != 2:
         raise RuntimeError(f"nll_loss expects input of shape (N, C) or (C,), got "
                            f"{list(x.shape)}")
-    valid = t != ignore_index
-    safe_t = np.where(valid, t, 0)
-    if np.any((safe_t < 0) | (safe_t >= x2.shape[1])):
-        raise IndexError(f"nll_loss: a target class is out of range for {x2.shape[1]} classes")
-    w = np.ones(x2.shape[1], x.dtype) if weight is None else weight._data
-    row_w = np.where(valid, w[safe_t], 0).astype(x.dtype)
+    safe_t, row_w, valid = _row_weights(t, weight, ignore_index, x2.shape[1], x.dtype)
     picked = -x2[np.arange(len(safe_t)), safe_t] * row_w
     # summed in the order of PyTorch's kernel, the weights (where given) likewise
     total = row_w.sum() if weight is None else nll_sum(row_w, valid)
@@ -124,7 +119,24 @@ def _nll_coefficients(row_w, valid, total, reduction):
     weight is zero."""
     with np.errstate(divide="ignore", invalid="ignore"):
         scale = -(np.asarray(1, row_w.dtype) / total) if reduction == "mean" else -1
+        if valid is None:
+            return (row_w * scale).astype(row_w.dtype)
         return np.where(valid, row_w * scale, 0).astype(row_w.dtype)
+
+
+def _row_weights(t, weight, ignore_index, classes, dtype):
+    """The target classes with ignored rows pointed at class 0, each row's weight (0 for an
+    ignored row), and which rows count (None: all of them); refuses a class out of range."""
+    if weight is None and t.size:
+        low, high = t.min(), t.max()
+        if 0 <= low and high < classes and not low <= ignore_index <= high:
+            return t, np.ones(t.shape, dtype), None  # no ignored row (the common case: two reductions)
+    valid = t != ignore_index
+    safe_t = np.where(valid, t, 0)
+    if np.any((safe_t < 0) | (safe_t >= classes)):
+        raise IndexError(f"nll_loss: a target class is out of range for {classes} classes")
+    w = np.ones(classes, dtype) if weight is None else weight._data
+    return safe_t, np.where(valid, w[safe_t], 0).astype(dtype), valid
 
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,

@@ -10,14 +10,10 @@ need the general path (mixed dtypes, broadcasting that grows the tensor, ...).
 import numpy as np
 
 from runtime.fma import scratch
+from runtime.ops.elementwise import fused_axpy
+from runtime.ops.misc import addcmul_kernel, lerp_kernel
 
 _SCALARS = (int, float)
-
-
-def fused_axpy(np_fn, a, b, alpha, out=None):
-    from runtime.ops.elementwise import fused_axpy as axpy
-
-    return axpy(np_fn, a, b, alpha, out)
 
 
 def _scratch(like):
@@ -86,8 +82,6 @@ def _addc(np_fn):
                                                                    and _fits(b, data)):
             return False
         if np_fn is np.multiply and data.dtype == np.float32:
-            from runtime.ops.misc import addcmul_kernel
-
             addcmul_kernel(data, a, b, value, out=data)
             return True
         tmp = np_fn(a * value, b)
@@ -103,8 +97,6 @@ def _lerp(data, end, weight):
             or not _fits(e, data):
         return False
     if data.dtype == np.float32:
-        from runtime.ops.misc import lerp_kernel
-
         lerp_kernel(data, e, weight, out=data)
         return True
     if weight >= 0.5:

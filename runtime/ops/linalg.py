@@ -185,7 +185,9 @@ def outer(a, b):
 def addmm(bias, m1, m2, beta=1, alpha=1):
     _check_matrices(m1, m2, "addmm")
     out_shape = (m1._data.shape[0], m2._data.shape[1])
-    if _broadcast(bias._data.shape, out_shape) != out_shape:
+    bias_shape = bias._data.shape
+    if bias_shape != out_shape[1:] and bias_shape != out_shape \
+            and _broadcast(bias_shape, out_shape) != out_shape:  # (a Linear's bias is cheap)
         raise RuntimeError(f"addmm(): the input of shape {list(bias._data.shape)} cannot be "
                            f"broadcast to the product's shape {list(out_shape)}")
     if not (bias._dtype is m1._dtype is m2._dtype):

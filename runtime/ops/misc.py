@@ -44,14 +44,19 @@ def _float_input(x, dtype, name):
     return x
 
 
+# np.max and np.sum without their Python wrappers (the same reductions)
+_max = np.maximum.reduce
+_sum = np.add.reduce
+
+
 def softmax(x, dim=None, dtype=None):
     if _empty_integral(x, dtype):
         return wrap(x._data.copy(), x._dtype)
     x = _float_input(x, dtype, "softmax")
     axis = _axis(dim, x)
     d = x._data
-    shifted = np.exp(d - np.max(d, axis=axis, keepdims=True, initial=-np.inf))
-    out = wrap(np.ascontiguousarray(shifted / np.sum(shifted, axis=axis, keepdims=True))
+    shifted = np.exp(d - _max(d, axis=axis, keepdims=True, initial=-np.inf))
+    out = wrap(np.ascontiguousarray(shifted / _sum(shifted, axis=axis, keepdims=True))
                .reshape(d.shape), float_dtype(x))
     if any_requires_grad((x,)):
         record(SoftmaxBackward0, (x,), out, (save_output(out, "SoftmaxBackward0"), axis))
@@ -66,10 +71,10 @@ def log_softmax(x, dim=None, dtype=None):
     d = x._data
     data = simd_softmax.log_softmax(d) if simd_softmax.applies(d, axis) else None
     if data is None:
-        shifted = d - np.max(d, axis=axis, keepdims=True, initial=-np.inf)
+        shifted = d - _max(d, axis=axis, keepdims=True, initial=-np.inf)
         # (x - max) - log(sum(exp(x - max))), in PyTorch's order: exact for huge equal values
         data = np.ascontiguousarray(
-            shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))).reshape(d.shape)
+            shifted - np.log(_sum(np.exp(shifted), axis=axis, keepdims=True))).reshape(d.shape)
     out = wrap(data, float_dtype(x))
     if any_requires_grad((x,)):
         record(LogSoftmaxBackward0, (x,), out, (save_output(out, "LogSoftmaxBackward0"), axis))
