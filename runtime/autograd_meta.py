@@ -420,12 +420,16 @@ def _snapshot_saved_self(node, t, old_data, operands):
             a.version = snapshot._vc[0]
 
 
+def _saved_results(node):
+    return [a for a in node._args
+            if type(a) is SavedTensor and a.output_of is not None and a.tensor is None]
+
+
 def _rebind_saved_result(node, t):
-    for a in node._args:
-        if type(a) is SavedTensor and a.output_of is not None and a.tensor is None:
-            a.data = t._data
-            a.vc = t._vc
-            a.version = t._vc[0]
+    for a in _saved_results(node):
+        a.data = t._data
+        a.vc = t._vc
+        a.version = t._vc[0]
 
 
 def _move_history(t, node):
@@ -514,7 +518,9 @@ def _move_view_history(t, node):
     base._grad_fn = cs
     base._output_nr = 0
     _move_retain_hook(base, old, cs)
-    regenerated_view_fn(t)
+    history = regenerated_view_fn(t)
+    for a in _saved_results(node):
+        a.history = weakref.ref(history)
 
 
 def accumulator_of(t):

@@ -541,6 +541,18 @@ gg = torch.autograd.grad((2 ** u).sum(), [u], create_graph=True)[0]  # values
 gg.sum().backward()
 _g = u.grad
 """,
+    # the result saved by an in-place op on a view unpacks with the view's history (as
+    # PyTorch's), so a create_graph gradient does not reach the node CopySlices wraps directly
+    # and a later backward runs through it once
+    "inplace_on_view_saved_result_double_backward": """
+v1 = torch.tensor([-1.97, 1.59, 2.52, -1.33], dtype=torch.float64, requires_grad=True)
+v3 = v1 / v1
+v8 = v3.select(-1, -1)
+v8.sqrt_()
+gg = torch.autograd.grad(v8.pow(2).mean(), [v1], create_graph=True)[0]  # values
+gg.sum().backward()
+_g = v1.grad
+""",
 }
 
 
