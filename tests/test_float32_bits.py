@@ -177,3 +177,39 @@ def test_linear_layer_gradients_match_pytorch():
         grads.append([out.detach().numpy()] + [t.grad.numpy() for t in (xs, ws, bs)])
     for ours, theirs in zip(*grads):
         _same(ours, theirs)
+
+
+# (batch, n, k, p): below 400 multiply-adds per batch entry PyTorch's bmm runs its own loop
+# (products added in k order, no FMA), also for baddbmm, matmul of batches and the gradients
+SMALL_BATCHES = [(2, 2, 3, 3), (3, 1, 7, 5), (1, 8, 6, 8), (4, 5, 1, 2), (2, 3, 44, 3)]
+
+
+@pytest.mark.parametrize("batch,n,k,p", SMALL_BATCHES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_small_batched_products_match_pytorch(batch, n, k, p, dtype):
+    import torch
+
+    rng = np.random.default_rng(n * k * p)
+    a, b, g = (rng.standard_normal(s).astype(dtype)
+               for s in ((batch, n, k), (batch, k, p), (batch, n, p)))
+
+    def products(L):
+        ta, tb = L.tensor(a, requires_grad=True), L.tensor(b, requires_grad=True)
+        out = L.bmm(ta, tb)
+        out.backward(L.tensor(g))
+        return [out, ta.grad, tb.grad, L.baddbmm(L.tensor(g), ta, tb, beta=0.5, alpha=1.5),
+                ta.unsqueeze(0).expand(2, batch, n, k) @ tb]
+
+    for ours, theirs in zip(products(adcompile), products(torch)):
+        _same(ours.detach().numpy(), theirs.detach().numpy())
+
+
+@pytest.mark.parametrize("shape", [(2, 2), (3, 20), (4, 3, 5)])
+def test_sums_of_negative_zeros_are_positive(shape):
+    """PyTorch's accumulators start at +0: a sum (or nansum, mean) of -0s is +0."""
+    import torch
+
+    for L in (adcompile, torch):
+        x = L.full(shape, -0.0)
+        for y in (x.sum(), x.sum(-1), x.sum(0), x.nansum(-1), x.mean(-1), x.sum(-1, True)):
+            assert not np.signbit(y.numpy()).any(), (L.__name__, y)

@@ -553,6 +553,22 @@ gg = torch.autograd.grad(v8.pow(2).mean(), [v1], create_graph=True)[0]  # values
 gg.sum().backward()
 _g = v1.grad
 """,
+    # float32 nansum adds in sum()'s (PyTorch's cascade) order, so a floor division by it
+    # lands on PyTorch's side of an integer
+    "nansum_float32_order_floor_divide": """
+v1 = torch.tensor([[[-1.81, 1.86, 2.89], [-2.67, 1.1, -2.52]], [[1.0, -2.14, 0.09], [1.41, -2.55, 1.0]]], requires_grad=True)
+v2 = v1.nansum()
+v4 = v2 // v1
+""",
+    # a small bmm adds its k products in order without FMA (PyTorch's own loop, not BLAS);
+    # fmod by the product amplifies the last bit
+    "small_bmm_order_fmod": """
+v2 = torch.tensor([[[-1.47, -0.27, -1.58]], [[-0.33, -2.24, -0.21]]], dtype=torch.float64, requires_grad=True)
+v3 = torch.tensor([[[-0.31, 1.47, 1.08], [2.9, -1.16, 1.41]], [[0.0, 1.34, 0.64], [2.38, 0.71, 0.84]]], requires_grad=True)
+v6 = v2.nansum(2, keepdim=True)
+v7 = torch.bmm(v3, torch.tensor([[[-2.02, 1.23, 0.42], [-1.26, -1.13, -2.39], [-2.65, 1.97, 0.51]], [[1.25, -1.68, -2.65], [2.68, 0.78, -1.42], [0.35, 0.0, 1.52]]], dtype=torch.float32))
+v9 = torch.fmod(v6, v7)
+""",
 }
 
 

@@ -69,7 +69,7 @@ def bmm(a, b):
     if a._data.shape[0] != b._data.shape[0]:
         raise RuntimeError(f"bmm(): the batch sizes differ ({a._data.shape[0]} and "
                            f"{b._data.shape[0]}); bmm does not broadcast, matmul does")
-    return _product(BmmBackward0, np.matmul, a, b)
+    return _product(BmmBackward0, numpy_ops.matmul, a, b)
 
 
 def matmul(a, b):

@@ -13,6 +13,7 @@ import collections
 import numpy as np
 
 from runtime import dtypes
+from runtime.cascade_sum import sum_like_torch
 from runtime.autograd_meta import any_requires_grad, record, record_multi
 from runtime.function import save_input, save_output
 from runtime.ops._family import node, record_freed
@@ -104,8 +105,13 @@ def amin(x, dim=(), keepdim=False):
 def nansum(x, dim=None, keepdim=False, dtype=None):
     dims = normalize_dims(dim, x._data.ndim)
     dt = dtype or (x._dtype if x._dtype.category == dtypes.FLOAT else dtypes.int64)
-    data = np.nansum(x._data, axis=_axes(dims, x._data.ndim), keepdims=keepdim, dtype=dt.np)
-    out = wrap(data, dt)
+    data = x._data.astype(dt.np, copy=False)
+    if data.dtype.kind in "fc":
+        # nan counts as 0 in PyTorch's summation, which goes in sum()'s order (float32's is
+        # not numpy's)
+        data = np.where(np.isnan(data), data.dtype.type(0), data)
+    data = sum_like_torch(data, _axes(dims, x._data.ndim), keepdim)
+    out = wrap(np.asarray(data, dt.np), dt)
     if any_requires_grad((x,)):
         record(NansumBackward0, (x,), out, (save_input(x), _rule_dims(dims, x), keepdim))
     return out

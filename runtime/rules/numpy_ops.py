@@ -62,7 +62,10 @@ def matmul(a, b):
     """np.matmul. A float32 matrix product of the sizes where MKL's sgemm (PyTorch's) adds
     each output as one fused multiply-add chain in k order (k <= 384, neither factor a row or
     a pair of columns: measured) takes row-major operands: OpenBLAS's kernel for those adds in
-    the same order, its kernels for transposed operands do not."""
+    the same order, its kernels for transposed operands do not. A small batched product is
+    added as PyTorch's bmm adds it (`_small_bmm`)."""
+    if _is_small_bmm(a, b):
+        return _small_bmm(a, b)
     if (a.__class__ is np.ndarray and b.__class__ is np.ndarray and a.ndim == 2 == b.ndim
             and a.dtype == np.float32 and b.dtype == np.float32 and a.shape[0] > 1 and b.shape[1] > 2
             and a.shape[1] <= MKL_K_BLOCK):
@@ -71,6 +74,25 @@ def matmul(a, b):
 
 
 MKL_K_BLOCK = 384
+# PyTorch's bmm (and baddbmm, and their gradients) of float32/float64 batches below this many
+# multiply-adds per batch entry runs its own loop instead of BLAS
+SMALL_BMM = 400
+_OPMATH = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _is_small_bmm(a, b):
+    return (a.__class__ is np.ndarray and b.__class__ is np.ndarray and a.ndim == 3 == b.ndim
+            and a.dtype == b.dtype and a.dtype in _OPMATH and a.shape[0] == b.shape[0]
+            and a.shape[1] * a.shape[2] * b.shape[2] < SMALL_BMM and a.shape[2] == b.shape[1])
+
+
+def _small_bmm(a, b):
+    """PyTorch's small-bmm loop: each output starts at +0 and adds the k products in order,
+    each product rounded on its own (no fused multiply-add)."""
+    out = np.zeros(a.shape[:2] + b.shape[2:], a.dtype)
+    for k in range(a.shape[2]):
+        out += a[:, :, k, None] * b[:, None, k, :]
+    return out
 outer = np.outer
 
 
