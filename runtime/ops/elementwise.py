@@ -47,8 +47,6 @@ ClampMinBackward0 = node_class("ClampMinBackward0", "clamp")
 ClampMaxBackward0 = node_class("ClampMaxBackward0", "clamp")
 ClampMinBackward1 = node_class("ClampMinBackward1", "clamp_min_tensor")
 ClampMaxBackward1 = node_class("ClampMaxBackward1", "clamp_max_tensor")
-RemainderBackward0 = node_class("RemainderBackward0", "alias")
-RemainderBackward1 = node_class("RemainderBackward1", "remainder")
 NotImplementedNode = node_class("NotImplemented", "not_implemented")
 # PyTorch's ready queue gives a NotImplemented node the priority AccumulateGrad nodes share
 # (UINT64_MAX): its backward fails before the other nodes ready with it run
@@ -289,6 +287,8 @@ def rdiv(x, c):
 
 
 def floor_divide(a, b):
+    if not is_tensor(a):
+        return rfloor_divide(b, a)
     return _rounded_div(a, check_operand(b, "floor_divide"), "floor", NotImplementedNode)
 
 
@@ -300,38 +300,6 @@ def remainder_kernel(a, b):
         if r.dtype.kind != "f":
             return np.remainder(a, b)
         return np.where((r != 0) & (np.less(b, 0) != np.less(r, 0)), r + b, r)
-
-
-def remainder(a, b):
-    """a - floor(a / b) * b: RemainderBackward0 (one edge) for a number b, RemainderBackward1
-    for a tensor b; a number divided by a tensor (`2 % x`) is not differentiated."""
-    b = check_operand(b, "remainder")
-    dt = binary_dtype(a, b)
-    if dt is dtypes.bool_:
-        raise NotImplementedError("remainder() is not implemented for bool tensors")
-    if dt.category != dtypes.FLOAT and divides_by_zero(data_of(a, dt.np), data_of(b, dt.np)):
-        raise RuntimeError("integer remainder by zero (ZeroDivisionError)")
-    out = _compute(remainder_kernel, a, b, dt)
-    if any_requires_grad((a, b)):
-        if not is_tensor(b):
-            record(RemainderBackward0, (a,), out, ())
-        else:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                q = np.floor_divide(data_of(a, dt.np), data_of(b, dt.np))  # torch's rounding
-            # PyTorch saves a and b only for b's gradient (a version check then applies)
-            saved = (save_input(a), save_input(b)) if requires_grad(b) else (None, None)
-            record(RemainderBackward1, (a, b), out, saved + (q,))
-    return out
-
-
-def rremainder(x, c):
-    """c % x for a Python number c."""
-    dt = binary_dtype(x, c)
-    out = remainder(wrap(np.asarray(c, dt.np), dt), x)
-    if out._grad_fn is not None:
-        record(NotImplementedNode, (x,), out, ())
-        out._grad_fn._seq = ERROR_FIRST
-    return out
 
 
 def rfloor_divide(x, c):

@@ -24,6 +24,8 @@ from runtime.ops._core import (
     wrap,
 )
 from runtime.ops.elementwise import (
+    ERROR_FIRST,
+    NotImplementedNode,
     _shape_error,
     divides_by_zero,
     iterator_layout,
@@ -194,23 +196,30 @@ _MODULO = {
 }
 
 
-def _modulo(name, a, b):
-    kernel, rounding, scalar_node, tensor_node = _MODULO[name]
+def _modulo_value(name, a, b):
+    """(a mod b, b) computed in the promoted dtype, before any node is recorded."""
     b, ad, bd, dt = _binary_data(a, b, name, False)
     if dt is dtypes.bool_:
         raise NotImplementedError(f"{name}() is not implemented for bool tensors")
     if dt.category != dtypes.FLOAT and divides_by_zero(ad, bd):
         raise RuntimeError(f"{name}(): integer division by zero (ZeroDivisionError)")
     with np.errstate(all="ignore"):
-        out = wrap(iterator_layout(kernel(ad, bd), (ad, bd)), dt)
+        return wrap(iterator_layout(_MODULO[name][0](ad, bd), (ad, bd)), dt), b
+
+
+def _modulo(name, a, b):
+    _, rounding, scalar_node, tensor_node = _MODULO[name]
+    out, b = _modulo_value(name, a, b)
     if not any_requires_grad((a, b)):
         return out
     if not is_tensor(b):
         record(scalar_node, (a,), out, ())
     else:
-        # PyTorch saves a and b only for b's gradient (a version check then applies)
+        # PyTorch saves a and b only for b's gradient (a version check then applies); the
+        # quotient is taken in the result's dtype, as PyTorch's (numpy would widen int64 and
+        # float32 operands to float64)
         saved = (save_input(a), save_input(b)) if requires_grad(b) else (None, None)
-        record(tensor_node, (a, b), out, saved + (rounding,))
+        record(tensor_node, (a, b), out, saved + (rounding, out._dtype.np))
     return out
 
 
@@ -224,10 +233,21 @@ def fmod(a, b):
 def remainder(a, b):
     """Python's %: the remainder of a / b rounded toward -inf (the sign follows b)."""
     if not is_tensor(a):
-        from runtime.creation import tensor
-
-        a = tensor(a, dtype=b._dtype)
+        return rremainder(b, a)
     return _modulo("remainder", a, b)
+
+
+def rremainder(x, c):
+    """c % x for a number c (`2 % x`, `torch.remainder(2, x)`): computed in x's dtype promoted
+    with c's, and not differentiated: one NotImplemented edge, to x, as in PyTorch."""
+    if not is_tensor(x):
+        raise TypeError("remainder(): at least one argument must be a Tensor")
+    dt = binary_dtype(x, c)
+    out, _ = _modulo_value("remainder", wrap(np.asarray(c, dt.np), dt), x)
+    if any_requires_grad((x,)):
+        record(NotImplementedNode, (x,), out, ())
+        out._grad_fn._seq = ERROR_FIRST
+    return out
 
 
 XlogyBackward0 = node("XlogyBackward0", "xlogy")

@@ -5,7 +5,9 @@ import numpy as np
 import scipy.special as sp
 
 
-def div_rounded(a, b, mode):
+def div_rounded(a, b, mode, dtype):
+    """a / b rounded by `mode`, computed in `dtype` (PyTorch's promotion, not numpy's)."""
+    a, b = np.asarray(a, dtype), np.asarray(b, dtype)
     with np.errstate(all="ignore"):
         return np.floor_divide(a, b) if mode == "floor" else np.trunc(a / b)
 
