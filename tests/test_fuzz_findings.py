@@ -569,6 +569,27 @@ v6 = v2.nansum(2, keepdim=True)
 v7 = torch.bmm(v3, torch.tensor([[[-2.02, 1.23, 0.42], [-1.26, -1.13, -2.39], [-2.65, 1.97, 0.51]], [[1.25, -1.68, -2.65], [2.68, 0.78, -1.42], [0.35, 0.0, 1.52]]], dtype=torch.float32))
 v9 = torch.fmod(v6, v7)
 """,
+    # results keep TensorIterator's layout: floor division of a permuted operand, a
+    # comparison with such a (non-view) result, lerp (x's layout first), and an operand
+    # converted to the common dtype (laid out as .to() lays it out, not as numpy's astype)
+    "iterator_layout_of_results": """
+v2 = torch.tensor([[[0.77, 1.42, -2.5], [-2.6, 2.88, 2.23]], [[0.54, -2.62, 1.14], [0.5, -0.94, -1.12]]], requires_grad=True)
+v4 = v2.permute(1, 0, 2)
+v5 = v4 // v2  # layout
+v8 = v5.sign() >= v2  # layout
+v10 = v8.permute(1, 0, 2)  # layout
+w1 = torch.tensor([[-1.3, -1.34, -0.56], [1.7, 0.5, 1.61], [1.16, 1.5, 1.45]], requires_grad=True)
+w7 = torch.add(w1, 1.94).reshape(3, -1)
+w9 = w7.mT
+w10 = torch.lerp(w7, w9, 0.75)  # layout
+w11 = torch.lerp(w9, w7, w7)  # layout
+w12 = w10[None]  # layout
+u2 = torch.tensor([-0.17, -2.22, -2.35, -2.52], dtype=torch.float64, requires_grad=True)
+u3 = torch.tensor([[0.35], [1.94]], requires_grad=True)
+u4 = u3.expand(2, 2, 1)
+u6 = torch.remainder(u2, u4)  # layout
+u13 = u6 @ u2
+""",
 }
 
 

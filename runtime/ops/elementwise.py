@@ -100,12 +100,12 @@ def _result(data, dt):
 
 def _laid_out_result(data, dt, a, b, ad, bd):
     """The result of a binary op on tensor `a` and `b` (computed from their arrays `ad`,
-    `bd`) laid out as TensorIterator lays it out. Only an operand that is a view (transposed,
-    expanded, strided) can make numpy's layout differ from it, so only then is it checked:
-    this runs on every add and mul."""
-    if data.__class__ is _ndarray and data.ndim > 1 and (
-            a._base is not None or getattr(b, "_base", None) is not None):
-        data = iterator_layout(data, (ad, bd))
+    `bd`) laid out as TensorIterator lays it out. Only an operand that is not C-contiguous (a
+    view, or a result laid out as one) can make numpy's layout differ from it, so only then
+    is it checked: this runs on every add and mul."""
+    if data.__class__ is _ndarray and data.ndim > 1 and not (
+            ad.flags.c_contiguous and (bd.__class__ is not _ndarray or bd.flags.c_contiguous)):
+        data = like_iterator(data, [x for x in (ad, bd) if x.__class__ is _ndarray and x.ndim])
     return _result(data, dt)
 
 
@@ -191,10 +191,11 @@ def rsub(x, c, alpha=1):
     c = check_operand(c, "rsub")
     _check_not_bool(x, c)
     dt = binary_dtype(x, c)
-    xd = data_of(x, dt.np)
+    xd, cd = data_of(x, dt.np), data_of(c, dt.np)
     try:
-        out = wrap(np.subtract(data_of(c, dt.np), np.multiply(xd, alpha) if alpha != 1 else xd),
-                   dt)
+        # PyTorch computes c - alpha * x with c as the iterator's first operand
+        data = np.subtract(cd, np.multiply(xd, alpha) if alpha != 1 else xd)
+        out = wrap(iterator_layout(data, (cd, xd)), dt)
     except ValueError:
         raise _shape_error(x, c) from None
     if is_tensor(c):
@@ -258,7 +259,7 @@ def _rounded_div(a, b, mode, cls=None):
                 data = np.floor_divide(ad, bd) if mode == "floor" else np.trunc(ad / bd)
     except ValueError:
         raise _shape_error(a, b) from None
-    out = wrap(data, dt)
+    out = wrap(iterator_layout(data, (ad, bd)), dt)
     # floor_divide (cls) is not differentiated: only its float results get a node, which
     # raises in backward as PyTorch's does
     if any_requires_grad((a, b)) and (cls is None or dt.category == dtypes.FLOAT):
@@ -424,9 +425,11 @@ def nonzero(x, as_tuple=False):
 def masked_fill(x, mask, value):
     """x with `value` written where `mask` holds. A tensor value (0-dim) is differentiable:
     recorded as MaskedFillBackward1 with edges to x and value."""
-    if not is_tensor(mask) or mask._dtype is not dtypes.bool_:
-        got = mask._dtype if is_tensor(mask) else type(mask).__name__
-        raise RuntimeError(f"masked_fill(): the mask must be a bool tensor, got {got}")
+    if not is_tensor(mask):  # PyTorch's argument parser refuses it
+        raise TypeError(f"masked_fill(): the mask must be a bool tensor, not "
+                        f"{type(mask).__name__}")
+    if mask._dtype is not dtypes.bool_:
+        raise RuntimeError(f"masked_fill(): the mask must be a bool tensor, got {mask._dtype}")
     m = mask._data
     if is_tensor(value):
         if value._data.ndim:
@@ -481,15 +484,16 @@ def _clamp_scalar(cls, x, lo, hi):
 def _clamp_tensor(cls, x, lo, hi):
     bounds = [b for b in (lo, hi) if b is not None]
     dt = result_dtype(x, *bounds)
-    r = data_of(x, dt.np)
+    r = xd = data_of(x, dt.np)
+    arrays = [xd] + [data_of(b, dt.np) for b in bounds]
     try:
         if lo is not None:
-            r = np.maximum(r, data_of(lo, dt.np))
+            r = np.maximum(r, arrays[1])
         if hi is not None:
-            r = np.minimum(r, data_of(hi, dt.np))
+            r = np.minimum(r, arrays[-1])
     except ValueError:
         raise _shape_error(x, *bounds) from None
-    out = wrap(r, dt)
+    out = wrap(iterator_layout(r, arrays), dt)
     if any_requires_grad((x, *bounds)):
         saved = (save_input(x), *(None if b is None else save_input(b) for b in (lo, hi)))
         if cls is ClampBackward0:

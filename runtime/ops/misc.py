@@ -225,6 +225,7 @@ def lerp(x, end, weight):
             out = _unrecorded(lambda: sub(end, mul(sub(end, x), 1 - weight)))
         else:
             out = _unrecorded(lambda: add(x, mul(sub(end, x), weight)))
+        _lay_out_as_iterator(out, (x, end))
         if out._data.dtype == np.float32:
             np.copyto(out._data, lerp_kernel(x._data, end._data, weight))
         if any_requires_grad((x, end)):
@@ -240,11 +241,20 @@ def lerp(x, end, weight):
     xs, e, w = (to_dtype(t, dt) for t in (x, end, weight))
     out = _unrecorded(lambda: where(w.abs() < 0.5, add(xs, mul(sub(e, xs), w)),
                                     sub(e, mul(sub(e, xs), 1 - w))))
+    _lay_out_as_iterator(out, (x, end, weight))
     if any_requires_grad((x, end, weight)):
         # PyTorch saves x and end only for the weight's gradient
         ends = (save_input(x), save_input(end)) if requires_grad(weight) else (None, None)
         record(LerpBackward1, (x, end, weight), out, ends + (save_input(weight),))
     return out
+
+
+def _lay_out_as_iterator(out, operands):
+    """A fresh result computed in steps gets the layout PyTorch's one TensorIterator over
+    `operands` (in its operand order) gives it."""
+    from runtime.ops.elementwise import iterator_layout
+
+    out._data = iterator_layout(out._data, [t._data for t in operands])
 
 
 def addcmul_kernel(x, t1, t2, value, out=None):

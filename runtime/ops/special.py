@@ -123,9 +123,11 @@ def polygamma(n, x, _node=PolygammaBackward0):
 def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     """nan, +inf and -inf replaced (by default with 0 and the dtype's largest / lowest value);
     integer tensors come back unchanged."""
+    d = x._data
     if x._dtype.category != dtypes.FLOAT:
-        return wrap(x._data.copy(), x._dtype)
-    out = wrap(np.nan_to_num(x._data, nan=nan, posinf=posinf, neginf=neginf), x._dtype)
+        return wrap(iterator_layout(d.copy(), (d,)), x._dtype)
+    data = np.nan_to_num(d, nan=nan, posinf=posinf, neginf=neginf)
+    out = wrap(iterator_layout(data, (d,)), x._dtype)
     if any_requires_grad((x,)):
         record(NanToNumBackward0, (x,), out, (save_input(x),))
     return out
@@ -265,7 +267,7 @@ def xlogy(x, y):
         y, xd, yd, dt = _binary_data(x, y, "xlogy", True)
     with np.errstate(all="ignore"):
         data = np.where((xd == 0) & ~np.isnan(yd), 0.0, xd * np.log(yd))
-    out = wrap(data, dt)
+    out = wrap(iterator_layout(data, (xd, yd)), dt)
     if not any_requires_grad((x, y)):
         return out
     if not is_tensor(y):
