@@ -590,6 +590,17 @@ u4 = u3.expand(2, 2, 1)
 u6 = torch.remainder(u2, u4)  # layout
 u13 = u6 @ u2
 """,
+    # a product of one column by one row keeps each product's signed zero (MKL's gemm), so
+    # rsqrt of it is -inf where PyTorch's is; a dot product's sum starts from +0
+    "outer_product_matmul_signed_zero": """
+v1 = torch.tensor([[-1.88], [-0.23]], requires_grad=True)
+v2 = torch.matmul(v1, torch.tensor([[[1.56, 2.0, 1.0]], [[0.0, -2.5, 0.87]]], dtype=torch.float32))
+v4 = v2.rsqrt()
+v4.sum().backward()
+_g = v1.grad
+d = torch.tensor([-1.0]) @ torch.tensor([0.0])
+e = 1 / d
+""",
 }
 
 

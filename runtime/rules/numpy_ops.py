@@ -66,6 +66,10 @@ def matmul(a, b):
     added as PyTorch's bmm adds it (`_small_bmm`)."""
     if _is_small_bmm(a, b):
         return _small_bmm(a, b)
+    if _is_outer_mm(a, b):
+        # MKL's gemm of one column by one row is each product alone (a product of -0 stays
+        # -0); OpenBLAS adds it to +0
+        return np.multiply(a, b)
     if (a.__class__ is np.ndarray and b.__class__ is np.ndarray and a.ndim == 2 == b.ndim
             and a.dtype == np.float32 and b.dtype == np.float32 and a.shape[0] > 1 and b.shape[1] > 2
             and a.shape[1] <= MKL_K_BLOCK):
@@ -78,6 +82,12 @@ MKL_K_BLOCK = 384
 # multiply-adds per batch entry runs its own loop instead of BLAS
 SMALL_BMM = 400
 _OPMATH = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _is_outer_mm(a, b):
+    return (a.__class__ is np.ndarray and b.__class__ is np.ndarray and a.ndim == 2 == b.ndim
+            and a.shape[1] == 1 == b.shape[0] and a.shape[0] > 1 and b.shape[1] > 1
+            and a.dtype == b.dtype and a.dtype in _OPMATH)
 
 
 def _is_small_bmm(a, b):
