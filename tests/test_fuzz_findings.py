@@ -601,6 +601,17 @@ _g = v1.grad
 d = torch.tensor([-1.0]) @ torch.tensor([0.0])
 e = 1 / d
 """,
+    # w[0] = w for a (1, 1) w: the value, its leading ones dropped, is a 0-dim view expanded
+    # over w's one element, a partial overlap for PyTorch (stride 0 against 1)
+    "setitem_self_one_element": """
+w = torch.tensor([[1.5]], requires_grad=True)
+v = w.clone()
+v[0] = v
+u = torch.ones(1, 1)
+u[0].copy_(u)
+z = torch.ones(1, 3)
+z[0] = z
+""",
 }
 
 

@@ -571,7 +571,8 @@ def _relu(d):
 
 
 def _rsqrt(d):
-    return 1.0 / np.sqrt(d)
+    with np.errstate(divide="ignore", invalid="ignore"):  # inf and nan, as PyTorch, quietly
+        return 1.0 / np.sqrt(d)
 
 
 def _reciprocal(d):
