@@ -304,6 +304,10 @@ def regenerated_view_fn(view):
     cls = node_class("AsStridedBackward0", "view_replay")
     node = new_node(cls, (base,), view, (base._data.shape, m.view_steps))
     node._fit = None
+    if not (base._requires_grad or base._grad_fn is not None):
+        # the base was detached in place since: the view keeps requiring grad, but its
+        # gradient goes nowhere (PyTorch's edge to an undefined base)
+        node.next_functions = (_NO_EDGE,)
     old = view._grad_fn
     view._grad_fn = node
     view._output_nr = 0

@@ -612,6 +612,25 @@ u[0].copy_(u)
 z = torch.ones(1, 3)
 z[0] = z
 """,
+    # a view of a leaf detached in place, then changed through the base: the view's new
+    # history (AsStridedBackward0) leads nowhere, as PyTorch's
+    "view_of_base_detached_in_place": """
+v2 = torch.tensor([-2.58, 1.96, -1.01, -2.93], requires_grad=True)
+v4 = v2.T
+v2.detach_()
+v2[[-3, -4]] = -2
+v14 = v4 + 1
+v14.sum().backward()
+_g = v2.grad
+""",
+    # stack's gradient selects from the cotangent, a view: of sum()'s expanded cotangent it
+    # is a stride-0 view, not contiguous, as PyTorch's
+    "stack_gradient_is_a_view": """
+v1 = torch.tensor([-0.81, 1.54, 0.14], requires_grad=True)
+v3 = torch.stack([v1], 0)
+v6 = torch.autograd.grad(v3.sum(), [v1], retain_graph=True, allow_unused=True)[0]  # values
+v8 = v6.view(1, 3)  # layout
+""",
 }
 
 

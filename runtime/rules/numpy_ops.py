@@ -400,7 +400,9 @@ def narrow(x, dim, start, length):
 
 
 def select(x, dim, i):
-    return np.take(x, i, axis=dim)
+    """x at index i along dim: a view, as PyTorch's select (a gradient it passes on may
+    stay a view of an expanded cotangent)."""
+    return x[(slice(None),) * (dim % x.ndim) + (i,)]
 
 
 def cat(parts, dim):
