@@ -631,6 +631,14 @@ v3 = torch.stack([v1], 0)
 v6 = torch.autograd.grad(v3.sum(), [v1], retain_graph=True, allow_unused=True)[0]  # values
 v8 = v6.view(1, 3)  # layout
 """,
+    # diag's gradient is the diagonal of the cotangent: of sum()'s expanded one, a stride-0
+    # view whose elements share one memory location, so writing one writes all
+    "diag_gradient_is_a_view": """
+v2 = torch.tensor([-0.72, -0.67, 0.27], requires_grad=True)
+v6 = v2.diag()
+v8 = torch.autograd.grad(v6.sum(), [v2], retain_graph=True, allow_unused=True)[0]  # values
+v8[-2::2] = -2  # layout
+""",
 }
 
 

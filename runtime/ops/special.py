@@ -162,10 +162,20 @@ def _tensors_only(name, a, b):
                             f"{type(t).__name__}")
 
 
+def _atan2_kernel(yd, xd):
+    """float32 atan2 computed in float64 and rounded: PyTorch's vector kernel (SLEEF's,
+    within an ulp) agrees with it on 97.6 % of random elements, with numpy's float32 kernel
+    on 62 %."""
+    if np.result_type(yd, xd) == np.float32:
+        return np.arctan2(np.asarray(yd, np.float64), np.asarray(xd, np.float64)).astype(
+            np.float32)
+    return np.arctan2(yd, xd)
+
+
 def atan2(y, x):
     _tensors_only("atan2", y, x)
     x, yd, xd, dt = _binary_data(y, x, "atan2", True)
-    out = wrap(iterator_layout(np.arctan2(yd, xd), (yd, xd)), dt)
+    out = wrap(iterator_layout(_atan2_kernel(yd, xd), (yd, xd)), dt)
     if any_requires_grad((y, x)):
         record(Atan2Backward0, (y, x), out, (save_input(y), save_input(x)))
     return out

@@ -57,7 +57,10 @@ def diagonal_view(a, offset, d1, d2):
 
 
 def diagonal_at(x, offset, d1, d2):
-    return np.diagonal(x, offset, d1, d2).copy()
+    """x's diagonal: a copy, except of an expanded x (a cotangent sum() broadcast), whose
+    diagonal PyTorch's view keeps as a stride-0 view of the same memory."""
+    d = np.diagonal(x, offset, d1, d2)
+    return d if 0 in d.strides and d.size > 1 else d.copy()
 
 
 def diag_scatter(g, shape, offset, d1, d2):
