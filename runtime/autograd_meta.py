@@ -350,7 +350,8 @@ def check_inplace(t, recording):
                 "a leaf tensor that requires grad cannot be modified in place: autograd "
                 "needs its value. Do the update under torch.no_grad(), or work on a clone")
         return
-    if t._meta.creation != DEFAULT:
+    if t._meta.creation != DEFAULT and t._dtype.category == FLOAT:
+        # an int or bool target records nothing (not differentiable), so PyTorch checks not
         raise RuntimeError(_rebase_message(t, "it is being"))
     if (t._requires_grad or t._grad_fn is not None) and base._grad_fn is None:
         raise RuntimeError(

@@ -639,6 +639,48 @@ v6 = v2.diag()
 v8 = torch.autograd.grad(v6.sum(), [v2], retain_graph=True, allow_unused=True)[0]  # values
 v8[-2::2] = -2  # layout
 """,
+    # amax/amin keep the first zero they meet, so 1 / amax is inf where PyTorch's is
+    "amax_first_signed_zero": """
+v2 = torch.tensor([[0.02, 1.86], [-1.67, 1.88], [0.5, -0.79]], requires_grad=True)
+v3 = v2 % v2
+v4 = v3.amax(-2)
+v8 = torch.reciprocal(v4)
+w = 1 / torch.tensor([0.0, -0.0, 0.0]).amax()
+""",
+    # the gradient of x ** e is 0 where e is 0, even for a nan cotangent (std of ones)
+    "pow_tensor_exponent_zero_gradient": """
+v1 = torch.tensor([[-2.74, 2.0, -2.5]], requires_grad=True)
+v2 = torch.tensor(2.0, requires_grad=True)
+v4 = torch.remainder(v2, True)
+v7 = v1.mT ** v4
+v8 = v7.std(1)
+v12 = torch.autograd.grad(v8.sum(), [v1], retain_graph=True, allow_unused=True)[0]  # values
+""",
+    # integer powers with the lowest int32 as exponent (a cast of inf), and a copy_ into a
+    # bool view that is one of split's outputs (nothing to record, so no view check)
+    "int_pow_lowest_exponent_and_bool_split_copy": """
+v1 = torch.tensor([-2.86, 2.67, 2.67], requires_grad=True)
+v2 = torch.tensor([[-2.1], [0.0], [0.16]], requires_grad=True)
+v4 = (v1 / v2).int()
+v7 = v4.unbind(1)[1]
+v8 = v7 ** v4
+w2 = torch.tensor([[-0.34, 1.0, -0.28]], requires_grad=True)
+w8 = w2 == torch.tensor([[1.63], [-1.03]])
+w9 = w8.split(1, -2)[1]
+w9.copy_(w2 % 0)
+""",
+    # clamp (number or tensor bounds), maximum and minimum keep x's zero on a tie of -0 and
+    # +0, as PyTorch's max/min; floor division by the product then has PyTorch's signs
+    "clamp_signed_zero_ties": """
+v1 = torch.tensor([[[1.54, -2.5, 1.29], [0.65, 0.5, -1.99]], [[-1.59, -1.71, 2.75], [-0.63, -2.23, 0.36]]], dtype=torch.float64, requires_grad=True)
+v3 = v1.floor().clamp(max=-0.0)
+v4 = v3 * v1
+v5 = v1 // v4
+z = torch.tensor([0.0, -0.0, 1.0])
+w = 1 / torch.clamp(z, min=torch.tensor(-0.0))
+u = 1 / torch.maximum(z, torch.tensor(-0.0))
+t = 1 / torch.minimum(-z, torch.tensor(0.0))
+""",
 }
 
 

@@ -331,7 +331,7 @@ def _int_power(b, e):
     neg = np.less(e, 0)
     if not np.any(neg):
         return np.power(b, e)
-    r = np.power(b, np.abs(e))
+    r = np.power(b, np.where(neg, 0, e))  # (abs() of the lowest integer stays negative)
     odd = np.equal(np.remainder(e, 2), 1)
     tiny = np.where(np.equal(b, 1), 1, np.where(np.equal(b, -1), np.where(odd, -1, 1), 0))
     return np.where(neg, tiny, r).astype(r.dtype)
@@ -367,13 +367,29 @@ def float_power(x, exponent):
     return pow(x, exponent)
 
 
+def ties_keep_first(r, first):
+    """r = max or min of `first` and another operand, where a tie of -0 and +0 gives
+    `first`'s zero, as PyTorch's kernels (std::max, vector max) do; numpy's gives the other's."""
+    if r.dtype.kind == "f" and not np.all(r):
+        return np.where(np.equal(r, first), first, r)
+    return r
+
+
+def _maximum_kernel(a, b):
+    return ties_keep_first(np.maximum(a, b), a)
+
+
+def _minimum_kernel(a, b):
+    return ties_keep_first(np.minimum(a, b), a)
+
+
 def _minmax(a, b, is_max):
     if not is_tensor(b):
         raise TypeError(f"{'maximum' if is_max else 'minimum'}() takes two tensors, got "
                         f"{type(b).__name__} as the second operand; use clamp() for a number")
     b = check_operand(b, "maximum")
     dt = binary_dtype(a, b)
-    out = _compute(np.maximum if is_max else np.minimum, a, b, dt)
+    out = _compute(_maximum_kernel if is_max else _minimum_kernel, a, b, dt)
     if any_requires_grad((a, b)):
         cls = MaximumBackward0 if is_max else MinimumBackward0
         record(cls, (a, b), out, (save_input(a), save_input(b), is_max))
@@ -470,11 +486,13 @@ def _clamp_scalar(cls, x, lo, hi):
     dt = x._dtype
     if dt.category != _FLOAT:
         dt = result_dtype(x, *(b for b in (lo, hi) if b is not None))
-    r = data_of(x, dt.np)
+    r = xd = data_of(x, dt.np)
     if lo is not None:
         r = np.maximum(r, lo)
     if hi is not None:
         r = np.minimum(r, hi)
+    if lo == 0 or hi == 0:
+        r = ties_keep_first(r, xd)
     out = _result(iterator_layout(r, (x._data,)), dt)
     if any_requires_grad((x,)):
         record(cls, (x,), out, (save_input(x), lo, hi))
@@ -493,7 +511,7 @@ def _clamp_tensor(cls, x, lo, hi):
             r = np.minimum(r, arrays[-1])
     except ValueError:
         raise _shape_error(x, *bounds) from None
-    out = wrap(iterator_layout(r, arrays), dt)
+    out = wrap(iterator_layout(ties_keep_first(r, xd), arrays), dt)
     if any_requires_grad((x, *bounds)):
         saved = (save_input(x), *(None if b is None else save_input(b) for b in (lo, hi)))
         if cls is ClampBackward0:

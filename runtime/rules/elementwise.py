@@ -54,8 +54,9 @@ def pow_scalar(ops, g, needs, x, exponent):
 def pow_tensor(ops, g, needs, x, e, result):
     gx = ge = None
     if needs[0]:
+        # 0 where the exponent is 0, whatever the cotangent (nan included), as PyTorch
         partial = ops.mul(e, ops.pow(x, ops.sub(e, 1)))
-        gx = ops.mul(g, ops.where(ops.eq(e, 0), 0.0, partial))
+        gx = ops.where(ops.eq(e, 0), 0.0, ops.mul(g, partial))
     if needs[1]:
         partial = ops.mul(result, ops.log(x))
         safe = ops.where(ops.logical_and(ops.eq(x, 0), ops.ge(e, 0)), 0.0, partial)
