@@ -119,6 +119,8 @@ FUSED = [
     ("lerp_small", lambda L, x, y, z: L.lerp(x, y, 0.1)),
     ("lerp_large", lambda L, x, y, z: L.lerp(x, y, 0.7)),
     ("lerp_", lambda L, x, y, z: x.clone().lerp_(y, 1 - 0.9)),
+    ("lerp_tensor_weight", lambda L, x, y, z: L.lerp(x, y, z * 0.1)),
+    ("lerp_0dim_weight", lambda L, x, y, z: L.lerp(x, y, L.tensor(-2.6))),
     ("addcmul", lambda L, x, y, z: L.addcmul(x, y, z, value=0.001)),
     ("addcmul_", lambda L, x, y, z: x.clone().mul_(0.999).addcmul_(y, y, value=1 - 0.999)),
     ("add_alpha", lambda L, x, y, z: L.add(x, y, alpha=-0.37)),
