@@ -23,8 +23,8 @@ def check_internal_overlap(t, result_fn, args=()):
     if not overlapping(d):
         own_memory(t)
         return
-    if result_fn is F.copy_like_op and args and args[0] is t:
-        return  # x.copy_(x) writes nothing (PyTorch returns at once)
+    if result_fn is F.copy_like_op and args and (args[0] is t or _same_data(d, args[0]._data)):
+        return  # x.copy_(x), or of a view walking x's memory as x does: PyTorch returns at once
     by_tensor = result_fn is F.fill_like_op and args and hasattr(args[0], "_data")
     if result_fn in (F.fill_like_op, F.zero_like_op, F.masked_fill, F.index_put) \
             and not by_tensor:
@@ -34,6 +34,11 @@ def check_internal_overlap(t, result_fn, args=()):
     raise RuntimeError("an in-place operation cannot write into a tensor in which several "
                        "elements share one memory location (made by expand()); clone() it "
                        "first")
+
+
+def _same_data(d, o):
+    return (o.shape == d.shape and o.strides == d.strides and o.dtype == d.dtype
+            and o.ctypes.data == d.ctypes.data)
 
 
 def own_memory(t):

@@ -681,6 +681,13 @@ w = 1 / torch.clamp(z, min=torch.tensor(-0.0))
 u = 1 / torch.maximum(z, torch.tensor(-0.0))
 t = 1 / torch.minimum(-z, torch.tensor(0.0))
 """,
+    # a copy of a view walking the target's memory as the target does (an expanded gradient
+    # into itself) returns at once in PyTorch, before any overlap check
+    "copy_same_data_expanded": """
+v2 = torch.tensor([-1.17, 0.52, -1.25, 2.02], requires_grad=True)
+v3 = torch.autograd.grad(v2.sum(), [v2], retain_graph=True, allow_unused=True)[0]  # values
+v3[None] = v3
+""",
 }
 
 
