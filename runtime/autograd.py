@@ -148,9 +148,10 @@ def _finish_grad(i, t, g, create_graph, allow_unused, materialize):
 def _expanded_as_view(out):
     """A gradient made by broadcasting (sum()'s backward expands) is, in PyTorch, a view of
     the smaller tensor it expands, made while grad mode was off: detach_() of it, or an
-    in-place op on it that records history, is refused as for any such view."""
+    in-place op on it that records history, is refused as for any such view. A 0-dim one
+    (sum() of a 0-dim input) is such a view too: numpy's broadcast to () is read-only."""
     d = out._data
-    if not (overlapping(d) or (0 in d.strides and not d.flags.writeable)):
+    if not (overlapping(d) or ((0 in d.strides or d.ndim == 0) and not d.flags.writeable)):
         return out
     compact = np.array(d[tuple(slice(0, 1) if st == 0 else slice(None) for st in d.strides)])
     base = wrap(compact, out._dtype)

@@ -304,6 +304,10 @@ def regenerated_view_fn(view):
     cls = node_class("AsStridedBackward0", "view_replay")
     node = new_node(cls, (base,), view, (base._data.shape, m.view_steps))
     node._fit = None
+    if not (base._requires_grad or base._grad_fn is not None):
+        # the base was detached in place since: the view keeps requiring grad, but its
+        # gradient goes nowhere (PyTorch's edge to an undefined base)
+        node.next_functions = (_NO_EDGE,)
     old = view._grad_fn
     view._grad_fn = node
     view._output_nr = 0
@@ -346,7 +350,8 @@ def check_inplace(t, recording):
                 "a leaf tensor that requires grad cannot be modified in place: autograd "
                 "needs its value. Do the update under torch.no_grad(), or work on a clone")
         return
-    if t._meta.creation != DEFAULT:
+    if t._meta.creation != DEFAULT and t._dtype.category == FLOAT:
+        # an int or bool target records nothing (not differentiable), so PyTorch checks not
         raise RuntimeError(_rebase_message(t, "it is being"))
     if (t._requires_grad or t._grad_fn is not None) and base._grad_fn is None:
         raise RuntimeError(
@@ -420,12 +425,16 @@ def _snapshot_saved_self(node, t, old_data, operands):
             a.version = snapshot._vc[0]
 
 
+def _saved_results(node):
+    return [a for a in node._args
+            if type(a) is SavedTensor and a.output_of is not None and a.tensor is None]
+
+
 def _rebind_saved_result(node, t):
-    for a in node._args:
-        if type(a) is SavedTensor and a.output_of is not None and a.tensor is None:
-            a.data = t._data
-            a.vc = t._vc
-            a.version = t._vc[0]
+    for a in _saved_results(node):
+        a.data = t._data
+        a.vc = t._vc
+        a.version = t._vc[0]
 
 
 def _move_history(t, node):
@@ -514,7 +523,9 @@ def _move_view_history(t, node):
     base._grad_fn = cs
     base._output_nr = 0
     _move_retain_hook(base, old, cs)
-    regenerated_view_fn(t)
+    history = regenerated_view_fn(t)
+    for a in _saved_results(node):
+        a.history = weakref.ref(history)
 
 
 def accumulator_of(t):

@@ -168,7 +168,8 @@ def torch_sum(a, dims):
         out = inner_sum(x[:, :, 0].T)
     else:
         out = outer_sum(x.transpose(1, 0, 2))
-    return out.reshape(out_shape)
+    # PyTorch's accumulators start at +0, so a sum of -0s is +0
+    return (out + np.float32(0)).reshape(out_shape)
 
 
 def sum_like_torch(a, axis=None, keepdims=False):

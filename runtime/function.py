@@ -214,9 +214,11 @@ class SavedTensor:
 
     Inputs are held as the tensor itself (so create_graph can differentiate through them);
     outputs are held as data + version counter, to avoid an output -> node -> output cycle.
+    The output of an in-place op on a view unpacks with the view's history at saving time
+    (`history`, a weak reference; the node itself once that is gone), as PyTorch's does.
     """
 
-    __slots__ = ("tensor", "data", "vc", "version", "output_of", "freed")
+    __slots__ = ("tensor", "data", "vc", "version", "output_of", "freed", "history")
 
     def __init__(self, tensor, data, vc, output_of):
         self.tensor = tensor
@@ -225,6 +227,7 @@ class SavedTensor:
         self.version = vc[0] if vc is not None else 0
         self.output_of = output_of
         self.freed = False
+        self.history = None
 
     def free(self):
         self.tensor = self.data = None
@@ -265,7 +268,8 @@ class SavedTensor:
         t = Tensor._wrap(self.data)
         if self.output_of is not None and grad_mode.is_grad_enabled():
             t._vc = self.vc
-            t._grad_fn = node
+            history = self.history() if self.history is not None else None
+            t._grad_fn = node if history is None else history
         return t
 
     def _modified_message(self):
@@ -332,6 +336,7 @@ def save_input(t):
     saved.version = vc[0]
     saved.output_of = None
     saved.freed = False
+    saved.history = None
     return saved
 
 

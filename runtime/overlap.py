@@ -23,8 +23,8 @@ def check_internal_overlap(t, result_fn, args=()):
     if not overlapping(d):
         own_memory(t)
         return
-    if result_fn is F.copy_like_op and args and args[0] is t:
-        return  # x.copy_(x) writes nothing (PyTorch returns at once)
+    if result_fn is F.copy_like_op and args and (args[0] is t or _same_data(d, args[0]._data)):
+        return  # x.copy_(x), or of a view walking x's memory as x does: PyTorch returns at once
     by_tensor = result_fn is F.fill_like_op and args and hasattr(args[0], "_data")
     if result_fn in (F.fill_like_op, F.zero_like_op, F.masked_fill, F.index_put) \
             and not by_tensor:
@@ -34,6 +34,11 @@ def check_internal_overlap(t, result_fn, args=()):
     raise RuntimeError("an in-place operation cannot write into a tensor in which several "
                        "elements share one memory location (made by expand()); clone() it "
                        "first")
+
+
+def _same_data(d, o):
+    return (o.shape == d.shape and o.strides == d.strides and o.dtype == d.dtype
+            and o.ctypes.data == d.ctypes.data)
 
 
 def own_memory(t):
@@ -64,12 +69,21 @@ def check_partial_overlap(t, args, result_fn=None):
             continue
         o = a._data
         # the same memory exactly, walked the same way (x.copy_(x), or a view of x expanded
-        # back to x's place); x[None] over x is a partial overlap for PyTorch
-        same = o.size == d.size and _byte_bounds(o) == _byte_bounds(d) and \
-            (torch_strides(o) == torch_strides(d) or not _dense(o))
+        # back to x's place); x[None] over x is a partial overlap for PyTorch, and so is a
+        # 0-dim view expanded over a one-element x (`w[0] = w` for w of shape (1, 1)): its
+        # dimensions keep stride 0 though their size is 1
+        same = o.size == d.size and _byte_bounds(o) == _byte_bounds(d) and (
+            not _dense(o) or (torch_strides(o) == torch_strides(d)
+                              and _expanded_scalar(o) == _expanded_scalar(d)))
         if not same and _dense(o) and _dense(d) and np.may_share_memory(o, d):
             raise RuntimeError("an operand of an in-place operation shares part of its memory "
                                "with the tensor being written; clone() the operand first")
+
+
+def _expanded_scalar(d):
+    """Whether `d` is a 0-dim tensor expanded to one element in some dimensions (PyTorch's
+    expand gives all of them stride 0; other size-1 dimensions have nonzero strides)."""
+    return d.ndim > 0 and d.size == 1 and not any(d.strides)
 
 
 def check_no_overlap(target, value):

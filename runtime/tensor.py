@@ -754,6 +754,15 @@ class Tensor:
     def __ipow__(self, other):
         return self._inplace(F.pow, other)
 
+    def __ifloordiv__(self, other):
+        return self._inplace(F.floor_divide, other)
+
+    def __imod__(self, other):
+        return self._inplace(F.remainder, other)
+
+    def floor_divide_(self, other):
+        return self._inplace(F.floor_divide, other)
+
     def add_(self, other, alpha=1):
         return self._inplace(F.add, other, alpha)
 

@@ -65,10 +65,6 @@ def rdiv(c, x):
     return F.mul(F.reciprocal(x), c)
 
 
-def div_floor(a, b):
-    return F.div(a, b, rounding_mode="floor")
-
-
 def pow(x, e):
     return F.pow(x, e)
 

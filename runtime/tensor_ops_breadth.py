@@ -16,7 +16,8 @@ tril = _indexing.tril
 triu = _indexing.triu
 
 
-def div_rounded(a, b, mode):
+def div_rounded(a, b, mode, dtype):
+    """a / b rounded by `mode`; the division promotes to `dtype` as PyTorch's does."""
     from runtime.ops import div
 
     return div(a, b, rounding_mode=mode)

@@ -541,6 +541,153 @@ gg = torch.autograd.grad((2 ** u).sum(), [u], create_graph=True)[0]  # values
 gg.sum().backward()
 _g = u.grad
 """,
+    # the result saved by an in-place op on a view unpacks with the view's history (as
+    # PyTorch's), so a create_graph gradient does not reach the node CopySlices wraps directly
+    # and a later backward runs through it once
+    "inplace_on_view_saved_result_double_backward": """
+v1 = torch.tensor([-1.97, 1.59, 2.52, -1.33], dtype=torch.float64, requires_grad=True)
+v3 = v1 / v1
+v8 = v3.select(-1, -1)
+v8.sqrt_()
+gg = torch.autograd.grad(v8.pow(2).mean(), [v1], create_graph=True)[0]  # values
+gg.sum().backward()
+_g = v1.grad
+""",
+    # float32 nansum adds in sum()'s (PyTorch's cascade) order, so a floor division by it
+    # lands on PyTorch's side of an integer
+    "nansum_float32_order_floor_divide": """
+v1 = torch.tensor([[[-1.81, 1.86, 2.89], [-2.67, 1.1, -2.52]], [[1.0, -2.14, 0.09], [1.41, -2.55, 1.0]]], requires_grad=True)
+v2 = v1.nansum()
+v4 = v2 // v1
+""",
+    # a small bmm adds its k products in order without FMA (PyTorch's own loop, not BLAS);
+    # fmod by the product amplifies the last bit
+    "small_bmm_order_fmod": """
+v2 = torch.tensor([[[-1.47, -0.27, -1.58]], [[-0.33, -2.24, -0.21]]], dtype=torch.float64, requires_grad=True)
+v3 = torch.tensor([[[-0.31, 1.47, 1.08], [2.9, -1.16, 1.41]], [[0.0, 1.34, 0.64], [2.38, 0.71, 0.84]]], requires_grad=True)
+v6 = v2.nansum(2, keepdim=True)
+v7 = torch.bmm(v3, torch.tensor([[[-2.02, 1.23, 0.42], [-1.26, -1.13, -2.39], [-2.65, 1.97, 0.51]], [[1.25, -1.68, -2.65], [2.68, 0.78, -1.42], [0.35, 0.0, 1.52]]], dtype=torch.float32))
+v9 = torch.fmod(v6, v7)
+""",
+    # results keep TensorIterator's layout: floor division of a permuted operand, a
+    # comparison with such a (non-view) result, lerp (x's layout first), and an operand
+    # converted to the common dtype (laid out as .to() lays it out, not as numpy's astype)
+    "iterator_layout_of_results": """
+v2 = torch.tensor([[[0.77, 1.42, -2.5], [-2.6, 2.88, 2.23]], [[0.54, -2.62, 1.14], [0.5, -0.94, -1.12]]], requires_grad=True)
+v4 = v2.permute(1, 0, 2)
+v5 = v4 // v2  # layout
+v8 = v5.sign() >= v2  # layout
+v10 = v8.permute(1, 0, 2)  # layout
+w1 = torch.tensor([[-1.3, -1.34, -0.56], [1.7, 0.5, 1.61], [1.16, 1.5, 1.45]], requires_grad=True)
+w7 = torch.add(w1, 1.94).reshape(3, -1)
+w9 = w7.mT
+w10 = torch.lerp(w7, w9, 0.75)  # layout
+w11 = torch.lerp(w9, w7, w7)  # layout
+w12 = w10[None]  # layout
+u2 = torch.tensor([-0.17, -2.22, -2.35, -2.52], dtype=torch.float64, requires_grad=True)
+u3 = torch.tensor([[0.35], [1.94]], requires_grad=True)
+u4 = u3.expand(2, 2, 1)
+u6 = torch.remainder(u2, u4)  # layout
+u13 = u6 @ u2
+""",
+    # a product of one column by one row keeps each product's signed zero (MKL's gemm), so
+    # rsqrt of it is -inf where PyTorch's is; a dot product's sum starts from +0
+    "outer_product_matmul_signed_zero": """
+v1 = torch.tensor([[-1.88], [-0.23]], requires_grad=True)
+v2 = torch.matmul(v1, torch.tensor([[[1.56, 2.0, 1.0]], [[0.0, -2.5, 0.87]]], dtype=torch.float32))
+v4 = v2.rsqrt()
+v4.sum().backward()
+_g = v1.grad
+d = torch.tensor([-1.0]) @ torch.tensor([0.0])
+e = 1 / d
+""",
+    # w[0] = w for a (1, 1) w: the value, its leading ones dropped, is a 0-dim view expanded
+    # over w's one element, a partial overlap for PyTorch (stride 0 against 1)
+    "setitem_self_one_element": """
+w = torch.tensor([[1.5]], requires_grad=True)
+v = w.clone()
+v[0] = v
+u = torch.ones(1, 1)
+u[0].copy_(u)
+z = torch.ones(1, 3)
+z[0] = z
+""",
+    # a view of a leaf detached in place, then changed through the base: the view's new
+    # history (AsStridedBackward0) leads nowhere, as PyTorch's
+    "view_of_base_detached_in_place": """
+v2 = torch.tensor([-2.58, 1.96, -1.01, -2.93], requires_grad=True)
+v4 = v2.T
+v2.detach_()
+v2[[-3, -4]] = -2
+v14 = v4 + 1
+v14.sum().backward()
+_g = v2.grad
+""",
+    # stack's gradient selects from the cotangent, a view: of sum()'s expanded cotangent it
+    # is a stride-0 view, not contiguous, as PyTorch's
+    "stack_gradient_is_a_view": """
+v1 = torch.tensor([-0.81, 1.54, 0.14], requires_grad=True)
+v3 = torch.stack([v1], 0)
+v6 = torch.autograd.grad(v3.sum(), [v1], retain_graph=True, allow_unused=True)[0]  # values
+v8 = v6.view(1, 3)  # layout
+""",
+    # diag's gradient is the diagonal of the cotangent: of sum()'s expanded one, a stride-0
+    # view whose elements share one memory location, so writing one writes all
+    "diag_gradient_is_a_view": """
+v2 = torch.tensor([-0.72, -0.67, 0.27], requires_grad=True)
+v6 = v2.diag()
+v8 = torch.autograd.grad(v6.sum(), [v2], retain_graph=True, allow_unused=True)[0]  # values
+v8[-2::2] = -2  # layout
+""",
+    # amax/amin keep the first zero they meet, so 1 / amax is inf where PyTorch's is
+    "amax_first_signed_zero": """
+v2 = torch.tensor([[0.02, 1.86], [-1.67, 1.88], [0.5, -0.79]], requires_grad=True)
+v3 = v2 % v2
+v4 = v3.amax(-2)
+v8 = torch.reciprocal(v4)
+w = 1 / torch.tensor([0.0, -0.0, 0.0]).amax()
+""",
+    # the gradient of x ** e is 0 where e is 0, even for a nan cotangent (std of ones)
+    "pow_tensor_exponent_zero_gradient": """
+v1 = torch.tensor([[-2.74, 2.0, -2.5]], requires_grad=True)
+v2 = torch.tensor(2.0, requires_grad=True)
+v4 = torch.remainder(v2, True)
+v7 = v1.mT ** v4
+v8 = v7.std(1)
+v12 = torch.autograd.grad(v8.sum(), [v1], retain_graph=True, allow_unused=True)[0]  # values
+""",
+    # integer powers with the lowest int32 as exponent (a cast of inf), and a copy_ into a
+    # bool view that is one of split's outputs (nothing to record, so no view check)
+    "int_pow_lowest_exponent_and_bool_split_copy": """
+v1 = torch.tensor([-2.86, 2.67, 2.67], requires_grad=True)
+v2 = torch.tensor([[-2.1], [0.0], [0.16]], requires_grad=True)
+v4 = (v1 / v2).int()
+v7 = v4.unbind(1)[1]
+v8 = v7 ** v4
+w2 = torch.tensor([[-0.34, 1.0, -0.28]], requires_grad=True)
+w8 = w2 == torch.tensor([[1.63], [-1.03]])
+w9 = w8.split(1, -2)[1]
+w9.copy_(w2 % 0)
+""",
+    # clamp (number or tensor bounds), maximum and minimum keep x's zero on a tie of -0 and
+    # +0, as PyTorch's max/min; floor division by the product then has PyTorch's signs
+    "clamp_signed_zero_ties": """
+v1 = torch.tensor([[[1.54, -2.5, 1.29], [0.65, 0.5, -1.99]], [[-1.59, -1.71, 2.75], [-0.63, -2.23, 0.36]]], dtype=torch.float64, requires_grad=True)
+v3 = v1.floor().clamp(max=-0.0)
+v4 = v3 * v1
+v5 = v1 // v4
+z = torch.tensor([0.0, -0.0, 1.0])
+w = 1 / torch.clamp(z, min=torch.tensor(-0.0))
+u = 1 / torch.maximum(z, torch.tensor(-0.0))
+t = 1 / torch.minimum(-z, torch.tensor(0.0))
+""",
+    # a copy of a view walking the target's memory as the target does (an expanded gradient
+    # into itself) returns at once in PyTorch, before any overlap check
+    "copy_same_data_expanded": """
+v2 = torch.tensor([-1.17, 0.52, -1.25, 2.02], requires_grad=True)
+v3 = torch.autograd.grad(v2.sum(), [v2], retain_graph=True, allow_unused=True)[0]  # values
+v3[None] = v3
+""",
 }
 
 

@@ -3318,6 +3318,27 @@ def M4_python_scalar_arith_values(torch, rec):
 
 
 @snippet
+def M4_modulo_forms(torch, rec):
+    """A number first (`torch.remainder(2, x)`, `floor_divide(2, x)`) is not differentiated
+    and promotes with the tensor; `%=` and `//=` work in place; the quotient in fmod's and
+    remainder's gradient is taken in the result's dtype (an int64 dividend over float32)."""
+    x = torch.tensor([1.5, -2.0, 7.0], requires_grad=True)
+    rec(torch.remainder(2, x), torch.floor_divide(2, x), 2 % x, 2 // x)
+    rec(torch.remainder(2.5, torch.tensor([2, 3])), 2.5 % torch.tensor([2, 3]))
+    y = x * 1
+    y %= 2
+    z = x * 1
+    z //= torch.tensor([2.0, 3.0, -1.0])
+    w = torch.tensor([5, -7, 3])
+    w %= 2
+    rec(y, y._version, z, z._version, w, w._version)
+    b = torch.tensor([0.1, -0.3, 0.7], requires_grad=True)
+    for fn in (torch.fmod, torch.remainder):
+        fn(torch.tensor([1, -2, 3]), b).sum().backward()
+        rec(b.grad)
+
+
+@snippet
 def M4_integer_division_by_zero(torch, rec):
     rec(catch(lambda: torch.tensor(7) // 0), catch(lambda: torch.tensor(7) % 0),
         catch(lambda: torch.tensor([7, 1]) // torch.tensor([0, 1])))

@@ -21,4 +21,4 @@ from runtime.ops import shape  # noqa: F401
 from runtime.ops.inplace import *  # noqa: F401,F403
 from runtime.ops.misc import *  # noqa: F401,F403
 from runtime.ops.misc import all, any  # noqa: F401
-from runtime.ops.special import remainder  # noqa: F401,E402  (recorded; issue 16)
+from runtime.ops.special import remainder, rremainder  # noqa: F401,E402

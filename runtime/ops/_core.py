@@ -8,6 +8,7 @@ import numpy as np
 
 from runtime import dtypes
 from runtime.dtypes import FLOAT, result_type_of, scalar_dtype
+from runtime.ops.layout import like_input
 
 _SCALARS = (int, float, bool, complex)
 _default = [dtypes.float32]
@@ -78,7 +79,14 @@ def data_of(x, np_dtype):
     if type(x) in _SCALARS:
         return x
     d = x._data
-    return d if d.dtype == np_dtype else d.astype(np_dtype)
+    if d.dtype == np_dtype:
+        return d
+    if d.ndim > 1 and not d.flags.c_contiguous:
+        # PyTorch converts the operand with .to(), whose copy is laid out as empty_like lays
+        # it out (numpy's astype orders an expanded or overlapping array otherwise); the
+        # result's layout follows the operands' layouts
+        return like_input(d.astype(np_dtype), d)
+    return d.astype(np_dtype)
 
 
 _wrap_tensor = None  # Tensor._wrap, installed by runtime.tensor (which imports this module)

@@ -10,6 +10,7 @@ import numpy as np
 from runtime.autograd_meta import any_requires_grad, record, requires_grad
 from runtime.function import node_class, save_input
 from runtime.ops._core import wrap
+from runtime.rules import numpy_ops
 
 AddmvBackward0 = node_class("AddmvBackward0", "addmv")
 BaddbmmBackward0 = node_class("BaddbmmBackward0", "baddbmm")
@@ -43,7 +44,7 @@ def _combine(name, inp, prod, beta, alpha):
 
 def _product(name, a, b):
     try:
-        return np.matmul(a._data, b._data)
+        return numpy_ops.matmul(a._data, b._data)
     except ValueError:
         raise RuntimeError(f"{name}(): shapes {list(a._data.shape)} and {list(b._data.shape)} "
                            f"cannot be multiplied") from None

@@ -47,8 +47,6 @@ ClampMinBackward0 = node_class("ClampMinBackward0", "clamp")
 ClampMaxBackward0 = node_class("ClampMaxBackward0", "clamp")
 ClampMinBackward1 = node_class("ClampMinBackward1", "clamp_min_tensor")
 ClampMaxBackward1 = node_class("ClampMaxBackward1", "clamp_max_tensor")
-RemainderBackward0 = node_class("RemainderBackward0", "alias")
-RemainderBackward1 = node_class("RemainderBackward1", "remainder")
 NotImplementedNode = node_class("NotImplemented", "not_implemented")
 # PyTorch's ready queue gives a NotImplemented node the priority AccumulateGrad nodes share
 # (UINT64_MAX): its backward fails before the other nodes ready with it run
@@ -102,12 +100,12 @@ def _result(data, dt):
 
 def _laid_out_result(data, dt, a, b, ad, bd):
     """The result of a binary op on tensor `a` and `b` (computed from their arrays `ad`,
-    `bd`) laid out as TensorIterator lays it out. Only an operand that is a view (transposed,
-    expanded, strided) can make numpy's layout differ from it, so only then is it checked:
-    this runs on every add and mul."""
-    if data.__class__ is _ndarray and data.ndim > 1 and (
-            a._base is not None or getattr(b, "_base", None) is not None):
-        data = iterator_layout(data, (ad, bd))
+    `bd`) laid out as TensorIterator lays it out. Only an operand that is not C-contiguous (a
+    view, or a result laid out as one) can make numpy's layout differ from it, so only then
+    is it checked: this runs on every add and mul."""
+    if data.__class__ is _ndarray and data.ndim > 1 and not (
+            ad.flags.c_contiguous and (bd.__class__ is not _ndarray or bd.flags.c_contiguous)):
+        data = like_iterator(data, [x for x in (ad, bd) if x.__class__ is _ndarray and x.ndim])
     return _result(data, dt)
 
 
@@ -193,10 +191,11 @@ def rsub(x, c, alpha=1):
     c = check_operand(c, "rsub")
     _check_not_bool(x, c)
     dt = binary_dtype(x, c)
-    xd = data_of(x, dt.np)
+    xd, cd = data_of(x, dt.np), data_of(c, dt.np)
     try:
-        out = wrap(np.subtract(data_of(c, dt.np), np.multiply(xd, alpha) if alpha != 1 else xd),
-                   dt)
+        # PyTorch computes c - alpha * x with c as the iterator's first operand
+        data = np.subtract(cd, np.multiply(xd, alpha) if alpha != 1 else xd)
+        out = wrap(iterator_layout(data, (cd, xd)), dt)
     except ValueError:
         raise _shape_error(x, c) from None
     if is_tensor(c):
@@ -260,7 +259,7 @@ def _rounded_div(a, b, mode, cls=None):
                 data = np.floor_divide(ad, bd) if mode == "floor" else np.trunc(ad / bd)
     except ValueError:
         raise _shape_error(a, b) from None
-    out = wrap(data, dt)
+    out = wrap(iterator_layout(data, (ad, bd)), dt)
     # floor_divide (cls) is not differentiated: only its float results get a node, which
     # raises in backward as PyTorch's does
     if any_requires_grad((a, b)) and (cls is None or dt.category == dtypes.FLOAT):
@@ -289,6 +288,8 @@ def rdiv(x, c):
 
 
 def floor_divide(a, b):
+    if not is_tensor(a):
+        return rfloor_divide(b, a)
     return _rounded_div(a, check_operand(b, "floor_divide"), "floor", NotImplementedNode)
 
 
@@ -300,38 +301,6 @@ def remainder_kernel(a, b):
         if r.dtype.kind != "f":
             return np.remainder(a, b)
         return np.where((r != 0) & (np.less(b, 0) != np.less(r, 0)), r + b, r)
-
-
-def remainder(a, b):
-    """a - floor(a / b) * b: RemainderBackward0 (one edge) for a number b, RemainderBackward1
-    for a tensor b; a number divided by a tensor (`2 % x`) is not differentiated."""
-    b = check_operand(b, "remainder")
-    dt = binary_dtype(a, b)
-    if dt is dtypes.bool_:
-        raise NotImplementedError("remainder() is not implemented for bool tensors")
-    if dt.category != dtypes.FLOAT and divides_by_zero(data_of(a, dt.np), data_of(b, dt.np)):
-        raise RuntimeError("integer remainder by zero (ZeroDivisionError)")
-    out = _compute(remainder_kernel, a, b, dt)
-    if any_requires_grad((a, b)):
-        if not is_tensor(b):
-            record(RemainderBackward0, (a,), out, ())
-        else:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                q = np.floor_divide(data_of(a, dt.np), data_of(b, dt.np))  # torch's rounding
-            # PyTorch saves a and b only for b's gradient (a version check then applies)
-            saved = (save_input(a), save_input(b)) if requires_grad(b) else (None, None)
-            record(RemainderBackward1, (a, b), out, saved + (q,))
-    return out
-
-
-def rremainder(x, c):
-    """c % x for a Python number c."""
-    dt = binary_dtype(x, c)
-    out = remainder(wrap(np.asarray(c, dt.np), dt), x)
-    if out._grad_fn is not None:
-        record(NotImplementedNode, (x,), out, ())
-        out._grad_fn._seq = ERROR_FIRST
-    return out
 
 
 def rfloor_divide(x, c):
@@ -362,7 +331,7 @@ def _int_power(b, e):
     neg = np.less(e, 0)
     if not np.any(neg):
         return np.power(b, e)
-    r = np.power(b, np.abs(e))
+    r = np.power(b, np.where(neg, 0, e))  # (abs() of the lowest integer stays negative)
     odd = np.equal(np.remainder(e, 2), 1)
     tiny = np.where(np.equal(b, 1), 1, np.where(np.equal(b, -1), np.where(odd, -1, 1), 0))
     return np.where(neg, tiny, r).astype(r.dtype)
@@ -398,13 +367,29 @@ def float_power(x, exponent):
     return pow(x, exponent)
 
 
+def ties_keep_first(r, first):
+    """r = max or min of `first` and another operand, where a tie of -0 and +0 gives
+    `first`'s zero, as PyTorch's kernels (std::max, vector max) do; numpy's gives the other's."""
+    if r.dtype.kind == "f" and not np.all(r):
+        return np.where(np.equal(r, first), first, r)
+    return r
+
+
+def _maximum_kernel(a, b):
+    return ties_keep_first(np.maximum(a, b), a)
+
+
+def _minimum_kernel(a, b):
+    return ties_keep_first(np.minimum(a, b), a)
+
+
 def _minmax(a, b, is_max):
     if not is_tensor(b):
         raise TypeError(f"{'maximum' if is_max else 'minimum'}() takes two tensors, got "
                         f"{type(b).__name__} as the second operand; use clamp() for a number")
     b = check_operand(b, "maximum")
     dt = binary_dtype(a, b)
-    out = _compute(np.maximum if is_max else np.minimum, a, b, dt)
+    out = _compute(_maximum_kernel if is_max else _minimum_kernel, a, b, dt)
     if any_requires_grad((a, b)):
         cls = MaximumBackward0 if is_max else MinimumBackward0
         record(cls, (a, b), out, (save_input(a), save_input(b), is_max))
@@ -456,9 +441,11 @@ def nonzero(x, as_tuple=False):
 def masked_fill(x, mask, value):
     """x with `value` written where `mask` holds. A tensor value (0-dim) is differentiable:
     recorded as MaskedFillBackward1 with edges to x and value."""
-    if not is_tensor(mask) or mask._dtype is not dtypes.bool_:
-        got = mask._dtype if is_tensor(mask) else type(mask).__name__
-        raise RuntimeError(f"masked_fill(): the mask must be a bool tensor, got {got}")
+    if not is_tensor(mask):  # PyTorch's argument parser refuses it
+        raise TypeError(f"masked_fill(): the mask must be a bool tensor, not "
+                        f"{type(mask).__name__}")
+    if mask._dtype is not dtypes.bool_:
+        raise RuntimeError(f"masked_fill(): the mask must be a bool tensor, got {mask._dtype}")
     m = mask._data
     if is_tensor(value):
         if value._data.ndim:
@@ -499,11 +486,13 @@ def _clamp_scalar(cls, x, lo, hi):
     dt = x._dtype
     if dt.category != _FLOAT:
         dt = result_dtype(x, *(b for b in (lo, hi) if b is not None))
-    r = data_of(x, dt.np)
+    r = xd = data_of(x, dt.np)
     if lo is not None:
         r = np.maximum(r, lo)
     if hi is not None:
         r = np.minimum(r, hi)
+    if lo == 0 or hi == 0:
+        r = ties_keep_first(r, xd)
     out = _result(iterator_layout(r, (x._data,)), dt)
     if any_requires_grad((x,)):
         record(cls, (x,), out, (save_input(x), lo, hi))
@@ -513,15 +502,16 @@ def _clamp_scalar(cls, x, lo, hi):
 def _clamp_tensor(cls, x, lo, hi):
     bounds = [b for b in (lo, hi) if b is not None]
     dt = result_dtype(x, *bounds)
-    r = data_of(x, dt.np)
+    r = xd = data_of(x, dt.np)
+    arrays = [xd] + [data_of(b, dt.np) for b in bounds]
     try:
         if lo is not None:
-            r = np.maximum(r, data_of(lo, dt.np))
+            r = np.maximum(r, arrays[1])
         if hi is not None:
-            r = np.minimum(r, data_of(hi, dt.np))
+            r = np.minimum(r, arrays[-1])
     except ValueError:
         raise _shape_error(x, *bounds) from None
-    out = wrap(r, dt)
+    out = wrap(iterator_layout(ties_keep_first(r, xd), arrays), dt)
     if any_requires_grad((x, *bounds)):
         saved = (save_input(x), *(None if b is None else save_input(b) for b in (lo, hi)))
         if cls is ClampBackward0:
@@ -599,7 +589,8 @@ def _relu(d):
 
 
 def _rsqrt(d):
-    return 1.0 / np.sqrt(d)
+    with np.errstate(divide="ignore", invalid="ignore"):  # inf and nan, as PyTorch, quietly
+        return 1.0 / np.sqrt(d)
 
 
 def _reciprocal(d):

@@ -51,7 +51,13 @@ def dot(a, b):
     if a._data.shape != b._data.shape:
         raise RuntimeError(f"dot(): the vectors have different lengths, {a._data.shape[0]} and "
                            f"{b._data.shape[0]}")
-    return _product(DotBackward0, np.dot, a, b)
+    return _product(DotBackward0, _dot, a, b)
+
+
+def _dot(a, b):
+    """np.dot, with PyTorch's sum starting from +0 (a sum of -0 products is +0)."""
+    out = np.dot(a, b)
+    return out + out.dtype.type(0) if out.dtype.kind == "f" else out
 
 
 def mm(a, b):
@@ -69,7 +75,7 @@ def bmm(a, b):
     if a._data.shape[0] != b._data.shape[0]:
         raise RuntimeError(f"bmm(): the batch sizes differ ({a._data.shape[0]} and "
                            f"{b._data.shape[0]}); bmm does not broadcast, matmul does")
-    return _product(BmmBackward0, np.matmul, a, b)
+    return _product(BmmBackward0, numpy_ops.matmul, a, b)
 
 
 def matmul(a, b):

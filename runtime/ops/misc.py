@@ -232,6 +232,7 @@ def lerp(x, end, weight):
             out = _unrecorded(lambda: sub(end, mul(sub(end, x), 1 - weight)))
         else:
             out = _unrecorded(lambda: add(x, mul(sub(end, x), weight)))
+        _lay_out_as_iterator(out, (x, end))
         if out._data.dtype == np.float32:
             np.copyto(out._data, lerp_kernel(x._data, end._data, weight))
         if any_requires_grad((x, end)):
@@ -247,11 +248,22 @@ def lerp(x, end, weight):
     xs, e, w = (to_dtype(t, dt) for t in (x, end, weight))
     out = _unrecorded(lambda: where(w.abs() < 0.5, add(xs, mul(sub(e, xs), w)),
                                     sub(e, mul(sub(e, xs), 1 - w))))
+    _lay_out_as_iterator(out, (x, end, weight))
+    if out._data.dtype == np.float32:
+        np.copyto(out._data, lerp_tensor_kernel(xs._data, e._data, w._data))
     if any_requires_grad((x, end, weight)):
         # PyTorch saves x and end only for the weight's gradient
         ends = (save_input(x), save_input(end)) if requires_grad(weight) else (None, None)
         record(LerpBackward1, (x, end, weight), out, ends + (save_input(weight),))
     return out
+
+
+def _lay_out_as_iterator(out, operands):
+    """A fresh result computed in steps gets the layout PyTorch's one TensorIterator over
+    `operands` (in its operand order) gives it."""
+    from runtime.ops.elementwise import iterator_layout
+
+    out._data = iterator_layout(out._data, [t._data for t in operands])
 
 
 def addcmul_kernel(x, t1, t2, value, out=None):
@@ -267,6 +279,14 @@ def lerp_kernel(x, end, weight, out=None):
     if abs(w) < 0.5:
         return fma(w, diff, x, out)
     return fma(w - np.float32(1), diff, end, out)
+
+
+def lerp_tensor_kernel(x, end, weight):
+    """float32 lerp with a tensor weight as PyTorch's vector kernel: per element the same
+    fused multiply-add from the nearer end as `lerp_kernel`."""
+    small = np.abs(weight) < 0.5
+    coeff = np.where(small, weight, weight - np.float32(1))
+    return fma(coeff, np.subtract(end, x), np.where(small, x, end))
 
 
 def _check_lerp(x, end, weight):

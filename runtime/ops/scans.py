@@ -13,6 +13,7 @@ import collections
 import numpy as np
 
 from runtime import dtypes
+from runtime.cascade_sum import sum_like_torch
 from runtime.autograd_meta import any_requires_grad, record, record_multi
 from runtime.function import save_input, save_output
 from runtime.ops._family import node, record_freed
@@ -85,12 +86,30 @@ def _amax(x, dim, keepdim, is_max):
     dims = normalize_dims(dim, x._data.ndim)
     _check_nonempty(name, x, dims)
     kernel = np.max if is_max else np.min
-    out = wrap(kernel(x._data, axis=_axes(dims, x._data.ndim), keepdims=keepdim), x._dtype)
+    axes = _axes(dims, x._data.ndim)
+    data = _first_zero_sign(x._data, axes, keepdim, kernel(x._data, axis=axes, keepdims=keepdim))
+    out = wrap(data, x._dtype)
     if any_requires_grad((x,)):
         cls = AmaxBackward0 if is_max else AminBackward0
         record(cls, (x,), out, (save_input(x), save_output(out, cls.__name__),
                                 _rule_dims(dims, x), keepdim))
     return out
+
+
+def _first_zero_sign(d, axes, keepdim, extreme):
+    """Where the extreme is a zero, PyTorch's amax/amin keep the first zero they meet (its
+    sign); numpy's may keep a later one."""
+    if d.dtype.kind != "f" or d.ndim == 0 or not np.any(np.equal(extreme, 0)):
+        return extreme
+    if axes is None:
+        axes = tuple(range(d.ndim))
+    axes = tuple(a % d.ndim for a in (axes if isinstance(axes, tuple) else (axes,)))
+    moved = np.moveaxis(d, axes, range(d.ndim - len(axes), d.ndim))
+    flat = moved.reshape(moved.shape[:d.ndim - len(axes)] + (-1,))
+    first = np.take_along_axis(flat, np.argmax(flat == 0, axis=-1)[..., None], -1)[..., 0]
+    if keepdim:
+        first = np.expand_dims(first, axes)
+    return np.where(np.equal(extreme, 0), first, extreme)
 
 
 def amax(x, dim=(), keepdim=False):
@@ -104,8 +123,13 @@ def amin(x, dim=(), keepdim=False):
 def nansum(x, dim=None, keepdim=False, dtype=None):
     dims = normalize_dims(dim, x._data.ndim)
     dt = dtype or (x._dtype if x._dtype.category == dtypes.FLOAT else dtypes.int64)
-    data = np.nansum(x._data, axis=_axes(dims, x._data.ndim), keepdims=keepdim, dtype=dt.np)
-    out = wrap(data, dt)
+    data = x._data.astype(dt.np, copy=False)
+    if data.dtype.kind in "fc":
+        # nan counts as 0 in PyTorch's summation, which goes in sum()'s order (float32's is
+        # not numpy's)
+        data = np.where(np.isnan(data), data.dtype.type(0), data)
+    data = sum_like_torch(data, _axes(dims, x._data.ndim), keepdim)
+    out = wrap(np.asarray(data, dt.np), dt)
     if any_requires_grad((x,)):
         record(NansumBackward0, (x,), out, (save_input(x), _rule_dims(dims, x), keepdim))
     return out

@@ -24,6 +24,8 @@ from runtime.ops._core import (
     wrap,
 )
 from runtime.ops.elementwise import (
+    ERROR_FIRST,
+    NotImplementedNode,
     _shape_error,
     divides_by_zero,
     iterator_layout,
@@ -121,9 +123,11 @@ def polygamma(n, x, _node=PolygammaBackward0):
 def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     """nan, +inf and -inf replaced (by default with 0 and the dtype's largest / lowest value);
     integer tensors come back unchanged."""
+    d = x._data
     if x._dtype.category != dtypes.FLOAT:
-        return wrap(x._data.copy(), x._dtype)
-    out = wrap(np.nan_to_num(x._data, nan=nan, posinf=posinf, neginf=neginf), x._dtype)
+        return wrap(iterator_layout(d.copy(), (d,)), x._dtype)
+    data = np.nan_to_num(d, nan=nan, posinf=posinf, neginf=neginf)
+    out = wrap(iterator_layout(data, (d,)), x._dtype)
     if any_requires_grad((x,)):
         record(NanToNumBackward0, (x,), out, (save_input(x),))
     return out
@@ -158,10 +162,20 @@ def _tensors_only(name, a, b):
                             f"{type(t).__name__}")
 
 
+def _atan2_kernel(yd, xd):
+    """float32 atan2 computed in float64 and rounded: PyTorch's vector kernel (SLEEF's,
+    within an ulp) agrees with it on 97.6 % of random elements, with numpy's float32 kernel
+    on 62 %."""
+    if np.result_type(yd, xd) == np.float32:
+        return np.arctan2(np.asarray(yd, np.float64), np.asarray(xd, np.float64)).astype(
+            np.float32)
+    return np.arctan2(yd, xd)
+
+
 def atan2(y, x):
     _tensors_only("atan2", y, x)
     x, yd, xd, dt = _binary_data(y, x, "atan2", True)
-    out = wrap(iterator_layout(np.arctan2(yd, xd), (yd, xd)), dt)
+    out = wrap(iterator_layout(_atan2_kernel(yd, xd), (yd, xd)), dt)
     if any_requires_grad((y, x)):
         record(Atan2Backward0, (y, x), out, (save_input(y), save_input(x)))
     return out
@@ -194,23 +208,30 @@ _MODULO = {
 }
 
 
-def _modulo(name, a, b):
-    kernel, rounding, scalar_node, tensor_node = _MODULO[name]
+def _modulo_value(name, a, b):
+    """(a mod b, b) computed in the promoted dtype, before any node is recorded."""
     b, ad, bd, dt = _binary_data(a, b, name, False)
     if dt is dtypes.bool_:
         raise NotImplementedError(f"{name}() is not implemented for bool tensors")
     if dt.category != dtypes.FLOAT and divides_by_zero(ad, bd):
         raise RuntimeError(f"{name}(): integer division by zero (ZeroDivisionError)")
     with np.errstate(all="ignore"):
-        out = wrap(iterator_layout(kernel(ad, bd), (ad, bd)), dt)
+        return wrap(iterator_layout(_MODULO[name][0](ad, bd), (ad, bd)), dt), b
+
+
+def _modulo(name, a, b):
+    _, rounding, scalar_node, tensor_node = _MODULO[name]
+    out, b = _modulo_value(name, a, b)
     if not any_requires_grad((a, b)):
         return out
     if not is_tensor(b):
         record(scalar_node, (a,), out, ())
     else:
-        # PyTorch saves a and b only for b's gradient (a version check then applies)
+        # PyTorch saves a and b only for b's gradient (a version check then applies); the
+        # quotient is taken in the result's dtype, as PyTorch's (numpy would widen int64 and
+        # float32 operands to float64)
         saved = (save_input(a), save_input(b)) if requires_grad(b) else (None, None)
-        record(tensor_node, (a, b), out, saved + (rounding,))
+        record(tensor_node, (a, b), out, saved + (rounding, out._dtype.np))
     return out
 
 
@@ -224,10 +245,21 @@ def fmod(a, b):
 def remainder(a, b):
     """Python's %: the remainder of a / b rounded toward -inf (the sign follows b)."""
     if not is_tensor(a):
-        from runtime.creation import tensor
-
-        a = tensor(a, dtype=b._dtype)
+        return rremainder(b, a)
     return _modulo("remainder", a, b)
+
+
+def rremainder(x, c):
+    """c % x for a number c (`2 % x`, `torch.remainder(2, x)`): computed in x's dtype promoted
+    with c's, and not differentiated: one NotImplemented edge, to x, as in PyTorch."""
+    if not is_tensor(x):
+        raise TypeError("remainder(): at least one argument must be a Tensor")
+    dt = binary_dtype(x, c)
+    out, _ = _modulo_value("remainder", wrap(np.asarray(c, dt.np), dt), x)
+    if any_requires_grad((x,)):
+        record(NotImplementedNode, (x,), out, ())
+        out._grad_fn._seq = ERROR_FIRST
+    return out
 
 
 XlogyBackward0 = node("XlogyBackward0", "xlogy")
@@ -245,7 +277,7 @@ def xlogy(x, y):
         y, xd, yd, dt = _binary_data(x, y, "xlogy", True)
     with np.errstate(all="ignore"):
         data = np.where((xd == 0) & ~np.isnan(yd), 0.0, xd * np.log(yd))
-    out = wrap(data, dt)
+    out = wrap(iterator_layout(data, (xd, yd)), dt)
     if not any_requires_grad((x, y)):
         return out
     if not is_tensor(y):

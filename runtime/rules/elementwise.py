@@ -54,8 +54,9 @@ def pow_scalar(ops, g, needs, x, exponent):
 def pow_tensor(ops, g, needs, x, e, result):
     gx = ge = None
     if needs[0]:
+        # 0 where the exponent is 0, whatever the cotangent (nan included), as PyTorch
         partial = ops.mul(e, ops.pow(x, ops.sub(e, 1)))
-        gx = ops.mul(g, ops.where(ops.eq(e, 0), 0.0, partial))
+        gx = ops.where(ops.eq(e, 0), 0.0, ops.mul(g, partial))
     if needs[1]:
         partial = ops.mul(result, ops.log(x))
         safe = ops.where(ops.logical_and(ops.eq(x, 0), ops.ge(e, 0)), 0.0, partial)
@@ -398,15 +399,11 @@ def hypot(ops, g, needs, a, b, result):
 
 
 @rule("remainder")
-def remainder(ops, g, needs, a, b, quotient_floor):
-    """a % b = a - floor(a / b) * b, with floor(a / b) piecewise constant (C's fmod is the
-    same with trunc(a / b))."""
-    if needs[1] and a is not None and hasattr(a, "requires_grad"):
-        # recording (create_graph): the quotient from the saved operands, as PyTorch does,
-        # so the gradient depends on them
-        quotient_floor = ops.div_floor(a, b)
+def remainder(ops, g, needs, a, b, quotient):
+    """a % b = a - floor(a / b) * b, with the quotient floor(a / b) piecewise constant (C's
+    fmod is the same with trunc(a / b)); the caller computes the quotient."""
     return (g if needs[0] else None,
-            ops.neg(ops.mul(g, quotient_floor)) if needs[1] else None)
+            ops.neg(ops.mul(g, quotient)) if needs[1] else None)
 
 
 @rule("not_implemented")

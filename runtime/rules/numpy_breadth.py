@@ -5,7 +5,9 @@ import numpy as np
 import scipy.special as sp
 
 
-def div_rounded(a, b, mode):
+def div_rounded(a, b, mode, dtype):
+    """a / b rounded by `mode`, computed in `dtype` (PyTorch's promotion, not numpy's)."""
+    a, b = np.asarray(a, dtype), np.asarray(b, dtype)
     with np.errstate(all="ignore"):
         return np.floor_divide(a, b) if mode == "floor" else np.trunc(a / b)
 
@@ -55,7 +57,10 @@ def diagonal_view(a, offset, d1, d2):
 
 
 def diagonal_at(x, offset, d1, d2):
-    return np.diagonal(x, offset, d1, d2).copy()
+    """x's diagonal: a copy, except of an expanded x (a cotangent sum() broadcast), whose
+    diagonal PyTorch's view keeps as a stride-0 view of the same memory."""
+    d = np.diagonal(x, offset, d1, d2)
+    return d if 0 in d.strides and d.size > 1 else d.copy()
 
 
 def diag_scatter(g, shape, offset, d1, d2):

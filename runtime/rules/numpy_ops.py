@@ -65,7 +65,16 @@ def matmul(a, b, start=None):
     columns: measured) is summed as MKL sums it: the shared dimension cut into blocks
     (`k_blocks`), each block one chain from zero, the blocks' totals added to `start` one
     after the other. OpenBLAS's kernel for row-major operands chains a block of up to
-    MKL_K_BLOCK in the same order; its kernels for transposed operands do not."""
+    MKL_K_BLOCK in the same order; its kernels for transposed operands do not. A small
+    batched product is added as PyTorch's bmm adds it (`_small_bmm`)."""
+    if _is_small_bmm(a, b):
+        product = _small_bmm(a, b)
+        return product if start is None else start + product
+    if _is_outer_mm(a, b):
+        # MKL's gemm of one column by one row is each product alone (a product of -0 stays
+        # -0); OpenBLAS adds it to +0
+        product = np.multiply(a, b)
+        return product if start is None else start + product
     if (a.__class__ is np.ndarray and b.__class__ is np.ndarray and a.ndim == 2 == b.ndim
             and a.dtype == np.float32 and b.dtype == np.float32 and a.shape[0] > 1
             and b.shape[1] > 2):
@@ -98,6 +107,31 @@ def _blocked_matmul(a, b, start):
 
 
 MKL_K_BLOCK = 384
+# PyTorch's bmm (and baddbmm, and their gradients) of float32/float64 batches below this many
+# multiply-adds per batch entry runs its own loop instead of BLAS
+SMALL_BMM = 400
+_OPMATH = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _is_outer_mm(a, b):
+    return (a.__class__ is np.ndarray and b.__class__ is np.ndarray and a.ndim == 2 == b.ndim
+            and a.shape[1] == 1 == b.shape[0] and a.shape[0] > 1 and b.shape[1] > 1
+            and a.dtype == b.dtype and a.dtype in _OPMATH)
+
+
+def _is_small_bmm(a, b):
+    return (a.__class__ is np.ndarray and b.__class__ is np.ndarray and a.ndim == 3 == b.ndim
+            and a.dtype == b.dtype and a.dtype in _OPMATH and a.shape[0] == b.shape[0]
+            and a.shape[1] * a.shape[2] * b.shape[2] < SMALL_BMM and a.shape[2] == b.shape[1])
+
+
+def _small_bmm(a, b):
+    """PyTorch's small-bmm loop: each output starts at +0 and adds the k products in order,
+    each product rounded on its own (no fused multiply-add)."""
+    out = np.zeros(a.shape[:2] + b.shape[2:], a.dtype)
+    for k in range(a.shape[2]):
+        out += a[:, :, k, None] * b[:, None, k, :]
+    return out
 outer = np.outer
 
 
@@ -405,7 +439,9 @@ def narrow(x, dim, start, length):
 
 
 def select(x, dim, i):
-    return np.take(x, i, axis=dim)
+    """x at index i along dim: a view, as PyTorch's select (a gradient it passes on may
+    stay a view of an expanded cotangent)."""
+    return x[(slice(None),) * (dim % x.ndim) + (i,)]
 
 
 def cat(parts, dim):

@@ -7,7 +7,7 @@ hypot, remainder, ...) serve these primitives too. `ops.digamma` / `ops.polygamm
 
 import math
 
-from runtime.rules import rule
+from runtime.rules import elementwise, rule
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
@@ -94,12 +94,13 @@ def passthrough(ops, g, needs):
 
 
 @rule("fmod_tensor", "remainder_tensor")
-def modulo(ops, g, needs, a, b, mode):
-    """a - rounded(a / b) * b, the rounding piecewise constant ("trunc" for fmod, "floor"
-    for remainder); the quotient is recorded, as PyTorch records it, so the first derivative
-    stays attached to the graph."""
-    gb = ops.neg(ops.mul(g, ops.div_rounded(a, b, mode))) if needs[1] else None
-    return (g if needs[0] else None, gb)
+def modulo(ops, g, needs, a, b, mode, dtype):
+    """a - rounded(a / b) * b ("trunc" rounding for fmod, "floor" for remainder): the
+    remainder rule with the quotient taken from the saved operands in the result's `dtype`
+    at backward time, as PyTorch does (recorded, so the first derivative stays attached to
+    the graph)."""
+    quotient = ops.div_rounded(a, b, mode, dtype) if needs[1] else None
+    return elementwise.remainder(ops, g, needs, a, b, quotient)
 
 
 @rule("nan_to_num")
