@@ -141,6 +141,11 @@ class _Reverse:
         self.array_adj = {}  # functional array -> its adjoint so far (an array value)
         self.written = self.aliases.expand(
             {_root(op.operands[0]) for op in walk(fn.body) if op.prim in _WRITES})
+        # arrays made inside a loop or branch whose shadows the reversed region allocates
+        # (see forward_shadow), and views of them
+        reach = _Reach(fn, self.written, self.aliases.classes)
+        self.local = _local_arrays(fn, reach)
+        self.late = set()
         self.snapshots = {}  # (array op, operand index) -> copy taken before later writes
         # roots of the arrays written inside each loop, and the loops around each op: an
         # array op in a loop reading an array the loop writes reads other contents on each
@@ -158,6 +163,12 @@ class _Reverse:
         # an iteration again there would be recomputing the primal, so it tapes instead
         self.checkpoints = {} if self.mode == "split" else \
             checkpoint.choose(fn, self.written, self.recomputable, self.active)
+        self.late_slots = set() if self.mode == "split" else {
+            (loop, k) for loop, k in _late_slots(fn, reach, self.functional_slots)
+            if loop not in self.checkpoints and loop.results[k] in self.active and
+            _float(loop.results[k].type)}
+        self.late_yields = {slot[0].regions[0].terminator.operands[slot[1]]
+                            for slot in self.late_slots}
         for loop, (strategy, _) in self.checkpoints.items():
             loads = checkpoint.reloadable_loads(loop, self.written, self.loop_writes,
                                                 self.loops_around)
@@ -370,8 +381,12 @@ class _Reverse:
 
     def zeros_like(self, array, name):
         dims = [self.b.value("shape", (array,), {"axis": i}) for i in range(array.type.ndim)]
-        return self.b.value("alloc", dims, {"dtype": array.type.dtype, "ndim": array.type.ndim,
-                                            "fill": 0}, name=name)
+        return self.zeros(dims, array.type, name)
+
+    def zeros(self, dims, type, name):
+        """A new shadow array of zeros (marked as one: see tape_for)."""
+        return self.b.value("alloc", dims, {"dtype": type.dtype, "ndim": type.ndim, "fill": 0,
+                                            "holds": f"shadows of {self.fn.name}"}, name=name)
 
     def forward(self, block):
         for op in block.ops[:-1]:
@@ -432,19 +447,35 @@ class _Reverse:
                 raise CompileError.at(op.loc, "reverse mode does not differentiate np.full's "
                                       "fill value yet; fill the array with a loop instead")
             dims = [self.val[v] for v in op.operands[:ndim]]
-            self.shadow[r] = self.b.value("alloc", dims, dict(op.attrs, fill=0),
-                                          name=f"{r.name or 'a'}_bar")
+            self.shadow[r] = self.zeros(dims, r.type, f"{r.name or 'a'}_bar")
         elif op.prim in _VIEWS + ("load",) and isinstance(op.results[0].type, T.Array):
             if op.operands[0] in self.shadow:  # a view's shadow: the same view of the shadow
                 r = op.results[0]
                 rest = [self.val[v] for v in op.operands[1:]]
                 self.shadow[r] = self.b.value(op.prim, [self.shadow[op.operands[0]]] + rest,
                                               op.attrs, name=f"{r.name or 'a'}_bar")
+            elif op.operands[0] in self.late:
+                self.late.add(op.results[0])
         elif op.results and isinstance(op.results[0].type, T.Array) and \
                 op.results[0] in self.active and _float(op.results[0].type) and \
                 op.results[0] not in self.functional:
             r = op.results[0]  # a new array: its adjoint accumulates in a new shadow array
+            if r in self.late_yields:
+                return  # (the reversed loop carries its shadow: _late_slots)
+            if self.depth > 0 and not self.plain and r in self.local:
+                self.late_shape(r)
+                return
             self.shadow[r] = self.zeros_like(self.val[r], f"{r.name or 't'}_bar")
+
+    def late_shape(self, r):
+        """A new array made inside a region that its iteration alone uses (_local_arrays):
+        its shadow is not made here and taped, but made by the reversed region, zero, before
+        the contributions of the uses reach it (pop_region). Its shape goes on tapes of ints
+        in case its value is not at hand there."""
+        self.late.add(r)
+        for i in range(r.type.ndim):
+            n = self.b.value("shape", (self.val[r],), {"axis": i})
+            self.b.emit("tape_push", [self.tape_for(("late", r, i), T.INT, "n"), n])
 
     def memory_tape_shadow(self, op):
         """A tape of arrays that share memory with written ones (aliases.py) gets a tape of
@@ -456,7 +487,8 @@ class _Reverse:
             return False
         name = f"{tape.name or 'v'}_bar"
         if op.prim == "tape_new":
-            self.shadow[tape] = self.b.emit("tape_new", [], op.attrs, names=[name],
+            attrs = {k: v for k, v in op.attrs.items() if k != "holds"}
+            self.shadow[tape] = self.b.emit("tape_new", [], attrs, names=[name],
                                             result_types=[tape.type]).result
         elif op.prim == "tape_push":
             self.b.emit("tape_push", [self.shadow[tape], self.shadow_or_zeros(op.operands[1])])
@@ -490,8 +522,11 @@ class _Reverse:
             type = type or key.type
             item = type.dtype if isinstance(type, T.Scalar) else "object"
             name = name or getattr(key, 'name', None) or 'v'
-            op = Op("tape_new", [], [T.Tape(type)], {"item": item, "item_type": type},
-                    names=[f"{name}_tape"])
+            attrs = {"item": item, "item_type": type}
+            if item == "object":  # the LLVM backend's fusion: these never share memory
+                kind = "shadows" if isinstance(key, tuple) and key[0] == "shadow" else "values"
+                attrs["holds"] = f"{kind} of {self.fn.name}"
+            op = Op("tape_new", [], [T.Tape(type)], attrs, names=[f"{name}_tape"])
             self.tape_ops.append(op)
             tape = self.tapes[key] = op.result
             if isinstance(key, tuple) and key[0] == "shadow":
@@ -509,8 +544,8 @@ class _Reverse:
                 continue
             if op.prim == "if":
                 slots.append((k, None, {0: (None, k), 1: (None, k)}))
-            elif op.prim == "for":
-                if (op, k) not in self.functional_slots:  # (its adjoint is carried instead)
+            elif op.prim == "for":  # (else its adjoint, or its shadow, is carried backwards)
+                if (op, k) not in self.functional_slots and (op, k) not in self.late_slots:
                     slots.append((k, 3 + k, {0: (1 + k, k)}))
             else:  # while: the head passes its params on to the body, which yields them back
                 slots.append((k, k, {0: (k, 1 + k), 1: (k, k)}))
@@ -548,6 +583,9 @@ class _Reverse:
             self.b.block = block
             for old in region.params:
                 self.remember(old)
+            for k in range(len(op.results)):
+                if (op, k) in self.late_slots:
+                    self.late_shape(region.params[1 + k])
             # a loop whose reversed copy runs the body again tapes nothing inside it
             plain = self.checkpoints.get(op, ("",))[0] == "recompute"
             self.plain += plain
@@ -579,8 +617,8 @@ class _Reverse:
         for old, r in zip(op.results, new.results):
             self.val[old] = r
         for k, r in enumerate(op.results):  # a functional slot's result used as memory
-            if (op, k) in self.functional_slots and r in self.active and \
-                    r not in self.functional:
+            if ((op, k) in self.functional_slots and r not in self.functional or
+                    (op, k) in self.late_slots) and r in self.active:
                 self.shadow[r] = self.zeros_like(self.val[r], f"{r.name or 'a'}_bar")
         if op.prim == "while":
             self.count_while(op, new, outer)
@@ -1009,7 +1047,8 @@ class _Reverse:
     def rev_load(self, op, adj, scope):
         array = op.operands[0]
         r = op.results[0]
-        if array not in self.shadow or isinstance(r.type, T.Array):
+        if (array not in self.shadow and array not in self.late) or \
+                isinstance(r.type, T.Array):
             return
         g = adj.get(r)
         if g is None:
@@ -1213,6 +1252,10 @@ class _Reverse:
         for v in region.params:
             if v not in scope.values:  # a reversed loop's index is its own loop variable
                 self._pop(v, scope)
+            if v in self.late:
+                scope.shadows[v] = self.zeros(
+                    [self.b.value("tape_pop", (self.tapes[("late", v, i)],), name="n")
+                     for i in range(v.type.ndim)], v.type, f"{v.name or 'a'}_bar")
         for o in region.ops:
             if self.recomputable(o) and all(scope.has(x) for x in o.operands):
                 clone = self.b.emit(o.prim, [scope.get(x) for x in o.operands], _again(o),
@@ -1224,15 +1267,38 @@ class _Reverse:
                 if ("shadow", r) in self.tapes and base is not None and \
                         (base in self.shadow or _has_shadow(scope, base)):
                     # a view's shadow: the same view of its base's shadow, made again
-                    scope.shadows[r] = self.b.value(
-                        o.prim, [scope.shadow(base, self)] + [scope.get(x) for x in
-                                                              o.operands[1:]],
-                        o.attrs, name=f"{r.name or 'a'}_bar")
+                    self.view_shadow(o, scope)
                 else:
                     self._pop_shadow(r, scope)
+                self.late_shadow(o, scope, recomputed=True)
                 continue
             for v in o.results:
                 self._pop(v, scope)
+            self.late_shadow(o, scope)
+
+    def view_shadow(self, o, scope):
+        r = o.results[0]
+        scope.shadows[r] = self.b.value(
+            o.prim, [scope.shadow(o.operands[0], self)] + [scope.get(x) for x in
+                                                           o.operands[1:]],
+            o.attrs, name=f"{r.name or 'a'}_bar")
+
+    def late_shadow(self, o, scope, recomputed=False):
+        """The shadow of a result of `o` made late (late_shape): zeros of its shape (from
+        its value when recomputed here, else from the shape tapes), or for a view the same
+        view of its base's shadow."""
+        if not o.results or o.results[0] not in self.late:
+            return
+        r = o.results[0]
+        if o.prim in _VIEWS + ("load",):
+            return self.view_shadow(o, scope)
+        if recomputed:
+            dims = [self.b.value("shape", (scope.get(r),), {"axis": i})
+                    for i in range(r.type.ndim)]
+        else:
+            dims = [self.b.value("tape_pop", (self.tapes[("late", r, i)],), name="n")
+                    for i in range(r.type.ndim)]
+        scope.shadows[r] = self.zeros(dims, r.type, f"{r.name or 't'}_bar")
 
     def recomputable(self, op):
         """Cheap, pure, and computing the same value in the adjoint as in the forward pass:
@@ -1336,6 +1402,11 @@ class _Reverse:
         if op.prim == "while" and checkpoint.ENABLED:
             self.while_induction_values(op, counter, inner, scope)
             checkpoint.recompute_exit_flags(self, op, counter, bounds[0], inner, scope)
+        late = [k for k in range(len(op.results)) if (op, k) in self.late_slots]
+        for k in late:  # the shadow of what this trip yields: the next trip's parameter's
+            shadow = Value(op.results[k].type, f"{op.results[k].name or 'a'}_bar")
+            block.params.append(shadow)
+            inner.shadows[body.terminator.operands[k]] = shadow
         if self.checkpoints.get(op, ("",))[0] == "recompute":
             self.rerun_region(op, body, inner)
         else:
@@ -1353,11 +1424,13 @@ class _Reverse:
                   else self.value_or_zero(local.get(carried_params[k]), r.type)
                   for k, r in loop_carried]
         yields += [self.value_or_zero(local.get(v), v.type) for v in outer_used]
-        self.b.emit("yield", yields + [y for _, y, _ in backward])
+        yields += [y for _, y, _ in backward]
+        self.b.emit("yield", yields + [inner.shadows[body.params[1 + k]] for k in late])
         self.b.block = outer
         inits = [self.array_adjoint(v, scope) if isinstance(v.type, T.Array)
                  else self.value_or_zero(adj.get(v), v.type) for v in state]
         inits += [final for _, _, final in backward]
+        inits += [scope.shadow(op.results[k], self) for k in late]
         types = [v.type for v in block.params[1:]]
         new = self.b.emit("for", bounds + inits, {"result_types": types},
                           names=[p.name for p in block.params[1:]], result_types=types,
@@ -1373,6 +1446,8 @@ class _Reverse:
                 self.accumulate_into(op.operands[init_offset + k], value, adj, scope)
             else:
                 self.accumulate(adj, op.operands[init_offset + k], value)
+        for k, value in zip(late, new.results[len(new.results) - len(late):]):
+            self.accumulate_into(op.operands[init_offset + k], value, adj, scope)
 
 
     def induction_values(self, op, index, inner, scope):
@@ -1840,6 +1915,69 @@ def _functional_loops(fn, active, memory):
     return slots, inner
 
 
+_ESCAPES = ("yield", "condition", "return", "tuple", "tape_push", "if", "for", "while")
+
+
+class _Reach:
+    """Where arrays go: their views, and their uses that let them outlive the iteration that
+    made them (yielded, carried, returned, put in tuples or on tapes)."""
+
+    def __init__(self, fn, written, memory):
+        self.written, self.memory = written, memory
+        self.views, self.escapes = {}, {}
+        for op in walk(fn.body):
+            if op.prim in _VIEWS or op.prim == "load":
+                self.views.setdefault(op.operands[0], []).extend(op.results)
+            if op.prim in _ESCAPES:
+                for k, v in enumerate(op.operands):
+                    if isinstance(v.type, T.Array):
+                        self.escapes.setdefault(v, []).append((op, k))
+
+    def stays(self, v, allowed=(), depth=0):
+        """Whether v and its views are not written and escape only through `allowed`."""
+        return _root(v) not in self.written and v not in self.memory and depth < 64 and \
+            all(use in allowed for use in self.escapes.get(v, ())) and \
+            all(self.stays(w, (), depth + 1) for w in self.views.get(v, ()))
+
+
+def _local_arrays(fn, reach):
+    """Arrays made by ops inside loops and branches whose memory no op outside the iteration
+    that made them can reach (`_Reach.stays`) and that share no memory through a tape. Their
+    shadows receive contributions only from the adjoints of the same iteration, so the
+    reversed region can make them (zeros) instead of the forward pass making one per trip
+    and taping it: memory for one iteration rather than for all."""
+    local = set()
+    for op in walk(fn.body):
+        for region in op.regions:
+            for inner in region.ops:
+                local.update(r for r in inner.results if isinstance(r.type, T.Array))
+    return {v for v in local if reach.stays(v)}
+
+
+def _late_slots(fn, reach, functional_slots):
+    """Array slots of counted loops whose shadows the reversed loop carries instead of the
+    forward pass: {(loop, slot)}. The body's parameter and the new array it yields for it
+    (made by an op of the body that makes new arrays) reach nothing outside the iteration
+    but through that yield. The forward pass then makes and tapes no shadow per trip; the
+    reversed loop makes the parameter's shadow (zeros) each trip and carries it to the trip
+    before as the shadow of what that trip yielded."""
+    found = set()
+    for op in walk(fn.body):
+        if op.prim != "for":
+            continue
+        body = op.regions[0]
+        term = body.terminator
+        for k, (p, y) in enumerate(zip(body.params[1:], term.operands)):
+            made = y.owner
+            if (op, k) in functional_slots or not isinstance(p.type, T.Array) or \
+                    made is None or made not in body.ops or made.regions or \
+                    made.prim in _VIEWS + _TAPE_OPS + ("load", "alloc", "tuple_get"):
+                continue
+            if reach.stays(p) and reach.stays(y, [(term, k)]):
+                found.add((op, k))
+    return found
+
+
 def _memory_use(op, v, slots):
     """Whether op's use of array v needs v's adjoint in a shadow array: element reads and
     writes, views, loops and branches (except as the initial value of a loop slot whose
@@ -1873,6 +2011,8 @@ def _dims(v, memo=None):
         result = tuple(base[p] for p in op.attrs["perm"])
     elif op is not None and op.prim == "slice":
         result = _sliced_dims(op, _dims(op.operands[0], memo), own)
+    elif op is not None and op.prim == "concatenate":
+        result = _joined_dims(op, [_dims(x, memo) for x in op.operands], own)
     elif op is not None and op.prim == "matmul" and v.type.ndim <= 2:
         a, c = (_dims(x, memo) for x in op.operands)
         result = (a[:-1] if len(a) == 2 else ()) + (c[-1:] if len(c) == 2 else ())
@@ -1929,15 +2069,43 @@ def _sliced_dims(op, base, own):
             continue
         start, stop, step = (const_int(values.pop(0)) if present else "none"
                              for present in item[1:])
-        if key is not None and key[0] == "dim" and step in ("none", 1) and \
-                (start == "none" or (start is not None and start >= 0)) and \
-                (stop == "none" or (stop is not None and stop < 0)):
-            cut = (0 if start == "none" else start) + (0 if stop == "none" else -stop)
-            out.append(key[:3] + (key[3] + cut,) if key[3] == 0 else ("own", op, axis))
-        else:
-            out.append(("own", op, axis))
+        out.append(_slice_key(key, start, stop, step) or ("own", op, axis))
     out += list(base[axis:])
     return tuple(out) if len(out) == len(own) else own
+
+
+def _slice_key(key, start, stop, step):
+    """The key of x[start:stop] along an axis of key ("dim", v, i, 0), length n: x[a:] and
+    x[:-a] are ("dim", v, i, a) (max(n - a, 0)); x[:a] and x[-a:] are ("head", v, i, a)
+    (min(n, a)); None when the slice is not one of these."""
+    if key is None or key[0] != "dim" or step not in ("none", 1):
+        return None
+    if key[3] == 0 and stop == "none" and start not in ("none", None) and start < 0:
+        return ("head",) + key[1:3] + (-start,)
+    if key[3] == 0 and start == "none" and stop not in ("none", None) and stop >= 0:
+        return ("head",) + key[1:3] + (stop,)
+    if (start == "none" or (start is not None and start >= 0)) and \
+            (stop == "none" or (stop is not None and stop < 0)):
+        cut = (0 if start == "none" else start) + (0 if stop == "none" else -stop)
+        return key[:3] + (key[3] + cut,) if key[3] == 0 or cut == 0 else None
+    return None
+
+
+def _joined_dims(op, parts, own):
+    """np.concatenate's keys: the parts' keys off the axis (all equal), and along it the
+    whole axis where the parts are a head and the rest of one axis, min(n, a) + max(n - a, 0)
+    = n (`np.concatenate((x[:1], x[1:] * y[:-1]))`, a stencil's shift)."""
+    axis = op.attrs["axis"]
+    if len(parts) != 2 or any(len(p) != len(own) for p in parts) or \
+            any(parts[0][i] != parts[1][i] for i in range(len(own)) if i != axis):
+        return own
+    along = {parts[0][axis], parts[1][axis]}
+    keys = [k for k in along if k[0] in ("dim", "head")]
+    if len(keys) != 2 or {k[0] for k in keys} != {"dim", "head"} or \
+            len({(k[1], k[2], k[3]) for k in keys}) != 1:
+        return own
+    whole = ("dim",) + keys[0][1:3] + (0,)
+    return parts[0][:axis] + (whole,) + parts[0][axis + 1:]
 
 
 def _shape_root(v):

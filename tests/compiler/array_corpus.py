@@ -237,6 +237,25 @@ def oscillator_euler(y0, h):
     return y
 
 
+def shifted_field(x, y):
+    return np.concatenate((x[:1], x[1:] * y[:-1]))
+
+
+def chain_ode(x, s):
+    """GradBench's ode: RK4 steps of a field that shifts the state by one index (joined
+    pieces of one length, stages sliced inside the loop: shadows made by the reversed loop,
+    slices of lazy values in the LLVM backend)."""
+    h = 2.0 / s
+    y = np.zeros(x.shape[0])
+    for _ in range(s):
+        k1 = shifted_field(x, y)
+        k2 = shifted_field(x, y + h / 2 * k1)
+        k3 = shifted_field(x, y + h / 2 * k2)
+        k4 = shifted_field(x, y + h * k3)
+        y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return np.sum(y[-3:] * y[:3]) + y[-1]
+
+
 # loops carrying whole arrays (their adjoints are carried by the reversed loop as values)
 def rebuilt_sum(x, p):
     r = np.zeros(p.shape[0])
@@ -948,6 +967,8 @@ CASES = [
     ("rk4_energy", rk4_energy, lambda: (_n(6),), (0,)),
     ("rk4_energy-strided", rk4_energy, lambda: (_n(12)[::-2],), (0,)),
     ("oscillator_euler", oscillator_euler, lambda: (np.array([1.0, 0.5]), 0.1), (0, 1)),
+    ("chain_ode", chain_ode, lambda: (_n(7), 3), (0,)),
+    ("chain_ode-strided", chain_ode, lambda: (_n(14)[::2], 2), (0,)),
     # 2x2 systems and linear algebra
     ("jacobian_2x2", jacobian_2x2, lambda: (np.array([0.7, -0.4]),), (0,)),
     ("newton_2d", newton_2d, lambda: (np.array([1.1, 0.8]),), (0,)),

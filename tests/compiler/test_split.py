@@ -21,7 +21,7 @@ from tests.compiler.test_jvp import PARAMS
 # loop, a while loop carrying an array): the bridge runs the pullback for these
 NO_SPLIT = {"rk4_energy", "rk4_energy-strided", "oscillator_euler", "normalize_rows_loop",
             "accumulate_rows", "rows_plus_equal", "carry_with_while", "rows_updated_in_place",
-            "rows_updated_from_copy", "gmm_by_component"}
+            "rows_updated_from_copy", "gmm_by_component", "chain_ode", "chain_ode-strided"}
 
 
 def _float(a):

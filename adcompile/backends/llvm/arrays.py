@@ -290,6 +290,9 @@ class ArrayLowering(PairwiseLowering):
     def transpose(self, op):
         x = self.v(op.operands[0])
         perm = op.attrs["perm"]
+        if isinstance(x, LazyV):  # the same tree, its leaves read in the new order
+            return LazyV(x.dtype, [x.shape[p] for p in perm], [x.strides[p] for p in perm],
+                         x.node)
         view = x.view(x.data, [x.shape[p] for p in perm], [x.strides[p] for p in perm])
         self.retain(view)
         return view
@@ -305,35 +308,56 @@ class ArrayLowering(PairwiseLowering):
 
     def slice(self, op):
         """Basic indexing: integers (checked, wrapped), slices (clipped like Python's),
-        new axes; trailing axes whole."""
+        new axes; trailing axes whole. A slice of a lazy value (fusion.py) is lazy: the same
+        tree over the same views of its leaves."""
         x = self.v(op.operands[0])
-        operands = iter(op.operands[1:])
-        offset, shape, strides, axis = i64(0), [], [], 0
-        for item in op.attrs["index"]:
-            if item[0] == "new":
-                shape.append(i64(1))
-                strides.append(i64(0))
-                continue
-            n, stride = x.shape[axis], x.strides[axis]
-            if item[0] == "int":
-                index = next(operands)
-                position = self.wrap_index(self.v(index), index.type, n, axis, op.loc)
-                offset = self.b.add(offset, self.b.mul(position, stride))
-            else:
-                bounds = [self.v(next(operands)) if present else None for present in item[1:]]
-                start, length, step = self.slice_bounds(n, *bounds, loc=op.loc)
-                offset = self.b.add(offset, self.b.mul(start, stride))
-                shape.append(length)
-                strides.append(self.b.mul(step, stride))
-            axis += 1
-        shape += x.shape[axis:]
-        strides += x.strides[axis:]
+        if isinstance(x, LazyV):
+            offset, shape, strides = self.indexed(op, x, [Pack([i64(0)] * x.width)] +
+                                                  list(x.strides))
+            leaves = [leaf.view(self.b.gep(leaf.data, [o], source_etype=MEM[leaf.dtype]),
+                                leaf.shape, leaf.strides)
+                      for leaf, o in zip(x.node.leaves(), offset.items)]
+            registers = [reg for node in x.node.walk() for _, reg in node.scalars]
+            return LazyV(x.dtype, shape, strides, x.node.rebuilt(iter(leaves), iter(registers)))
+        offset, shape, strides = self.indexed(op, x, [i64(0)] + list(x.strides))
         data = self.b.gep(x.data, [offset], source_etype=MEM[x.dtype])
         if isinstance(op.results[0].type, T.Scalar):
             return self.load_mem(x, data)
         view = x.view(data, shape, strides)
         self.retain(view)
         return view
+
+    def indexed(self, op, x, strides):
+        """(offset, shape, strides) of slice `op` of x, whose strides are given (a Pack per
+        axis for a lazy value, one stride per leaf; `strides[0]` is the offset so far)."""
+        operands = iter(op.operands[1:])
+        offset, strides = strides[0], strides[1:]
+        shape, out, axis = [], [], 0
+        for item in op.attrs["index"]:
+            if item[0] == "new":
+                shape.append(i64(1))
+                out.append(self.no_stride(x))
+                continue
+            n, stride = x.shape[axis], strides[axis]
+            if item[0] == "int":
+                index = next(operands)
+                position = self.wrap_index(self.v(index), index.type, n, axis, op.loc)
+                offset = self.plus_times(offset, position, stride)
+            else:
+                bounds = [self.v(next(operands)) if present else None for present in item[1:]]
+                start, length, step = self.slice_bounds(n, *bounds, loc=op.loc)
+                offset = self.plus_times(offset, start, stride)
+                shape.append(length)
+                out.append(self.plus_times(self.no_stride(x), step, stride))
+            axis += 1
+        return offset, shape + x.shape[axis:], out + strides[axis:]
+
+    def plus_times(self, a, n, stride):
+        """a + n * stride, for a stride or a Pack of them (and a Pack a)."""
+        if isinstance(stride, Pack):
+            return Pack([self.b.add(p, self.b.mul(n, s))
+                         for p, s in zip(a.items, stride.items)])
+        return self.b.add(a, self.b.mul(n, stride))
 
     def wrap_index(self, index, irtype, n, axis, loc):
         """A Python index into an axis of length n: wrapped, and checked (IndexError)."""

@@ -174,7 +174,7 @@ class _Entry:
 
     def give_back_slabs(self, ctx):
         """When the call ends, the slabs it used or took go back to the process's cache (at
-        most SLABS_KEPT standard ones; the others are freed), and so do its free large blocks
+        most SLABS_KEPT; the others are freed), and so do its free large blocks
         (at most LARGE_KEPT bytes): one exchange each, and whatever another call gave back
         meanwhile is freed."""
         fn = self.module.globals.get("adc.slabs_done")
@@ -190,10 +190,8 @@ class _Entry:
             b.store(i64(0), count)
 
             def keep_or_free(b, slab):
-                standard = b.icmp_signed("==", b.load(b.gep(slab, [i64(1)], source_etype=I64),
-                                                      typ=I64), i64(SLAB))
                 room = b.icmp_signed("<", b.load(count, typ=I64), i64(SLABS_KEPT))
-                with b.if_else(b.and_(standard, room)) as (keep, drop):
+                with b.if_else(room) as (keep, drop):
                     with keep:
                         b.store(b.load(kept, typ=PTR), slab)
                         b.store(slab, kept)

@@ -1,7 +1,8 @@
 """Fusion of elementwise array ops into the loops that consume them (LLVM backend).
 
 An elementwise op whose every use reads it element by element (another elementwise op, a
-reduction, the value of `x[...] = v` or `x[...] += v`, `sum_to`, `copy`; `shape` and `size`
+reduction, the value of `x[...] = v` or `x[...] += v`, `sum_to`, `copy`, a part of
+`np.concatenate`; `shape` and `size`
 only look at its shape) is not computed where it stands: it becomes a *lazy* value, a tree of
 scalar ops over the arrays it reads (its *leaves*), and each consumer computes the elements
 it needs inside its own loop nest. `np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)`
@@ -70,6 +71,7 @@ def plan(fn):
 def _plan_block(block, params, fusion):
     uses = {}
     writes = []
+    position = {op: k for k, op in enumerate(block.ops)}
     for k, op in enumerate(block.ops):
         written = []
         for nested in walk_op(op):
@@ -79,12 +81,14 @@ def _plan_block(block, params, fusion):
                 written.append(_root(nested.operands[0]))
         writes.append(written)
     for k, op in enumerate(block.ops):
+        if _lazy_view(op) and op.operands[0] in fusion.lazy:
+            _view_of_lazy(op, fusion)
+            continue
         if not _fusible(op):
             continue
         r = op.results[0]
-        found = uses.get(r)
-        if not found or not all(user is not None and _consumes(user, n)
-                                for _, user, n in found):
+        found = _element_uses(r, uses)
+        if not found:
             continue
         leaves, cost, expensive = set(), 1, _expensive(op)
         for x in op.operands:
@@ -98,8 +102,8 @@ def _plan_block(block, params, fusion):
         if len(computing) > 1 and (expensive or cost > RECOMPUTE):
             continue
         roots = {_root(v) for v in leaves if isinstance(v.type, T.Array)}
-        last = max(j for j, _, _ in found)
-        if any(_may_share(w, leaf, params) for j in range(k + 1, last + 1)
+        last = max((j for j, _, _ in computing), default=k)  # (a shape reads no element)
+        if any(_may_share(w, leaf, params, position) for j in range(k + 1, last + 1)
                for w in writes[j] for leaf in roots):
             continue
         fusion.lazy.add(r)
@@ -107,6 +111,40 @@ def _plan_block(block, params, fusion):
         fusion.cost[r] = cost
         if expensive:
             fusion.expensive.add(r)
+
+
+def _lazy_view(op):
+    """A view a lazy value can pass through: a slice (or transpose) of it is the same tree
+    over views of its leaves."""
+    return op.prim in ("slice", "transpose") and isinstance(op.results[0].type, T.Array)
+
+
+def _view_of_lazy(op, fusion):
+    r, x = op.results[0], op.operands[0]
+    fusion.lazy.add(r)
+    fusion.leaves[r] = fusion.leaves[x]
+    fusion.cost[r] = fusion.cost[x]
+    if x in fusion.expensive:
+        fusion.expensive.add(r)
+
+
+def _element_uses(v, uses, depth=0):
+    """The uses of v that read its elements, through views that can stay lazy (each such
+    view's own uses instead of it), or None when some use needs v in memory (an empty
+    list when v is unused)."""
+    found = []
+    for use in uses.get(v, ()):
+        _, user, n = use
+        if user is not None and n == 0 and _lazy_view(user) and depth < 16:
+            inner = _element_uses(user.results[0], uses, depth + 1)
+            if not inner:
+                return None
+            found += inner
+        elif user is not None and _consumes(user, n):
+            found.append(use)
+        else:
+            return None
+    return found
 
 
 def _plan_groups(block, params, fusion):
@@ -187,6 +225,8 @@ def _consumes(user, n):
         return isinstance(user.results[0].type, T.Array)
     if prim in _REDUCTIONS or prim in ("sum_to", "copy", "shape", "size"):
         return n == 0
+    if prim == "concatenate":  # each part is copied into its place in the result
+        return True
     return prim in ("iadd", "assign") and n == 1
 
 
@@ -204,14 +244,52 @@ def _root(v):
     return v
 
 
+# ops whose array result is a new buffer (never one of their operands')
+_FRESH = frozenset(ELEMENTWISE) | {"alloc", "copy", "concatenate", "stack", "matmul"}
+
+
+def _made_after(a, b, position):
+    """Whether root a is a new buffer made by an op of the block after b was defined (b is
+    defined by an earlier op, or outside the block's ops): a buffer that is new cannot be
+    memory that was alive when it was made, and b, used after a was made, was alive then."""
+    owner = a.owner
+    if owner is None or owner.prim not in _FRESH or owner not in position:
+        return False
+    made = b.owner
+    return made is None or made not in position or position[made] < position[owner]
+
+
+def _tape_kind(root):
+    """"shadows of f" or "values of f" for a shadow array the reverse mode of f made, or an
+    array popped off a tape it made for shadow arrays or for values of f (the two kinds
+    never share memory: shadows are made by that reverse mode itself), else None."""
+    owner = root.owner
+    if owner is not None and owner.prim == "alloc":
+        return owner.attrs.get("holds")
+    if owner is None or owner.prim != "tape_pop":
+        return None
+    tape = owner.operands[0].owner
+    return tape.attrs.get("holds") if tape is not None and tape.prim == "tape_new" else None
+
+
 def _made_here(root):
     return root.owner is not None and root.owner.prim not in _UNKNOWN_OWNERS
 
 
-def _may_share(a, b, params):
-    """Whether the arrays rooted at a and b may share memory."""
+def _may_share(a, b, params, position=None):
+    """Whether the arrays rooted at a and b may share memory. `position`: the index of each
+    op of the block both are used in, when a new buffer made there (_fresh) cannot be an
+    array that existed before it."""
     if a is b:
         return True
+    kinds = {_tape_kind(a), _tape_kind(b)}
+    if None not in kinds and len(kinds) == 2 and len({k.split(" of ")[1] for k in kinds}) == 1:
+        return False
+    if any(k is not None and k.startswith("shadows") for k in kinds) and \
+            (a in params or b in params):  # (a shadow is never an argument)
+        return False
+    if position is not None and (_made_after(a, b, position) or _made_after(b, a, position)):
+        return False
     if _made_here(a):
         return not (_made_here(b) or b in params)
     if _made_here(b):

@@ -27,7 +27,7 @@ releasing anything, and the entry point then frees every buffer still on the lis
 exits do not leak; after a normal return the list holds only the buffers handed to Python.
 
 Temporaries are allocated once per call, not once per loop iteration. A buffer of up to
-POOL_LIMIT bytes takes a block of its size class (128 bytes, then four classes per power of
+POOL_LIMIT bytes (a quarter slab, 16 KiB) takes a block of its size class (128 bytes, then four classes per power of
 two: 160, 192, 224, 256, 320...); releasing it puts the block on the context's free list of
 that class, where the next buffer of that class is taken from. New blocks are carved from
 *slabs* (SLAB bytes, one malloc each, or a spare slab from the process's cache); when the call
@@ -42,7 +42,10 @@ the next large buffer of its class is taken from, and when the call ends these b
 process-wide cache as the slabs do (at most LARGE_KEPT bytes; the rest freed). So a call that
 makes the same large temporaries as the last one takes them back without malloc, and the kernel
 does not fault their pages in again (glibc gives freed memory back to the system and takes it
-anew: page faults were a fifth of GradBench gmm's derivative time).
+anew: page faults were a fifth of GradBench gmm's derivative time). Buffers between a quarter
+slab and 128 KiB used to be pooled too, each on a slab of its own that the call freed: a tape of
+80 KB arrays (GradBench ode at n = 10000) then faulted its pages in again on every call, 46% of
+the gradient's CPU time.
 """
 
 import llvmlite.ir as ir
@@ -58,8 +61,8 @@ from adcompile.backends.llvm.values import (CONTEXT, CTX_CURSOR, CTX_LARGE, CTX_
 TR_COUNT, TR_TAG, TR_PREV, TR_NEXT, TR_BASE, TR_PYOBJ, TR_NELEMS, TR_CLASS = range(8)
 TRAILER = 64
 TAG = "adc_buffer_tag"  # what slot TR_TAG holds: bound to a private object's address
-# a slab: a header (the next slab, the size of its blocks' part), then SLAB bytes of blocks, or
-# one larger block; a call's standard slabs (at most SLABS_KEPT) go back to the process's cache
+# a slab: a header (the next slab, the size of its blocks' part), then SLAB bytes of blocks; a
+# call's slabs (at most SLABS_KEPT) go back to the process's cache
 SLAB, SLAB_HEADER, SLABS_KEPT = 1 << 16, 64, 256
 SLAB_CACHE = "adc_slab_cache"
 # the free large blocks (trailers linked through TR_NEXT; TR_CLASS holds minus the block's size)
@@ -330,9 +333,9 @@ class MemoryLowering:
         return fn
 
     def carve_fn(self):
-        """adc.carve(ctx, size, class): the trailer of a new pooled block of `size` (a class size)
-        bytes, cut from the current slab or a new one; null when malloc fails. A block larger
-        than a quarter slab gets a slab of its own, so the current one keeps its free part."""
+        """adc.carve(ctx, size, class): the trailer of a new pooled block of `size` (a class size,
+        at most a quarter slab) bytes, cut from the current slab or a new one; null when malloc
+        fails."""
         fn = self.module.globals.get("adc.carve")
         if fn is not None:
             return fn
@@ -340,8 +343,7 @@ class MemoryLowering:
         fn.linkage = "internal"
         ctx, size, cls = fn.args
         blocks = {name: fn.append_basic_block(name)
-                  for name in ("entry", "cut", "check", "spare", "malloc", "slab", "fail", "linked",
-                               "own")}
+                  for name in ("entry", "cut", "check", "spare", "malloc", "slab", "fail")}
         b = ir.IRBuilder(blocks["entry"])
 
         def field(k):
@@ -354,13 +356,12 @@ class MemoryLowering:
         b.position_at_end(blocks["cut"])
         b.store(b.gep(cursor, [size], source_etype=I8), field(CTX_CURSOR))
         b.ret(self.pooled_block(b, cursor, size, cls))
-        # a new slab: a spare one, or SLAB bytes from malloc, or the block's size when it is large
+        # a new slab: a spare one, or SLAB bytes from malloc
         b.position_at_end(blocks["check"])
-        large = b.icmp_signed(">", size, i64(SLAB // 4))
-        length = b.select(large, size, i64(SLAB))
+        length = i64(SLAB)
         spare = b.load(field(CTX_SPARE), typ=PTR)
-        reuse = b.and_(b.not_(large), b.icmp_unsigned("!=", spare, ir.Constant(PTR, None)))
-        b.cbranch(reuse, blocks["spare"], blocks["malloc"])
+        b.cbranch(b.icmp_unsigned("!=", spare, ir.Constant(PTR, None)), blocks["spare"],
+                  blocks["malloc"])
         b.position_at_end(blocks["spare"])
         b.store(b.load(spare, typ=PTR), field(CTX_SPARE))
         b.branch(blocks["slab"])
@@ -378,12 +379,8 @@ class MemoryLowering:
         b.store(b.load(field(CTX_SLABS), typ=PTR), slab)
         b.store(slab, field(CTX_SLABS))
         block = b.gep(slab, [i64(SLAB_HEADER)], source_etype=I8)
-        b.cbranch(large, blocks["own"], blocks["linked"])
-        b.position_at_end(blocks["linked"])
         b.store(b.gep(block, [size], source_etype=I8), field(CTX_CURSOR))
         b.store(b.gep(block, [i64(SLAB)], source_etype=I8), field(CTX_LIMIT))
-        b.branch(blocks["own"])
-        b.position_at_end(blocks["own"])
         b.ret(self.pooled_block(b, block, size, cls))
         return fn
 

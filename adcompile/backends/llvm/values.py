@@ -21,9 +21,10 @@ REG = {"f64": F64, "f32": F32, "i64": I64, "bool": I1}  # in registers
 MEM = {"f64": F64, "f32": F32, "i64": I64, "bool": I8}  # in memory (arrays, tapes)
 ITEMSIZE = {"f64": 8, "f32": 4, "i64": 8, "bool": 1}
 TAPE = ir.LiteralStructType([PTR, I64, I64])  # buffer, top, capacity
-# buffers of up to POOL_LIMIT bytes are carved from the call's slabs in POOL_CLASSES size classes
-# (128 bytes, then four per power of two) and reused within the call (memory.py)
-POOL_LIMIT, POOL_CLASSES = 1 << 17, 41
+# buffers of up to POOL_LIMIT bytes (a quarter of a slab) are carved from the call's slabs in
+# POOL_CLASSES size classes (128 bytes, then four per power of two) and reused within the call;
+# larger ones are blocks of their own, kept in the process's cache between calls (memory.py)
+POOL_LIMIT, POOL_CLASSES = 1 << 14, 29
 # the context the entry point passes: thread state, the list of live kernel-allocated buffers,
 # two integers for an error message (an index and a size), the heads of the free lists of the
 # buffer pool, the list of slabs in use, the free part of the current slab (start, end), and the
