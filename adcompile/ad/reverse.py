@@ -101,6 +101,7 @@ class _Reverse:
         self.tapes = {}      # primal value -> tape (for values defined inside regions)
         self.tape_ops = []
         self.shadow_tapes = set()  # tapes of shadow arrays (the reverse writes into items)
+        self.shadow_allocs = set()  # the zero-filled allocations made as shadow arrays
         self.depth = 0
         self.active = set()
         self.counts = {}     # primal while op -> its iteration count value (primal-side)
@@ -223,7 +224,8 @@ class _Reverse:
             from adcompile.ad.split import split
 
             _forget_loop_params(fn)
-            return split(result, forward_ids, self.shadow_tapes)
+            shadows = set(self.shadow.values()) | self.shadow_tapes
+            return split(result, forward_ids, shadows, self.shadow_allocs)
         constant_fold(result)  # e.g. adjoints passed unchanged through branches
         _fuse_loops(body, self.fusable)
         _forget_loop_params(fn)
@@ -370,8 +372,10 @@ class _Reverse:
 
     def zeros_like(self, array, name):
         dims = [self.b.value("shape", (array,), {"axis": i}) for i in range(array.type.ndim)]
-        return self.b.value("alloc", dims, {"dtype": array.type.dtype, "ndim": array.type.ndim,
-                                            "fill": 0}, name=name)
+        shadow = self.b.value("alloc", dims, {"dtype": array.type.dtype,
+                                              "ndim": array.type.ndim, "fill": 0}, name=name)
+        self.shadow_allocs.add(shadow.owner)
+        return shadow
 
     def forward(self, block):
         for op in block.ops[:-1]:
@@ -434,6 +438,7 @@ class _Reverse:
             dims = [self.val[v] for v in op.operands[:ndim]]
             self.shadow[r] = self.b.value("alloc", dims, dict(op.attrs, fill=0),
                                           name=f"{r.name or 'a'}_bar")
+            self.shadow_allocs.add(self.shadow[r].owner)
         elif op.prim in _VIEWS + ("load",) and isinstance(op.results[0].type, T.Array):
             if op.operands[0] in self.shadow:  # a view's shadow: the same view of the shadow
                 r = op.results[0]

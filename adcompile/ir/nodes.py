@@ -105,14 +105,14 @@ def walk_op(op):
 
 
 WRITES = ("store", "add_at", "assign", "iadd", "scatter_add", "mask_add")
-VIEWS = ("load", "slice", "transpose", "diagonal", "broadcast_to", "reshape")
+VIEWS = ("load", "slice", "transpose", "diagonal", "broadcast_to", "reshape", "strided")
 
 
 def memory_root(array):
     """The array whose memory `array` is (a view's or a row's operand, followed to the first
     array that is not one)."""
     while array.owner is not None and array.owner.prim in ("load", "slice", "transpose",
-                                                           "diagonal"):
+                                                           "diagonal", "strided"):
         array = array.owner.operands[0]
     return array
 

@@ -26,7 +26,7 @@ from adcompile.ir.printer import print_function
 
 _LINALG = ("det", "inv", "solve")
 _WRITES = ("store", "add_at", "assign", "iadd", "scatter_add", "mask_add")
-_VIEWS = ("load", "slice", "transpose", "diagonal", "broadcast_to", "reshape")
+_VIEWS = ("load", "slice", "transpose", "diagonal", "broadcast_to", "reshape", "strided")
 _MERGED = ("tuple_get", "if", "for", "while", "tape_pop")
 
 
