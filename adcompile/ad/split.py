@@ -21,14 +21,19 @@ checkpoints no loop (it tapes what a checkpointed loop would run again), so the 
 never runs a primal iteration; the adjoint still rebuilds cheap values from taped operands
 (exp(x) from a taped x), as every reverse sweep here does. (No tape of tuples is made.)
 
-The exception, where `split` returns None and callers run the pullback program instead, which
-computes the primal again: a tape of *shadow* arrays (reverse.py's ("shadow", value) tapes:
-arrays a loop writes in place, a `while` loop carrying an array). The reverse sweep
-accumulates into their items, and what makes it right is which items share memory with which
-(a row of a top-level shadow, the same array pushed as one iteration's result and the next
-one's parameter); a copy would lose that, and the IR cannot name memory across calls. Also
-None, as a guard: a reverse half writing into a residual (it would spoil a second backward,
-retain_graph); with no loop checkpointed, no program of the test corpora does.
+A tape of *shadow* arrays (reverse.py's ("shadow", value) tapes: arrays a loop writes in
+place, a `while` loop carrying an array) is handed over as its layout (_ShadowMemory): the
+reverse sweep accumulates into its items, and what makes that right is which items share
+memory with which (a row of a top-level shadow, the same array pushed as one iteration's
+result and the next one's parameter), so a copy of the items would not do. The forward
+half numbers the elements of its shadow allocations and reads where each crossing shadow
+array and item lies; the reverse half allocates the memory again, zero-filled, and makes
+each of them as the same strided view of it.
+
+The exception, where `split` returns None and callers run the pullback program instead,
+which computes the primal again: a reverse half that may write into a residual (it would
+spoil a second backward, retain_graph), through any view, loop slot, tape or tuple; with
+no loop checkpointed, no program of the test corpora does.
 """
 
 from adcompile.ad.aliases import TapeAliases
@@ -395,8 +400,8 @@ def _arrays_to_flat(b, tape):
 
 def _flat_to_arrays(b, residuals, tape):
     """A new tape like `tape` holding views of `flat` shaped by the table's rows (the reverse
-    only reads them: a write through a popped item makes written_params see every parameter
-    written, and `split` gives up)."""
+    only reads them: a write through a popped item would be one into the residual, and
+    `split` gives up)."""
     flat, table = residuals
     item = tape.type.item
     width = b.const(item.ndim + 2)
