@@ -16,7 +16,8 @@ the node's backward both ways on the same machine, in the same process:
 For each it prints the median CPU time (process_time; the machine is shared) of the forward
 call and of backward (retain_graph, so the same node runs backward again), the programs the
 backward ran (counted by a spy on the compiled callables: the primal is never among them
-for the split), and how many matmul / tanh ops the reverse half and the pullback contain.
+for the split), the programs' own times (primal, forward half, reverse half, pullback) and
+how many matmul / tanh / log / strided ops the reverse half and the pullback contain.
 
 Run: PYTHONPATH=$PWD python benchmarks/bridge_split.py [--repeats N]
 """
@@ -123,16 +124,24 @@ def _measure(cf, values, repeats):
     return forward, backward, spy.runs, grads
 
 
-def _op_counts(cf, values):
+def _programs(cf, values, repeats):
+    """The compiled programs alone, on numpy values: median CPU seconds of the primal, the
+    forward half, the reverse half and the pullback, and how many matmul / tanh / log /
+    strided ops the reverse half and the pullback hold."""
     active = (True,) * len(values)
     out = cf(*values)
-    reverse = Derived(cf, active, "reverse")
     forward_half = Derived(cf, active, "forward")
+    reverse, pullback = Derived(cf, active, "reverse"), Derived(cf, active, "pullback")
     _, residuals = forward_half(*values)
-    rev_ir = reverse.ir(*values, *residuals, np.ones_like(out))
-    pullback_ir = Derived(cf, active, "pullback").ir(*values, np.ones_like(out))
-    return {name: (rev_ir.count(f" {name} "), pullback_ir.count(f" {name} "))
-            for name in ("matmul", "tanh", "log", "strided")}
+    cot = np.ones_like(out)
+    runs = {"primal": lambda: cf(*values), "forward half": lambda: forward_half(*values),
+            "reverse half": lambda: reverse(*values, *residuals, cot),
+            "pullback": lambda: pullback(*values, cot)}
+    times = {name: _median_cpu(run, repeats) for name, run in runs.items()}
+    rev_ir, pullback_ir = reverse.ir(*values, *residuals, cot), pullback.ir(*values, cot)
+    counts = {name: (rev_ir.count(f" {name} "), pullback_ir.count(f" {name} "))
+              for name in ("matmul", "tanh", "log", "strided")}
+    return times, counts
 
 
 def main():
@@ -158,7 +167,9 @@ def main():
                   f"backward ran {runs}")
         ratio = results["pullback"][1] / results["split"][1]
         print(f"  backward: pullback / split = {ratio:.1f}x; gradients bit-identical")
-        counts = _op_counts(cf, values)
+        times, counts = _programs(cf, values, repeats)
+        print("  the programs alone, median CPU ms: " +
+              ", ".join(f"{k} {t * 1e3:.2f}" for k, t in times.items()))
         print("  ops in the reverse half vs the pullback: " +
               ", ".join(f"{k} {a} vs {b}" for k, (a, b) in counts.items()))
 

@@ -171,6 +171,7 @@ class _ShadowMemory:
             out.append(op)
             tape = self.arena.get(op.attrs.get("dtype")) if op in allocs else None
             if tape is not None:
+                op.attrs = dict(op.attrs, fill=None)  # (numbered before anything reads it)
                 b = IRBuilder(Block())
                 b.emit("tape_push", [tape, _flat_view(b, op.results[0])])
                 out += b.block.ops
