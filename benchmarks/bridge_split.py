@@ -31,39 +31,27 @@ import numpy as np
 import adcompile as torch
 from adcompile import adcompile, api, bridge
 from adcompile.bridge import Derived
+from tests.compiler.array_corpus import rk4_step
 
 
 def gmm_rows(X, means, Ls):
-    """tests/compiler/array_corpus.py's gmm_by_component, returning each row's
-    log-likelihood (an array: the node's backward gets a cotangent per row)."""
-    n = X.shape[0]
-    k_count = means.shape[0]
-    beta = np.zeros((n, k_count))
-    for k in range(k_count):
-        y = (X - means[k]) @ Ls[k].T
-        beta[:, k] = -0.5 * np.sum(y * y, axis=1)
-    top = np.max(beta, axis=1, keepdims=True)
-    return top[:, 0] + np.log(np.sum(np.exp(beta - top), axis=1))
-
-
-def chain_rhs(y):
-    dy = np.zeros_like(y)
-    dy[1:-1] = y[:-2] - 2.0 * y[1:-1] + y[2:]
-    dy[0] = -y[0]
-    dy[-1] = -y[-1]
-    return dy
+    """A Gaussian mixture's log-likelihood per row (an array: the node's backward gets a
+    cotangent per row), one matrix product per component stored into a row of `comp` (as
+    tests/compiler/array_corpus.py's gmm_by_component stores columns)."""
+    comp = np.zeros((means.shape[0], X.shape[0]))
+    for k in range(means.shape[0]):
+        z = (X - means[k]) @ Ls[k].T
+        comp[k] = -0.5 * np.sum(z * z, axis=1)
+    top = np.max(comp, axis=0)
+    return top + np.log(np.sum(np.exp(comp - top), axis=0))
 
 
 def rk4_final(y0, h):
-    """tests/compiler/array_corpus.py's rk4 steps on a chain of springs, 50 of them; the
-    final state (an array)."""
+    """50 RK4 steps of the array corpus's chain of springs (its right-hand side fills a new
+    array with slice stores); the final state, squashed (an array)."""
     y = y0
     for _ in range(50):
-        k1 = chain_rhs(y)
-        k2 = chain_rhs(y + 0.5 * h * k1)
-        k3 = chain_rhs(y + 0.5 * h * k2)
-        k4 = chain_rhs(y + h * k3)
-        y = y + h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+        y = rk4_step(y, h)
     return np.tanh(y)
 
 
