@@ -101,3 +101,19 @@ def _check(backend, name, fn, make, active):
 def test_the_llvm_cases_exist():
     names = {case[0] for case in CASES}
     assert ON_LLVM <= names and SHADOW_MEMORY <= names
+
+
+@pytest.mark.parametrize("backend", ["interp", "python", "llvm"])
+def test_float32_shadow_memory_numbered_in_digits(backend):
+    """float32 holds integers exactly only to 2^24: its shadow memory is numbered in three
+    passes of 16-bit digits. A while loop carrying 70001 float32 elements (700160 numbered
+    with the alignment: two nonzero digits) checks they are put together again, bit for
+    bit."""
+    x = np.linspace(-1.0, 1.0, 70001).astype(np.float32)
+    cf = ac.adcompile(array_corpus.carry_with_while, backend=backend)
+    result, residuals = Derived(cf, (True,), "forward")(x)
+    assert max(r for r in residuals if np.ndim(r) == 0) > 2**16  # (the memory's size)
+    want = Derived(cf, (True,), "pullback")(x, 0.7)
+    got = Derived(cf, (True,), "reverse")(x, *residuals, 0.7)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)
