@@ -59,6 +59,8 @@ def split(fn, forward_ids, shadows=frozenset(), shadow_allocs=frozenset()):
     if any(type(t.type.item) not in _HANDOVER for t in tapes):
         return None
     memory = _ShadowMemory([v for v in crossing if v in shadows])
+    if not _made_in(forward, fn.params, memory.values, shadow_allocs):
+        return None  # (a shadow in memory no shadow allocation made: none is known)
     forward = memory.arena_tapes() + memory.with_arena_pushes(forward, shadow_allocs)
     b = IRBuilder(Block())
     handed = {t: _HANDOVER[type(t.type.item)][0](b, t) for t in tapes}
@@ -493,6 +495,32 @@ def _reverse_function(fn, ops, grads, residuals, handed, memory):
         return None
     _copy_gradients_in(reverse_fn, sharing, memory.rebuilt)
     return reverse_fn
+
+
+def _made_in(forward, params, values, allocs):
+    """Whether the memory of every value in `values` (shadow arrays, tapes of them) can only
+    be that of allocations in `allocs`: no other array-making op or parameter shares a
+    class with them (aliases.py's classes, joined through every view)."""
+    if not values:
+        return True
+    block = Block()
+    block.ops = list(forward)
+    sharing = _sharing(Function("forward", list(params), block))
+    classes = {sharing.find(v) for v in values}
+    if any(sharing.find(p) in classes for p in params):
+        return False
+    for op in walk(block):
+        for r in op.results:
+            if sharing.find(r) in classes and _makes_memory(op, r) and op not in allocs:
+                return False
+    return True
+
+
+def _makes_memory(op, r):
+    """Whether array `r`, a result of `op`, is memory `op` makes (not a view, a slot, a pop
+    or an item of another value)."""
+    return isinstance(r.type, T.Array) and op.prim not in VIEWS + (
+        "for", "while", "if", "tape_pop", "tuple_get")
 
 
 def _sharing(fn):

@@ -117,3 +117,25 @@ def test_float32_shadow_memory_numbered_in_digits(backend):
     got = Derived(cf, (True,), "reverse")(x, *residuals, 0.7)
     assert got.dtype == np.float32
     np.testing.assert_array_equal(got, want)
+
+
+def test_shadow_memory_must_come_from_shadow_allocations():
+    """The guard of ad/split.py: a crossing shadow whose memory an op other than a recorded
+    shadow allocation made (or a parameter) could not be numbered, so the cut is refused."""
+    from adcompile.ad.split import _made_in
+    from adcompile.ir import types as T
+    from adcompile.ir.builder import IRBuilder
+    from adcompile.ir.nodes import Block, Value
+
+    b = IRBuilder(Block())
+    n = b.const(4)
+    a = b.value("alloc", [n], {"dtype": "f64", "ndim": 1, "fill": 0})
+    row = b.value("slice", [a, b.const(1)], {"index": (("slice", True, False, False),)})
+    copied = b.value("copy", [a])
+    p = Value(T.Array("f64", 1), "p")
+    ops = b.block.ops
+    assert _made_in(ops, [p], [row], {a.owner})
+    assert not _made_in(ops, [p], [row], set())
+    assert not _made_in(ops, [p], [copied], {a.owner})
+    view_of_p = IRBuilder(Block()).value("transpose", [p], {"perm": (0,)})
+    assert not _made_in(ops + [view_of_p.owner], [p], [view_of_p], {a.owner})
