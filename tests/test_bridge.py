@@ -655,6 +655,30 @@ def test_taped_shadow_arrays_are_handed_over_as_their_layout():
         assert grads[1] == pullback[1]
 
 
+def test_read_only_arrays_reach_both_halves():
+    """The halves write only memory they made (the forward numbers its shadow allocations
+    through items of its own tapes, the reverse accumulates into items of tapes it rebuilt):
+    read-only arguments and cotangents (`sum`'s backward hands over a broadcast, read-only
+    array) are taken as they are. (Before, every parameter counted as written, and the node's
+    backward raised "read-only" here; the pullback program, writing through a loop's result,
+    still counts them all, so it is run on copies.)"""
+    x = np.broadcast_to(np.array([0.3]), (4,))
+    active = (True, True)
+    result, residuals = Derived(halving, active, "forward")(x, 0.5)
+    cot = np.broadcast_to(np.array(1.0), (4,))
+    got = Derived(halving, active, "reverse")(x, 0.5, *residuals, cot)
+    want = Derived(halving, active, "pullback")(x.copy(), 0.5, cot.copy())
+    np.testing.assert_array_equal(got[0], want[0])
+    xt = torch.tensor([0.1, 0.2, 0.7], dtype=torch.float64, requires_grad=True)
+    w = torch.tensor(0.5, dtype=torch.float64, requires_grad=True)
+    halving(xt, w).sum().backward()
+    xe = torch.tensor([0.1, 0.2, 0.7], dtype=torch.float64, requires_grad=True)
+    we = torch.tensor(0.5, dtype=torch.float64, requires_grad=True)
+    halving_t(torch, xe, we).sum().backward()
+    np.testing.assert_allclose(_arr(xt.grad), _arr(xe.grad), rtol=1e-13)
+    np.testing.assert_allclose(_arr(w.grad), _arr(we.grad), rtol=1e-13)
+
+
 @pytest.fixture
 def programs_run(monkeypatch):
     """The compiled programs run (on numpy values), by mode: "primal" for the function
