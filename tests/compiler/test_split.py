@@ -27,8 +27,9 @@ SHADOW_MEMORY = {"rk4_energy", "rk4_energy-strided", "oscillator_euler", "normal
                  "accumulate_rows", "rows_plus_equal", "carry_with_while",
                  "rows_updated_in_place", "rows_updated_from_copy", "gmm_by_component"}
 # on LLVM too (compiling three programs per case costs seconds): one of each kind of those
-# (in place in a loop, through a copy, a carried array, a while loop, a callee's stores);
-# with --time, every case (test_every_case_on_llvm)
+# (a column stored per trip, rows added into in place, a while loop carrying an array, a
+# callee's slice stores inside a loop carrying an array); with --time, every case
+# (test_every_case_on_llvm)
 ON_LLVM = {"rk4_energy", "gmm_by_component", "carry_with_while", "rows_plus_equal",
            "accumulate_rows"}
 
