@@ -12,13 +12,14 @@ so hooks, retain_graph, version checks, freeing and make_dot are the engine's ow
   scales them by the incoming cotangent (the primal is never run again);
 - any other result runs the augmented forward half of the split vjp program (ad/split.py),
   which returns the result and the residuals its reverse half needs (loop tapes handed over as
-  arrays); backward runs the reverse half on them with the incoming cotangents. Where the
-  program does not split (ad/split.py's one exception: a loop keeping shadow arrays on its
-  tape) the forward call runs the primal and backward the pullback program, which computes the
-  primal again before its reverse sweep;
+  arrays, tapes of shadow arrays as their layout); backward runs the reverse half on them
+  with the incoming cotangents. Where the program does not split (ad/split.py's guard: a
+  reverse half that may write into a residual; no test corpus program) the forward call runs
+  the primal and backward the pullback program, which computes the primal again;
 - with create_graph, backward calls the bridge again on the pullback program with the saved
-  tensors and the cotangents as Tensors, so the gradient gets a compiled node whose backward is
-  the pullback of the pullback: derivatives of any order, all compiled. That backward computes
+  tensors and the cotangents as Tensors, so the gradient gets a compiled node (split as any
+  other) whose backward is the reverse half of the pullback's vjp: derivatives of any order,
+  all compiled. That backward computes
   the primal again, by design: a differentiable backward must be a function of the inputs, and
   reusing the residuals would make them differentiable outputs of the forward node, whose
   second-order pass would run the primal anyway (docs/architecture.md, "The bridge").

@@ -183,7 +183,7 @@ def rnn_t(lib, x, w):
 def halving(x, w):
     v = x * 1.0
     k = 0
-    while k < 3:  # a while loop carrying an array: its shadows are taped (no split)
+    while k < 3:  # a while loop carrying an array: its shadows are taped (memory handed over)
         v = np.sin(v * w) + 0.5 * v
         k += 1
     return v
@@ -211,10 +211,8 @@ FUNCTIONS = {
     "states": (states, states_t, (5,), ()),  # a taped loop: tape handed over as an array
     "iterated": (iterated, iterated_t, (4,), ()),  # a tape of arrays: handed over flat
     "rnn": (rnn, rnn_t, (5, 3), (3, 3)),  # h = tanh(W @ h + x[t]): a tape of states
-    "halving": (halving, halving_t, (4,), ()),  # taped shadows: the pullback recomputes
+    "halving": (halving, halving_t, (4,), ()),  # taped shadows: shadow memory handed over
 }
-# the one case whose vjp program does not split (ad/split.py's documented exception)
-RECOMPUTES = {"halving"}
 
 # how the arguments reach the node: straight from an eager op, as views of a bigger tensor,
 # non-contiguous (a transposed or strided view), in float32, or with y a constant
@@ -579,7 +577,7 @@ def test_memory_stays_flat_over_many_calls():
     ws = torch.tensor(np.eye(4) * 0.3, requires_grad=True)
     # a scalar result (gradients from the forward call), an array result (residuals), a taped
     # loop with an array result (a tape of scalars handed over), a tape of arrays handed over,
-    # and the documented exception (the pullback recomputes)
+    # and taped shadow arrays (the shadow memory's layout handed over)
     for f, a, b in ((recurrence, x, w), (sin_times, x, w), (states, x, w), (rnn, xs, ws),
                     (halving, x, w)):
         for _ in range(300):  # warm-up: compilation, allocator pools
@@ -639,7 +637,46 @@ def test_tapes_of_arrays_are_handed_over_flat():
     pullback = Derived(rnn, (True, True), "pullback")(x, w, np.ones(3))
     for got, want in zip(grads, pullback):
         np.testing.assert_allclose(got, want, rtol=1e-13)
-    assert _split_programs(halving, (np.array([0.1, 0.2]), 0.5)) is None  # (the exception)
+
+
+def test_taped_shadow_arrays_are_handed_over_as_their_layout():
+    """A while loop carrying an array tapes each step's shadow array; the reverse sweep
+    accumulates into them, and which of them share memory is what makes it right. The forward
+    hands over where each one lies (tables of offsets, strides and shapes), the reverse makes
+    them again as strided views of new zeroed memory and runs no primal op (no sin); twice
+    (the second backward starts from fresh zeros), bit-identical to the pullback."""
+    x, w = np.array([0.1, 0.2, 0.7]), 0.5
+    fwd, rev, grads = _split_programs(halving, (x, w))
+    assert "sin" in fwd and "sin" not in rev and "cos" in rev and "strided" in rev
+    pullback = Derived(halving, (True, True), "pullback")(x, w, np.ones(3))
+    for _ in range(2):
+        _, _, grads = _split_programs(halving, (x, w))
+        np.testing.assert_array_equal(grads[0], pullback[0])
+        assert grads[1] == pullback[1]
+
+
+def test_read_only_arrays_reach_both_halves():
+    """The halves write only memory they made (the forward numbers its shadow allocations
+    through items of its own tapes, the reverse accumulates into items of tapes it rebuilt):
+    read-only arguments and cotangents (`sum`'s backward hands over a broadcast, read-only
+    array) are taken as they are. (Before, every parameter counted as written, and the node's
+    backward raised "read-only" here; the pullback program, writing through a loop's result,
+    still counts them all, so it is run on copies.)"""
+    x = np.broadcast_to(np.array([0.3]), (4,))
+    active = (True, True)
+    result, residuals = Derived(halving, active, "forward")(x, 0.5)
+    cot = np.broadcast_to(np.array(1.0), (4,))
+    got = Derived(halving, active, "reverse")(x, 0.5, *residuals, cot)
+    want = Derived(halving, active, "pullback")(x.copy(), 0.5, cot.copy())
+    np.testing.assert_array_equal(got[0], want[0])
+    xt = torch.tensor([0.1, 0.2, 0.7], dtype=torch.float64, requires_grad=True)
+    w = torch.tensor(0.5, dtype=torch.float64, requires_grad=True)
+    halving(xt, w).sum().backward()
+    xe = torch.tensor([0.1, 0.2, 0.7], dtype=torch.float64, requires_grad=True)
+    we = torch.tensor(0.5, dtype=torch.float64, requires_grad=True)
+    halving_t(torch, xe, we).sum().backward()
+    np.testing.assert_allclose(_arr(xt.grad), _arr(xe.grad), rtol=1e-13)
+    np.testing.assert_allclose(_arr(w.grad), _arr(we.grad), rtol=1e-13)
 
 
 @pytest.fixture
@@ -663,8 +700,8 @@ def programs_run(monkeypatch):
 def test_backward_runs_only_the_reverse_half(name, programs_run):
     """The forward call runs one program that keeps what the reverse sweep needs; backward
     (twice, retain_graph) runs only the reverse half: the primal is never run again. A
-    float-scalar result gets its gradients from the forward call (nothing runs at backward);
-    the one documented exception (taped shadow arrays) runs the pullback."""
+    float-scalar result gets its gradients from the forward call (nothing runs at backward).
+    A loop taping shadow arrays ("halving") splits as the others do."""
     x, y = _inputs(torch, name, "plain", 2)
     out = _node("compiled", name)(x * 1.0, y * 1.0)
     forward_runs = list(programs_run)
@@ -674,16 +711,16 @@ def test_backward_runs_only_the_reverse_half(name, programs_run):
     scalar = not isinstance(out, tuple) and out.dim() == 0
     if scalar:
         assert (forward_runs, programs_run) == (["vjp"], [])
-    elif name in RECOMPUTES:
-        assert (forward_runs, programs_run) == (["primal"], ["pullback", "pullback"])
     else:
         assert (forward_runs, programs_run) == (["forward"], ["reverse", "reverse"])
 
 
 def test_create_graph_backward_is_the_pullback_node(programs_run):
-    """With create_graph the backward is a compiled node running the pullback program (the
-    documented design: a differentiable backward is a function of the inputs), and its own
-    backward the pullback's pullback; the Hessian-vector product agrees with the all-eager one
+    """With create_graph the backward is a compiled node for the pullback program (the
+    documented design: a differentiable backward is a function of the inputs). The pullback
+    splits as any program does (its shadow arrays on tapes handed over as their layout): the
+    node runs its forward half, and its own backward the reverse half of the pullback's
+    pullback, recomputing neither; the Hessian-vector product agrees with the all-eager one
     and PyTorch's (the SECOND_ORDER cases check more)."""
     results = []
     for kind in ("compiled", "eager", "oracle"):
@@ -693,14 +730,14 @@ def test_create_graph_backward_is_the_pullback_node(programs_run):
         del programs_run[:]
         (gx,) = lib.autograd.grad(_loss(lib, out), x, create_graph=True)
         if kind == "compiled":
-            assert programs_run == ["pullback"]
+            assert programs_run == ["forward"]  # (the pullback program's forward half)
             node = gx.grad_fn.next_functions[0][0]  # (gx = that node's output * 1.0)
             assert type(node).__name__ == "CompiledFunctionBackward"
         (hv,) = lib.autograd.grad((gx * x.detach().cos()).sum(), x)
         if kind == "compiled":
-            # the pullback's pullback (the pullback program keeps shadow arrays on its tape: it
-            # does not split), then the first node's backward for the cotangent's history
-            assert programs_run == ["pullback", "pullback", "reverse"]
+            # the reverse half of the pullback's pullback, then the first node's backward for
+            # the cotangent's history
+            assert programs_run == ["forward", "reverse", "reverse"]
         results.append((_arr(gx), _arr(hv)))
     for other in results[1:]:
         _close(results[0], other, "plain")

@@ -101,6 +101,7 @@ class _Reverse:
         self.tapes = {}      # primal value -> tape (for values defined inside regions)
         self.tape_ops = []
         self.shadow_tapes = set()  # tapes of shadow arrays (the reverse writes into items)
+        self.shadow_allocs = set()  # the zero-filled allocations made as shadow arrays
         self.depth = 0
         self.active = set()
         self.counts = {}     # primal while op -> its iteration count value (primal-side)
@@ -234,7 +235,8 @@ class _Reverse:
             from adcompile.ad.split import split
 
             _forget_loop_params(fn)
-            return split(result, forward_ids, self.shadow_tapes)
+            shadows = set(self.shadow.values()) | self.shadow_tapes
+            return split(result, forward_ids, shadows, self.shadow_allocs)
         constant_fold(result)  # e.g. adjoints passed unchanged through branches
         _fuse_loops(body, self.fusable)
         _forget_loop_params(fn)
@@ -384,9 +386,11 @@ class _Reverse:
         return self.zeros(dims, array.type, name)
 
     def zeros(self, dims, type, name):
-        """A new shadow array of zeros (marked as one: see tape_for)."""
-        return self.b.value("alloc", dims, {"dtype": type.dtype, "ndim": type.ndim, "fill": 0,
-                                            "holds": f"shadows of {self.fn.name}"}, name=name)
+        """A new shadow array of zeros (marked as one: see tape_for; recorded for split)."""
+        shadow = self.b.value("alloc", dims, {"dtype": type.dtype, "ndim": type.ndim, "fill": 0,
+                                              "holds": f"shadows of {self.fn.name}"}, name=name)
+        self.shadow_allocs.add(shadow.owner)
+        return shadow
 
     def forward(self, block):
         for op in block.ops[:-1]:

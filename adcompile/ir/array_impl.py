@@ -114,6 +114,17 @@ def diagonal(x):
     return np.lib.stride_tricks.as_strided(x, (n,), (x.strides[0] + x.strides[1],))
 
 
+def strided(base, offset, *geometry):
+    """The view of base's memory the `strided` primitive makes: from element `offset` of
+    base's data on, with the sizes and element strides in `geometry` (unchecked)."""
+    ndim = len(geometry) // 2
+    step = base.itemsize
+    start = np.lib.stride_tricks.as_strided(base, (int(offset) + 1,), (step,))[int(offset):]
+    return np.lib.stride_tricks.as_strided(
+        start, tuple(int(d) for d in geometry[:ndim]),
+        tuple(int(s) * step for s in geometry[ndim:]))
+
+
 def stack(items, axis, dtype):
     return np.stack([np.asarray(a) for a in items], axis=axis).astype(dtype, copy=False)
 
@@ -148,6 +159,8 @@ def run(op, args):
         return np.trace(args[0])
     if prim == "diagonal":
         return diagonal(args[0])
+    if prim == "strided":
+        return strided(*args)
     if prim == "det":
         return np.linalg.det(args[0])
     if prim == "inv":
@@ -184,5 +197,5 @@ def run(op, args):
 
 ARRAY_PRIMS = ("sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "sum_to",
                "broadcast_to", "reshape", "transpose", "slice", "take", "mask", "matmul",
-               "trace", "diagonal", "det", "inv", "solve", "concatenate", "stack", "arange", "linspace",
+               "trace", "diagonal", "strided", "det", "inv", "solve", "concatenate", "stack", "arange", "linspace",
                "copy", "assign", "iadd", "scatter_add", "mask_add")

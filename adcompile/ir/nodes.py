@@ -105,14 +105,14 @@ def walk_op(op):
 
 
 WRITES = ("store", "add_at", "assign", "iadd", "scatter_add", "mask_add")
-VIEWS = ("load", "slice", "transpose", "diagonal", "broadcast_to", "reshape")
+VIEWS = ("load", "slice", "transpose", "diagonal", "broadcast_to", "reshape", "strided")
 
 
 def memory_root(array):
     """The array whose memory `array` is (a view's or a row's operand, followed to the first
     array that is not one)."""
     while array.owner is not None and array.owner.prim in ("load", "slice", "transpose",
-                                                           "diagonal"):
+                                                           "diagonal", "strided"):
         array = array.owner.operands[0]
     return array
 
@@ -120,18 +120,47 @@ def memory_root(array):
 def written_params(fn):
     """Indices of the parameters whose arrays `fn` may write into (store, add_at, assign,
     iadd, scatter_add, mask_add; through any view, reshape included as it may be one). An
-    array made inside the function (np.zeros, x.copy(), x * 2) is not an argument's; one
-    reached through a tuple or merged by a branch or loop cannot be traced to one parameter:
-    then every parameter counts."""
+    array made inside the function (np.zeros, x.copy(), x * 2) is not an argument's; an item
+    popped from a tape the function made is one of the arrays pushed on it; one reached
+    through a tuple or merged by a branch or loop cannot be traced to one parameter: then
+    every parameter counts."""
+    pushed = {}
+    for op in walk(fn.body):
+        if op.prim == "tape_push":
+            pushed.setdefault(op.operands[0], []).append(op.operands[1])
     written = set()
     for op in walk(fn.body):
         if op.prim in WRITES:
-            root = op.operands[0]
-            while root.owner is not None and root.owner.prim in VIEWS:
-                root = root.owner.operands[0]
-            if root in fn.params:
-                written.add(fn.params.index(root))
-            elif root.owner is None or root.owner.prim in ("if", "for", "while", "tuple_get",
-                                                           "tape_pop"):
+            found = _params_under(fn, op.operands[0], pushed, {})
+            if found is None:
                 return set(range(len(fn.params)))
+            written |= found
     return written
+
+
+def _params_under(fn, array, pushed, tapes):
+    """The indices of the parameters whose memory `array` may be, or None where that cannot
+    be traced (see written_params); `tapes` keeps each tape's answer (None while it is being
+    worked out: a tape holding its own items cannot be traced)."""
+    while array.owner is not None and array.owner.prim in VIEWS:
+        array = array.owner.operands[0]
+    if array in fn.params:
+        return {fn.params.index(array)}
+    owner = array.owner
+    if owner is None or owner.prim in ("if", "for", "while", "tuple_get"):
+        return None
+    if owner.prim != "tape_pop":
+        return set()
+    tape = owner.operands[0]
+    if tape.owner is None or tape.owner.prim != "tape_new":
+        return None
+    if tape not in tapes:
+        tapes[tape] = None
+        found = set()
+        for item in pushed.get(tape, ()):
+            under = _params_under(fn, item, pushed, tapes)
+            if under is None:
+                return None
+            found |= under
+        tapes[tape] = found
+    return tapes[tape]

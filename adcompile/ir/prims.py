@@ -581,6 +581,20 @@ def _diagonal(ts, attrs):
     return [T.Array(a.dtype, 1)]
 
 
+@prim("strided", None)
+def _strided(ts, attrs):
+    """A view of `base`'s memory from element `offset` of its data on, with the given
+    shape and strides (in elements, any sign): operands base, offset, attrs["ndim"] sizes,
+    as many strides. Unchecked, as numpy's as_strided: made only by the compiler, where it
+    rebuilds arrays inside memory it allocated (ad/split.py), never from user code."""
+    a = _array(ts[0], "strided()")
+    ndim = attrs["ndim"]
+    if len(ts) != 2 + 2 * ndim or not all(isinstance(t, T.Scalar) and t.is_int
+                                           for t in ts[1:]):
+        raise TypeError(f"strided() takes an array, an offset and {ndim} sizes and strides")
+    return [T.Array(a.dtype, ndim)]
+
+
 def _square_matrix(t, what):
     a = _array(t, what)
     if a.ndim != 2 or a.dtype not in ("f32", "f64"):

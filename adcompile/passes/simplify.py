@@ -66,7 +66,7 @@ def _fold_identities(fn):
 
 
 _WRITES = ("store", "add_at", "assign", "iadd", "scatter_add", "mask_add")
-_VIEWS = ("load", "slice", "transpose", "diagonal")
+_VIEWS = ("load", "slice", "transpose", "diagonal", "strided")
 
 
 def _written_arrays(fn):

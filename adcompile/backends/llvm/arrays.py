@@ -306,6 +306,17 @@ class ArrayLowering(PairwiseLowering):
         self.retain(view)
         return view
 
+    def strided(self, op):
+        """A view of base's memory from element `offset` of its data on, with the given
+        sizes and element strides (the strided primitive: unchecked)."""
+        x = self.v(op.operands[0])
+        offset, *geometry = [self.convert(self.v(v), v.type, T.I64) for v in op.operands[1:]]
+        ndim = op.attrs["ndim"]
+        data = self.b.gep(x.data, [offset], source_etype=MEM[x.dtype])
+        view = x.view(data, geometry[:ndim], geometry[ndim:])
+        self.retain(view)
+        return view
+
     def slice(self, op):
         """Basic indexing: integers (checked, wrapped), slices (clipped like Python's),
         new axes; trailing axes whole. A slice of a lazy value (fusion.py) is lazy: the same
@@ -1352,7 +1363,7 @@ class ArrayLowering(PairwiseLowering):
 
 
 ARRAY_RULES = {
-    "transpose": "transpose", "diagonal": "diagonal", "slice": "slice",
+    "transpose": "transpose", "diagonal": "diagonal", "slice": "slice", "strided": "strided",
     "broadcast_to": "broadcast_to", "reshape": "reshape", "copy": "copy",
     "concatenate": "concatenate", "stack": "stack",
     "arange": "arange", "linspace": "linspace", "take": "take", "mask": "mask",

@@ -68,7 +68,7 @@ SLAB_CACHE = "adc_slab_cache"
 # the free large blocks (trailers linked through TR_NEXT; TR_CLASS holds minus the block's size)
 LARGE_CACHE, LARGE_KEPT = "adc_large_cache", 64 << 20
 
-_VIEWS = ("load", "slice", "transpose", "broadcast_to", "diagonal")
+_VIEWS = ("load", "slice", "transpose", "broadcast_to", "diagonal", "strided")
 _UNKNOWN = object()
 
 

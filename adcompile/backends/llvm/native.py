@@ -20,33 +20,21 @@ from adcompile.backends.llvm import lower
 from adcompile.backends.llvm.lower import lower_kernel
 from adcompile.errors import internal_errors
 from adcompile.ir import types as T
+from adcompile.ir import nodes
 from adcompile.ir.nodes import walk
 from adcompile.ir.printer import print_function
 
 
 _LINALG = ("det", "inv", "solve")
-_WRITES = ("store", "add_at", "assign", "iadd", "scatter_add", "mask_add")
-_VIEWS = ("load", "slice", "transpose", "diagonal", "broadcast_to", "reshape")
-_MERGED = ("tuple_get", "if", "for", "while", "tape_pop")
 
 
 def written_params(fn):
     """Indices of the parameters whose arrays `fn` may write into: ir.nodes.written_params
-    extended to whole-array writes (`x[1:] = v`, `x[i, :] += v`...) through views of any
-    kind. An array merged by a branch or a loop, or taken from a tuple, cannot be traced to
-    one parameter: then every parameter counts; arrays the function makes are its own."""
-    written = set()
-    for op in walk(fn.body):
-        if op.prim not in _WRITES:
-            continue
-        root = op.operands[0]
-        while root.owner is not None and root.owner.prim in _VIEWS:
-            root = root.owner.operands[0]
-        if root in fn.params:
-            written.add(fn.params.index(root))
-        elif root.owner is None or root.owner.prim in _MERGED:
-            return set(range(len(fn.params)))
-    return written
+    (whole-array writes, `x[1:] = v`, `x[i, :] += v`..., through views of any kind, items of
+    the function's own tapes traced to what was pushed). An array merged by a branch or a
+    loop, or taken from a tuple, cannot be traced to one parameter: then every parameter
+    counts; arrays the function makes are its own."""
+    return nodes.written_params(fn)
 
 
 def _method_def(name_bytes, address):

@@ -131,7 +131,7 @@ def _erf(x, name="erf"):
 # and builtins
 _HELPERS = {"np": np, "math": math, "_erf": _erf, "_Tape": Tape, "_pow": real_pow,
             "_sum_to": array_impl.sum_to, "_stack": array_impl.stack,
-            "_diagonal": array_impl.diagonal}
+            "_diagonal": array_impl.diagonal, "_strided": array_impl.strided}
 _BUILTINS = ("float", "int", "bool", "range", "min", "max", "abs", "sum")
 _GLOBALS = {**_HELPERS, **{b: getattr(builtins, b) for b in _BUILTINS}}
 
@@ -422,6 +422,8 @@ class _Emitter:
             return self.call("np.trace", args)
         if prim == "diagonal":
             return self.call("_diagonal", args)
+        if prim == "strided":
+            return self.call("_strided", args)
         if prim in ("det", "inv", "solve"):
             return self.call(f"np.linalg.{prim}", args)
         if prim == "concatenate":
