@@ -25,11 +25,18 @@ _META_REF = re.compile(r"!(\d+)\b")
 def identical(text):
     """`text` with each internal function that repeats an earlier one removed and the
     references to it renamed."""
-    content = _metadata_contents(text)
+    content = None
     while True:
         functions = _functions(text)
+        sizes = {}
+        for name, start, end in functions:  # only functions of as many lines can be the same
+            sizes.setdefault(text.count("\n", start, end), []).append(name)
+        alike = {name for names in sizes.values() if len(names) > 1 for name in names}
         seen, renamed = {}, {}
         for name, start, end in functions:
+            if name not in alike:
+                continue
+            content = content or _metadata_contents(text)
             key = _normal(text[start:end], name, content)
             if key in seen:
                 renamed[name] = seen[key]
