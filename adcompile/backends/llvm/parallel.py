@@ -254,7 +254,7 @@ class ParallelLowering:
             b.store(b.select(second, b.add(s, half), s), start)
             b.store(b.select(second, b.sub(m, half), half), size)
 
-        self.loop(depth, level, kind="control")
+        self.loop(depth, level)
         return b.load(start, typ=I64), b.load(size, typ=I64)
 
     def add_up_tree(self, partial, parts, pieces, t):

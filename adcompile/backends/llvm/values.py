@@ -76,8 +76,9 @@ def loop_hints(module, kind="array"):
       unrolling gains nothing and LLVM's remainder loops cost compile time;
     - "scalar": an array loop kept scalar (the generic-stride loop of a split nest,
       arrays.loops);
-    - "control": bookkeeping in array code (the pieces of a parallel sum and their bounds):
-      neither vectorised nor unrolled, even by a small constant trip count."""
+    - "control": bookkeeping in array code (the loop handing out the pieces of a parallel
+      sum, the one adding them up): neither vectorised nor unrolled, even by a small
+      constant trip count."""
     hints = _LOOP_HINTS[kind]
     items = [module.add_metadata([ir.MetaDataString(module, h[0]), *h[1:]]) for h in hints]
     node = ir.values.MDValue(module, items, name=str(len(module.metadata)))
