@@ -24,7 +24,7 @@ import llvmlite.ir as ir
 from adcompile.backends.llvm.fusion import LazyV, Pack
 from adcompile.backends.llvm.pairwise import Cells, Locals, PairwiseLowering, while_loop
 from adcompile.backends.llvm.values import (F64, I1, I8, I64, ITEMSIZE, MEM, PTR, REG,
-                                            ArrayV, i64, zero)
+                                            ArrayV, i64, loop_hints, zero)
 from adcompile.ir import types as T
 from adcompile.ir.nodes import Op, Value
 from adcompile.ir.prims import PRIMS
@@ -38,6 +38,25 @@ _NO_IDENTITY = {
     "argmin": "attempt to get argmin of an empty sequence"}
 
 
+def _unknown_inner(strides):
+    """The innermost strides (of every operand, every leaf of a lazy one) that are not
+    constants, each once."""
+    found = {}
+    for s in strides:
+        inner = s[-1]
+        for x in inner.items if isinstance(inner, Pack) else [inner]:
+            if not isinstance(x, ir.Constant):
+                found.setdefault(id(x), x)
+    return list(found.values())
+
+
+def _replace_inner(stride, by):
+    """An innermost stride with its run-time parts x replaced by by[id(x)]."""
+    if isinstance(stride, Pack):
+        return Pack([_replace_inner(x, by) for x in stride.items])
+    return by.get(id(stride), stride)
+
+
 def accumulated(prim, dtype, result):
     """The dtype a reduction of `dtype` elements to a `result` accumulates in."""
     if prim in ("sum", "mean"):
@@ -45,24 +64,12 @@ def accumulated(prim, dtype, result):
     return result if prim == "prod" else dtype
 
 
-def no_runtime_unroll(module):
-    """A loop's own `llvm.loop` node (its first operand is itself) saying not to unroll it
-    by a trip count known at run time. Array loops run what the vectoriser leaves scalar
-    (broadcast strides, strict reductions, libm calls), where unrolling gains nothing and
-    costs compile time: LLVM's remainder loops and copies were a sixth of a GradBench
-    gradient's optimisation and code generation."""
-    disable = module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.runtime.disable")])
-    node = ir.values.MDValue(module, [disable], name=str(len(module.metadata)))
-    node.operands = (node, disable)
-    return node
-
-
 class ArrayLowering(PairwiseLowering):
     """The whole-array rules, mixed into the kernel's lowering (lower._Lowering)."""
 
     # -- loops -----------------------------------------------------------------------------
-    def loop(self, n, body, start=None):
-        """for i in range(start or 0, n): body(i)."""
+    def loop(self, n, body, start=None, kind="array"):
+        """for i in range(start or 0, n): body(i); `kind` as in loop_hints."""
         first = start if start is not None else i64(0)
         pre = self.b.block
         head = self.func.append_basic_block("loop.head")
@@ -76,21 +83,54 @@ class ArrayLowering(PairwiseLowering):
         self.b.position_at_end(inside)
         body(i)
         i.add_incoming(self.b.add(i, i64(1), flags=["nsw", "nuw"]), self.b.block)
-        self.b.branch(head).set_metadata("llvm.loop", no_runtime_unroll(self.module))
+        self.b.branch(head).set_metadata("llvm.loop", loop_hints(self.module, kind))
         self.b.position_at_end(done)
 
-    def loops(self, shape, strides, body, bases=None):
+    def loops(self, shape, strides, body, bases=None, split=False):
         """Loops over every index of `shape` (C order); strides[k] are operand k's element
         strides, one per axis; body(offsets) gets each operand's element offset (from
-        bases[k], default 0)."""
-        offsets = list(bases) if bases is not None else [i64(0)] * len(strides)
+        bases[k], default 0).
 
+        `split` (a body that reads and writes one element per operand, cheap to emit twice):
+        when some innermost strides are known only at run time (a length that may be 1 and
+        broadcast, an array of any layout), two loop nests: one where they are all 1, in
+        which the innermost strides are constants and the loop vectorises without checks,
+        and one for any other strides, kept scalar. Left to itself LLVM makes a copy of the
+        loop for each combination of broadcast operands, each vectorised with its own
+        checks and remainders, for strides that are 1 at nearly every call."""
+        offsets = list(bases) if bases is not None else [i64(0)] * len(strides)
+        unknown = _unknown_inner(strides) if split and shape else []
+        if not unknown:
+            self.loop_nest(shape, strides, body, offsets)
+            return
+        unit = ir.Constant(I1, 1)
+        for stride in unknown:
+            unit = self.b.and_(unit, self.b.icmp_signed("==", stride, i64(1)))
+        with self.b.if_else(unit, likely=True) as (fast, other):
+            with fast:
+                ones = {id(x): i64(1) for x in unknown}
+                self.loop_nest(shape, [s[:-1] + [_replace_inner(s[-1], ones)] for s in strides],
+                               body, offsets)
+            with other:
+                hidden = {id(x): self.unknown_to_llvm(x) for x in unknown}
+                self.loop_nest(shape, [s[:-1] + [_replace_inner(s[-1], hidden)]
+                                       for s in strides], body, offsets, inner="scalar")
+
+    def unknown_to_llvm(self, value):
+        """`value`, which LLVM can no longer see through (an empty inline asm): the generic
+        loop of a split nest would otherwise be copied again for each operand's stride that
+        a select makes 0 or 1."""
+        asm = ir.InlineAsm(ir.FunctionType(I64, [I64]), "", "=r,0")
+        return self.b.call(asm, [value])
+
+    def loop_nest(self, shape, strides, body, offsets, inner="array"):
         def level(axis, offsets):
             if axis == len(shape):
                 body(offsets)
                 return
             self.loop(shape[axis], lambda i: level(axis + 1, [
-                self.advance(off, i, s[axis]) for off, s in zip(offsets, strides)]))
+                self.advance(off, i, s[axis]) for off, s in zip(offsets, strides)]),
+                kind=inner if axis == len(shape) - 1 else "array")
 
         level(0, offsets)
 
@@ -1250,7 +1290,7 @@ class ArrayLowering(PairwiseLowering):
             value = self.cast_to(self.read(g, offs[1]), g.dtype, acc_dtype)
             self.write(out, offs[0], self.accumulate("sum", acc_dtype, old, value), acc_dtype)
 
-        self.loops(g.shape, [strides, g.strides], add)
+        self.loops(g.shape, [strides, g.strides], add, split=True)
         return out
 
     # -- products --------------------------------------------------------------------------

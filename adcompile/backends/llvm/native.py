@@ -14,7 +14,7 @@ import linecache
 import llvmlite.ir as ir
 import numpy as np
 
-from adcompile.backends.llvm import capi, jit, pool, reassociate
+from adcompile.backends.llvm import capi, jit, merge, pool, reassociate
 from adcompile.backends.llvm.entry import METH_FASTCALL, build_entry
 from adcompile.backends.llvm import lower
 from adcompile.backends.llvm.lower import lower_kernel
@@ -143,7 +143,7 @@ class Variant:
 
     def optimized(self):
         if self._module is None:
-            self._module = jit.optimize(str(self.llvm_module()))
+            self._module = jit.optimize(merge.identical(str(self.llvm_module())))
         return self._module
 
 

@@ -126,9 +126,11 @@ class ParallelLowering:
         """self.loops(shape, strides, body), cut along the first axis when the pool may.
         `writes`: the arrays the body writes into, other than a new result (their rows must
         be apart; when one is not the kernel's own, a body that may raise runs whole).
-        `work`: the elements the loops touch, when not one per index of `shape` (0: run whole)."""
+        `work`: the elements the loops touch, when not one per index of `shape` (0: run whole);
+        without it the body is elementwise and its innermost loop is split (arrays.loops)."""
+        split = work is None
         if self.parallel_cap is None or not shape:
-            self.loops(shape, strides, body)
+            self.loops(shape, strides, body, split=split)
             return
         work = self.count(shape) if work is None else work
         for a in writes or ():
@@ -136,7 +138,8 @@ class ParallelLowering:
 
         def piece(lo, hi):
             bases = [self.advance(i64(0), lo, s[0]) for s in strides]
-            self.loops([self.b.sub(hi, lo)] + list(shape[1:]), strides, body, bases=bases)
+            self.loops([self.b.sub(hi, lo)] + list(shape[1:]), strides, body, bases=bases,
+                       split=split)
 
         visible = any(a.origin != "alloc" for a in writes or ())
         self.parallel_range(shape[0], work, piece, visible)
@@ -227,7 +230,7 @@ class ParallelLowering:
                 cell = self.b.gep(partial, [i64(0), k], source_etype=parts)
                 self.b.call(fn, [self.ctx] + params + moved + [size, cell])
 
-            self.loop(self.b.sub(hi, lo), one)
+            self.loop(self.b.sub(hi, lo), one, kind="control")
 
         self.parallel_range(pieces, n, piece)
         self.add_up_tree(partial, parts, pieces, t)
@@ -276,7 +279,7 @@ class ParallelLowering:
             right = b.load(cell(b.add(b.mul(j, i64(2)), i64(1))), typ=t)
             b.store(b.fadd(left, right, flags=self.flags), cell(j))
 
-        self.loop(half, pair)
+        self.loop(half, pair, kind="control")
         b.store(half, width)
         b.branch(head)
         b.position_at_end(done)

@@ -70,6 +70,30 @@ def external(module, name, typ=I8):
     return g
 
 
+def loop_hints(module, kind="array"):
+    """A loop's own `llvm.loop` node (its first operand is itself), by kind of loop:
+    - "array": not unrolled by a trip count known at run time: array loops run what the
+      vectoriser leaves scalar (broadcast strides, strict reductions, libm calls), where
+      unrolling gains nothing and LLVM's remainder loops cost compile time;
+    - "scalar": an array loop kept scalar (the generic-stride loop of a split nest,
+      arrays.loops);
+    - "control": bookkeeping in array code (the loop handing out the pieces of a parallel
+      sum, the one adding them up): neither vectorised nor unrolled, even by a small
+      constant trip count."""
+    hints = _LOOP_HINTS[kind]
+    items = [module.add_metadata([ir.MetaDataString(module, h[0]), *h[1:]]) for h in hints]
+    node = ir.values.MDValue(module, items, name=str(len(module.metadata)))
+    node.operands = (node, *items)
+    return node
+
+
+_NO_RUNTIME_UNROLL = ("llvm.loop.unroll.runtime.disable",)
+_SCALAR = (("llvm.loop.vectorize.enable", ir.Constant(ir.IntType(1), 0)),
+           ("llvm.loop.interleave.count", ir.Constant(ir.IntType(32), 1)))
+_LOOP_HINTS = {"array": (_NO_RUNTIME_UNROLL,), "scalar": (_NO_RUNTIME_UNROLL, *_SCALAR),
+               "control": (*_SCALAR, ("llvm.loop.unroll.disable",))}
+
+
 class ArrayV:
     """An array in registers: its owner, data pointer, shape and element strides. `origin`
     says what the owner is, when that is known while compiling: "arg" (an argument array,
