@@ -18,8 +18,9 @@ so hooks, retain_graph, version checks, freeing and make_dot are the engine's ow
   the primal and backward the pullback program, which computes the primal again;
 - with create_graph, backward calls the bridge again on the pullback program with the saved
   tensors and the cotangents as Tensors, so the gradient gets a compiled node (split as any
-  other) whose backward is the reverse half of the pullback's vjp: derivatives of any order,
-  all compiled. That backward computes
+  other, except a pullback whose split would rebuild shadow memory: its halves are
+  third-order-sized programs, so it runs unsplit) whose backward is the reverse half of the
+  pullback's vjp, or that pullback's pullback: derivatives of any order, all compiled. That backward computes
   the primal again, by design: a differentiable backward must be a function of the inputs, and
   reusing the residuals would make them differentiable outputs of the forward node, whose
   second-order pass would run the primal anyway (docs/architecture.md, "The bridge").
@@ -35,7 +36,7 @@ from adcompile import api
 from adcompile.ad.forward import jvp_function
 from adcompile.ad.reverse import vjp_function
 from adcompile.ir import types as T
-from adcompile.ir.nodes import Op, Value
+from adcompile.ir.nodes import Op, Value, walk
 from runtime import batching, grad_mode
 from runtime.autograd_meta import any_requires_grad
 from runtime.custom_function import Function, _connect, _new_ctx
@@ -134,8 +135,22 @@ class _Facts:
         known = self.splits.get(active)
         if known is None:
             ir = self.program.specialize(*self.values).ir
-            known = self.splits[active] = vjp_function(ir, active, "split") is not None
+            halves = vjp_function(ir, active, "split")
+            known = self.splits[active] = halves is not None and not (
+                _is_pullback(self.program) and _rebuilds_shadows(halves[1]))
         return known
+
+
+def _is_pullback(program):
+    return isinstance(program, Derived) and program.mode == "pullback"
+
+
+def _rebuilds_shadows(reverse):
+    """Whether a reverse half rebuilds shadow memory from the forward's layout table. A
+    pullback (the create_graph path) whose vjp needs that runs unsplit: its backward computes
+    the primal again anyway, and the split halves of a pullback that keeps shadow arrays on
+    tapes are third-order-sized programs (tens of seconds of LLVM for a small RNN's Hessian)."""
+    return any(op.prim == "strided" for op in walk(reverse.body))
 
 
 def _facts(program, values):
