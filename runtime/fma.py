@@ -13,6 +13,7 @@ calibrated once against the emulation (on operands where the unfused sum differs
 emulation stays the reference and the fallback.
 """
 
+import functools
 import math
 import threading
 
@@ -129,10 +130,6 @@ def _round_to_odd(product, c, total):
     return np.where(error != 0, np.nextafter(total, np.copysign(np.inf, error)), total)
 
 
-_saxpy_fuses = None  # whether this machine's saxpy rounds once per element (calibrated once)
-_saxpy_fn = None  # scipy's saxpy, once calibrated and found fused
-
-
 def _saxpy(a, b, c, out):
     """a * b + c through BLAS's saxpy when one factor is a float32 number, the other a
     C-contiguous float32 array of the result's shape, c float32 of that shape, and saxpy fuses;
@@ -141,7 +138,7 @@ def _saxpy(a, b, c, out):
         a, b = b, a
     if b.__class__ is not F32 or not _saxpy_operands(a, c, out):
         return None
-    saxpy = _saxpy_fn or _fused_saxpy()
+    saxpy = _fused_saxpy()
     if saxpy is None:
         return None
     if out is None:
@@ -164,16 +161,13 @@ def _saxpy_operands(x, c, out):
             and not np.may_share_memory(x, out))
 
 
+@functools.cache
 def _fused_saxpy():
     """scipy's saxpy when it rounds once per element on this machine (calibrated on first
     use), else None."""
-    global _saxpy_fn, _saxpy_fuses
-    if _saxpy_fuses is None:
-        from scipy.linalg.blas import saxpy
+    from scipy.linalg.blas import saxpy
 
-        _saxpy_fuses = _saxpy_matches_emulation(saxpy)
-        _saxpy_fn = saxpy if _saxpy_fuses else None
-    return _saxpy_fn
+    return saxpy if _saxpy_matches_emulation(saxpy) else None
 
 
 def _saxpy_matches_emulation(saxpy):

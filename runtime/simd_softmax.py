@@ -13,7 +13,7 @@ ones, so float64 math rounded to float32 disagrees with PyTorch in ~0.2 % of ele
 import numpy as np
 
 from runtime.fma import fma
-from runtime.simd_pow import _two_sum
+from runtime.simd_pow import _div2, _horner, _two_sum
 
 F32 = np.float32
 LANES = 16
@@ -24,13 +24,6 @@ _EXP_POLY = (0.000198527617612853646278381, 0.00139304355252534151077271,
              0.00833336077630519866943359, 0.0416664853692054748535156,
              0.166666671633720397949219, 0.5)
 _LOG_POLY = (0.3027294874, 0.3996108174, 0.6666694880)
-
-
-def _horner(coefficients, x):
-    u = np.full_like(x, F32(coefficients[0]))
-    for c in coefficients[1:]:
-        u = fma(u, x, F32(c))
-    return u
 
 
 def sleef_expf(d):
@@ -64,15 +57,6 @@ def sleef_logf(d):
     hi2 = hi + tail
     lo2 = ((hi - hi2) + tail) + lo
     return hi2 + lo2
-
-
-def _div2(n, d):
-    """SLEEF's double-float quotient n / d (its fused multiply-add version)."""
-    t = F32(1) / d[0]
-    s = n[0] * t
-    u = fma(t, n[0], -s)
-    v = fma(-d[1], t, fma(-d[0], t, F32(1)))
-    return s, fma(s, v, fma(n[1], t, u))
 
 
 def lane_sums(v):

@@ -69,23 +69,27 @@ def matmul(a, b, start=None):
     batched product is added as PyTorch's bmm adds it (`_small_bmm`)."""
     if _is_small_bmm(a, b):
         product = _small_bmm(a, b)
-        return product if start is None else start + product
-    if _is_outer_mm(a, b):
+    elif _is_outer_mm(a, b):
         # MKL's gemm of one column by one row is each product alone (a product of -0 stays
         # -0); OpenBLAS adds it to +0
         product = np.multiply(a, b)
-        return product if start is None else start + product
-    if (a.__class__ is np.ndarray and b.__class__ is np.ndarray and a.ndim == 2 == b.ndim
-            and a.dtype == np.float32 and b.dtype == np.float32 and a.shape[0] > 1
-            and b.shape[1] > 2):
-        if a.shape[1] <= MKL_K_BLOCK or b.shape[1] <= MKL_BLOCKED_COLUMNS:
-            return _blocked_matmul(np.ascontiguousarray(a), np.ascontiguousarray(b), start)
-        product = _wide_matmul(a, b)  # MKL blocks these otherwise (not followed)
-        # (C-ordered, as PyTorch lays the result out, whatever the product's layout)
+    elif not _is_float32_mm(a, b):
+        product = np.matmul(a, b)
+    elif a.shape[1] <= MKL_K_BLOCK or b.shape[1] <= MKL_BLOCKED_COLUMNS:
+        return _blocked_matmul(np.ascontiguousarray(a), np.ascontiguousarray(b), start)
+    else:  # MKL blocks these otherwise (not followed); C-ordered as PyTorch lays them out
+        product = _wide_matmul(a, b)
         return np.ascontiguousarray(product) if start is None else \
             np.add(start, product, order="C")
-    product = np.matmul(a, b)
     return product if start is None else start + product
+
+
+def _is_float32_mm(a, b):
+    """A float32 matrix product of the sizes where MKL's sgemm chains each output in k order
+    (neither factor a row or a pair of columns: measured)."""
+    return (a.__class__ is np.ndarray and b.__class__ is np.ndarray and a.ndim == 2 == b.ndim
+            and a.dtype == np.float32 and b.dtype == np.float32 and a.shape[0] > 1
+            and b.shape[1] > 2)
 
 
 def _wide_matmul(a, b):
@@ -147,6 +151,8 @@ def _small_bmm(a, b):
     for k in range(a.shape[2]):
         out += a[:, :, k, None] * b[:, None, k, :]
     return out
+
+
 outer = np.outer
 
 
