@@ -3,7 +3,9 @@
 1. The sharded GMM value_and_grad (examples/dask_gmm.py) in 1 process on 1 core (one thread,
    one BLAS thread: the fair baseline) and on a LocalCluster of 2 single-threaded worker
    processes, each with glibc's and Dask's defaults and then with the example's recipe
-   (dask_gmm.WORKER_CONFIG: malloc keeping freed memory, no profiler). Per gradient: wall
+   (dask_gmm.CLUSTER_CONFIG: malloc keeping freed memory, Dask's periodic work rare); a task
+   computes its shard in one compiled call ("whole shards") or in cache-sized blocks
+   (gmm.shard_nll_and_grad, the example's task: "blocks"). Per gradient: wall
    ms, CPU ms in the compiled calls, in the whole process(es) (event loop, profiler,
    messages) and in this process (the scheduler, the nannies and the client: they share the
    2 cores with the workers), minor page faults, and the cores kept busy (CPU over wall:
@@ -23,6 +25,7 @@
 Wall-clock figures are only meaningful on idle cores: the load average is printed with them;
 the CPU figures hold under load up to the contention for caches and memory.
 Run: python benchmarks/distributed.py [--points 8000000] [--shards 16] [--repeat 3]
+     python benchmarks/distributed.py --ratio --repeat 5   # only the recipe's throughput ratio
 Needs the dask extra: pip install -e '.[dask]'. Linux (page faults from getrusage).
 """
 
@@ -72,10 +75,15 @@ def usage():
     return r.ru_utime + r.ru_stime, r.ru_minflt
 
 
-def timed_call(*args):
-    """The compiled call and the CPU seconds of its thread (what the worker computes)."""
+# what a task runs on its shard: the compiled value_and_grad on the whole shard in one call,
+# or the example's, one call per cache-sized block
+TASKS = {"whole shards": gmm.nll_and_grad, "blocks": gmm.shard_nll_and_grad}
+
+
+def timed_call(task, *args):
+    """The task and the CPU seconds of its thread (what the worker computes)."""
     started = time.thread_time()
-    out = gmm.nll_and_grad(*args)
+    out = task(*args)
     return out, time.thread_time() - started
 
 
@@ -83,21 +91,22 @@ class Gradients:
     """Runs sharded gradients on a map (a loop here, or a client's) and totals per gradient:
     wall, CPU in the compiled calls, in the workers' processes, here, page faults there."""
 
-    def __init__(self, params, shards, client=None):
-        self.params, self.shards, self.client = params, shards, client
+    def __init__(self, params, shards, task, client=None):
+        self.params, self.shards, self.task, self.client = params, shards, task, client
         self.calls = 0.0
 
     def map(self):
         copies = [[p] * len(self.shards) for p in self.params]
+        tasks = [self.task] * len(self.shards)
         if self.client is None:
-            return [timed_call(*a) for a in zip(*copies, self.shards)]
-        return self.client.gather(self.client.map(timed_call, *copies, self.shards,
+            return [timed_call(*a) for a in zip(tasks, *copies, self.shards)]
+        return self.client.gather(self.client.map(timed_call, tasks, *copies, self.shards,
                                                   pure=False))
 
     def run(self):
         results = self.map()
         self.calls += sum(cpu for _, cpu in results)
-        return dask_gmm.add_up([out for out, _ in results])
+        return gmm.add_up([out for out, _ in results])
 
     def workers(self):
         if self.client is None:
@@ -136,14 +145,16 @@ def sizes(points, shards):
     return [points // shards + (i < points % shards) for i in range(shards)]
 
 
-def threads(params, data, n):
+def threads(params, data, n, task):
     with ThreadPoolExecutor(n) as pool:
-        return dask_gmm.add_up(list(pool.map(lambda x: gmm.nll_and_grad(*params, x), data)))
+        return gmm.add_up(list(pool.map(lambda x: task(*params, x), data)))
 
 
 def one_process(params, data, repeat):
+    """measure()'s figures for each task, in this process on one core."""
     with one_core():
-        return Gradients(params, data).measure(repeat)
+        return {name: Gradients(params, data, task).measure(repeat)
+                for name, task in TASKS.items()}
 
 
 def idle_rate(client, seconds=2.0):
@@ -157,18 +168,25 @@ def idle_rate(client, seconds=2.0):
     return here / seconds, sum(after[w][0] - there[w][0] for w in there) / seconds
 
 
+def two_workers(recipe):
+    """A LocalCluster of 2 worker processes, on Dask's defaults or the example's recipe."""
+    options = dict(dashboard_address=None, silence_logs=logging.CRITICAL)
+    if recipe:
+        return dask_gmm.local_cluster(2, **options)
+    return LocalCluster(n_workers=2, threads_per_worker=1, processes=True, **options)
+
+
 def cluster(recipe, params, points, shards, repeat):
     """On 2 worker processes, Dask's defaults or the example's recipe: the sharded
-    gradient (measure()'s figures), a 10-point task (wall s; CPU s here and in the
-    workers, less the idle rates) and the idle rates (here, in the workers)."""
-    options = dict(dashboard_address=None, silence_logs=logging.CRITICAL)
-    make = dask_gmm.local_cluster if recipe else lambda n, **o: LocalCluster(
-        n_workers=n, threads_per_worker=1, processes=True, **o)
-    with make(2, **options) as local, Client(local) as client:
+    gradient (measure()'s figures, for each task), a 10-point task (wall s; CPU s here and
+    in the workers, less the idle rates) and the idle rates (here, in the workers)."""
+    with two_workers(recipe) as local, Client(local) as client:
         data = dask_gmm.make_shards(client, points, shards)
         idle_here, idle_there = idle_rate(client)
-        figures = Gradients(params, data, client).measure(repeat)
-        tiny = Gradients(params, dask_gmm.make_shards(client, 10 * 200, 200), client)
+        figures = {name: Gradients(params, data, task, client).measure(repeat)
+                   for name, task in TASKS.items()}
+        tiny = Gradients(params, dask_gmm.make_shards(client, 10 * 200, 200),
+                         gmm.nll_and_grad, client)
         started = time.perf_counter()
         wall, _, cpu, here = tiny.measure(repeat)[:4]
         span = (time.perf_counter() - started) / (repeat + 1)  # per map, the warm-up too
@@ -223,20 +241,21 @@ def startup_ms(params):
     return [line.rsplit(" ", 2) for line in done.stdout.splitlines()]
 
 
-def row(name, figures):
-    wall, calls, cpu, here, faults, cores = figures
-    workers = " + ".join(f"{c * 1e3:.0f}" for c in cpu.values())
-    print(f"   {name:34} {wall * 1e3:7.0f} {calls * 1e3:7.0f}   {workers:>11} "
-          f"{here * 1e3:6.0f} {faults:9.0f} {cores:6.2f}")
+def rows(name, figures):
+    for task, (wall, calls, cpu, here, faults, cores) in figures.items():
+        workers = " + ".join(f"{c * 1e3:.0f}" for c in cpu.values())
+        print(f"   {name + ', ' + task:48} {wall * 1e3:7.0f} {calls * 1e3:7.0f}   "
+              f"{workers:>11} {here * 1e3:6.0f} {faults:9.0f} {cores:6.2f}")
 
 
-def ratio(name, alone, spread, tasks):
+def ratio(name, alone, spread, task, tasks):
     """The measured wall ratio, and the one the CPU times give on 2 idle cores: the
     compiled calls and each task's CPU spread over 2 cores less the idle rate."""
     (_, per_task_here, per_task_there), idle = spread[1], sum(spread[2])
-    wall, calls = spread[0][0], spread[0][1]
+    alone = alone[task]
+    wall, calls = spread[0][task][0], spread[0][task][1]
     idle_wall = (calls + tasks * (per_task_here + per_task_there)) / (2 - idle)
-    print(f"   {name}: x{alone[0] / wall:.2f} measured (load {os.getloadavg()[0]:.1f});\n"
+    print(f"   {name}, {task}: x{alone[0] / wall:.2f} measured (load {os.getloadavg()[0]:.1f});\n"
           f"      on 2 idle cores x{sum(alone[2].values()) / idle_wall:.2f}: "
           f"({calls * 1e3:.0f} ms of calls + {tasks} tasks x "
           f"{(per_task_here + per_task_there) * 1e3:.2f} ms) / (2 - {idle:.3f} cores idle "
@@ -246,24 +265,26 @@ def ratio(name, alone, spread, tasks):
 def gradients(args, params, data):
     """Section 1; returns the per-task figures of each cluster."""
     print(f"\n1. sharded GMM value_and_grad, {args.points:.0e} points in {args.shards} shards, "
-          "per gradient, ms\n"
-          f"   {'':34} {'wall':>7} {'CPU: calls':>10} {'processes':>11} {'here':>6} "
+          f"a task on a whole shard or in blocks of {gmm.BLOCK} points, per gradient, ms\n"
+          f"   {'':48} {'wall':>7} {'CPU: calls':>10} {'processes':>11} {'here':>6} "
           f"{'page faults':>11} {'cores':>6}")
     alone = one_process(params, data, args.repeat)
-    row("1 process, 1 core, glibc defaults", alone)
+    rows("1 process, 1 core, glibc defaults", alone)
     default = cluster(False, params, args.points, args.shards, args.repeat)
-    row("2 workers, Dask defaults", default[0])
+    rows("2 workers, Dask defaults", default[0])
     dask_gmm.keep_freed_memory()  # for good in this process: measured after the defaults
     kept = one_process(params, data, args.repeat)
-    row("1 process, 1 core, memory kept", kept)
+    rows("1 process, 1 core, memory kept", kept)
     recipe = cluster(True, params, args.points, args.shards, args.repeat)
-    row("2 workers, the example's recipe", recipe[0])
+    rows("2 workers, the example's recipe", recipe[0])
     again = one_process(params, data, args.repeat)
-    row("1 process, memory kept, again", again)
-    best_alone = min((kept, again), key=lambda f: sum(f[2].values()))
-    ratio("2 workers (recipe) vs 1 process (memory kept)", best_alone, recipe, args.shards)
-    ratio("2 workers (Dask defaults) vs 1 process (glibc defaults)", alone, default,
-          args.shards)
+    rows("1 process, memory kept, again", again)
+    for task in TASKS:
+        best_alone = min((kept, again), key=lambda f: sum(f[task][2].values()))
+        ratio("2 workers (recipe) vs 1 process (memory kept)", best_alone, recipe, task,
+              args.shards)
+        ratio("2 workers (Dask defaults) vs 1 process (glibc defaults)", alone, default, task,
+              args.shards)
     return {"Dask defaults": default[1:], "the recipe": recipe[1:]}
 
 
@@ -286,15 +307,43 @@ def scheduling(args, params, tasks):
 def thread_scaling(args, params, data, expected):
     print("\n3. threads: the same shards, one compiled function, memory kept (wall ms, "
           "CPU ms, page faults)")
-    assert threads(params, data, 2)[1][0].tobytes() == expected[1][0].tobytes()
-    walls = {}
-    for n in (1, 2):
-        before = usage()
-        walls[n] = best(args.repeat, lambda: threads(params, data, n))
-        cpu, faults = (b - a for a, b in zip(before, usage()))
-        print(f"   {n} thread{'s' if n > 1 else ' '} {walls[n] * 1e3:8.1f} "
-              f"{cpu / args.repeat * 1e3:8.0f} {faults / args.repeat:8.0f}"
-              + (f"   x{walls[1] / walls[2]:.2f}" if n > 1 else ""))
+    for name, task in TASKS.items():
+        assert threads(params, data, 2, task)[1][0].tobytes() == expected[name][1][0].tobytes()
+        walls = {}
+        for n in (1, 2):
+            before = usage()
+            walls[n] = best(args.repeat, lambda: threads(params, data, n, task))
+            cpu, faults = (b - a for a, b in zip(before, usage()))
+            print(f"   {name:12} {n} thread{'s' if n > 1 else ' '} {walls[n] * 1e3:8.1f} "
+                  f"{cpu / args.repeat * 1e3:8.0f} {faults / args.repeat:8.0f}"
+                  + (f"   x{walls[1] / walls[2]:.2f}" if n > 1 else ""))
+
+
+def throughput(args, params, data):
+    """--ratio: the example's recipe (workers keeping freed memory, tasks in blocks) on 2
+    worker processes against 1 process on 1 core measured before the cluster starts and
+    after it stops (the best of either: the ratio errs low); best wall of --repeat each."""
+    dask_gmm.keep_freed_memory()
+    alone = Gradients(params, data, gmm.shard_nll_and_grad)
+
+    def one_process_wall():
+        with one_core():
+            expected = alone.run()  # warm
+            return best(args.repeat, alone.run), expected
+
+    before, expected = one_process_wall()
+    with two_workers(True) as local, Client(local) as client:
+        shards = dask_gmm.make_shards(client, args.points, args.shards)
+        spread = Gradients(params, shards, gmm.shard_nll_and_grad, client)
+        value, grads = spread.run()
+        assert [g.tobytes() for g in grads] == [g.tobytes() for g in expected[1]]
+        two = best(args.repeat, spread.run)
+    after = one_process_wall()[0]
+    print(f"sharded GMM value_and_grad, {args.points:.0e} points in {args.shards} shards, "
+          f"blocks of {gmm.BLOCK}; best of {args.repeat}, ms per gradient: 1 process on 1 "
+          f"core {before * 1e3:.0f} (before the cluster), {after * 1e3:.0f} (after); "
+          f"2 worker processes {two * 1e3:.0f}; load average {os.getloadavg()[0]:.1f}")
+    print(f"throughput, 2 worker processes / 1 process: x{min(before, after) / two:.2f}")
 
 
 def main():
@@ -302,6 +351,8 @@ def main():
     parser.add_argument("--points", type=int, default=8_000_000)
     parser.add_argument("--shards", type=int, default=16)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--ratio", action="store_true",
+                        help="only the throughput ratio of the example's recipe (run it idle)")
     args = parser.parse_args()
     # every thread of this process on the main arena (only before a second thread starts),
     # as in the recipe's workers; the 1-process loop runs on the main thread, on that arena
@@ -312,7 +363,10 @@ def main():
           f"(other processes share these cores: wall-clock ratios are noisy)")
     params = list(gmm.initial_parameters())
     data = [gmm.shard(i, n) for i, n in enumerate(sizes(args.points, args.shards))]
-    expected = dask_gmm.add_up([gmm.nll_and_grad(*params, x) for x in data])
+    if args.ratio:
+        return throughput(args, params, data)
+    expected = {name: gmm.add_up([task(*params, x) for x in data])
+                for name, task in TASKS.items()}
     tasks = gradients(args, params, data)
     scheduling(args, params, tasks)
     thread_scaling(args, params, data, expected)

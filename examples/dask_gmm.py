@@ -2,8 +2,9 @@
 
 The data set is cut into shards that the workers make themselves (examples/gmm.py draws
 each from its own seed) and keep. Each step sends the parameters, maps the compiled
-value_and_grad over the shards, adds the results up in shard order on the driver (so any
-cluster gives the same bits for the same sharding) and takes an Adam step.
+value_and_grad over the shards (a task runs it block by block: cache-sized calls), adds the
+results up in shard order on the driver (so any cluster gives the same bits for the same
+sharding) and takes an Adam step.
 
 Run:  python examples/dask_gmm.py                       # a LocalCluster of 2 worker processes
       python examples/dask_gmm.py --scheduler tcp://HOST:8786   # a running cluster (any size)
@@ -13,11 +14,17 @@ this script ships it with client.upload_file (adcompile must be installed there)
 ADCOMPILE_CACHE_DIR at a shared directory and workers load the compiled code instead of
 compiling it.
 
-Workers for compiled kernels: WORKER_CONFIG below, which the LocalCluster gets; start the
-workers of another cluster with the same environment, e.g.
+A cluster for compiled kernels: CLUSTER_CONFIG below, which the LocalCluster gets; start the
+processes of another cluster with the same settings, e.g.
+  export DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL=1s \
+    DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__INTERVAL=2s \
+    DASK_DISTRIBUTED__WORKER__MEMORY__MONITOR_INTERVAL=1s \
+    DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING=False
+  dask scheduler
   MALLOC_ARENA_MAX=1 MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824 \
-  DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False dask worker tcp://HOST:8786 --nthreads 1
-(on Dask's defaults a worker spends about 45% of its CPU on page faults here).
+    dask worker tcp://HOST:8786 --nthreads 1
+(on Dask's defaults an idle cluster of 2 workers takes 9% of 2 cores, 2% so; and a worker
+computing whole shards in one call spent about 45% of its CPU on page faults).
 """
 
 import argparse
@@ -37,21 +44,33 @@ import gmm  # noqa: E402
 
 
 # How workers that run compiled kernels should start (measured in benchmarks/distributed.py).
-# A kernel mallocs its temporaries (here 8 bytes x points x components each) on every call.
+# A kernel mallocs its temporaries (here 8 bytes x points x components each) on every call:
+# in gmm.BLOCK-point calls they stay small and are reused without faults on any settings;
+# larger calls need these.
 # Dask starts workers with MALLOC_TRIM_THRESHOLD_=65536, which also stops glibc raising its
 # mmap threshold: every temporary of 128 KiB or more is then a new mapping, zero-filled page
 # by page and unmapped when freed. And a worker runs tasks on a thread, whose glibc arena
 # grows in heaps of at most 64 MiB that are unmapped whenever one empties. So: one arena (the
 # main one, which grows without that limit), blocks up to 32 MiB (glibc's ceiling) from the
 # heap, freed memory kept (a worker keeps its peak). One thread per worker and one BLAS
-# thread (Dask's default). And no sampling profiler: it wakes the event loop every 10 ms.
+# thread (Dask's default).
 MALLOC_ENVIRON = {"MALLOC_ARENA_MAX": "1", "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
                   "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
 WORKER_ENVIRON = {**MALLOC_ENVIRON,
                   "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-# environment variables set before the worker's interpreter starts, as glibc reads them then
-WORKER_CONFIG = {"distributed.nanny.pre-spawn-environ": WORKER_ENVIRON,
-                 "distributed.worker.profile.enabled": False}
+# Dask's periodic work, made rare: every server (scheduler, nanny, worker) ticks every 20 ms
+# to notice a blocked event loop, workers read their memory every 100 ms and the system's every
+# 500 ms, the sampling profiler wakes every 10 ms, and the scheduler looks for work to steal
+# (a task here runs where its shard is: moving it would move the shard). Idle, 2 workers and
+# the scheduler took 92 ms of CPU per second on Dask's defaults, 18 ms so (under load 10).
+QUIET_CONFIG = {"distributed.admin.tick.interval": "1s",
+                "distributed.admin.system-monitor.interval": "2s",
+                "distributed.worker.memory.monitor-interval": "1s",
+                "distributed.worker.profile.enabled": False,
+                "distributed.scheduler.work-stealing": False}
+# and the environment variables set before the worker's interpreter starts (glibc reads them
+# then)
+CLUSTER_CONFIG = {**QUIET_CONFIG, "distributed.nanny.pre-spawn-environ": WORKER_ENVIRON}
 MALLOPT = {"MALLOC_ARENA_MAX": -8, "MALLOC_MMAP_THRESHOLD_": -3, "MALLOC_TRIM_THRESHOLD_": -1}
 
 
@@ -66,8 +85,8 @@ def keep_freed_memory(names=tuple(MALLOC_ENVIRON)):
 
 
 def local_cluster(workers, **options):
-    """A LocalCluster of `workers` single-threaded processes started as WORKER_CONFIG says."""
-    with dask.config.set(WORKER_CONFIG), environ(WORKER_ENVIRON):
+    """A LocalCluster of `workers` single-threaded processes started as CLUSTER_CONFIG says."""
+    with dask.config.set(CLUSTER_CONFIG), environ(WORKER_ENVIRON):
         return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                             **options)
 
@@ -105,21 +124,13 @@ def make_shards(client, points, shards, seed=0):
 
 
 def sharded_value_and_grad(client, params, shards):
-    """The loss and gradient of the whole data set: one task per shard, summed in order."""
+    """The loss and gradient of the whole data set: one task per shard, summed in order. A
+    task runs the compiled value_and_grad over its shard in cache-sized blocks
+    (gmm.shard_nll_and_grad): on the whole shard at once the calls of 2 workers on 2 cores
+    took 23% more CPU than those of one process, and ran memory-bound."""
     copies = [[p] * len(shards) for p in params]
-    futures = client.map(gmm.nll_and_grad, *copies, shards, pure=False)
-    return add_up(client.gather(futures))
-
-
-def add_up(results):
-    """Sum of (value, grads) pairs in their order (the order fixes the bits)."""
-    value, grads = results[0]
-    grads = [g.copy() for g in grads]
-    for v, gs in results[1:]:
-        value += v
-        for total, g in zip(grads, gs):
-            total += g
-    return value, grads
+    futures = client.map(gmm.shard_nll_and_grad, *copies, shards, pure=False)
+    return gmm.add_up(client.gather(futures))
 
 
 class Adam:

@@ -1,12 +1,13 @@
 """examples/dask_gmm.py on a LocalCluster of 2 worker processes computes the same loss and
-gradient as one process, bit for bit, for the same sharding; its workers start as the
-example's recipe says (glibc's malloc keeping freed memory, no profiler). Skipped without the
-dask extra."""
+gradient as one process, bit for bit, for the same sharding; its cluster starts as the
+example's recipe says (glibc's malloc keeping freed memory; Dask's periodic work rare). Skipped
+without the dask extra."""
 
 import os
 import pathlib
 import platform
 import resource
+import subprocess
 import sys
 
 import dask
@@ -25,8 +26,8 @@ POINTS, SHARDS = 60_001, 6
 
 def _one_process(params):
     sizes = [POINTS // SHARDS + (i < POINTS % SHARDS) for i in range(SHARDS)]
-    return dask_gmm.add_up([gmm.nll_and_grad(*params, gmm.shard(i, size))
-                            for i, size in enumerate(sizes)])
+    return gmm.add_up([gmm.shard_nll_and_grad(*params, gmm.shard(i, size))
+                       for i, size in enumerate(sizes)])
 
 
 def _bits(value, grads):
@@ -87,11 +88,46 @@ def _faults_of_a_repeated_gradient():
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the settings are glibc's")
-def test_workers_keep_freed_memory_and_run_without_the_profiler(client):
+def test_workers_keep_freed_memory(client):
     """The recipe's workers: a gradient's temporaries (16 MB each here), made on the task
     thread, come from memory kept since the last call, not from new zero-filled pages
-    (Dask's defaults take 4·10^4 page faults here); the sampling profiler is off."""
+    (Dask's defaults take 4·10^4 page faults here)."""
     faults = [client.submit(_faults_of_a_repeated_gradient, workers=[w], pure=False)
               for w in client.scheduler_info()["workers"]]
     assert max(client.gather(faults)) < 200
-    assert not any(client.run(dask.config.get, "distributed.worker.profile.enabled").values())
+
+
+def test_cluster_runs_with_the_quiet_settings(client):
+    """The workers and the scheduler have the recipe's settings (rare ticks and monitors, no
+    profiler, no work stealing), which Dask's defaults do not."""
+    for key, value in dask_gmm.QUIET_CONFIG.items():
+        assert dask.config.get(key) != value  # the test process: Dask's defaults
+        assert set(client.run(dask.config.get, key).values()) == {value}
+    assert "stealing" not in client.run_on_scheduler(_scheduler_extensions)
+
+
+def _scheduler_extensions(dask_scheduler):
+    return list(dask_scheduler.extensions)
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the settings are glibc's")
+def test_blocks_take_no_page_faults_on_dask_defaults():
+    """gmm.shard_nll_and_grad's calls are small: on a thread, with Dask's malloc setting
+    (MALLOC_TRIM_THRESHOLD_=65536) and no other, a repeated shard takes no page faults."""
+    code = ("import resource, threading, gmm\n"
+            "p, x = gmm.initial_parameters(), gmm.shard(0, 500_000)\n"
+            "def run():\n"
+            "    global faults\n"
+            "    gmm.shard_nll_and_grad(*p, x)\n"
+            "    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+            "    gmm.shard_nll_and_grad(*p, x)\n"
+            "    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before\n"
+            "t = threading.Thread(target=run)\n"
+            "t.start()\n"
+            "t.join()\n"
+            "print(faults)\n")
+    env = {**os.environ, "MALLOC_TRIM_THRESHOLD_": "65536", "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join([str(EXAMPLES), str(EXAMPLES.parent)])}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout
+    assert int(out) < 50
