@@ -2,10 +2,8 @@
 made in shards (used by examples/dask_gmm.py and benchmarks/distributed.py).
 
 The parameters are unconstrained: mixture weights as logits, means, and log standard
-deviations. The loss of a data set is the sum of its shards' losses, so the gradient of the
-whole is the sum of the shards' gradients; a shard's is the sum of its blocks' gradients,
-each computed by one compiled call small enough to run in a core's cache
-(shard_nll_and_grad: what a worker should run per shard).
+deviations. A data set's loss and gradient are the sums of its shards', a shard's those of its
+blocks (shard_nll_and_grad, what a worker runs per shard: a compiled call per cache-sized block).
 """
 
 import math
@@ -37,8 +35,8 @@ nll_and_grad = ac.value_and_grad(gmm_nll, argnums=(0, 1, 2))
 # mallinfo2, 4 components), so 4096 points take some 0.8 MiB: inside a core's L2 (2 MiB on
 # the Xeons benchmarks/distributed.py ran on), with room for the other data. A whole shard of
 # 5e5 points in one call instead streams 90 MiB through the shared L3 and memory per call:
-# about 30% more CPU on one core, and more again when 2 processes do it at once. The Python
-# call costs about 5 us, 1% of a block's work.
+# a third more CPU on one core, and more again while another process does the same (4-6% under
+# load, 23% idle; blocks: none). The Python call costs about 5 us, 1% of a block's work.
 BLOCK = 4096
 
 
