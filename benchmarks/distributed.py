@@ -152,9 +152,13 @@ def threads(params, data, n, task):
 
 def one_process(params, data, repeat):
     """measure()'s figures for each task, in this process on one core."""
+    return {name: one_process_figures(Gradients(params, data, task), repeat)
+            for name, task in TASKS.items()}
+
+
+def one_process_figures(gradients, repeat):
     with one_core():
-        return {name: Gradients(params, data, task).measure(repeat)
-                for name, task in TASKS.items()}
+        return gradients.measure(repeat)
 
 
 def idle_rate(client, seconds=2.0):
@@ -322,28 +326,28 @@ def thread_scaling(args, params, data, expected):
 def throughput(args, params, data):
     """--ratio: the example's recipe (workers keeping freed memory, tasks in blocks) on 2
     worker processes against 1 process on 1 core measured before the cluster starts and
-    after it stops (the best of either: the ratio errs low); best wall of --repeat each."""
+    after it stops (the better of the two: the ratio errs low); the best wall time of
+    --repeat gradients each, and per task the CPU of the compiled calls and the page faults."""
     dask_gmm.keep_freed_memory()
     alone = Gradients(params, data, gmm.shard_nll_and_grad)
-
-    def one_process_wall():
-        with one_core():
-            expected = alone.run()  # warm
-            return best(args.repeat, alone.run), expected
-
-    before, expected = one_process_wall()
+    expected = alone.run()
+    before = one_process_figures(alone, args.repeat)
     with two_workers(True) as local, Client(local) as client:
         shards = dask_gmm.make_shards(client, args.points, args.shards)
         spread = Gradients(params, shards, gmm.shard_nll_and_grad, client)
-        value, grads = spread.run()
-        assert [g.tobytes() for g in grads] == [g.tobytes() for g in expected[1]]
-        two = best(args.repeat, spread.run)
-    after = one_process_wall()[0]
+        assert [g.tobytes() for g in spread.run()[1]] == [g.tobytes() for g in expected[1]]
+        two = spread.measure(args.repeat)
+    after = one_process_figures(alone, args.repeat)
     print(f"sharded GMM value_and_grad, {args.points:.0e} points in {args.shards} shards, "
-          f"blocks of {gmm.BLOCK}; best of {args.repeat}, ms per gradient: 1 process on 1 "
-          f"core {before * 1e3:.0f} (before the cluster), {after * 1e3:.0f} (after); "
-          f"2 worker processes {two * 1e3:.0f}; load average {os.getloadavg()[0]:.1f}")
-    print(f"throughput, 2 worker processes / 1 process: x{min(before, after) / two:.2f}")
+          f"blocks of {gmm.BLOCK} points; best of {args.repeat} gradients")
+    for name, (wall, calls, _, _, faults, _) in (("1 process, 1 core, before", before),
+                                                  ("2 worker processes", two),
+                                                  ("1 process, 1 core, after", after)):
+        print(f"   {name:28} {wall * 1e3:6.0f} ms per gradient; per task "
+              f"{calls / args.shards * 1e3:5.1f} ms CPU in the compiled calls, "
+              f"{faults / args.shards:6.1f} minor page faults")
+    print(f"throughput, 2 worker processes / 1 process: x{min(before[0], after[0]) / two[0]:.2f}"
+          f" (load average {os.getloadavg()[0]:.1f}: meaningful on idle cores only)")
 
 
 def main():
