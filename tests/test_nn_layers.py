@@ -509,10 +509,24 @@ def test_norm_double_backward_matches_torch(name):
 
 
 def _graph(node, depth):
-    """Names of a node and of its inputs `depth` levels down, with output numbers."""
-    if node is None or depth == 0:
-        return None if node is None else type(node).__name__
-    return (type(node).__name__, [(_graph(n, depth - 1), i) for n, i in node.next_functions])
+    """The graph below `node`, `depth` levels down, as a list: each node once, in the order a
+    depth-first walk meets it, as (name, [(index of the input node in the list, output
+    number)]). Shared nodes are listed once, so a graph that reuses a node (a GRU's hidden
+    state feeds three gates) costs its size to describe, not its number of paths."""
+    seen, listed = {}, []
+
+    def visit(n, left):
+        if n is None:
+            return None
+        if n not in seen:
+            seen[n] = len(listed)
+            listed.append(None)
+            edges = [] if left == 0 else [(visit(m, left - 1), i) for m, i in n.next_functions]
+            listed[seen[n]] = (type(n).__name__, edges)
+        return seen[n]
+
+    visit(node, depth)
+    return listed
 
 
 LSTM_GRAPHS = {
