@@ -136,7 +136,9 @@ def _saxpy(a, b, c, out):
     None otherwise (the caller emulates)."""
     if a.__class__ is F32:
         a, b = b, a
-    if b.__class__ is not F32 or not _saxpy_operands(a, c, out):
+    # BLAS returns y untouched for a zero factor, where an FMA gives NaN from an infinite or
+    # NaN x and +0 from -0 + +0
+    if b.__class__ is not F32 or b == 0 or not _saxpy_operands(a, c, out):
         return None
     saxpy = _fused_saxpy()
     if saxpy is None:
@@ -183,3 +185,30 @@ def _saxpy_matches_emulation(saxpy):
             if not np.array_equal(got.view(np.int32), want.view(np.int32)):
                 return False
     return True
+
+
+def fma_channels(a, b, c):
+    """a * b + c, a C-contiguous float32 (N, C, *S), b float32 (C,) and c float32 either of
+    a's shape or (C,) (one number per channel): a new C-contiguous array. Where saxpy fuses,
+    each channel is one saxpy on channel-major copies (strided per-plane calls cost more than
+    the two transposes); channels whose factor is zero, and machines whose saxpy does not
+    fuse, take the emulation."""
+    saxpy = _fused_saxpy()
+    shape = (1, -1) + (1,) * (a.ndim - 2)
+    if saxpy is None or not a.size:
+        return fma(a, b.reshape(shape), c if c.shape == a.shape else c.reshape(shape))
+    n, channels = a.shape[:2]
+    a_t = scratch((channels, n, a.size // (n * channels)), F32)
+    np.copyto(a_t, a.reshape(n, channels, -1).transpose(1, 0, 2))
+    out_t = np.empty_like(a_t)
+    if c.shape == a.shape:
+        np.copyto(out_t, c.reshape(n, channels, -1).transpose(1, 0, 2))
+    else:
+        out_t[...] = c[:, None, None]
+    for i in range(channels):
+        x, y = a_t[i].reshape(-1), out_t[i].reshape(-1)
+        if b[i] == 0:
+            _fma(x, b[i], y, y)
+        else:
+            saxpy(x, y, a=b[i])
+    return np.ascontiguousarray(out_t.transpose(1, 0, 2)).reshape(a.shape)

@@ -27,7 +27,7 @@ fused (in the rows layout only for the channels that fill whole vectors).
 
 import numpy as np
 
-from runtime.fma import fma, scratch
+from runtime.fma import fma, fma_channels, scratch
 from runtime.simd_softmax import fold_lanes
 
 F32, F64 = np.float32, np.float64
@@ -88,8 +88,7 @@ def affine(x, mean, invstd, weight, bias):
     """x * alpha + beta as PyTorch's kernel forms it (all per-channel arrays (C,) or None)."""
     alpha = invstd if weight is None else invstd * weight
     beta = -(mean * alpha) if bias is None else fma(-mean, alpha, bias)
-    shape = (1, -1) + (1,) * (x.ndim - 2)
-    return fma(x, alpha.reshape(shape), beta.reshape(shape))
+    return fma_channels(x, alpha, beta)
 
 
 def _by_vector(a, full):
@@ -133,8 +132,7 @@ def _sums_rows(g, centered):
 
 
 def _input_grad_planes(g, centered, gm, k, scale):
-    diff = g - gm[:, None]
-    fma(centered, np.broadcast_to(-k[:, None], centered.shape), diff, out=diff)
+    diff = fma_channels(centered, -k, g - gm[:, None])
     diff *= scale[0][:, None]  # in place: fresh large arrays cost their page faults
     diff *= scale[1][:, None]
     return diff
