@@ -129,7 +129,10 @@ def _window_max(windows, with_nan, inside):
             better |= here & ~best_in
             best_in = best_in | here
         np.maximum(best, v, out=best)
-        pick = np.where(better, pick.dtype.type(k), pick)
+        # pick += better * (k - pick): np.where on a random mask costs ~30x more
+        step = np.subtract(pick.dtype.type(k), pick)
+        step *= better
+        pick += step
     return best, pick, best_in
 
 
