@@ -187,28 +187,33 @@ def _saxpy_matches_emulation(saxpy):
     return True
 
 
+
+def fma_rows(a, b, y):
+    """y[i] = a[i] * b[i] + y[i] in place for float32 C-contiguous a and y of one shape
+    (R, ...) and b float32 (R,): one fma per row, so a saxpy where that fuses."""
+    for i in range(a.shape[0]):
+        fma(a[i], b[i], y[i], out=y[i])
+    return y
+
+
+def channel_major(a, out=None):
+    """(C, N, L) C-contiguous copy of a C-contiguous (N, C, *S) array."""
+    n, channels = a.shape[:2]
+    if out is None:
+        out = scratch((channels, n, a.size // max(1, n * channels)), a.dtype)
+    np.copyto(out, a.reshape(n, channels, -1).transpose(1, 0, 2))
+    return out
+
+
 def fma_channels(a, b, c):
     """a * b + c, a C-contiguous float32 (N, C, *S), b float32 (C,) and c float32 either of
-    a's shape or (C,) (one number per channel): a new C-contiguous array. Where saxpy fuses,
-    each channel is one saxpy on channel-major copies (strided per-plane calls cost more than
-    the two transposes); channels whose factor is zero, and machines whose saxpy does not
-    fuse, take the emulation."""
-    saxpy = _fused_saxpy()
-    shape = (1, -1) + (1,) * (a.ndim - 2)
-    if saxpy is None or not a.size:
-        return fma(a, b.reshape(shape), c if c.shape == a.shape else c.reshape(shape))
-    n, channels = a.shape[:2]
-    a_t = scratch((channels, n, a.size // (n * channels)), F32)
-    np.copyto(a_t, a.reshape(n, channels, -1).transpose(1, 0, 2))
-    out_t = np.empty_like(a_t)
+    a's shape or (C,) (one number per channel): a new C-contiguous array, each channel one
+    fma_rows row of channel-major copies (strided per-plane saxpy calls cost more than the
+    two transposes)."""
+    out_t = np.empty((a.shape[1], a.shape[0], a.size // max(1, a.shape[0] * a.shape[1])), F32)
     if c.shape == a.shape:
-        np.copyto(out_t, c.reshape(n, channels, -1).transpose(1, 0, 2))
+        channel_major(c, out_t)
     else:
         out_t[...] = c[:, None, None]
-    for i in range(channels):
-        x, y = a_t[i].reshape(-1), out_t[i].reshape(-1)
-        if b[i] == 0:
-            _fma(x, b[i], y, y)
-        else:
-            saxpy(x, y, a=b[i])
+    fma_rows(channel_major(a), b, out_t)
     return np.ascontiguousarray(out_t.transpose(1, 0, 2)).reshape(a.shape)
