@@ -27,7 +27,7 @@ fused (in the rows layout only for the channels that fill whole vectors).
 
 import numpy as np
 
-from runtime.fma import channel_major, fma, fma_channels, fma_rows, scratch
+from runtime.fma import fma, fma_channels, fma_rows, scratch
 from runtime.simd_softmax import fold_lanes
 
 F32, F64 = np.float32, np.float64
@@ -91,72 +91,100 @@ def affine(x, mean, invstd, weight, bias):
     return fma_channels(x, alpha, beta)
 
 
-def _vectors_first(a, full):
-    """The first `full` = K * LANES elements of each plane of a C-contiguous (A, B, L) float32
-    array, copied to a per-thread (K, A, B, LANES) buffer: [k, p, q, j] is element
-    k * LANES + j of plane (p, q). The copy moves whole vectors as items of one opaque
-    LANES * 4-byte type (twice as fast as float by float)."""
-    vector = np.dtype((np.void, LANES * a.itemsize))
-    terms = scratch((full // LANES,) + a.shape[:2] + (LANES,), a.dtype)
-    source = np.ndarray((full // LANES,) + a.shape[:2], vector, buffer=a,
-                        strides=(LANES * a.itemsize,) + a.strides[:2])
-    np.copyto(terms.view(vector)[..., 0], source)
-    return terms
+class _Lanes:
+    """An (N, C, L) array's planes laid out channel by channel for the vector sums: row c holds
+    vector k (elements k * LANES ... + LANES - 1) of every plane of channel c for k = 0, 1, ...
+    ((K, N, LANES), K = L // LANES), then the planes' last `rest` elements (N, rest). Per-channel
+    operations then run along long rows, the lane sums are a reduction over the outer axis
+    (numpy adds in order), and each channel's FMA is one saxpy. Moving vectors as opaque
+    LANES * 4-byte items costs half of moving them float by float."""
 
+    def __init__(self, shape, dtype):
+        self.n, self.c, self.length = shape
+        self.k, self.rest = divmod(self.length, LANES)
+        self.dtype = np.dtype(dtype)
+        self.vector = np.dtype((np.void, LANES * self.dtype.itemsize))
+        self.split = self.k * self.n * LANES
 
-def _plane_sums(a, b=None):
-    """Each plane of a (A, B, L), or of the products a * b, summed as PyTorch's vector
-    reduction sums it: (A, B) float32. a and b are C-contiguous."""
-    length = a.shape[-1]
-    if length < LANES:
-        return _in_order(a if b is None else a * b, 2)
-    full = length - length % LANES
-    # per-thread buffers (runtime/fma.py): fresh large arrays cost their page faults each step
-    source = a if b is None else np.multiply(a, b, out=scratch(a.shape, F32))
-    terms = _vectors_first(source, full)
-    # contiguous vectors, reduced along the outer axis: numpy adds them in order
-    lanes = np.add.reduce(terms, axis=0)
-    rest = length - full
-    if rest:
-        head = lanes[..., :rest]
-        lanes[..., :rest] = head + a[..., full:] if b is None else \
-            fma(a[..., full:], b[..., full:], np.ascontiguousarray(head))
-    return fold_lanes(lanes)
+    def empty(self):
+        return np.empty((self.c, self.split + self.n * self.rest), self.dtype)
+
+    def _vectors(self, planes):
+        """(C, K, N) opaque vectors of a C-contiguous (N, C, L) array, as a view."""
+        size = self.dtype.itemsize
+        return np.ndarray((self.c, self.k, self.n), self.vector, buffer=planes,
+                          strides=(self.length * size, LANES * size, self.c * self.length * size))
+
+    def main(self, rows):
+        return rows[:, :self.split].reshape(self.c, self.k, self.n * LANES)
+
+    def tail(self, rows):
+        return rows[:, self.split:].reshape(self.c, self.n, self.rest)
+
+    def gather(self, planes, out):
+        if self.k:
+            np.copyto(out[:, :self.split].view(self.vector).reshape(self.c, self.k, self.n),
+                      self._vectors(planes))
+        np.copyto(self.tail(out), planes[:, :, self.k * LANES:].transpose(1, 0, 2))
+        return out
+
+    def scatter(self, rows):
+        """The (N, C, L) C-contiguous array laid out in rows."""
+        planes = np.empty((self.n, self.c, self.length), self.dtype)
+        if self.k:
+            np.copyto(self._vectors(planes),
+                      rows[:, :self.split].view(self.vector).reshape(self.c, self.k, self.n))
+        np.copyto(planes[:, :, self.k * LANES:], self.tail(rows).transpose(1, 0, 2))
+        return planes
+
+    def plane_sums(self, a, b=None):
+        """Each plane of a, or of the products a * b, summed as PyTorch's vector reduction sums
+        it: (C, N) float32."""
+        if not self.k:  # a plane shorter than a vector: in order
+            tail = self.tail(a) if b is None else self.tail(a) * self.tail(b)
+            return _in_order(tail, 2)
+        source = self.main(a) if b is None else np.multiply(
+            self.main(a), self.main(b), out=scratch((self.c, self.k, self.n * LANES), F32))
+        lanes = np.add.reduce(source, axis=1).reshape(self.c, self.n, LANES)
+        if self.rest:
+            head = lanes[..., :self.rest]
+            lanes[..., :self.rest] = head + self.tail(a) if b is None else \
+                fma(self.tail(a), self.tail(b), np.ascontiguousarray(head))
+        return fold_lanes(lanes)
 
 
 def _prepare_planes(x, g, mean):
-    """(x - mean, g) channel-major, (C, N, L): per-channel operations then run along long
-    rows (numpy pays per run of an (N, C, L) broadcast), and each channel's FMA is one saxpy."""
-    shape = (x.shape[1], x.shape[0], x.size // (x.shape[0] * x.shape[1]))
-    centered = np.subtract(_planes(x).transpose(1, 0, 2), mean[:, None, None],
-                           out=np.empty(shape, x.dtype))
-    return centered, channel_major(g, np.empty(shape, g.dtype))
+    """(x - mean, g) in the lanes layout (_Lanes), with the layout."""
+    layout = _Lanes(_planes(x).shape, x.dtype)
+    centered = layout.gather(_planes(x), layout.empty())
+    centered -= mean[:, None]
+    return layout, centered, layout.gather(_planes(g), layout.empty())
 
 
-def _sums_planes(g, centered):
-    total = _in_order(_plane_sums(g).astype(F64), 1)
-    dot = _in_order(_plane_sums(centered, g).astype(F64), 1)
+def _sums_planes(layout, g, centered):
+    total = _in_order(layout.plane_sums(g).astype(F64), 1)
+    dot = _in_order(layout.plane_sums(centered, g).astype(F64), 1)
     return total, dot
 
 
-def _input_grad_planes(g, centered, gm, k, scale):
-    diff = np.subtract(g, gm[:, None, None], out=g)  # g is a copy of its own, no longer needed
+def _input_grad_planes(layout, g, centered, gm, k, scale):
+    diff = np.subtract(g, gm[:, None], out=g)  # g is a copy of its own, no longer needed
     fma_rows(centered, -k, diff)
-    diff *= scale[0][:, None, None]
-    diff *= scale[1][:, None, None]
-    return diff.transpose(1, 0, 2)
+    diff *= scale[0][:, None]
+    diff *= scale[1][:, None]
+    return layout.scatter(diff)
 
 
 def _prepare_rows(x, g, mean):
     rows = x.reshape(x.shape[0], -1)
-    return rows - mean, g.reshape(rows.shape)
+    return None, rows - mean, g.reshape(rows.shape)
 
 
-def _sums_rows(g, centered):
+def _sums_rows(layout, g, centered):
     return _in_order(g, 0), _fma_down(centered, g)
 
 
-def _input_grad_rows(g, centered, gm, k, scale):
+def _input_grad_rows(layout, g, centered, gm, k, scale):
     fused = g.shape[1] - g.shape[1] % LANES
     diff = g - gm
     diff[:, :fused] = fma(centered[:, :fused], np.broadcast_to(-k[:fused], (g.shape[0], fused)),
@@ -179,16 +207,15 @@ def backward(g, x, weight, mean, invstd, training, needs):
     count = x.size // x.shape[1]
     rows = is_rows(x)
     prepare, sums, input_grad = _LAYOUT[rows]
-    centered, g_sum = prepare(x, g, mean)
-    total, dot = sums(g_sum, centered)
+    layout, centered, g_sum = prepare(x, g, mean)
+    total, dot = sums(layout, g_sum, centered)
     dot32 = dot.astype(F32)
     gx = gw = gb = None
     w = np.ones_like(invstd) if weight is None else weight
     if needs[0] and training:
         k = dot32 * invstd * invstd / F32(count)
         gm = (total / (F32(count) if rows else count)).astype(F32)
-        gx = np.ascontiguousarray(input_grad(g_sum, centered, gm, k, (invstd, w)))
-        gx = gx.reshape(x.shape)
+        gx = input_grad(layout, g_sum, centered, gm, k, (invstd, w)).reshape(x.shape)
     elif needs[0]:
         shape = (1, -1) + (1,) * (x.ndim - 2)
         gx = g * invstd.reshape(shape) * w.reshape(shape)
