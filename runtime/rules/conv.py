@@ -54,8 +54,19 @@ def im2col_array(x, geom, pad_value=0.0):
     (ph, pw) = geom[2]
     xp = _padded(x4, (ph, ph), (pw, pw), pad_value) if ph or pw else x4
     hw = _out_hw(x4.shape, geom)
-    cols = _patches(xp, geom, hw)
-    return np.ascontiguousarray(cols).reshape(x4.shape[0], groups, -1, hw[0] * hw[1])
+    cols = _compact(_patches(xp, geom, hw))
+    return cols.reshape(x4.shape[0], groups, -1, hw[0] * hw[1])
+
+
+def _compact(view):
+    """A C-contiguous copy of an array view whose rows (last axis) are contiguous, each row
+    moved as one opaque item: numpy pays per run of a copy, and a patch row is short."""
+    if view.ndim < 2 or view.strides[-1] != view.itemsize or not view.size:
+        return np.ascontiguousarray(view)
+    row = np.dtype((np.void, view.shape[-1] * view.itemsize))
+    out = np.empty(view.shape, view.dtype)
+    np.copyto(out.view(row)[..., 0], view.view(row)[..., 0])
+    return out
 
 
 def col2im_array(cols, x_shape, geom):
