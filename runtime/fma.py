@@ -136,7 +136,9 @@ def _saxpy(a, b, c, out):
     None otherwise (the caller emulates)."""
     if a.__class__ is F32:
         a, b = b, a
-    if b.__class__ is not F32 or not _saxpy_operands(a, c, out):
+    # BLAS returns y untouched for a zero factor, where an FMA gives NaN from an infinite or
+    # NaN x and +0 from -0 + +0
+    if b.__class__ is not F32 or b == 0 or not _saxpy_operands(a, c, out):
         return None
     saxpy = _fused_saxpy()
     if saxpy is None:
@@ -183,3 +185,35 @@ def _saxpy_matches_emulation(saxpy):
             if not np.array_equal(got.view(np.int32), want.view(np.int32)):
                 return False
     return True
+
+
+
+def fma_rows(a, b, y):
+    """y[i] = a[i] * b[i] + y[i] in place for float32 C-contiguous a and y of one shape
+    (R, ...) and b float32 (R,): one fma per row, so a saxpy where that fuses."""
+    for i in range(a.shape[0]):
+        fma(a[i], b[i], y[i], out=y[i])
+    return y
+
+
+def channel_major(a, out=None):
+    """(C, N, L) C-contiguous copy of a C-contiguous (N, C, *S) array."""
+    n, channels = a.shape[:2]
+    if out is None:
+        out = scratch((channels, n, a.size // max(1, n * channels)), a.dtype)
+    np.copyto(out, a.reshape(n, channels, -1).transpose(1, 0, 2))
+    return out
+
+
+def fma_channels(a, b, c):
+    """a * b + c, a C-contiguous float32 (N, C, *S), b float32 (C,) and c float32 either of
+    a's shape or (C,) (one number per channel): a new C-contiguous array, each channel one
+    fma_rows row of channel-major copies (strided per-plane saxpy calls cost more than the
+    two transposes)."""
+    out_t = np.empty((a.shape[1], a.shape[0], a.size // max(1, a.shape[0] * a.shape[1])), F32)
+    if c.shape == a.shape:
+        channel_major(c, out_t)
+    else:
+        out_t[...] = c[:, None, None]
+    fma_rows(channel_major(a), b, out_t)
+    return np.ascontiguousarray(out_t.transpose(1, 0, 2)).reshape(a.shape)

@@ -563,7 +563,9 @@ def test_lstm_graph_matches_torch(name):
 
 @pytest.mark.parametrize("options", [dict(kernel_size=2), dict(kernel_size=3, stride=2,
                                                                  padding=1),
-                                     dict(kernel_size=2, stride=1, dilation=2)])
+                                     dict(kernel_size=2, stride=1, dilation=2),
+                                     dict(kernel_size=(2, 3)), dict(kernel_size=(3, 1)),
+                                     dict(kernel_size=(7, 4))])
 def test_max_pool_ties_nan_and_indices_match_torch(options):
     x = _x((2, 3, 7, 8))
     x[0, 1, 2, 3] = np.nan
@@ -572,6 +574,19 @@ def test_max_pool_ties_nan_and_indices_match_torch(options):
     for lib in (torch, adcompile):
         t = lib.tensor(x, requires_grad=True)
         y, i = lib.nn.functional.max_pool2d(t, return_indices=True, **options)
+        y.sum().backward()
+        runs.append((y.detach().numpy(), i.numpy(), t.grad.numpy()))
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_max_pool_window_of_more_than_127_elements_matches_torch():
+    """A window's element numbers no longer fit the int8 picks of small windows."""
+    x = _x((2, 2, 26, 24))
+    runs = []
+    for lib in (torch, adcompile):
+        t = lib.tensor(x, requires_grad=True)
+        y, i = lib.nn.functional.max_pool2d(t, (13, 12), return_indices=True)
         y.sum().backward()
         runs.append((y.detach().numpy(), i.numpy(), t.grad.numpy()))
     for a, b in zip(*runs):

@@ -52,10 +52,21 @@ def im2col_array(x, geom, pad_value=0.0):
     ndim, groups = geom[5], geom[4]
     x4 = x.reshape(_as2d(x.shape, ndim))
     (ph, pw) = geom[2]
-    xp = np.pad(x4, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=pad_value)
+    xp = _padded(x4, (ph, ph), (pw, pw), pad_value) if ph or pw else x4
     hw = _out_hw(x4.shape, geom)
-    cols = _patches(xp, geom, hw)
-    return np.ascontiguousarray(cols).reshape(x4.shape[0], groups, -1, hw[0] * hw[1])
+    cols = _compact(_patches(xp, geom, hw))
+    return cols.reshape(x4.shape[0], groups, -1, hw[0] * hw[1])
+
+
+def _compact(view):
+    """A C-contiguous copy of an array view whose rows (last axis) are contiguous, each row
+    moved as one opaque item: numpy pays per run of a copy, and a patch row is short."""
+    if view.ndim < 2 or view.strides[-1] != view.itemsize or not view.size:
+        return np.ascontiguousarray(view)
+    row = np.dtype((np.void, view.shape[-1] * view.itemsize))
+    out = np.empty(view.shape, view.dtype)
+    np.copyto(out.view(row)[..., 0], view.view(row)[..., 0])
+    return out
 
 
 def col2im_array(cols, x_shape, geom):
@@ -95,7 +106,17 @@ def channels_second(ops, w):
     return ops.permute(w, (0, n - 1) + tuple(range(1, n - 1)))
 
 
-_CHUNK = 1 << 20  # patch elements per matmul in conv_input_grad_array: a few MB, in cache
+_CHUNK = 1 << 16  # patch elements per matmul in conv_input_grad_array: they stay in cache
+_COLUMNS = 16
+
+
+def _padded(x, rows, columns, value=0):
+    """x (N, C, H, W) with (before, after) rows and columns of `value` around each plane (np.pad
+    costs ~100 us more on a batch)."""
+    n, c, h, w = x.shape
+    out = np.full((n, c, h + sum(rows), w + sum(columns)), value, x.dtype)
+    out[:, :, rows[0]:rows[0] + h, columns[0]:columns[0] + w] = x
+    return out
 
 
 def conv_input_grad_array(g, w, geom, x_shape):
@@ -112,19 +133,28 @@ def conv_input_grad_array(g, w, geom, x_shape):
     n, o = g4.shape[:2]
     og, cg = o // groups, w.shape[1]
     h, wd = _as2d(tuple(x_shape), ndim)[2:]
-    gp = np.pad(g4, ((0, 0), (0, 0), (reach[0], reach[0]), (reach[1], reach[1])))
+    wide = wd + dw * (kw - 1)
+    # sgemm's kernels for a last few columns do not chain in order: whole blocks of _COLUMNS
+    length = -(-h * wide // _COLUMNS) * _COLUMNS
+    # spare rows below: the wide rows of the last patch reach past the plane
+    spare = -(-(length - h * wide + dw * (kw - 1)) // wide)
+    gp = _padded(g4, (reach[0], reach[0] + spare), (reach[1], reach[1]))
     s = gp.strides
+    # each patch row is one run of h * wide elements of the padded plane: the sums are taken
+    # on rows as wide as the padded cotangent, and the columns past wd are dropped afterwards
+    # (numpy copies long runs far faster than rows of wd)
     patches = np.lib.stride_tricks.as_strided(
-        gp[:, :, dh * (kh - 1):, dw * (kw - 1):], (n, groups, kh, kw, og, h, wd),
-        (s[0], s[1] * og, -dh * s[2], -dw * s[3], s[1], s[2], s[3]), writeable=False)
+        gp[:, :, dh * (kh - 1):, dw * (kw - 1):], (n, groups, kh, kw, og, length),
+        (s[0], s[1] * og, -dh * s[2], -dw * s[3], s[1], s[3]), writeable=False)
     wt = w.reshape(groups, og, cg, kh, kw).transpose(0, 2, 3, 4, 1).reshape(groups, cg, -1)
-    out = np.empty((n, groups, cg, h * wd), np.result_type(g, w))
-    step = max(1, _CHUNK // (groups * kh * kw * og * h * wd))
+    out = np.empty((n, groups, cg, length), np.result_type(g, w))
+    step = max(1, _CHUNK // (groups * kh * kw * og * length))
     for start in range(0, n, step):
         cols = np.ascontiguousarray(patches[start:start + step])
-        np.matmul(wt, cols.reshape(-1, groups, kh * kw * og, h * wd),
+        np.matmul(wt, cols.reshape(-1, groups, kh * kw * og, length),
                   out=out[start:start + step])
-    return out.reshape(x_shape)
+    out = out[..., :h * wide].reshape(n, groups * cg, h, wide)[..., :wd]
+    return np.ascontiguousarray(out).reshape(x_shape)
 
 
 def _input_grad(ops, g, w, geom, x_shape):
