@@ -254,6 +254,34 @@ def test_saxpy_path_equals_fma_emulation(n, layout):
     _same(got, want)
 
 
+def test_deferred_tie_test_gives_the_repairing_fma_bits():
+    """fma.deferred_ties rounds float64 sums straight to float32 and tests them for false ties
+    only at the end: a false tie (a product just below half an ulp of an odd addend) must
+    send the kernel round again, an exact tie (rounded to even either way) must not."""
+    from runtime import fma
+
+    rng = np.random.default_rng(5)
+    a, b, c = rng.standard_normal((3, 640)).astype(np.float32)
+    one_ulp = np.float32(2.0 ** -23)
+    a[7], b[7], c[7] = 1 + one_ulp, np.float32(2.0 ** -24) * (1 - one_ulp), 1 + one_ulp
+    a[9], b[9], c[9] = 1, np.float32(2.0 ** -24), 1  # exact tie
+    calls = []
+
+    def kernel(x, y, z):
+        calls.append(None)
+        return fma.fma(fma.fma(x, y, z), np.float32(0.5), z)
+
+    want = fma._fma(fma._fma(a, b, c, None), np.float32(0.5), c, None)
+    assert fma._fma(a[7:8], b[7:8], c[7:8], None)[0] == 1 + one_ulp
+    assert np.float32(np.float64(a[7]) * np.float64(b[7]) + c[7]) == 1 + 2 * one_ulp
+    _same(fma.deferred_ties(kernel, a, b, c), want)
+    assert len(calls) == 2
+    a[7], calls[:] = 0, []
+    _same(fma.deferred_ties(kernel, a, b, c), fma._fma(fma._fma(a, b, c, None),
+                                                        np.float32(0.5), c, None))
+    assert len(calls) == 1
+
+
 # (rows, columns): blocks of four 8-lane vectors, single vectors and leftover columns, row
 # counts below, at and past the ladder's step of 16
 SUM_SHAPES = [(4, 3), (64, 10), (64, 256), (17, 40), (300, 7), (33, 33), (2, 9), (1000, 5)]
