@@ -219,6 +219,8 @@ def nll_sum(values, counted=None):
         return _nll_sum_loop(values, counted, power)
     step, seq, leftovers = 1 << power, values, []
     for _ in range(_NLL_LEVELS - 1):
+        if seq.shape[0] <= 1:  # the levels above only pass it up (their leftovers are +0)
+            break
         flushes = (seq.shape[0] - 1) // step + 1 if seq.shape[0] else 0
         full = (flushes - 1) * step if flushes else 0
         groups = seq[1:full + 1].reshape(-1, step)

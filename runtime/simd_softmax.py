@@ -92,25 +92,35 @@ def applies(d, axis):
 def log_softmax(d):
     """log_softmax of a C-contiguous float32 array along its last axis, or None where a value
     is not finite (numpy's float64 route keeps PyTorch's inf and nan results there)."""
+    from runtime import simd_compiled
+
     rows = d.reshape(-1, d.shape[-1])
     if not np.isfinite(rows).all():
         return None
-    return deferred_ties(_log_softmax, rows).reshape(d.shape)
-
-
-def _log_softmax(rows):
     shifted = rows - rows.max(axis=1, keepdims=True)
+    out = np.empty_like(shifted)
+    if not simd_compiled.log_softmax(shifted, out):
+        out = deferred_ties(_log_softmax, shifted)
+    return out.reshape(d.shape)
+
+
+def _log_softmax(shifted):
     total = lane_sums(sleef_expf(shifted))
     return shifted - sleef_logf(total)[:, None]
 
 
 def log_softmax_grad(g, result):
     """g - exp(result) * sum(g) along the last axis, or None where a value is not finite."""
+    from runtime import simd_compiled
+
     rows = np.ascontiguousarray(g).reshape(-1, g.shape[-1])
     out = result.reshape(rows.shape)
     if not (np.isfinite(rows).all() and np.isfinite(out).all()):
         return None
-    return deferred_ties(_log_softmax_grad, rows, out).reshape(g.shape)
+    grad = np.empty_like(rows)
+    if not simd_compiled.log_softmax_grad(rows, out, grad):
+        grad = deferred_ties(_log_softmax_grad, rows, out)
+    return grad.reshape(g.shape)
 
 
 def _log_softmax_grad(rows, out):

@@ -202,12 +202,19 @@ SOFTMAX_SHAPES = [(32, 10, 1.0), (64, 7, 3.0), (8, 16, 0.3), (5, 33, 2.0), (3, 1
                   (1, 1, 1.0)]
 
 
+@pytest.mark.parametrize("compiled", [True, False], ids=["llvmlite", "numpy"])
 @pytest.mark.parametrize("rows,classes,scale", SOFTMAX_SHAPES)
-def test_log_softmax_and_cross_entropy_bits_match_pytorch(rows, classes, scale,
-                                                          torch_one_thread):
+def test_log_softmax_and_cross_entropy_bits_match_pytorch(rows, classes, scale, compiled,
+                                                          torch_one_thread, monkeypatch):
     """log_softmax along the last axis (SLEEF's exp and log, 16-lane sums), its gradient, and
-    cross_entropy / nll_loss (mean, sum, class weights, an ignored sample) bit-equal."""
+    cross_entropy / nll_loss (mean, sum, class weights, an ignored sample) bit-equal, with
+    the compiled kernels and with the numpy ones."""
     import torch
+
+    from runtime import simd_compiled
+
+    if not compiled:
+        monkeypatch.setattr(simd_compiled, "kernels", lambda: None)
 
     rng = np.random.default_rng(rows * classes)
     z = (rng.standard_normal((rows, classes)) * scale).astype(np.float32)
@@ -252,6 +259,31 @@ def test_saxpy_path_equals_fma_emulation(n, layout):
     else:
         got = fma.fma(alpha, x, c)
     _same(got, want)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_log_softmax_kernels_equal_the_numpy_ones(seed):
+    """runtime/simd_compiled.py (llvmlite) computes log_softmax and its gradient with the
+    numpy kernels' operations in their order: the same bits on rows shorter than, equal to and
+    longer than the 16 lanes, logits of every scale, whole numbers and signed zeros."""
+    from runtime import simd_compiled, simd_softmax
+
+    pytest.importorskip("llvmlite")
+    assert simd_compiled.kernels() is not None
+    rng = np.random.default_rng(seed)
+    for rows, n in [(1, 1), (3, 15), (7, 16), (64, 10), (5, 17), (9, 33), (2, 100)]:
+        for scale in (1e-3, 1.0, 30.0, 1e3):
+            z = (rng.standard_normal((rows, n)) * scale).astype(np.float32)
+            z = np.round(z) if seed % 2 else z
+            g = rng.standard_normal((rows, n)).astype(np.float32)
+            g[:, ::3] = -0.0 if seed % 3 == 0 else g[:, ::3]
+            shifted = z - z.max(1, keepdims=True)
+            want = simd_softmax._log_softmax(shifted)
+            got = np.empty_like(z)
+            assert simd_compiled.log_softmax(shifted, got)
+            _same(got, want)
+            assert simd_compiled.log_softmax_grad(g, want, got)
+            _same(got, simd_softmax._log_softmax_grad(g, want))
 
 
 def test_deferred_tie_test_gives_the_repairing_fma_bits():
