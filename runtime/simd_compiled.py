@@ -23,24 +23,20 @@ F32 = np.float32
 _LOCK = threading.Lock()
 
 
-def log_softmax(shifted, out):
-    """out = log_softmax of each row of `shifted` (rows minus their maximum), both C-ordered
-    float32 (rows, n); False where no compiled kernel is at hand."""
+def log_softmax(rows, out):
+    """out = log_softmax of each row of `rows`, both C-ordered float32 (rows, n); False where
+    no compiled kernel is at hand or a row has a value that is not finite or a maximum of
+    zero (the numpy route decides those)."""
     fns = kernels()
-    if fns is None:
-        return False
-    fns[0](shifted.ctypes.data, out.ctypes.data, shifted.shape[0], shifted.shape[1])
-    return True
+    return fns is not None and not fns[0](rows.ctypes.data, out.ctypes.data, *rows.shape)
 
 
 def log_softmax_grad(g, result, out):
     """out = g - exp(result) * (row sums of g), as one fused multiply-add; all C-ordered
-    float32 (rows, n); False where no compiled kernel is at hand."""
+    float32 (rows, n); False where no compiled kernel is at hand or a value is not finite."""
     fns = kernels()
-    if fns is None:
-        return False
-    fns[1](g.ctypes.data, result.ctypes.data, out.ctypes.data, g.shape[0], g.shape[1])
-    return True
+    return fns is not None and not fns[1](g.ctypes.data, result.ctypes.data, out.ctypes.data,
+                                          *g.shape)
 
 
 @functools.cache
@@ -149,13 +145,13 @@ def _log_body():
 # row sums in PyTorch's lanes: lane j of a row of n >= LANES starts at element j and adds
 # j + LANES, j + 2 LANES, ...; the lanes fold as a tree; a shorter row adds up in order
 _LANE_SUM = """
-define internal float @lane_sum(ptr %row, i64 %n, i1 %exp) {
+define internal float @lane_sum(ptr %row, i64 %n, i1 %exp, float %max) {
 entry:
   %acc = alloca [LANES x float]
   %short = icmp slt i64 %n, LANES
   br i1 %short, label %seq, label %lanes
 seq:
-  %v0 = call float @element(ptr %row, i64 0, i1 %exp)
+  %v0 = call float @element(ptr %row, i64 0, i1 %exp, float %max)
   br label %seq_loop
 seq_loop:
   %i = phi i64 [1, %seq], [%i1, %seq_body]
@@ -163,7 +159,7 @@ seq_loop:
   %more = icmp slt i64 %i, %n
   br i1 %more, label %seq_body, label %seq_done
 seq_body:
-  %vi = call float @element(ptr %row, i64 %i, i1 %exp)
+  %vi = call float @element(ptr %row, i64 %i, i1 %exp, float %max)
   %s1 = fadd float %s, %vi
   %i1 = add i64 %i, 1
   br label %seq_loop
@@ -171,7 +167,7 @@ seq_done:
   ret float %s
 lanes:
   %j = phi i64 [0, %entry], [%j1, %lanes]
-  %vj = call float @element(ptr %row, i64 %j, i1 %exp)
+  %vj = call float @element(ptr %row, i64 %j, i1 %exp, float %max)
   %pj = getelementptr float, ptr %acc, i64 %j
   store float %vj, ptr %pj
   %j1 = add i64 %j, 1
@@ -182,7 +178,7 @@ rest:
   %kmore = icmp slt i64 %k, %n
   br i1 %kmore, label %rest_body, label %fold
 rest_body:
-  %vk = call float @element(ptr %row, i64 %k, i1 %exp)
+  %vk = call float @element(ptr %row, i64 %k, i1 %exp, float %max)
   %lane = and i64 %k, MASK
   %pk = getelementptr float, ptr %acc, i64 %lane
   %ak = load float, ptr %pk
@@ -214,23 +210,72 @@ done:
   ret float %total
 }
 
-define internal float @element(ptr %row, i64 %i, i1 %exp) alwaysinline {
+define internal float @element(ptr %row, i64 %i, i1 %exp, float %max) alwaysinline {
 entry:
   %p = getelementptr float, ptr %row, i64 %i
   %x = load float, ptr %p
   br i1 %exp, label %e, label %plain
 e:
-  %y = call float @sleef_expf(float %x)
+  %shifted = fsub float %x, %max
+  %y = call float @sleef_expf(float %shifted)
   ret float %y
 plain:
   ret float %x
 }
 """.replace("LANES", str(LANES)).replace("MASK", str(LANES - 1)).replace("HALF", str(LANES // 2))
 
-# forward: out = shifted - log(lane sum of exp(shifted)); backward: out = fma(exp(result),
-# -(lane sum of g), g)
+# a row's maximum, or 0 where one of its values is not finite or the maximum is a zero (whose
+# sign numpy's reduction decides: those rows take the numpy route)
+_ROW_MAX = """
+define internal float @row_max(ptr %row, i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [0, %entry], [%i1, %next]
+  %m = phi float [0xFFF0000000000000, %entry], [%m1, %next]
+  %p = getelementptr float, ptr %row, i64 %i
+  %x = load float, ptr %p
+  %ax = call float @llvm.fabs.f32(float %x)
+  %finite = fcmp olt float %ax, 0x7FF0000000000000
+  br i1 %finite, label %next, label %bad
+next:
+  %gt = fcmp ogt float %x, %m
+  %m1 = select i1 %gt, float %x, float %m
+  %i1 = add i64 %i, 1
+  %more = icmp slt i64 %i1, %n
+  br i1 %more, label %loop, label %done
+bad:
+  ret float 0.0
+done:
+  ret float %m1
+}
+
+define internal i1 @row_finite(ptr %row, i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [0, %entry], [%i1, %next]
+  %p = getelementptr float, ptr %row, i64 %i
+  %x = load float, ptr %p
+  %ax = call float @llvm.fabs.f32(float %x)
+  %finite = fcmp olt float %ax, 0x7FF0000000000000
+  br i1 %finite, label %next, label %bad
+next:
+  %i1 = add i64 %i, 1
+  %more = icmp slt i64 %i1, %n
+  br i1 %more, label %loop, label %done
+bad:
+  ret i1 false
+done:
+  ret i1 true
+}
+"""
+
+# forward: out = (x - max) - log(lane sum of exp(x - max)); backward: out = fma(exp(result),
+# -(lane sum of g), g). Each returns 1 at the first row the numpy route must take (nothing
+# written to it and the rows after it), 0 when done.
 _KERNELS = """
-define void @log_softmax_fwd(ptr noalias %x, ptr noalias %out, i64 %rows, i64 %n) {
+define i32 @log_softmax_fwd(ptr noalias %x, ptr noalias %out, i64 %rows, i64 %n) {
 entry:
   br label %row_loop
 row_loop:
@@ -241,14 +286,19 @@ row:
   %base = mul i64 %r, %n
   %xr = getelementptr float, ptr %x, i64 %base
   %or = getelementptr float, ptr %out, i64 %base
-  %total = call float @lane_sum(ptr %xr, i64 %n, i1 true)
+  %m = call float @row_max(ptr %xr, i64 %n)
+  %zero = fcmp oeq float %m, 0.0
+  br i1 %zero, label %refuse, label %sum
+sum:
+  %total = call float @lane_sum(ptr %xr, i64 %n, i1 true, float %m)
   %lg = call float @sleef_logf(float %total)
   br label %col
 col:
-  %i = phi i64 [0, %row], [%i1, %col]
+  %i = phi i64 [0, %sum], [%i1, %col]
   %px = getelementptr float, ptr %xr, i64 %i
   %v = load float, ptr %px
-  %y = fsub float %v, %lg
+  %s = fsub float %v, %m
+  %y = fsub float %s, %lg
   %po = getelementptr float, ptr %or, i64 %i
   store float %y, ptr %po
   %i1 = add i64 %i, 1
@@ -257,12 +307,14 @@ col:
 row_done:
   %r1 = add i64 %r, 1
   br label %row_loop
+refuse:
+  ret i32 1
 exit:
-  ret void
+  ret i32 0
 }
 
-define void @log_softmax_bwd(ptr noalias %g, ptr noalias %res, ptr noalias %out, i64 %rows,
-                             i64 %n) {
+define i32 @log_softmax_bwd(ptr noalias %g, ptr noalias %res, ptr noalias %out, i64 %rows,
+                            i64 %n) {
 entry:
   br label %row_loop
 row_loop:
@@ -274,11 +326,16 @@ row:
   %gr = getelementptr float, ptr %g, i64 %base
   %rr = getelementptr float, ptr %res, i64 %base
   %or = getelementptr float, ptr %out, i64 %base
-  %total = call float @lane_sum(ptr %gr, i64 %n, i1 false)
+  %gok = call i1 @row_finite(ptr %gr, i64 %n)
+  %rok = call i1 @row_finite(ptr %rr, i64 %n)
+  %ok = and i1 %gok, %rok
+  br i1 %ok, label %sum, label %refuse
+sum:
+  %total = call float @lane_sum(ptr %gr, i64 %n, i1 false, float 0.0)
   %neg = fneg float %total
   br label %col
 col:
-  %i = phi i64 [0, %row], [%i1, %col]
+  %i = phi i64 [0, %sum], [%i1, %col]
   %pr = getelementptr float, ptr %rr, i64 %i
   %v = load float, ptr %pr
   %e = call float @sleef_expf(float %v)
@@ -293,10 +350,13 @@ col:
 row_done:
   %r1 = add i64 %r, 1
   br label %row_loop
+refuse:
+  ret i32 1
 exit:
-  ret void
+  ret i32 0
 }
 
+declare float @llvm.fabs.f32(float)
 declare float @llvm.fma.f32(float, float, float)
 declare float @llvm.rint.f32(float)
 declare float @llvm.ldexp.f32.i32(float, i32)
@@ -306,7 +366,7 @@ declare float @llvm.ldexp.f32.i32(float, i32)
 def _module_text():
     return (f"define internal float @sleef_expf(float %d) {{\nentry:{_exp_body()}\n}}\n\n"
             f"define internal float @sleef_logf(float %d) {{\nentry:{_log_body()}\n}}\n"
-            + _LANE_SUM + _KERNELS)
+            + _LANE_SUM + _ROW_MAX + _KERNELS)
 
 
 def _compile():
@@ -330,8 +390,9 @@ def _compile():
                .add_current_process().export_symbol("log_softmax_fwd")
                .export_symbol("log_softmax_bwd").link(lljit, "runtime_simd_softmax"))
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
-    fwd = ctypes.CFUNCTYPE(None, ptr, ptr, i64, i64)(tracker["log_softmax_fwd"])
-    bwd = ctypes.CFUNCTYPE(None, ptr, ptr, ptr, i64, i64)(tracker["log_softmax_bwd"])
+    i32 = ctypes.c_int32
+    fwd = ctypes.CFUNCTYPE(i32, ptr, ptr, i64, i64)(tracker["log_softmax_fwd"])
+    bwd = ctypes.CFUNCTYPE(i32, ptr, ptr, ptr, i64, i64)(tracker["log_softmax_bwd"])
     _KEEP.extend([lljit, tracker, tm])
     return fwd, bwd
 

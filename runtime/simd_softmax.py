@@ -95,13 +95,13 @@ def log_softmax(d):
     from runtime import simd_compiled
 
     rows = d.reshape(-1, d.shape[-1])
+    out = np.empty_like(rows)
+    if simd_compiled.log_softmax(rows, out):
+        return out.reshape(d.shape)
     if not np.isfinite(rows).all():
         return None
     shifted = rows - rows.max(axis=1, keepdims=True)
-    out = np.empty_like(shifted)
-    if not simd_compiled.log_softmax(shifted, out):
-        out = deferred_ties(_log_softmax, shifted)
-    return out.reshape(d.shape)
+    return deferred_ties(_log_softmax, shifted).reshape(d.shape)
 
 
 def _log_softmax(shifted):
@@ -115,12 +115,12 @@ def log_softmax_grad(g, result):
 
     rows = np.ascontiguousarray(g).reshape(-1, g.shape[-1])
     out = result.reshape(rows.shape)
+    grad = np.empty_like(rows)
+    if simd_compiled.log_softmax_grad(rows, out, grad):
+        return grad.reshape(g.shape)
     if not (np.isfinite(rows).all() and np.isfinite(out).all()):
         return None
-    grad = np.empty_like(rows)
-    if not simd_compiled.log_softmax_grad(rows, out, grad):
-        grad = deferred_ties(_log_softmax_grad, rows, out)
-    return grad.reshape(g.shape)
+    return deferred_ties(_log_softmax_grad, rows, out).reshape(g.shape)
 
 
 def _log_softmax_grad(rows, out):

@@ -277,13 +277,21 @@ def test_compiled_log_softmax_kernels_equal_the_numpy_ones(seed):
             z = np.round(z) if seed % 2 else z
             g = rng.standard_normal((rows, n)).astype(np.float32)
             g[:, ::3] = -0.0 if seed % 3 == 0 else g[:, ::3]
-            shifted = z - z.max(1, keepdims=True)
-            want = simd_softmax._log_softmax(shifted)
+            z[:, 0] = np.where(z.max(1) == 0, 1, z[:, 0])  # a zero maximum is refused
+            want = simd_softmax._log_softmax(z - z.max(1, keepdims=True))
             got = np.empty_like(z)
-            assert simd_compiled.log_softmax(shifted, got)
+            assert simd_compiled.log_softmax(z, got)
             _same(got, want)
             assert simd_compiled.log_softmax_grad(g, want, got)
             _same(got, simd_softmax._log_softmax_grad(g, want))
+    z = np.ones((3, 4), np.float32)
+    for row, value in ((0, 0.0), (1, np.inf), (2, np.nan)):
+        bad = z.copy()
+        bad[row] = np.where(np.arange(4) == 2, value, -1.0 if value == 0 else 1.0)
+        assert not simd_compiled.log_softmax(bad, np.empty_like(z))
+        if value:
+            assert not simd_compiled.log_softmax_grad(bad, z, np.empty_like(z))
+            assert not simd_compiled.log_softmax_grad(z, bad, np.empty_like(z))
 
 
 def test_deferred_tie_test_gives_the_repairing_fma_bits():
