@@ -82,6 +82,17 @@ def _exp_body():
   ret float %r2"""
 
 
+def _two_sum(name, x, y):
+    """%{name}0 + %{name}1 = x + y exactly (Knuth's two-sum, as simd_pow._two_sum)."""
+    return f"""
+  %{name}0 = fadd float {x}, {y}
+  %{name}v = fsub float %{name}0, {x}
+  %{name}t = fsub float %{name}0, %{name}v
+  %{name}a = fsub float {x}, %{name}t
+  %{name}b = fsub float {y}, %{name}v
+  %{name}1 = fadd float %{name}a, %{name}b"""
+
+
 def _log_body():
     """SLEEF's logf_u10 of a positive normal %d, as simd_softmax.sleef_logf computes it."""
     c = [_constant(v) for v in _LOG_POLY]
@@ -98,19 +109,8 @@ def _log_body():
   %nshi = fneg float %s_hi
   %sl0 = call float @llvm.fma.f32(float {_constant(_LN2[0])}, float %e, float %nshi)
   %s_lo = call float @llvm.fma.f32(float {_constant(_LN2[1])}, float %e, float %sl0)
-  ; num = two_sum(-1, m), den = two_sum(1, m)
-  %n0 = fadd float -1.0, %m
-  %nv = fsub float %n0, -1.0
-  %nt = fsub float %n0, %nv
-  %na = fsub float -1.0, %nt
-  %nb = fsub float %m, %nv
-  %n1 = fadd float %na, %nb
-  %d0 = fadd float 1.0, %m
-  %dv = fsub float %d0, 1.0
-  %dt = fsub float %d0, %dv
-  %da = fsub float 1.0, %dt
-  %db = fsub float %m, %dv
-  %d1 = fadd float %da, %db
+  ; num = two_sum(-1, m), den = two_sum(1, m){_two_sum("n", "-1.0", "%m")}
+  {_two_sum("d", "1.0", "%m").lstrip()}
   ; x = div2(num, den)
   %t = fdiv float 1.0, %d0
   %x_hi = fmul float %n0, %t
@@ -224,8 +224,7 @@ plain:
 }
 """.replace("LANES", str(LANES)).replace("MASK", str(LANES - 1)).replace("HALF", str(LANES // 2))
 
-# a row's maximum, or 0 where one of its values is not finite or the maximum is a zero (whose
-# sign numpy's reduction decides: those rows take the numpy route)
+# a row's maximum, or nan where one of its values is not finite
 _ROW_MAX = """
 define internal float @row_max(ptr %row, i64 %n) {
 entry:
@@ -245,37 +244,23 @@ next:
   %more = icmp slt i64 %i1, %n
   br i1 %more, label %loop, label %done
 bad:
-  ret float 0.0
+  ret float 0x7FF8000000000000
 done:
   ret float %m1
 }
-
-define internal i1 @row_finite(ptr %row, i64 %n) {
-entry:
-  br label %loop
-loop:
-  %i = phi i64 [0, %entry], [%i1, %next]
-  %p = getelementptr float, ptr %row, i64 %i
-  %x = load float, ptr %p
-  %ax = call float @llvm.fabs.f32(float %x)
-  %finite = fcmp olt float %ax, 0x7FF0000000000000
-  br i1 %finite, label %next, label %bad
-next:
-  %i1 = add i64 %i, 1
-  %more = icmp slt i64 %i1, %n
-  br i1 %more, label %loop, label %done
-bad:
-  ret i1 false
-done:
-  ret i1 true
-}
 """
 
-# forward: out = (x - max) - log(lane sum of exp(x - max)); backward: out = fma(exp(result),
-# -(lane sum of g), g). Each returns 1 at the first row the numpy route must take (nothing
-# written to it and the rows after it), 0 when done.
-_KERNELS = """
-define i32 @log_softmax_fwd(ptr noalias %x, ptr noalias %out, i64 %rows, i64 %n) {
+
+def _row_kernel(name, inputs, check, prologue, element):
+    """An i32 function of C-ordered float32 (rows, n) arrays `inputs` and `out`: for each
+    row, `check` sets %ok (whether the row may be computed here), `prologue` computes the
+    row's values, `element` sets %y for element %i of the row, stored to out. Returns 1 at
+    the first row refused (nothing written to it and the rows after it), 0 when done."""
+    arrays = inputs + ["out"]
+    params = ", ".join(f"ptr noalias %{a}" for a in arrays)
+    rows = "\n".join(f"  %{a}r = getelementptr float, ptr %{a}, i64 %base" for a in arrays)
+    return f"""
+define i32 @{name}({params}, i64 %rows, i64 %n) {{
 entry:
   br label %row_loop
 row_loop:
@@ -284,22 +269,16 @@ row_loop:
   br i1 %rmore, label %row, label %exit
 row:
   %base = mul i64 %r, %n
-  %xr = getelementptr float, ptr %x, i64 %base
-  %or = getelementptr float, ptr %out, i64 %base
-  %m = call float @row_max(ptr %xr, i64 %n)
-  %zero = fcmp oeq float %m, 0.0
-  br i1 %zero, label %refuse, label %sum
-sum:
-  %total = call float @lane_sum(ptr %xr, i64 %n, i1 true, float %m)
-  %lg = call float @sleef_logf(float %total)
+{rows}
+{check}
+  br i1 %ok, label %prologue, label %refuse
+prologue:
+{prologue}
   br label %col
 col:
-  %i = phi i64 [0, %sum], [%i1, %col]
-  %px = getelementptr float, ptr %xr, i64 %i
-  %v = load float, ptr %px
-  %s = fsub float %v, %m
-  %y = fsub float %s, %lg
-  %po = getelementptr float, ptr %or, i64 %i
+  %i = phi i64 [0, %prologue], [%i1, %col]
+{element}
+  %po = getelementptr float, ptr %outr, i64 %i
   store float %y, ptr %po
   %i1 = add i64 %i, 1
   %imore = icmp slt i64 %i1, %n
@@ -311,51 +290,38 @@ refuse:
   ret i32 1
 exit:
   ret i32 0
-}
+}}
+"""
 
-define i32 @log_softmax_bwd(ptr noalias %g, ptr noalias %res, ptr noalias %out, i64 %rows,
-                            i64 %n) {
-entry:
-  br label %row_loop
-row_loop:
-  %r = phi i64 [0, %entry], [%r1, %row_done]
-  %rmore = icmp slt i64 %r, %rows
-  br i1 %rmore, label %row, label %exit
-row:
-  %base = mul i64 %r, %n
-  %gr = getelementptr float, ptr %g, i64 %base
-  %rr = getelementptr float, ptr %res, i64 %base
-  %or = getelementptr float, ptr %out, i64 %base
-  %gok = call i1 @row_finite(ptr %gr, i64 %n)
-  %rok = call i1 @row_finite(ptr %rr, i64 %n)
-  %ok = and i1 %gok, %rok
-  br i1 %ok, label %sum, label %refuse
-sum:
+
+# forward: out = (x - max) - log(lane sum of exp(x - max)), refusing a row with a value that
+# is not finite or a maximum of zero (whose sign numpy's reduction picks: numpy decides those)
+_FORWARD = _row_kernel("log_softmax_fwd", ["x"], """
+  %m = call float @row_max(ptr %xr, i64 %n)
+  %ok = fcmp one float %m, 0.0""", """
+  %total = call float @lane_sum(ptr %xr, i64 %n, i1 true, float %m)
+  %lg = call float @sleef_logf(float %total)""", """
+  %px = getelementptr float, ptr %xr, i64 %i
+  %v = load float, ptr %px
+  %s = fsub float %v, %m
+  %y = fsub float %s, %lg""")
+
+# backward: out = fma(exp(result), -(lane sum of g), g), refusing a row with a value of g or
+# result that is not finite
+_BACKWARD = _row_kernel("log_softmax_bwd", ["g", "res"], """
+  %gm = call float @row_max(ptr %gr, i64 %n)
+  %rm = call float @row_max(ptr %resr, i64 %n)
+  %ok = fcmp ord float %gm, %rm""", """
   %total = call float @lane_sum(ptr %gr, i64 %n, i1 false, float 0.0)
-  %neg = fneg float %total
-  br label %col
-col:
-  %i = phi i64 [0, %sum], [%i1, %col]
-  %pr = getelementptr float, ptr %rr, i64 %i
+  %neg = fneg float %total""", """
+  %pr = getelementptr float, ptr %resr, i64 %i
   %v = load float, ptr %pr
   %e = call float @sleef_expf(float %v)
   %pg = getelementptr float, ptr %gr, i64 %i
   %gv = load float, ptr %pg
-  %y = call float @llvm.fma.f32(float %e, float %neg, float %gv)
-  %po = getelementptr float, ptr %or, i64 %i
-  store float %y, ptr %po
-  %i1 = add i64 %i, 1
-  %imore = icmp slt i64 %i1, %n
-  br i1 %imore, label %col, label %row_done
-row_done:
-  %r1 = add i64 %r, 1
-  br label %row_loop
-refuse:
-  ret i32 1
-exit:
-  ret i32 0
-}
+  %y = call float @llvm.fma.f32(float %e, float %neg, float %gv)""")
 
+_DECLARATIONS = """
 declare float @llvm.fabs.f32(float)
 declare float @llvm.fma.f32(float, float, float)
 declare float @llvm.rint.f32(float)
@@ -366,7 +332,7 @@ declare float @llvm.ldexp.f32.i32(float, i32)
 def _module_text():
     return (f"define internal float @sleef_expf(float %d) {{\nentry:{_exp_body()}\n}}\n\n"
             f"define internal float @sleef_logf(float %d) {{\nentry:{_log_body()}\n}}\n"
-            + _LANE_SUM + _ROW_MAX + _KERNELS)
+            + _LANE_SUM + _ROW_MAX + _FORWARD + _BACKWARD + _DECLARATIONS)
 
 
 def _compile():
