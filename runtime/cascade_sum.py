@@ -215,6 +215,12 @@ def nll_sum(values, counted=None):
     up and cleared (so sample 0 goes straight up); the levels' leftovers are added last,
     lowest first."""
     power = max(4, _ceil_log2(values.shape[0]) // _NLL_LEVELS)
+    if values.dtype == np.float32 and values.ndim == 1 and values.flags.c_contiguous:
+        from runtime import simd_compiled  # the loop below, compiled (where llvmlite is)
+
+        total = simd_compiled.nll_sum(values, counted, power)
+        if total is not None:
+            return total
     if counted is not None and not counted.all():
         return _nll_sum_loop(values, counted, power)
     step, seq, leftovers = 1 << power, values, []

@@ -1,13 +1,13 @@
-"""runtime/simd_softmax.py's float32 log_softmax kernels compiled with llvmlite: the same
-operations in the same order (SLEEF's expf_u10 and logf_u10 with hardware fused
-multiply-adds, PyTorch's 16-lane row sums), one loop over the elements instead of some sixty
-numpy calls on small arrays (a log_softmax of 64 x 10 costs ~150 us as numpy calls, ~10 us
-here).
+"""runtime/simd_softmax.py's float32 log_softmax kernels, and nll_loss's ladder sum
+(cascade_sum.nll_sum), compiled with llvmlite: the same operations in the same order (SLEEF's
+expf_u10 and logf_u10 with hardware fused multiply-adds, PyTorch's 16-lane row sums, the
+eight-level ladder), one loop over the elements instead of tens of numpy calls on small
+arrays (a log_softmax of 64 x 10 costs ~150 us as numpy calls, ~10 us here).
 
 LLVM keeps IEEE float semantics here: no fast-math flags are set, so nothing is reassociated
 or contracted, and every fused multiply-add is an explicit `llvm.fma`. The numpy kernels stay
 the reference (tests compare the two over many inputs) and the fallback: `kernels()` is None
-where llvmlite is missing or the compile fails, and simd_softmax then runs numpy.
+where llvmlite is missing or the compile fails, and the numpy code then runs.
 """
 
 import ctypes
@@ -39,10 +39,21 @@ def log_softmax_grad(g, result, out):
                                           *g.shape)
 
 
+def nll_sum(values, counted, power):
+    """cascade_sum.nll_sum of a C-ordered float32 vector (counted: a bool mask of the samples
+    that count, or None), its ladder's step 2**power; None where no compiled kernel is at
+    hand."""
+    fns = kernels()
+    if fns is None:
+        return None
+    mask = 0 if counted is None else np.ascontiguousarray(counted, np.bool_).ctypes.data
+    return F32(fns[2](values.ctypes.data, mask, values.shape[0], power))
+
+
 @functools.cache
 def kernels():
-    """(forward, backward) as ctypes functions, compiled once per process; None where
-    llvmlite cannot compile them."""
+    """(log_softmax forward, its backward, nll_sum) as ctypes functions, compiled once per
+    process; None where llvmlite cannot compile them."""
     try:
         with _LOCK:
             return _compile()
@@ -321,6 +332,83 @@ _BACKWARD = _row_kernel("log_softmax_bwd", ["g", "res"], """
   %gv = load float, ptr %pg
   %y = call float @llvm.fma.f32(float %e, float %neg, float %gv)""")
 
+# nll_loss's ladder (cascade_sum.nll_sum, its loop form): sample b (where counted) is added
+# to level 0, then while b is a multiple of step, step**2, ... a level is added into the one
+# above and cleared; the levels are added up last, lowest first, from +0
+_NLL_LADDER = """
+define float @nll_ladder(ptr %v, ptr %counted, i64 %n, i64 %power) {
+entry:
+  %levels = alloca [LEVELS x float]
+  br label %clear
+clear:
+  %c = phi i64 [0, %entry], [%c1, %clear]
+  %pc = getelementptr float, ptr %levels, i64 %c
+  store float 0.0, ptr %pc
+  %c1 = add i64 %c, 1
+  %cmore = icmp slt i64 %c1, LEVELS
+  br i1 %cmore, label %clear, label %start
+start:
+  %one = shl i64 1, %power
+  %mask = sub i64 %one, 1
+  %masked = icmp ne ptr %counted, null
+  br label %sample
+sample:
+  %b = phi i64 [0, %start], [%b1, %next]
+  %more = icmp slt i64 %b, %n
+  br i1 %more, label %check, label %total
+check:
+  br i1 %masked, label %read_mask, label %add
+read_mask:
+  %pm = getelementptr i8, ptr %counted, i64 %b
+  %m = load i8, ptr %pm
+  %skip = icmp eq i8 %m, 0
+  br i1 %skip, label %next, label %add
+add:
+  %pv = getelementptr float, ptr %v, i64 %b
+  %x = load float, ptr %pv
+  %l0 = load float, ptr %levels
+  %l0x = fadd float %l0, %x
+  store float %l0x, ptr %levels
+  br label %flush
+flush:
+  %j = phi i64 [0, %add], [%j1, %carry]
+  %jmore = icmp slt i64 %j, TOP
+  br i1 %jmore, label %test, label %next
+test:
+  %shift = mul i64 %j, %power
+  %bits = shl i64 %mask, %shift
+  %low = and i64 %b, %bits
+  %due = icmp eq i64 %low, 0
+  br i1 %due, label %carry, label %next
+carry:
+  %pj = getelementptr float, ptr %levels, i64 %j
+  %j1 = add i64 %j, 1
+  %pj1 = getelementptr float, ptr %levels, i64 %j1
+  %lj = load float, ptr %pj
+  %lj1 = load float, ptr %pj1
+  %up = fadd float %lj1, %lj
+  store float %up, ptr %pj1
+  store float 0.0, ptr %pj
+  br label %flush
+next:
+  %b1 = add i64 %b, 1
+  br label %sample
+total:
+  br label %sum
+sum:
+  %k = phi i64 [0, %total], [%k1, %sum]
+  %t = phi float [0.0, %total], [%t1, %sum]
+  %pk = getelementptr float, ptr %levels, i64 %k
+  %lk = load float, ptr %pk
+  %t1 = fadd float %t, %lk
+  %k1 = add i64 %k, 1
+  %kmore = icmp slt i64 %k1, LEVELS
+  br i1 %kmore, label %sum, label %done
+done:
+  ret float %t1
+}
+""".replace("LEVELS", "8").replace("TOP", "7")
+
 _DECLARATIONS = """
 declare float @llvm.fabs.f32(float)
 declare float @llvm.fma.f32(float, float, float)
@@ -332,7 +420,7 @@ declare float @llvm.ldexp.f32.i32(float, i32)
 def _module_text():
     return (f"define internal float @sleef_expf(float %d) {{\nentry:{_exp_body()}\n}}\n\n"
             f"define internal float @sleef_logf(float %d) {{\nentry:{_log_body()}\n}}\n"
-            + _LANE_SUM + _ROW_MAX + _FORWARD + _BACKWARD + _DECLARATIONS)
+            + _LANE_SUM + _ROW_MAX + _FORWARD + _BACKWARD + _NLL_LADDER + _DECLARATIONS)
 
 
 def _compile():
@@ -354,13 +442,15 @@ def _compile():
     lljit = llvm.create_lljit_compiler(tm)
     tracker = (llvm.JITLibraryBuilder().add_object_img(tm.emit_object(mod))
                .add_current_process().export_symbol("log_softmax_fwd")
-               .export_symbol("log_softmax_bwd").link(lljit, "runtime_simd_softmax"))
+               .export_symbol("log_softmax_bwd").export_symbol("nll_ladder")
+               .link(lljit, "runtime_simd_softmax"))
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     i32 = ctypes.c_int32
     fwd = ctypes.CFUNCTYPE(i32, ptr, ptr, i64, i64)(tracker["log_softmax_fwd"])
     bwd = ctypes.CFUNCTYPE(i32, ptr, ptr, ptr, i64, i64)(tracker["log_softmax_bwd"])
+    ladder = ctypes.CFUNCTYPE(ctypes.c_float, ptr, ptr, i64, i64)(tracker["nll_ladder"])
     _KEEP.extend([lljit, tracker, tm])
-    return fwd, bwd
+    return fwd, bwd, ladder
 
 
 _KEEP = []  # the JIT and its code live as long as the process

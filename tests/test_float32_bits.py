@@ -294,6 +294,28 @@ def test_compiled_log_softmax_kernels_equal_the_numpy_ones(seed):
             assert not simd_compiled.log_softmax_grad(z, bad, np.empty_like(z))
 
 
+@pytest.mark.parametrize("n", [1, 2, 16, 17, 64, 257, 4097, 70000])
+def test_compiled_nll_ladder_equals_the_numpy_one(n, monkeypatch):
+    """simd_compiled's nll_loss ladder adds as cascade_sum.nll_sum's numpy and loop forms do,
+    with and without a mask of counted samples (ignored rows), signed zeros included."""
+    from runtime import cascade_sum, simd_compiled
+
+    pytest.importorskip("llvmlite")
+    assert simd_compiled.kernels() is not None
+    rng = np.random.default_rng(n)
+    power = max(4, cascade_sum._ceil_log2(n) // cascade_sum._NLL_LEVELS)
+    cases = [(rng.standard_normal(n) * 100).astype(np.float32),
+             np.where(rng.random(n) < 0.5, -0.0, 0.0).astype(np.float32)]
+    for values in cases:
+        for counted in (None, rng.random(n) < 0.7):
+            got = simd_compiled.nll_sum(values, counted, power)
+            everything = np.ones(n, bool) if counted is None else counted
+            _same(got, cascade_sum._nll_sum_loop(values, everything, power))
+            with monkeypatch.context() as patch:
+                patch.setattr(simd_compiled, "kernels", lambda: None)
+                _same(got, cascade_sum.nll_sum(values, counted))
+
+
 def test_deferred_tie_test_gives_the_repairing_fma_bits():
     """fma.deferred_ties rounds float64 sums straight to float32 and tests them for false ties
     only at the end: a false tie (a product just below half an ulp of an odd addend) must
