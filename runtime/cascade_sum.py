@@ -215,10 +215,18 @@ def nll_sum(values, counted=None):
     up and cleared (so sample 0 goes straight up); the levels' leftovers are added last,
     lowest first."""
     power = max(4, _ceil_log2(values.shape[0]) // _NLL_LEVELS)
+    if values.dtype == np.float32 and values.ndim == 1 and values.flags.c_contiguous:
+        from runtime import simd_compiled  # the loop below, compiled (where llvmlite is)
+
+        total = simd_compiled.nll_sum(values, counted, power)
+        if total is not None:
+            return total
     if counted is not None and not counted.all():
         return _nll_sum_loop(values, counted, power)
     step, seq, leftovers = 1 << power, values, []
     for _ in range(_NLL_LEVELS - 1):
+        if seq.shape[0] <= 1:  # the levels above only pass it up (their leftovers are +0)
+            break
         flushes = (seq.shape[0] - 1) // step + 1 if seq.shape[0] else 0
         full = (flushes - 1) * step if flushes else 0
         groups = seq[1:full + 1].reshape(-1, step)

@@ -11,9 +11,16 @@ lerp with a number weight) is BLAS's saxpy, whose x86 kernels are one hardware F
 element: 15-20x faster than the emulation. Whether this machine's kernel really fuses is
 calibrated once against the emulation (on operands where the unfused sum differs), and the
 emulation stays the reference and the fallback.
+
+On small arrays (SLEEF's exp and log over a log_softmax's rows) the tie test and repair cost
+more than the arithmetic; `deferred_ties` runs a whole kernel with fma rounding its sums
+straight to float32, tests all the sums for ties in one pass at the end, and runs the kernel
+again with the repairing fma only when one of them may have been a false tie.
 """
 
+import bisect
 import functools
+import itertools
 import math
 import threading
 
@@ -43,6 +50,9 @@ CHUNK = 32768  # elements per pass: the float64 temporaries stay in the cache
 
 def fma(a, b, c, out=None):
     """a * b + c rounded once to float32 (into `out` when given; it may be c itself)."""
+    sums = getattr(_local, "sums", None)
+    if sums is not None:
+        return _unrepaired(a, b, c, out, sums)
     done = _saxpy(a, b, c, out)
     if done is not None:
         return done
@@ -53,6 +63,77 @@ def fma(a, b, c, out=None):
         part = slice(start, start + CHUNK)
         _fma(*(x if x.ndim == 0 else x[part] for x in flat))
     return out
+
+
+def deferred_ties(kernel, *args):
+    """kernel(*args) with the deferred tie test described above; the same bits as running it
+    with the repairing fma."""
+    outer = getattr(_local, "sums", None)
+    _local.sums = sums = []
+    try:
+        result = kernel(*args)
+    finally:
+        _local.sums = None
+    try:
+        return kernel(*args) if _any_false_tie(sums) else result
+    finally:
+        _local.sums = outer
+
+
+def _unrepaired(a, b, c, out, sums):
+    """fma's float64 sum rounded to float32 as it is, kept with its operands for the tie test
+    (a large one is tested at once, and only a None kept where it has a false tie)."""
+    total = np.multiply(a, b, dtype=np.float64)
+    total = np.add(total, c, out=total if total.shape == np.shape(c) else None)
+    if total.size <= CHUNK:
+        sums.append((total, a, b, c))
+    elif _false_ties(total, a, b, c):
+        sums.append(None)
+    if out is None:
+        return total.astype(F32)
+    np.copyto(out, total, casting="same_kind")
+    return out
+
+
+def _any_false_tie(sums):
+    """Whether one of the kept sums was rounded onto a float32 midpoint; a first pass over all
+    of them finds the midpoints (their low 29 bits are 1 followed by zeros)."""
+    if not sums:
+        return False
+    if any(entry is None for entry in sums):
+        return True
+    totals = [entry[0] for entry in sums]
+    at = np.flatnonzero(_midpoints(np.concatenate(totals, axis=None)))
+    if not at.size:
+        return False
+    ends = list(itertools.accumulate(t.size for t in totals))
+    entries = sorted({bisect.bisect_right(ends, i) for i in at.tolist()})
+    return any(_false_ties(*sums[i]) for i in entries)
+
+
+def _false_ties(total, a, b, c):
+    """Whether a float64 sum a * b + c on a float32 midpoint got there by rounding (the exact
+    sum lies off the midpoint: rounding it again to float32 could go the wrong way)."""
+    where = np.nonzero(_midpoints(total))
+    if not where[0].size:
+        return False
+    a_t, b_t, c_t = (_at(v, where, total.shape) for v in (a, b, c))
+    return bool(np.count_nonzero(_sum_error(np.multiply(a_t, b_t, dtype=np.float64), c_t,
+                                            total[where])))
+
+
+def _at(v, where, shape):
+    """v's elements at `where` of the broadcast shape (a number is itself)."""
+    if v.__class__ is not np.ndarray or v.shape != shape:
+        if np.ndim(v) == 0:
+            return v
+        v = np.broadcast_to(v, shape)
+    return v[where]
+
+
+def _midpoints(total):
+    low = np.bitwise_and(total.view(np.int64), 0x1FFFFFFF)
+    return np.equal(low, 0x10000000)
 
 
 def _fma_slabs(a, b, c, out):
@@ -123,10 +204,15 @@ def _fma(a, b, c, out, shape=None):
     return out
 
 
-def _round_to_odd(product, c, total):
-    """total moved off its false tie towards the exact sum (Knuth's two-sum gives the error)."""
+def _sum_error(product, c, total):
+    """(product + c) - total, exactly: Knuth's two-sum, for total the rounded sum."""
     back = total - product
-    error = (product - (total - back)) + (c - back)
+    return (product - (total - back)) + (c - back)
+
+
+def _round_to_odd(product, c, total):
+    """total moved off its false tie towards the exact sum."""
+    error = _sum_error(product, c, total)
     return np.where(error != 0, np.nextafter(total, np.copysign(np.inf, error)), total)
 
 

@@ -101,8 +101,8 @@ def _normalize(a):
 
 
 def _horner(coefficients, x):
-    u = np.full_like(x, coefficients[0])
-    for c in coefficients[1:]:
+    u = fma(x, F32(coefficients[0]), F32(coefficients[1]))
+    for c in coefficients[2:]:
         u = fma(u, x, F32(c))
     return u
 

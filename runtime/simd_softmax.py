@@ -12,7 +12,7 @@ ones, so float64 math rounded to float32 disagrees with PyTorch in ~0.2 % of ele
 
 import numpy as np
 
-from runtime.fma import fma
+from runtime.fma import deferred_ties, fma
 from runtime.simd_pow import _div2, _horner, _two_sum
 
 F32 = np.float32
@@ -45,7 +45,7 @@ def sleef_logf(d):
     m = np.ldexp(d, 1 - exponent)
     s_hi = _LN2[0] * e
     s_lo = fma(_LN2[1], e, fma(_LN2[0], e, -s_hi))
-    num, den = _two_sum(np.full_like(m, F32(-1)), m), _two_sum(np.full_like(m, F32(1)), m)
+    num, den = _two_sum(F32(-1), m), _two_sum(F32(1), m)
     x_hi, x_lo = _div2(num, den)
     x2 = x_hi * x_hi
     t = _horner(_LOG_POLY, x2)
@@ -92,20 +92,37 @@ def applies(d, axis):
 def log_softmax(d):
     """log_softmax of a C-contiguous float32 array along its last axis, or None where a value
     is not finite (numpy's float64 route keeps PyTorch's inf and nan results there)."""
+    from runtime import simd_compiled
+
     rows = d.reshape(-1, d.shape[-1])
+    out = np.empty_like(rows)
+    if simd_compiled.log_softmax(rows, out):
+        return out.reshape(d.shape)
     if not np.isfinite(rows).all():
         return None
     shifted = rows - rows.max(axis=1, keepdims=True)
+    return deferred_ties(_log_softmax, shifted).reshape(d.shape)
+
+
+def _log_softmax(shifted):
     total = lane_sums(sleef_expf(shifted))
-    return (shifted - sleef_logf(total)[:, None]).reshape(d.shape)
+    return shifted - sleef_logf(total)[:, None]
 
 
 def log_softmax_grad(g, result):
     """g - exp(result) * sum(g) along the last axis, or None where a value is not finite."""
+    from runtime import simd_compiled
+
     rows = np.ascontiguousarray(g).reshape(-1, g.shape[-1])
     out = result.reshape(rows.shape)
+    grad = np.empty_like(rows)
+    if simd_compiled.log_softmax_grad(rows, out, grad):
+        return grad.reshape(g.shape)
     if not (np.isfinite(rows).all() and np.isfinite(out).all()):
         return None
+    return deferred_ties(_log_softmax_grad, rows, out).reshape(g.shape)
+
+
+def _log_softmax_grad(rows, out):
     total = lane_sums(rows)
-    product = np.broadcast_to(-total[:, None], rows.shape)
-    return fma(sleef_expf(out), product, rows).reshape(g.shape)
+    return fma(sleef_expf(out), -total[:, None], rows)

@@ -202,12 +202,19 @@ SOFTMAX_SHAPES = [(32, 10, 1.0), (64, 7, 3.0), (8, 16, 0.3), (5, 33, 2.0), (3, 1
                   (1, 1, 1.0)]
 
 
+@pytest.mark.parametrize("compiled", [True, False], ids=["llvmlite", "numpy"])
 @pytest.mark.parametrize("rows,classes,scale", SOFTMAX_SHAPES)
-def test_log_softmax_and_cross_entropy_bits_match_pytorch(rows, classes, scale,
-                                                          torch_one_thread):
+def test_log_softmax_and_cross_entropy_bits_match_pytorch(rows, classes, scale, compiled,
+                                                          torch_one_thread, monkeypatch):
     """log_softmax along the last axis (SLEEF's exp and log, 16-lane sums), its gradient, and
-    cross_entropy / nll_loss (mean, sum, class weights, an ignored sample) bit-equal."""
+    cross_entropy / nll_loss (mean, sum, class weights, an ignored sample) bit-equal, with
+    the compiled kernels and with the numpy ones."""
     import torch
+
+    from runtime import simd_compiled
+
+    if not compiled:
+        monkeypatch.setattr(simd_compiled, "kernels", lambda: None)
 
     rng = np.random.default_rng(rows * classes)
     z = (rng.standard_normal((rows, classes)) * scale).astype(np.float32)
@@ -252,6 +259,89 @@ def test_saxpy_path_equals_fma_emulation(n, layout):
     else:
         got = fma.fma(alpha, x, c)
     _same(got, want)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_log_softmax_kernels_equal_the_numpy_ones(seed):
+    """runtime/simd_compiled.py (llvmlite) computes log_softmax and its gradient with the
+    numpy kernels' operations in their order: the same bits on rows shorter than, equal to and
+    longer than the 16 lanes, logits of every scale, whole numbers and signed zeros."""
+    from runtime import simd_compiled, simd_softmax
+
+    pytest.importorskip("llvmlite")
+    assert simd_compiled.kernels() is not None
+    rng = np.random.default_rng(seed)
+    for rows, n in [(1, 1), (3, 15), (7, 16), (64, 10), (5, 17), (9, 33), (2, 100)]:
+        for scale in (1e-3, 1.0, 30.0, 1e3):
+            z = (rng.standard_normal((rows, n)) * scale).astype(np.float32)
+            z = np.round(z) if seed % 2 else z
+            g = rng.standard_normal((rows, n)).astype(np.float32)
+            g[:, ::3] = -0.0 if seed % 3 == 0 else g[:, ::3]
+            z[:, 0] = np.where(z.max(1) == 0, 1, z[:, 0])  # a zero maximum is refused
+            want = simd_softmax._log_softmax(z - z.max(1, keepdims=True))
+            got = np.empty_like(z)
+            assert simd_compiled.log_softmax(z, got)
+            _same(got, want)
+            assert simd_compiled.log_softmax_grad(g, want, got)
+            _same(got, simd_softmax._log_softmax_grad(g, want))
+    z = np.ones((3, 4), np.float32)
+    for row, value in ((0, 0.0), (1, np.inf), (2, np.nan)):
+        bad = z.copy()
+        bad[row] = np.where(np.arange(4) == 2, value, -1.0 if value == 0 else 1.0)
+        assert not simd_compiled.log_softmax(bad, np.empty_like(z))
+        if value:
+            assert not simd_compiled.log_softmax_grad(bad, z, np.empty_like(z))
+            assert not simd_compiled.log_softmax_grad(z, bad, np.empty_like(z))
+
+
+@pytest.mark.parametrize("n", [1, 2, 16, 17, 64, 257, 4097, 70000])
+def test_compiled_nll_ladder_equals_the_numpy_one(n, monkeypatch):
+    """simd_compiled's nll_loss ladder adds as cascade_sum.nll_sum's numpy and loop forms do,
+    with and without a mask of counted samples (ignored rows), signed zeros included."""
+    from runtime import cascade_sum, simd_compiled
+
+    pytest.importorskip("llvmlite")
+    assert simd_compiled.kernels() is not None
+    rng = np.random.default_rng(n)
+    power = max(4, cascade_sum._ceil_log2(n) // cascade_sum._NLL_LEVELS)
+    cases = [(rng.standard_normal(n) * 100).astype(np.float32),
+             np.where(rng.random(n) < 0.5, -0.0, 0.0).astype(np.float32)]
+    for values in cases:
+        for counted in (None, rng.random(n) < 0.7):
+            got = simd_compiled.nll_sum(values, counted, power)
+            everything = np.ones(n, bool) if counted is None else counted
+            _same(got, cascade_sum._nll_sum_loop(values, everything, power))
+            with monkeypatch.context() as patch:
+                patch.setattr(simd_compiled, "kernels", lambda: None)
+                _same(got, cascade_sum.nll_sum(values, counted))
+
+
+def test_deferred_tie_test_gives_the_repairing_fma_bits():
+    """fma.deferred_ties rounds float64 sums straight to float32 and tests them for false ties
+    only at the end: a false tie (a product just below half an ulp of an odd addend) must
+    send the kernel round again, an exact tie (rounded to even either way) must not."""
+    from runtime import fma
+
+    rng = np.random.default_rng(5)
+    a, b, c = rng.standard_normal((3, 640)).astype(np.float32)
+    one_ulp = np.float32(2.0 ** -23)
+    a[7], b[7], c[7] = 1 + one_ulp, np.float32(2.0 ** -24) * (1 - one_ulp), 1 + one_ulp
+    a[9], b[9], c[9] = 1, np.float32(2.0 ** -24), 1  # exact tie
+    calls = []
+
+    def kernel(x, y, z):
+        calls.append(None)
+        return fma.fma(fma.fma(x, y, z), np.float32(0.5), z)
+
+    want = fma._fma(fma._fma(a, b, c, None), np.float32(0.5), c, None)
+    assert fma._fma(a[7:8], b[7:8], c[7:8], None)[0] == 1 + one_ulp
+    assert np.float32(np.float64(a[7]) * np.float64(b[7]) + c[7]) == 1 + 2 * one_ulp
+    _same(fma.deferred_ties(kernel, a, b, c), want)
+    assert len(calls) == 2
+    a[7], calls[:] = 0, []
+    _same(fma.deferred_ties(kernel, a, b, c), fma._fma(fma._fma(a, b, c, None),
+                                                        np.float32(0.5), c, None))
+    assert len(calls) == 1
 
 
 # (rows, columns): blocks of four 8-lane vectors, single vectors and leftover columns, row

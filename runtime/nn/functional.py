@@ -91,14 +91,18 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     x = input._data
     squeeze = x.ndim == 1
     x2 = x.reshape(1, -1) if squeeze else x
-    t = target._data.reshape(-1).astype(np.int64)
+    t = target._data.reshape(-1).astype(np.int64, copy=False)
     if x2.ndim != 2:
         raise RuntimeError(f"nll_loss expects input of shape (N, C) or (C,), got "
                            f"{list(x.shape)}")
     safe_t, row_w, valid = _row_weights(t, weight, ignore_index, x2.shape[1], x.dtype)
-    picked = -x2[np.arange(len(safe_t)), safe_t] * row_w
-    # summed in the order of PyTorch's kernel, the weights (where given) likewise
-    total = row_w.sum() if weight is None else nll_sum(row_w, valid)
+    picked = -x2[np.arange(len(safe_t)), safe_t]
+    if row_w is None:  # every row counts once: the weights' sum is the row count
+        total = _row_count(len(t), x.dtype)
+    else:
+        picked = picked * row_w
+        # summed in the order of PyTorch's kernel, the weights (where given) likewise
+        total = row_w.sum() if weight is None else nll_sum(row_w, valid)
     if reduction == "mean":
         data = nll_sum(picked, valid) / total
     elif reduction == "sum":
@@ -107,16 +111,25 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         data = picked.reshape(()) if squeeze else picked
     out = wrap(np.asarray(data, x.dtype), input._dtype)
     if any_requires_grad((input,)):
-        coeff = _nll_coefficients(row_w, valid, total, reduction)
+        coeff = _nll_coefficients(row_w, valid, total, reduction, len(t), x.dtype)
         coeff = coeff.reshape(()) if squeeze and reduction == "none" else coeff
         record(NllLossBackward0, (input,), out, (x2.shape, safe_t.reshape(-1, 1), coeff))
     return out
 
 
-def _nll_coefficients(row_w, valid, total, reduction):
+def _row_count(n, dtype):
+    """np.ones(n, dtype).sum() without the array where that is exactly n."""
+    if n <= 1 << 24 and dtype in (np.float32, np.float64):
+        return dtype.type(n)
+    return np.ones(n, dtype).sum()
+
+
+def _nll_coefficients(row_w, valid, total, reduction, rows, dtype):
     """d loss / d input at each sample's target, as PyTorch's kernel forms it: weight times
     -(1 / total weight) for a mean, and an ignored sample's gradient zero even when the total
-    weight is zero."""
+    weight is zero. row_w None: every row's weight is 1 (and the total is the row count)."""
+    if row_w is None:
+        return np.full(rows, -(dtype.type(1) / total) if reduction == "mean" else -1, dtype)
     with np.errstate(divide="ignore", invalid="ignore"):
         scale = -(np.asarray(1, row_w.dtype) / total) if reduction == "mean" else -1
         if valid is None:
@@ -126,11 +139,12 @@ def _nll_coefficients(row_w, valid, total, reduction):
 
 def _row_weights(t, weight, ignore_index, classes, dtype):
     """The target classes with ignored rows pointed at class 0, each row's weight (0 for an
-    ignored row), and which rows count (None: all of them); refuses a class out of range."""
+    ignored row; None: all are 1), and which rows count (None: all of them); refuses a class
+    out of range."""
     if weight is None and t.size:
         low, high = t.min(), t.max()
         if 0 <= low and high < classes and not low <= ignore_index <= high:
-            return t, np.ones(t.shape, dtype), None  # no ignored row (the common case: two reductions)
+            return t, None, None  # no ignored row (the common case: two reductions)
     valid = t != ignore_index
     safe_t = np.where(valid, t, 0)
     if np.any((safe_t < 0) | (safe_t >= classes)):
