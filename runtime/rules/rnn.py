@@ -3,85 +3,98 @@ through time), one graph node per layer and direction as PyTorch's CPU LSTM reco
 (MkldnnRnnLayerBackward0: inputs x, w_ih, w_hh, b_ih, b_hh, h0, c0; outputs the hidden
 sequence, h_T and c_T).
 
-Per step, with gates in PyTorch's order (input, forget, cell, output):
-    pre = x_t w_ih^T + b_ih + h w_hh^T + b_hh;  i, f, o = sigmoid(.), g = tanh(.)
-    c' = f * c + i * g;  h' = o * tanh(c')
-The forward pass keeps the gate activations, the cells and tanh of the cells; the backward
-walks the steps in reverse, then forms the input and weight cotangents with three matmuls
-over all steps at once. A reverse-direction layer runs on the time-flipped sequence.
+On numpy, float32 follows oneDNN's `ref` RNN (PyTorch's kernel) operation by operation, so
+the outputs and every gradient are bit-equal to PyTorch's single-threaded ones:
+forward, per step, gates in PyTorch's order (input, forget, cell, output):
+    pre = (x_t w_ih^T + h w_hh^T) + (b_ih + b_hh)   (x w_ih^T for all steps at once)
+    i, f, o = sigmoid(.), g = tanh(.)   (runtime/dnnl_eltwise.py)
+    c' = fma(i, g, c * f);  h' = o * tanh(c')
+backward, per step from the last (s' = fma(-s, s, s) for a sigmoid gate, fma(-t, t, 1) for a
+tanh), then three products over all steps:
+    dh = d out_t + dh';  dc = dc' + (tanh'(c') dh) o
+    d pre = ((o' dh) tanh c', (i' dc) g, (f' dc) c, g' (i dc));  dc' = dc f;  dh' = d pre w_hh
+    d x = d pre w_ih;  d w_ih = d pre^T x;  d w_hh = d pre[1:]^T h[1:-1] + d pre[0]^T h0
+    (a reverse layer: one product d pre^T h[:-1])
+    d b = every step's rows added in turn, last step first
+Every product is a chain of fused multiply-adds in k order (numpy_ops.matmul). A
+reverse-direction layer runs on the time-flipped sequence.
 
-On numpy the rule uses the stored activations. On Tensors (create_graph=True) it recomputes
-the layer from its inputs with recorded operations and runs the same recursion on them, so
-the gradients can be differentiated again.
+On Tensors (create_graph=True) the rule recomputes the layer from its inputs with recorded
+operations and runs the same recursion on them, so the gradients can be differentiated again.
 """
 
 import numpy as np
 
-from runtime.rules import rule
+from runtime import dnnl_eltwise
+from runtime.fma import fma
+from runtime.rules import numpy_ops, rule
+
+F32 = np.float32
 
 
-def _sigmoid_(v):
-    """v <- 1 / (1 + exp(-v)), in place."""
-    np.negative(v, out=v)
-    np.exp(v, out=v)
-    v += 1.0
-    np.reciprocal(v, out=v)
+def _product(a, b):
+    """a @ b with each output one chain of fused multiply-adds in k order, as oneDNN's gemm
+    adds it, also for a single row (numpy_ops.matmul leaves one row to BLAS's gemv, whose
+    order differs): the row is doubled and one copy kept."""
+    if a.shape[0] == 1:
+        return numpy_ops.matmul(np.concatenate([a, a]), b)[:1]
+    return numpy_ops.matmul(a, b)
 
 
-# PyTorch stacks the gates as (i, f, g, o); the kernel works on (i, f, o, g) so that the three
-# sigmoid gates are one contiguous block
-def _gate_order(hidden):
-    h = hidden
-    return np.r_[0:2 * h, 3 * h:4 * h, 2 * h:3 * h]
+def _recurrent_product(w_hh, batch):
+    """(x_proj, h) -> x_proj + h w_hh^T as oneDNN adds it: the product's chains from zero,
+    then added; for a batch of one (its gemv) the chain starts from x_proj itself, done here
+    as one chain over [1, h] and [x_proj; w_hh^T]."""
+    if batch > 1:
+        w_hh_t = w_hh.T
+        return lambda x_proj, h: x_proj + _product(h, w_hh_t)
+    stacked = np.empty((w_hh.shape[1] + 1, w_hh.shape[0]), w_hh.dtype)
+    stacked[1:] = w_hh.T
+    row = np.ones((1, w_hh.shape[1] + 1), w_hh.dtype)
+
+    def gemv(x_proj, h):
+        stacked[0], row[0, 1:] = x_proj[0], h[0]
+        return _product(row, stacked)
+
+    return gemv
 
 
 def lstm_forward(x, w_ih, w_hh, bias, h0, c0):
     """x (T, B, I) -> (hs (T+1, B, H) with h0 first, cells likewise, tanh of cells (T, B, H),
-    gate activations (T, B, 4H) in (i, f, o, g) order)."""
+    gate activations (T, B, 4H) in PyTorch's order)."""
     steps, batch = x.shape[:2]
     hidden = w_hh.shape[1]
-    order = _gate_order(hidden)
-    xw = np.matmul(x.reshape(steps * batch, -1), w_ih[order].T)
-    xw = xw.reshape(steps, batch, 4 * hidden)
-    if bias is not None:
-        xw += bias[order]
+    gates = _product(x.reshape(steps * batch, -1), w_ih.T)
+    gates = gates.reshape(steps, batch, 4 * hidden)
     hs = np.empty((steps + 1, batch, hidden), x.dtype)
     cells = np.empty_like(hs)
     tanh_c = np.empty((steps, batch, hidden), x.dtype)
     hs[0], cells[0] = h0, c0
-    w_hh_t = w_hh[order].T
-    sig = 3 * hidden
+    recurrent = _recurrent_product(w_hh, batch)
+    cell_gate = slice(2 * hidden, 3 * hidden)
     for t in range(steps):
-        gates = xw[t]
-        gates += hs[t] @ w_hh_t
-        _sigmoid_(gates[:, :sig])
-        np.tanh(gates[:, sig:], out=gates[:, sig:])
-        c = cells[t + 1]
-        np.multiply(gates[:, hidden:2 * hidden], cells[t], out=c)
-        c += gates[:, :hidden] * gates[:, sig:]
-        np.tanh(c, out=tanh_c[t])
-        np.multiply(gates[:, 2 * hidden:sig], tanh_c[t], out=hs[t + 1])
-    return hs, cells, tanh_c, xw
+        pre = recurrent(gates[t], hs[t])
+        if bias is not None:
+            pre += bias
+        act = gates[t]
+        act[...] = dnnl_eltwise.sigmoid(pre)
+        act[:, cell_gate] = dnnl_eltwise.tanh(pre[:, cell_gate])
+        i, f, g, o = (act[:, k * hidden:(k + 1) * hidden] for k in range(4))
+        cells[t + 1] = fma(i, g, cells[t] * f)
+        tanh_c[t] = dnnl_eltwise.tanh(cells[t + 1])
+        np.multiply(o, tanh_c[t], out=hs[t + 1])
+    return hs, cells, tanh_c, gates
 
 
-def _step_factors(gates, cells, tanh_c):
-    """Per-step factors of the gates' cotangents, for all steps at once (few array calls):
-    d pre[k] = cell_factor[k] * dc + (output gate) out_factor[k] * dh, with each gate's
-    derivative folded in (sigmoid' = s (1 - s), tanh' = 1 - t^2 on the stored activations).
-    Returns (cell_factor (T, B, 4, H), out_factor (T, B, H), o * tanh'(c) (T, B, H))."""
-    steps, batch, hidden = tanh_c.shape
-    g4 = gates.reshape(steps, batch, 4, hidden)
-    i, f, o, g = g4[:, :, 0], g4[:, :, 1], g4[:, :, 2], g4[:, :, 3]
-    slope = np.empty_like(g4)
-    np.multiply(g4[:, :, :3], 1.0 - g4[:, :, :3], out=slope[:, :, :3])
-    np.subtract(1.0, g * g, out=slope[:, :, 3])
-    cell_factor = np.empty_like(g4)
-    np.multiply(g, slope[:, :, 0], out=cell_factor[:, :, 0])
-    np.multiply(cells[:-1], slope[:, :, 1], out=cell_factor[:, :, 1])
-    cell_factor[:, :, 2] = 0.0
-    np.multiply(i, slope[:, :, 3], out=cell_factor[:, :, 3])
-    out_factor = tanh_c * slope[:, :, 2]
-    return cell_factor, out_factor, o * (1.0 - tanh_c * tanh_c), f
+def _slopes(gates, tanh_c):
+    """Derivatives of the activations on their outputs, all steps at once: s - s^2 for the
+    sigmoid gates and 1 - t^2 for the tanh ones, each one fused multiply-add."""
+    hidden = tanh_c.shape[-1]
+    slope = fma(-gates, gates, gates)
+    cell_gate = slice(2 * hidden, 3 * hidden)
+    g = gates[..., cell_gate]
+    slope[..., cell_gate] = fma(-g, g, F32(1))
+    return slope, fma(-tanh_c, tanh_c, F32(1))
 
 
 @rule("lstm_layer")
@@ -97,21 +110,28 @@ def lstm_layer(ops, g, needs, x, w_ih, w_hh, b_ih, b_hh, h0, c0, acts, reverse):
         g_out = g_out[::-1]
     dh = np.zeros((batch, hidden), hs.dtype) if g_h is None else g_h
     dc = np.zeros((batch, hidden), hs.dtype) if g_c is None else g_c
-    dpre = np.empty((steps, batch, 4, hidden), gates.dtype)
-    order = _gate_order(hidden)
-    w_hh_p = w_hh[order]
-    cell_factor, out_factor, o_slope, forget = _step_factors(gates, cells, tanh_c)
+    dpre = np.empty((steps, batch, 4 * hidden), gates.dtype)
+    slope, tanh_slope = _slopes(gates, tanh_c)
     for k in range(steps - 1, -1, -1):
-        if g_out is not None:
-            dh = dh + g_out[k]
-        dc = dc + dh * o_slope[k]
-        np.multiply(cell_factor[k], dc[:, None, :], out=dpre[k])
-        np.multiply(dh, out_factor[k], out=dpre[k, :, 2])
-        dc = dc * forget[k]
-        dh = dpre[k].reshape(batch, -1) @ w_hh_p
-    back = np.argsort(order)
-    dpre = dpre.reshape(steps * batch, -1)[:, back]
-    return _lstm_input_grads(needs, x, w_ih, hs, dpre, dh, dc, has_bias, reverse)
+        dh = dh if g_out is None else g_out[k] + dh
+        dc = _cell_step(dpre[k], dh, dc, gates[k], slope[k], tanh_slope[k], tanh_c[k],
+                        cells[k])
+        dh = _product(dpre[k], w_hh)
+    flat = dpre.reshape(steps * batch, -1)
+    return _lstm_input_grads(needs, x, w_ih, hs, flat, dh, dc, has_bias, reverse)
+
+
+def _cell_step(dpre, dh, dc, gates, slope, tanh_slope, tanh_c, c_prev):
+    """One step of the recursion: fills dpre (B, 4H), returns the cell's cotangent before it."""
+    hidden = dh.shape[-1]
+    i, f, g, o = (gates[:, k * hidden:(k + 1) * hidden] for k in range(4))
+    di, df, dg, do = (slope[:, k * hidden:(k + 1) * hidden] for k in range(4))
+    dc = dc + tanh_slope * dh * o
+    np.multiply(do * dh, tanh_c, out=dpre[:, 3 * hidden:])
+    np.multiply(di * dc, g, out=dpre[:, :hidden])
+    np.multiply(df * dc, c_prev, out=dpre[:, hidden:2 * hidden])
+    np.multiply(dg, i * dc, out=dpre[:, 2 * hidden:3 * hidden])
+    return dc * f
 
 
 def _lstm_input_grads(needs, x, w_ih, hs, flat, dh0, dc0, has_bias, reverse):
@@ -119,18 +139,30 @@ def _lstm_input_grads(needs, x, w_ih, hs, flat, dh0, dc0, has_bias, reverse):
     steps, batch = x.shape[:2]
     gx = gw_ih = gw_hh = gb = None
     if needs[0]:
-        gx = (flat @ w_ih).reshape(x.shape)
+        gx = _product(flat, w_ih).reshape(x.shape)
         gx = gx[::-1] if reverse else gx
     if needs[1]:
         xs = x[::-1] if reverse else x
-        gw_ih = flat.T @ xs.reshape(steps * batch, -1)
+        gw_ih = _product(flat.T, xs.reshape(steps * batch, -1))
     if needs[2]:
-        gw_hh = flat.T @ hs[:-1].reshape(steps * batch, -1)
+        gw_hh = _recurrent_weight_grad(flat, hs, batch, reverse)
     if has_bias and (needs[3] or needs[4]):
-        gb = flat.sum(0)
+        last_first = flat.reshape(steps, batch, -1)[::-1].reshape(steps * batch, -1)
+        gb = np.add.reduce(last_first, axis=0, initial=F32(0))
     gb_ih = gb if needs[3] else None
     gb_hh = None if gb is None or not needs[4] else gb.copy()
     return (gx, gw_ih, gw_hh, gb_ih, gb_hh, dh0 if needs[5] else None, dc0 if needs[6] else None)
+
+
+def _recurrent_weight_grad(flat, hs, batch, reverse):
+    """d w_hh = d pre^T h_prev over all steps. oneDNN reads a forward layer's h0 from the
+    caller's memory and its other states from its workspace: two products, added; a reverse
+    layer's h0 is copied into the workspace first, so one product over all steps."""
+    hidden = hs.shape[-1]
+    if reverse or len(hs) == 2:
+        return _product(flat.T, hs[:-1].reshape(-1, hidden))
+    return _product(flat[:batch].T, hs[0]) + _product(flat[batch:].T,
+                                                      hs[1:-1].reshape(-1, hidden))
 
 
 def _tanh(ops, v):
