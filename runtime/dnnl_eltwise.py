@@ -18,7 +18,7 @@ The constants are oneDNN's tables, as float32 bit patterns.
 
 import numpy as np
 
-from runtime.fma import fma
+from runtime.fma import horner
 
 F32 = np.float32
 
@@ -61,45 +61,116 @@ c8422086 471a714e c5ece1f1 c70e3d90 c3eba94a 43e0c424 c21f4552 42217cc8 405e7dc4
 4b72c822 ca40c0e1 489413e4 49b12224 46134c4e c60c2d57 43c83910 c3c872d1 c186bc9e 42325bc3
 bf2ffa4a 3d9a203c bc545a43 bae08fee 3c80225d 3b1fd1df ba36b9d1 b91de544 b71f100f b408e2ed
 b685fec8 00000000""").reshape(7, 32)
-_TANH_BY_INTERVAL = np.ascontiguousarray(_TANH_TABLE[::-1].T)  # (interval, degree 6 .. 0)
+_TANH_BY_DEGREE = _TANH_TABLE[::-1].astype(np.float64)  # degree 6 .. 0, exact in float64
+
+
+_EXP_CHAIN = [np.float64(c) for c in (*_EXP_POLY, 1)]
+# exp's chain padded to tanh's length by a leading 0 (fma(0, r, c5) is c5 exactly)
+_EXP_BY_DEGREE = np.array([0.0, *_EXP_CHAIN])
+_LN2_64 = np.float64(_LN2)
+_EXPONENT_FROM_N = F32(2**23 + 126)  # n + this: the low bits of its pattern are n + 126
 
 
 def exp(x):
     """oneDNN's exp of a float32 array."""
-    flush = x < _LN_MIN
-    x = np.clip(x, _LN_MIN, _LN_MAX)
-    n = np.floor(x * _LOG2E + F32(0.5))
-    r = fma(-n, _LN2, x)
-    scale = ((n.astype(np.int32) + 126) << 23).view(F32)  # 2 ** (n - 1)
-    scale[flush] = 0
-    p = np.full_like(r, _EXP_POLY[0])
-    for c in _EXP_POLY[1:]:
-        p = fma(p, r, c)
-    p = fma(p, r, F32(1))
-    return p * scale * F32(2)
+    z = np.minimum(np.maximum(x, _LN_MIN), _LN_MAX)
+    r, n = _exp_reduce(z)
+    return _exp_finish(horner(_EXP_CHAIN, r), n, x < _LN_MIN)
+
+
+def _exp_reduce(z, out=None):
+    """(r, n) for z in [ln FLT_MIN, ln FLT_MAX]: n = floor(z log2 e + 1/2), r = z - n ln 2 as
+    one fused multiply-add (the difference is exact in float64: |n| <= 128 and z lies within
+    ln 2 of n ln 2, so rounding it once is the fma)."""
+    n = np.floor(z * _LOG2E + F32(0.5))
+    if out is None:
+        out = np.empty_like(z)
+    np.subtract(z, np.multiply(n, _LN2_64), out=out, casting="same_kind")
+    return out, n
+
+
+def _exp_finish(p, n, flush):
+    """p 2 ** (n - 1) 2, and 0 where `flush` (None: nowhere)."""
+    scale = ((n + _EXPONENT_FROM_N).view(np.int32) << 23).view(F32)  # 2 ** (n - 1)
+    if flush is not None:
+        scale[flush] = 0
+    p *= scale
+    p *= F32(2)
+    return p
 
 
 def sigmoid(x):
     """oneDNN's logistic function of a float32 array."""
-    e = exp(-np.abs(x))
+    z = np.negative(np.abs(x))
+    flush = z < _LN_MIN
+    r, n = _exp_reduce(np.maximum(z, _LN_MIN, out=z))
+    return _sigmoid_finish(_exp_finish(horner(_EXP_CHAIN, r), n, flush), x)
+
+
+def _sigmoid_finish(e, x):
+    """e = exp(-|x|) -> e / (e + 1), or 1 minus that where x has no sign bit."""
     y = e / (e + F32(1))
-    positive = ~np.signbit(x)
-    y[positive] = F32(1) - y[positive]
-    return y
+    return np.where(np.signbit(x), y, F32(1) - y)
 
 
 def tanh(x):
     """oneDNN's tanh of a float32 array."""
+    coefficients = np.empty((7,) + x.shape)
+    s, r = _tanh_reduce(x, coefficients)
+    return _tanh_finish(horner(list(coefficients), r), s, x)
+
+
+def _tanh_reduce(x, coefficients, out=None):
+    """(|x|, |x| minus its interval's start), the interval's coefficients put in
+    `coefficients` (7, *x.shape), degree 6 first."""
     s = np.abs(x)
     bits = s.view(np.int32)
-    start = bits & _TANH_MASK
-    interval = ((bits - _TANH_BIAS) & _TANH_MASK).view(np.uint32) >> 22
-    coefficients = _TANH_BY_INTERVAL[interval & 31]
-    r = s - start.view(F32)
-    p = coefficients[..., 0]
-    for degree in range(1, 7):
-        p = fma(p, r, coefficients[..., degree])
-    p[~(s < _TANH_SATURATED)] = 1  # a nan gives 1 too, as oneDNN blends
-    small = s < _TANH_LINEAR
-    p[small] = s[small]
-    return np.copysign(p, x)
+    # the index's low 5 bits, as oneDNN's vpermt2ps reads them
+    np.take(_TANH_BY_DEGREE, ((bits - _TANH_BIAS) >> 22) & 31, axis=1, out=coefficients,
+            mode="wrap")
+    return s, np.subtract(s, (bits & _TANH_MASK).view(F32), out=out)
+
+
+def _tanh_finish(p, s, x):
+    p = np.where(s < _TANH_SATURATED, p, F32(1))  # a nan gives 1 too, as oneDNN blends
+    if np.fmin.reduce(s, axis=None) < _TANH_LINEAR:  # fmin: a nan does not hide the rest
+        small = s < _TANH_LINEAR
+        p[small] = s[small]
+    return np.copysign(p, x, out=p)
+
+
+class Tanh:
+    """tanh of arrays of one shape, with the coefficient buffer kept between calls."""
+
+    def __init__(self, shape):
+        self.coefficients = np.empty((7,) + tuple(shape))
+        self.chain = list(self.coefficients)
+
+    def __call__(self, x):
+        s, r = _tanh_reduce(x, self.coefficients)
+        return _tanh_finish(horner(self.chain, r), s, x)
+
+
+class LstmGates:
+    """The activations of an LSTM step, pre (4H, B) with the gates in the order (input,
+    forget, output, cell): sigmoid of the first 3H rows, tanh of the last H, as oneDNN's
+    post-GEMM kernel computes them. Both polynomials run as one chain of fused multiply-adds
+    over the whole step (exp's coefficients fixed, tanh's gathered per element)."""
+
+    def __init__(self, hidden, batch):
+        self.split = 3 * hidden
+        self.coefficients = np.empty((7, 4 * hidden, batch))
+        self.coefficients[:, :self.split] = _EXP_BY_DEGREE[:, None, None]
+        self.chain = list(self.coefficients)
+        self.reduced = np.empty((4 * hidden, batch), F32)
+
+    def __call__(self, pre, out):
+        split, r = self.split, self.reduced
+        sig, cell = pre[:split], pre[split:]
+        z = np.negative(np.abs(sig))
+        flush = z < _LN_MIN if np.fmin.reduce(z, axis=None) < _LN_MIN else None
+        _, n = _exp_reduce(z if flush is None else np.maximum(z, _LN_MIN), out=r[:split])
+        s, _ = _tanh_reduce(cell, self.coefficients[:, split:], out=r[split:])
+        p = horner(self.chain, r)
+        out[:split] = _sigmoid_finish(_exp_finish(p[:split], n, flush), sig)
+        out[split:] = _tanh_finish(p[split:], s, cell)

@@ -55,6 +55,27 @@ def fma(a, b, c, out=None):
     return out
 
 
+def horner(coefficients, x):
+    """The polynomial with these coefficients (float32 values, highest degree first; numbers or
+    arrays broadcasting to x's shape, float64 ones for speed) at a float32 array x, by a chain
+    of fused multiply-adds, each rounded once to float32. Each step is one float64 product
+    (exact) and sum, rounded; where a sum landed exactly on a float32 midpoint (a false tie,
+    as in `fma`) the chain is redone by `fma`."""
+    x64 = x.astype(np.float64)
+    totals = np.empty((len(coefficients) - 1,) + x.shape)
+    p = coefficients[0]
+    for total, c in zip(totals, coefficients[1:]):
+        np.multiply(p, x64, out=total)
+        total += c
+        p = total.astype(F32)
+    low = np.bitwise_and(totals.view(np.int64), 0x1FFFFFFF, out=totals.view(np.int64))
+    if np.count_nonzero(low == 0x10000000):
+        p = coefficients[0]
+        for c in coefficients[1:]:
+            p = fma(p, x, np.asarray(c, F32) if np.ndim(c) else F32(c))
+    return p
+
+
 def _fma_slabs(a, b, c, out):
     """Broadcast operands of a large result, computed a slab of leading rows at a time (the
     float64 temporaries stay in the cache); an operand without the leading axis is used whole

@@ -7,7 +7,7 @@ On numpy, float32 follows oneDNN's `ref` RNN (PyTorch's kernel) operation by ope
 the outputs and every gradient are bit-equal to PyTorch's single-threaded ones:
 forward, per step, gates in PyTorch's order (input, forget, cell, output):
     pre = (x_t w_ih^T + h w_hh^T) + (b_ih + b_hh)   (x w_ih^T for all steps at once)
-    i, f, o = sigmoid(.), g = tanh(.)   (runtime/dnnl_eltwise.py)
+    i, f, o = sigmoid(.), g = tanh(.)   (runtime/dnnl_eltwise.py; gates kept as i, f, o, g)
     c' = fma(i, g, c * f);  h' = o * tanh(c')
 backward, per step from the last (s' = fma(-s, s, s) for a sigmoid gate, fma(-t, t, 1) for a
 tanh), then three products over all steps:
@@ -26,7 +26,7 @@ operations and runs the same recursion on them, so the gradients can be differen
 import numpy as np
 
 from runtime import dnnl_eltwise
-from runtime.fma import fma
+from runtime.fma import fma, horner
 from runtime.rules import numpy_ops, rule
 
 F32 = np.float32
@@ -34,67 +34,82 @@ F32 = np.float32
 
 def _product(a, b):
     """a @ b with each output one chain of fused multiply-adds in k order, as oneDNN's gemm
-    adds it, also for a single row (numpy_ops.matmul leaves one row to BLAS's gemv, whose
-    order differs): the row is doubled and one copy kept."""
+    adds it (numpy_ops.matmul), also for a single row or column (which it leaves to BLAS's
+    gemv, whose order differs): that row or column is doubled and one copy kept."""
     if a.shape[0] == 1:
-        return numpy_ops.matmul(np.concatenate([a, a]), b)[:1]
+        return _product(np.concatenate([a, a]), b)[:1]
+    if b.shape[1] == 1:
+        return _product(a, np.concatenate([b, b], 1))[:, :1]
+    if a.shape[1] <= numpy_ops.MKL_K_BLOCK:  # one block: the chain, without the dispatch
+        return np.matmul(np.asfortranarray(a), b)
     return numpy_ops.matmul(a, b)
 
 
-def _recurrent_product(w_hh, batch):
-    """(x_proj, h) -> x_proj + h w_hh^T as oneDNN adds it: the product's chains from zero,
-    then added; for a batch of one (its gemv) the chain starts from x_proj itself, done here
-    as one chain over [1, h] and [x_proj; w_hh^T]."""
+# the kernel keeps the gates as (input, forget, output, cell), so that the sigmoid gates are
+# one block; each output's product is the same chain whatever the order of the outputs
+_SIGMOID_FIRST = (0, 1, 3, 2)
+
+
+def _kernel_order(w, hidden):
+    return np.concatenate([w[k * hidden:(k + 1) * hidden] for k in _SIGMOID_FIRST])
+
+
+def _recurrent_step(w_hh, batch):
+    """(x_proj, h) -> x_proj + w_hh h on the step's columns (4H, B) and (H, B), as oneDNN
+    adds it: the product's chains from zero, then added; for a batch of one (its gemv) the
+    chain starts from x_proj itself, done here as one chain over [x_proj, w_hh] and [1; h]."""
     if batch > 1:
-        w_hh_t = w_hh.T
-        return lambda x_proj, h: x_proj + _product(h, w_hh_t)
-    stacked = np.empty((w_hh.shape[1] + 1, w_hh.shape[0]), w_hh.dtype)
-    stacked[1:] = w_hh.T
-    row = np.ones((1, w_hh.shape[1] + 1), w_hh.dtype)
+        w_hh = np.asfortranarray(w_hh)
+        return lambda x_proj, h: x_proj + _product(w_hh, h)
+    stacked = np.empty((w_hh.shape[0], w_hh.shape[1] + 1), w_hh.dtype, order="F")
+    stacked[:, 1:] = w_hh
+    column = np.ones((w_hh.shape[1] + 1, 1), w_hh.dtype)
 
     def gemv(x_proj, h):
-        stacked[0], row[0, 1:] = x_proj[0], h[0]
-        return _product(row, stacked)
+        stacked[:, :1], column[1:] = x_proj, h
+        return _product(stacked, column)
 
     return gemv
 
 
 def lstm_forward(x, w_ih, w_hh, bias, h0, c0):
     """x (T, B, I) -> (hs (T+1, B, H) with h0 first, cells likewise, tanh of cells (T, B, H),
-    gate activations (T, B, 4H) in PyTorch's order)."""
+    gate activations (T, B, 4H) in the order (input, forget, output, cell)).
+
+    The steps run on columns, gates by batch (4H, B), so that each gate's block and each
+    state is contiguous for the element-wise work."""
     steps, batch = x.shape[:2]
     hidden = w_hh.shape[1]
-    gates = _product(x.reshape(steps * batch, -1), w_ih.T)
-    gates = gates.reshape(steps, batch, 4 * hidden)
-    hs = np.empty((steps + 1, batch, hidden), x.dtype)
+    projected = _product(_kernel_order(w_ih, hidden), x.reshape(steps * batch, -1).T)
+    gates = np.ascontiguousarray(projected.reshape(4 * hidden, steps, batch).transpose(1, 0, 2))
+    hs = np.empty((steps + 1, hidden, batch), x.dtype)
     cells = np.empty_like(hs)
-    tanh_c = np.empty((steps, batch, hidden), x.dtype)
-    hs[0], cells[0] = h0, c0
-    recurrent = _recurrent_product(w_hh, batch)
-    cell_gate = slice(2 * hidden, 3 * hidden)
+    tanh_c = np.empty((steps, hidden, batch), x.dtype)
+    hs[0], cells[0] = h0.T, c0.T
+    recurrent = _recurrent_step(_kernel_order(w_hh, hidden), batch)
+    bias = None if bias is None else _kernel_order(bias, hidden)[:, None]
+    activate = dnnl_eltwise.LstmGates(hidden, batch)
+    tanh = dnnl_eltwise.Tanh((hidden, batch))
     for t in range(steps):
         pre = recurrent(gates[t], hs[t])
         if bias is not None:
             pre += bias
-        act = gates[t]
-        act[...] = dnnl_eltwise.sigmoid(pre)
-        act[:, cell_gate] = dnnl_eltwise.tanh(pre[:, cell_gate])
-        i, f, g, o = (act[:, k * hidden:(k + 1) * hidden] for k in range(4))
-        cells[t + 1] = fma(i, g, cells[t] * f)
-        tanh_c[t] = dnnl_eltwise.tanh(cells[t + 1])
+        activate(pre, gates[t])
+        i, f, o, g = gates[t].reshape(4, hidden, batch)
+        cells[t + 1] = horner([i, cells[t] * f], g)  # fma(i, g, c f)
+        tanh_c[t] = tanh(cells[t + 1])
         np.multiply(o, tanh_c[t], out=hs[t + 1])
-    return hs, cells, tanh_c, gates
+    by_batch = (np.ascontiguousarray(a.transpose(0, 2, 1)) for a in (hs, cells, tanh_c, gates))
+    return tuple(by_batch)
 
 
 def _slopes(gates, tanh_c):
     """Derivatives of the activations on their outputs, all steps at once: s - s^2 for the
     sigmoid gates and 1 - t^2 for the tanh ones, each one fused multiply-add."""
-    hidden = tanh_c.shape[-1]
-    slope = fma(-gates, gates, gates)
-    cell_gate = slice(2 * hidden, 3 * hidden)
-    g = gates[..., cell_gate]
-    slope[..., cell_gate] = fma(-g, g, F32(1))
-    return slope, fma(-tanh_c, tanh_c, F32(1))
+    split = 3 * tanh_c.shape[-1]
+    addend = gates.copy()
+    addend[..., split:] = 1
+    return horner([-gates, addend], gates), horner([-tanh_c, F32(1)], tanh_c)
 
 
 @rule("lstm_layer")
@@ -122,10 +137,11 @@ def lstm_layer(ops, g, needs, x, w_ih, w_hh, b_ih, b_hh, h0, c0, acts, reverse):
 
 
 def _cell_step(dpre, dh, dc, gates, slope, tanh_slope, tanh_c, c_prev):
-    """One step of the recursion: fills dpre (B, 4H), returns the cell's cotangent before it."""
+    """One step of the recursion: fills dpre (B, 4H, PyTorch's gate order) from the kernel's
+    gates (input, forget, output, cell), returns the cell's cotangent before the step."""
     hidden = dh.shape[-1]
-    i, f, g, o = (gates[:, k * hidden:(k + 1) * hidden] for k in range(4))
-    di, df, dg, do = (slope[:, k * hidden:(k + 1) * hidden] for k in range(4))
+    i, f, o, g = (gates[:, k * hidden:(k + 1) * hidden] for k in range(4))
+    di, df, do, dg = (slope[:, k * hidden:(k + 1) * hidden] for k in range(4))
     dc = dc + tanh_slope * dh * o
     np.multiply(do * dh, tanh_c, out=dpre[:, 3 * hidden:])
     np.multiply(di * dc, g, out=dpre[:, :hidden])
