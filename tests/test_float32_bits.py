@@ -152,17 +152,6 @@ PRODUCTS = [(16, 40, 30), (16, 30, 5), (64, 128, 10), (100, 5, 100), (2000, 3, 4
             (128, 1537, 100), (16, 96, 24), (16, 96, 8), (32, 50, 27), (20, 200, 40)]
 
 
-@pytest.fixture
-def torch_one_thread():
-    """PyTorch single-threaded (MKL splits a large product between threads otherwise)."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.mark.parametrize("m,k,n", PRODUCTS)
 @pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
 def test_float32_matrix_products_match_pytorch(m, k, n, layout, torch_one_thread):

@@ -13,12 +13,7 @@ import adcompile
 from runtime import dnnl_eltwise
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")  # tests/conftest.py
 
 
 # (steps, batch, input, hidden, options)
