@@ -69,6 +69,8 @@ _EXP_CHAIN = [np.float64(c) for c in (*_EXP_POLY, 1)]
 _EXP_BY_DEGREE = np.array([0.0, *_EXP_CHAIN])
 _LN2_64 = np.float64(_LN2)
 _EXPONENT_FROM_N = F32(2**23 + 126)  # n + this: the low bits of its pattern are n + 126
+# below this |x|, exp(-|x|)'s p 2 ** (n - 1) is a normal number, so p 2 ** n is the same
+_NORMAL_EXP = F32(80)
 
 
 def exp(x):
@@ -125,8 +127,8 @@ def _tanh_reduce(x, coefficients, out=None):
     `coefficients` (7, *x.shape), degree 6 first."""
     s = np.abs(x)
     bits = s.view(np.int32)
-    # the index's low 5 bits, as oneDNN's vpermt2ps reads them
-    np.take(_TANH_BY_DEGREE, ((bits - _TANH_BIAS) >> 22) & 31, axis=1, out=coefficients,
+    # the index's low 5 bits, as oneDNN's vpermt2ps reads them ("wrap": modulo 32)
+    np.take(_TANH_BY_DEGREE, (bits - _TANH_BIAS) >> 22, axis=1, out=coefficients,
             mode="wrap")
     return s, np.subtract(s, (bits & _TANH_MASK).view(F32), out=out)
 
@@ -167,10 +169,21 @@ class LstmGates:
     def __call__(self, pre, out):
         split, r = self.split, self.reduced
         sig, cell = pre[:split], pre[split:]
-        z = np.negative(np.abs(sig))
-        flush = z < _LN_MIN if np.fmin.reduce(z, axis=None) < _LN_MIN else None
-        _, n = _exp_reduce(z if flush is None else np.maximum(z, _LN_MIN), out=r[:split])
+        a = np.abs(sig)
+        if np.fmax.reduce(a, axis=None) <= _NORMAL_EXP:
+            n = np.floor(a * -_LOG2E + F32(0.5))  # as for z = -a: negation is exact
+            np.subtract(np.multiply(n, -_LN2_64), a, out=r[:split], casting="same_kind")
+            scale = ((n + _EXPONENT_FROM_N + 1).view(np.int32) << 23).view(F32)  # 2 ** n
+        else:
+            z = np.negative(a)
+            flush = z < _LN_MIN
+            _, n = _exp_reduce(np.maximum(z, _LN_MIN, out=z), out=r[:split])
         s, _ = _tanh_reduce(cell, self.coefficients[:, split:], out=r[split:])
         p = horner(self.chain, r)
-        out[:split] = _sigmoid_finish(_exp_finish(p[:split], n, flush), sig)
+        if np.fmax.reduce(a, axis=None) <= _NORMAL_EXP:
+            e = p[:split]
+            e *= scale  # exact, as oneDNN's p 2 ** (n - 1) then 2: no result below normal
+        else:
+            e = _exp_finish(p[:split], n, flush)
+        out[:split] = _sigmoid_finish(e, sig)
         out[split:] = _tanh_finish(p[split:], s, cell)

@@ -73,11 +73,11 @@ def _recurrent_step(w_hh, batch):
 
 
 def lstm_forward(x, w_ih, w_hh, bias, h0, c0):
-    """x (T, B, I) -> (hs (T+1, B, H) with h0 first, cells likewise, tanh of cells (T, B, H),
-    gate activations (T, B, 4H) in the order (input, forget, output, cell)).
+    """x (T, B, I) -> (hs (T+1, H, B) with h0 first, cells likewise, tanh of cells (T, H, B),
+    gate activations (T, 4H, B) in the order (input, forget, output, cell)).
 
-    The steps run on columns, gates by batch (4H, B), so that each gate's block and each
-    state is contiguous for the element-wise work."""
+    The steps run on columns, features by batch, so that each gate's block and each state is
+    contiguous for the element-wise work (`by_batch` turns them back)."""
     steps, batch = x.shape[:2]
     hidden = w_hh.shape[1]
     projected = _product(_kernel_order(w_ih, hidden), x.reshape(steps * batch, -1).T)
@@ -99,16 +99,20 @@ def lstm_forward(x, w_ih, w_hh, bias, h0, c0):
         cells[t + 1] = horner([i, cells[t] * f], g)  # fma(i, g, c f)
         tanh_c[t] = tanh(cells[t + 1])
         np.multiply(o, tanh_c[t], out=hs[t + 1])
-    by_batch = (np.ascontiguousarray(a.transpose(0, 2, 1)) for a in (hs, cells, tanh_c, gates))
-    return tuple(by_batch)
+    return hs, cells, tanh_c, gates
+
+
+def by_batch(columns):
+    """A column-layout array (..., features, B) as (..., B, features), C-contiguous."""
+    return np.ascontiguousarray(np.swapaxes(columns, -1, -2))
 
 
 def _slopes(gates, tanh_c):
     """Derivatives of the activations on their outputs, all steps at once: s - s^2 for the
     sigmoid gates and 1 - t^2 for the tanh ones, each one fused multiply-add."""
-    split = 3 * tanh_c.shape[-1]
+    split = 3 * tanh_c.shape[1]
     addend = gates.copy()
-    addend[..., split:] = 1
+    addend[:, split:] = 1
     return horner([-gates, addend], gates), horner([-tanh_c, F32(1)], tanh_c)
 
 
@@ -118,35 +122,38 @@ def lstm_layer(ops, g, needs, x, w_ih, w_hh, b_ih, b_hh, h0, c0, acts, reverse):
     has_bias = b_ih is not None
     if ops.__name__ != "runtime.rules.numpy_ops":
         return _lstm_on_tensors(ops, g, needs, (x, w_ih, w_hh, b_ih, b_hh, h0, c0), reverse)
-    hs, cells, tanh_c, gates = acts
+    hs, cells, tanh_c, gates = acts  # columns, as lstm_forward leaves them
     g_out, g_h, g_c = g
-    steps, batch, hidden = tanh_c.shape
-    if g_out is not None and reverse:
-        g_out = g_out[::-1]
-    dh = np.zeros((batch, hidden), hs.dtype) if g_h is None else g_h
-    dc = np.zeros((batch, hidden), hs.dtype) if g_c is None else g_c
-    dpre = np.empty((steps, batch, 4 * hidden), gates.dtype)
+    steps, hidden, batch = tanh_c.shape
+    if g_out is not None:
+        g_out = by_batch(g_out[::-1] if reverse else g_out)
+    dh = np.zeros((hidden, batch), hs.dtype) if g_h is None else g_h.T
+    dc = np.zeros((hidden, batch), hs.dtype) if g_c is None else g_c.T
+    dpre = np.empty((steps, 4 * hidden, batch), gates.dtype)
     slope, tanh_slope = _slopes(gates, tanh_c)
+    w_hh_t = w_hh.T
     for k in range(steps - 1, -1, -1):
         dh = dh if g_out is None else g_out[k] + dh
         dc = _cell_step(dpre[k], dh, dc, gates[k], slope[k], tanh_slope[k], tanh_c[k],
                         cells[k])
-        dh = _product(dpre[k], w_hh)
-    flat = dpre.reshape(steps * batch, -1)
-    return _lstm_input_grads(needs, x, w_ih, hs, flat, dh, dc, has_bias, reverse)
+        dh = _product(w_hh_t, dpre[k])
+    flat = by_batch(dpre).reshape(steps * batch, -1)
+    return _lstm_input_grads(needs, x, w_ih, by_batch(hs), flat, by_batch(dh), by_batch(dc),
+                             has_bias, reverse)
 
 
 def _cell_step(dpre, dh, dc, gates, slope, tanh_slope, tanh_c, c_prev):
-    """One step of the recursion: fills dpre (B, 4H, PyTorch's gate order) from the kernel's
-    gates (input, forget, output, cell), returns the cell's cotangent before the step."""
-    hidden = dh.shape[-1]
-    i, f, o, g = (gates[:, k * hidden:(k + 1) * hidden] for k in range(4))
-    di, df, do, dg = (slope[:, k * hidden:(k + 1) * hidden] for k in range(4))
+    """One step of the recursion on columns: fills dpre (4H, B, PyTorch's gate order) from
+    the kernel's gates (input, forget, output, cell), returns the cell's cotangent before the
+    step."""
+    i, f, o, g = gates.reshape(4, -1, gates.shape[-1])
+    di, df, do, dg = slope.reshape(4, -1, slope.shape[-1])
+    d_i, d_f, d_g, d_o = dpre.reshape(4, -1, dpre.shape[-1])
     dc = dc + tanh_slope * dh * o
-    np.multiply(do * dh, tanh_c, out=dpre[:, 3 * hidden:])
-    np.multiply(di * dc, g, out=dpre[:, :hidden])
-    np.multiply(df * dc, c_prev, out=dpre[:, hidden:2 * hidden])
-    np.multiply(dg, i * dc, out=dpre[:, 2 * hidden:3 * hidden])
+    np.multiply(do * dh, tanh_c, out=d_o)
+    np.multiply(di * dc, g, out=d_i)
+    np.multiply(df * dc, c_prev, out=d_f)
+    np.multiply(dg, i * dc, out=d_g)
     return dc * f
 
 
