@@ -59,8 +59,8 @@ def horner(coefficients, x):
     """The polynomial with these coefficients (float32 values, highest degree first; numbers or
     arrays broadcasting to x's shape, float64 ones for speed) at a float32 array x, by a chain
     of fused multiply-adds, each rounded once to float32. Each step is one float64 product
-    (exact) and sum, rounded; where a sum landed exactly on a float32 midpoint (a false tie,
-    as in `fma`) the chain is redone by `fma`."""
+    (exact) and sum, rounded; the elements where a sum landed exactly on a float32 midpoint
+    (maybe a false tie, as in `fma`) have their chain redone by `fma`."""
     x64 = x.astype(np.float64)
     totals = np.empty((len(coefficients) - 1,) + x.shape)
     p = coefficients[0]
@@ -69,10 +69,13 @@ def horner(coefficients, x):
         total += c
         p = total.astype(F32)
     low = np.bitwise_and(totals.view(np.int64), 0x1FFFFFFF, out=totals.view(np.int64))
-    if np.count_nonzero(low == 0x10000000):
-        p = coefficients[0]
+    ties = low == 0x10000000
+    if np.count_nonzero(ties):
+        where = np.nonzero(ties.any(axis=0))
+        redone = np.broadcast_to(coefficients[0], x.shape)[where].astype(F32)
         for c in coefficients[1:]:
-            p = fma(p, x, np.asarray(c, F32) if np.ndim(c) else F32(c))
+            redone = fma(redone, x[where], np.broadcast_to(c, x.shape)[where].astype(F32))
+        p[where] = redone
     return p
 
 
