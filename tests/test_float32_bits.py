@@ -362,3 +362,35 @@ def test_float32_atan2_agrees_with_pytorch_mostly():
     assert np.mean(ours == theirs) >= 0.95
     assert adcompile.atan2(adcompile.tensor(1.0), adcompile.tensor(1.0)).item() == \
         torch.atan2(torch.tensor(1.0), torch.tensor(1.0)).item()
+
+
+@pytest.mark.parametrize("dyadic", [False, True])
+def test_horner_equals_its_chain_of_fused_multiply_adds(dyadic):
+    """fma.horner (float64 steps, one midpoint check per chain) against the chain of `fma`;
+    dyadic operands make many float64 sums land exactly on float32 midpoints."""
+    from runtime.fma import fma, horner
+
+    rng = np.random.default_rng(11)
+    for _ in range(50):
+        if dyadic:
+            x = (rng.integers(-64, 64, (30, 40)) / 64).astype(np.float32)
+            cs = [(rng.integers(-1000, 1000, (30, 40)) / 1024).astype(np.float32)
+                  for _ in range(5)]
+        else:
+            x = rng.standard_normal((30, 40)).astype(np.float32)
+            cs = [np.float32(c) for c in rng.standard_normal(5)]
+        chain = np.broadcast_to(cs[0], x.shape).astype(np.float32)
+        for c in cs[1:]:
+            chain = fma(chain, x, c)
+        ours = horner([np.asarray(c, np.float64) for c in cs], x)
+        _same(ours, chain)
+
+
+def test_horner_repairs_a_false_midpoint():
+    """(1 + 2^-23) (1 - 2^-23) 2^-24 + (1 + 2^-23) lies 2^-70 below a float32 midpoint: the
+    float64 sum rounds onto the midpoint, whose even neighbour is the wrong one."""
+    from runtime.fma import horner
+
+    p = np.float32(1 + 2**-23)
+    x = np.full((3, 4), (1 - 2**-23) * 2**-24, np.float32)
+    assert horner([np.float64(p), np.float64(p)], x)[0, 0] == p
