@@ -136,6 +136,30 @@ def _midpoints(total):
     return np.equal(low, 0x10000000)
 
 
+def horner(coefficients, x):
+    """The polynomial with these coefficients (float32 values, highest degree first; numbers or
+    arrays broadcasting to x's shape, float64 ones for speed) at a float32 array x, by a chain
+    of fused multiply-adds, each rounded once to float32. Each step is one float64 product
+    (exact) and sum, rounded; the elements where a sum landed exactly on a float32 midpoint
+    (maybe a false tie, as in `fma`) have their chain redone by `fma`."""
+    x64 = x.astype(np.float64)
+    totals = np.empty((len(coefficients) - 1,) + x.shape)
+    p = coefficients[0]
+    for total, c in zip(totals, coefficients[1:]):
+        np.multiply(p, x64, out=total)
+        total += c
+        p = total.astype(F32)
+    low = np.bitwise_and(totals.view(np.int64), 0x1FFFFFFF, out=totals.view(np.int64))
+    ties = low == 0x10000000
+    if np.count_nonzero(ties):
+        where = np.nonzero(ties.any(axis=0))
+        redone = np.broadcast_to(coefficients[0], x.shape)[where].astype(F32)
+        for c in coefficients[1:]:
+            redone = fma(redone, x[where], np.broadcast_to(c, x.shape)[where].astype(F32))
+        p[where] = redone
+    return p
+
+
 def _fma_slabs(a, b, c, out):
     """Broadcast operands of a large result, computed a slab of leading rows at a time (the
     float64 temporaries stay in the cache); an operand without the leading axis is used whole

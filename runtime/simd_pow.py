@@ -22,7 +22,7 @@ import functools
 import numpy as np
 
 from runtime.cascade_sum import GRAIN_SIZE, THREADS
-from runtime.fma import fma
+from runtime.fma import fma, horner
 
 F32 = np.float32
 VECTOR_PAIR = 32  # two AVX-512 vectors of 16 float32 lanes per step of PyTorch's loop
@@ -101,10 +101,7 @@ def _normalize(a):
 
 
 def _horner(coefficients, x):
-    u = fma(x, F32(coefficients[0]), F32(coefficients[1]))
-    for c in coefficients[2:]:
-        u = fma(u, x, F32(c))
-    return u
+    return horner([np.float64(F32(c)) for c in coefficients], np.asarray(x, F32))
 
 
 def _log_df(d):

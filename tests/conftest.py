@@ -31,3 +31,15 @@ def _young_heap():
     gc.freeze()
     yield
     gc.unfreeze()
+
+
+@pytest.fixture
+def torch_one_thread():
+    """PyTorch single-threaded (the order its bit-exact kernels are followed in; MKL and
+    oneDNN split work between threads otherwise), restored afterwards."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

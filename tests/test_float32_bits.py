@@ -145,21 +145,11 @@ def test_fused_float32_kernels_match_pytorch(name, fn, n):
 # (m, k, n): MKL's sgemm adds each output as FMA chains in k order for these (measured), one
 # chain per block of k (numpy_ops.k_blocks: 576 = 288 + 288, 1000 = 384 + 308 + 308, ...);
 # skinny products (a row, a few columns, small m times n with a transposed right factor)
-# take other MKL kernels, whose order is not followed
+# take other MKL kernels, whose order is not followed; outputs whose width is not a multiple
+# of 16 (OpenBLAS regroups their sums unless the left factor is column-major)
 PRODUCTS = [(16, 40, 30), (16, 30, 5), (64, 128, 10), (100, 5, 100), (2000, 3, 4),
             (64, 384, 64), (8, 100, 16), (32, 576, 10), (32, 385, 16), (64, 1000, 64),
-            (128, 1537, 100)]
-
-
-@pytest.fixture
-def torch_one_thread():
-    """PyTorch single-threaded (MKL splits a large product between threads otherwise)."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+            (128, 1537, 100), (16, 96, 24), (16, 96, 8), (32, 50, 27), (20, 200, 40)]
 
 
 @pytest.mark.parametrize("m,k,n", PRODUCTS)
@@ -462,3 +452,35 @@ def test_float32_atan2_agrees_with_pytorch_mostly():
     assert np.mean(ours == theirs) >= 0.95
     assert adcompile.atan2(adcompile.tensor(1.0), adcompile.tensor(1.0)).item() == \
         torch.atan2(torch.tensor(1.0), torch.tensor(1.0)).item()
+
+
+@pytest.mark.parametrize("dyadic", [False, True])
+def test_horner_equals_its_chain_of_fused_multiply_adds(dyadic):
+    """fma.horner (float64 steps, one midpoint check per chain) against the chain of `fma`;
+    dyadic operands make many float64 sums land exactly on float32 midpoints."""
+    from runtime.fma import fma, horner
+
+    rng = np.random.default_rng(11)
+    for _ in range(50):
+        if dyadic:
+            x = (rng.integers(-64, 64, (30, 40)) / 64).astype(np.float32)
+            cs = [(rng.integers(-1000, 1000, (30, 40)) / 1024).astype(np.float32)
+                  for _ in range(5)]
+        else:
+            x = rng.standard_normal((30, 40)).astype(np.float32)
+            cs = [np.float32(c) for c in rng.standard_normal(5)]
+        chain = np.broadcast_to(cs[0], x.shape).astype(np.float32)
+        for c in cs[1:]:
+            chain = fma(chain, x, c)
+        ours = horner([np.asarray(c, np.float64) for c in cs], x)
+        _same(ours, chain)
+
+
+def test_horner_repairs_a_false_midpoint():
+    """(1 + 2^-23) (1 - 2^-23) 2^-24 + (1 + 2^-23) lies 2^-70 below a float32 midpoint: the
+    float64 sum rounds onto the midpoint, whose even neighbour is the wrong one."""
+    from runtime.fma import horner
+
+    p = np.float32(1 + 2**-23)
+    x = np.full((3, 4), (1 - 2**-23) * 2**-24, np.float32)
+    assert horner([np.float64(p), np.float64(p)], x)[0, 0] == p

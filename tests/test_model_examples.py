@@ -7,8 +7,15 @@ PyTorch's single-threaded kernels (convolutions, batch norm, max-pooling, the k 
 log_softmax and nll_loss; over 8 seeds x 50 steps the unrounded losses are identical too). Its
 max-pooling and ReLU route gradients by comparisons, so any ulp would move a gradient and
 the curves would drift apart by ~1e-3; they do between PyTorch's own 1- and 2-thread runs.
-The LSTM and transformer agree to a few ulps (~2e-7 relative) over all 50 steps. Printed
-learning rates must agree exactly.
+
+The LSTM's forward and backward are bit-equal to PyTorch's (oneDNN's kernel:
+tests/test_lstm_bits.py), and so are its embedding, linear head and loss; what still differs
+is Adam's square root, which PyTorch takes from MKL's vector math (not correctly rounded: 0.6 %
+of float32 results are one ulp below, where the exact root lies within 0.05 ulp above a
+rounding midpoint; not followed). With PyTorch's square root in our Adam the 50 steps are
+bit-equal throughout (measured); with ours the unrounded losses are equal through step 25 and
+the printed ones through step 29, within 5e-7 after. The transformer agrees to a few ulps
+(~1e-6 relative as printed) over all 50 steps. Printed learning rates must agree exactly.
 """
 
 import os
@@ -37,7 +44,7 @@ for script in sys.argv[2:]:
 # script: (relative tolerance over the first 25 steps, over all 50)
 EXAMPLES = {
     "cnn_train": (0.0, 0.0),
-    "char_lstm": (1e-5, 1e-5),
+    "char_lstm": (0.0, 1e-6),
     "transformer_block": (1e-5, 1e-5),
 }
 

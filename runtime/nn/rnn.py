@@ -24,7 +24,7 @@ from runtime.function import node_class, save_input
 from runtime.nn import functional as NF
 from runtime.nn.modules import Module, Parameter
 from runtime.ops._core import wrap
-from runtime.rules.rnn import lstm_forward
+from runtime.rules.rnn import by_batch, lstm_forward
 from runtime.tensor import Tensor
 
 MkldnnRnnLayerBackward0 = node_class("MkldnnRnnLayerBackward0", "lstm_layer", multi_output=True)
@@ -38,8 +38,8 @@ def lstm_layer(x, weights, h0, c0, reverse):
     hs, cells, tanh_c, gates = lstm_forward(xd, w_ih._data, w_hh._data, bias, h0._data,
                                             c0._data)
     out = hs[:0:-1] if reverse else hs[1:]
-    outs = [wrap(np.ascontiguousarray(out), x._dtype), wrap(hs[-1].copy(), x._dtype),
-            wrap(cells[-1].copy(), x._dtype)]
+    outs = [wrap(by_batch(out), x._dtype), wrap(by_batch(hs[-1]), x._dtype),
+            wrap(by_batch(cells[-1]), x._dtype)]
     inputs = (x, w_ih, w_hh, b_ih, b_hh, h0, c0)
     if any_requires_grad(inputs):
         saved = [None if t is None else save_input(t) for t in inputs]

@@ -3,85 +3,117 @@ through time), one graph node per layer and direction as PyTorch's CPU LSTM reco
 (MkldnnRnnLayerBackward0: inputs x, w_ih, w_hh, b_ih, b_hh, h0, c0; outputs the hidden
 sequence, h_T and c_T).
 
-Per step, with gates in PyTorch's order (input, forget, cell, output):
-    pre = x_t w_ih^T + b_ih + h w_hh^T + b_hh;  i, f, o = sigmoid(.), g = tanh(.)
-    c' = f * c + i * g;  h' = o * tanh(c')
-The forward pass keeps the gate activations, the cells and tanh of the cells; the backward
-walks the steps in reverse, then forms the input and weight cotangents with three matmuls
-over all steps at once. A reverse-direction layer runs on the time-flipped sequence.
+On numpy, float32 follows oneDNN's `ref` RNN (PyTorch's kernel) operation by operation, so
+the outputs and every gradient are bit-equal to PyTorch's single-threaded ones:
+forward, per step, gates in PyTorch's order (input, forget, cell, output):
+    pre = (x_t w_ih^T + h w_hh^T) + (b_ih + b_hh)   (x w_ih^T for all steps at once)
+    i, f, o = sigmoid(.), g = tanh(.)   (runtime/dnnl_eltwise.py; gates kept as i, f, o, g)
+    c' = fma(i, g, c * f);  h' = o * tanh(c')
+backward, per step from the last (s' = fma(-s, s, s) for a sigmoid gate, fma(-t, t, 1) for a
+tanh), then three products over all steps:
+    dh = d out_t + dh';  dc = dc' + (tanh'(c') dh) o
+    d pre = ((o' dh) tanh c', (i' dc) g, (f' dc) c, g' (i dc));  dc' = dc f;  dh' = d pre w_hh
+    d x = d pre w_ih;  d w_ih = d pre^T x;  d w_hh = d pre[1:]^T h[1:-1] + d pre[0]^T h0
+    (a reverse layer: one product d pre^T h[:-1])
+    d b = every step's rows added in turn, last step first
+Every product is a chain of fused multiply-adds in k order (numpy_ops.matmul). A
+reverse-direction layer runs on the time-flipped sequence.
 
-On numpy the rule uses the stored activations. On Tensors (create_graph=True) it recomputes
-the layer from its inputs with recorded operations and runs the same recursion on them, so
-the gradients can be differentiated again.
+On Tensors (create_graph=True) the rule recomputes the layer from its inputs with recorded
+operations and runs the same recursion on them, so the gradients can be differentiated again.
 """
 
 import numpy as np
 
-from runtime.rules import rule
+from runtime import dnnl_eltwise
+from runtime.fma import fma, horner
+from runtime.rules import numpy_ops, rule
+
+F32 = np.float32
 
 
-def _sigmoid_(v):
-    """v <- 1 / (1 + exp(-v)), in place."""
-    np.negative(v, out=v)
-    np.exp(v, out=v)
-    v += 1.0
-    np.reciprocal(v, out=v)
+def _product(a, b):
+    """a @ b with each output one chain of fused multiply-adds in k order, as oneDNN's gemm
+    adds it (numpy_ops.matmul), also for a single row or column (which it leaves to BLAS's
+    gemv, whose order differs): that row or column is doubled and one copy kept."""
+    if a.shape[0] == 1:
+        return _product(np.concatenate([a, a]), b)[:1]
+    if b.shape[1] == 1:
+        return _product(a, np.concatenate([b, b], 1))[:, :1]
+    if a.shape[1] <= numpy_ops.MKL_K_BLOCK:  # one block: the chain, without the dispatch
+        return np.matmul(np.asfortranarray(a), b)
+    return numpy_ops.matmul(a, b)
 
 
-# PyTorch stacks the gates as (i, f, g, o); the kernel works on (i, f, o, g) so that the three
-# sigmoid gates are one contiguous block
-def _gate_order(hidden):
-    h = hidden
-    return np.r_[0:2 * h, 3 * h:4 * h, 2 * h:3 * h]
+# the kernel keeps the gates as (input, forget, output, cell), so that the sigmoid gates are
+# one block; each output's product is the same chain whatever the order of the outputs
+_SIGMOID_FIRST = (0, 1, 3, 2)
+
+
+def _kernel_order(w, hidden):
+    return np.concatenate([w[k * hidden:(k + 1) * hidden] for k in _SIGMOID_FIRST])
+
+
+def _recurrent_step(w_hh, batch):
+    """(x_proj, h) -> x_proj + w_hh h on the step's columns (4H, B) and (H, B), as oneDNN
+    adds it: the product's chains from zero, then added; for a batch of one (its gemv) the
+    chain starts from x_proj itself, done here as one chain over [x_proj, w_hh] and [1; h]."""
+    if batch > 1:
+        w_hh = np.asfortranarray(w_hh)
+        return lambda x_proj, h: x_proj + _product(w_hh, h)
+    stacked = np.empty((w_hh.shape[0], w_hh.shape[1] + 1), w_hh.dtype, order="F")
+    stacked[:, 1:] = w_hh
+    column = np.ones((w_hh.shape[1] + 1, 1), w_hh.dtype)
+
+    def gemv(x_proj, h):
+        stacked[:, :1], column[1:] = x_proj, h
+        return _product(stacked, column)
+
+    return gemv
 
 
 def lstm_forward(x, w_ih, w_hh, bias, h0, c0):
-    """x (T, B, I) -> (hs (T+1, B, H) with h0 first, cells likewise, tanh of cells (T, B, H),
-    gate activations (T, B, 4H) in (i, f, o, g) order)."""
+    """x (T, B, I) -> (hs (T+1, H, B) with h0 first, cells likewise, tanh of cells (T, H, B),
+    gate activations (T, 4H, B) in the order (input, forget, output, cell)).
+
+    The steps run on columns, features by batch, so that each gate's block and each state is
+    contiguous for the element-wise work (`by_batch` turns them back)."""
     steps, batch = x.shape[:2]
     hidden = w_hh.shape[1]
-    order = _gate_order(hidden)
-    xw = np.matmul(x.reshape(steps * batch, -1), w_ih[order].T)
-    xw = xw.reshape(steps, batch, 4 * hidden)
-    if bias is not None:
-        xw += bias[order]
-    hs = np.empty((steps + 1, batch, hidden), x.dtype)
+    projected = _product(_kernel_order(w_ih, hidden), x.reshape(steps * batch, -1).T)
+    gates = np.ascontiguousarray(projected.reshape(4 * hidden, steps, batch).transpose(1, 0, 2))
+    hs = np.empty((steps + 1, hidden, batch), x.dtype)
     cells = np.empty_like(hs)
-    tanh_c = np.empty((steps, batch, hidden), x.dtype)
-    hs[0], cells[0] = h0, c0
-    w_hh_t = w_hh[order].T
-    sig = 3 * hidden
+    tanh_c = np.empty((steps, hidden, batch), x.dtype)
+    hs[0], cells[0] = h0.T, c0.T
+    recurrent = _recurrent_step(_kernel_order(w_hh, hidden), batch)
+    bias = None if bias is None else _kernel_order(bias, hidden)[:, None]
+    activate = dnnl_eltwise.LstmGates(hidden, batch)
+    tanh = dnnl_eltwise.Tanh((hidden, batch))
     for t in range(steps):
-        gates = xw[t]
-        gates += hs[t] @ w_hh_t
-        _sigmoid_(gates[:, :sig])
-        np.tanh(gates[:, sig:], out=gates[:, sig:])
-        c = cells[t + 1]
-        np.multiply(gates[:, hidden:2 * hidden], cells[t], out=c)
-        c += gates[:, :hidden] * gates[:, sig:]
-        np.tanh(c, out=tanh_c[t])
-        np.multiply(gates[:, 2 * hidden:sig], tanh_c[t], out=hs[t + 1])
-    return hs, cells, tanh_c, xw
+        pre = recurrent(gates[t], hs[t])
+        if bias is not None:
+            pre += bias
+        activate(pre, gates[t])
+        i, f, o, g = gates[t].reshape(4, hidden, batch)
+        cells[t + 1] = horner([i, cells[t] * f], g)  # fma(i, g, c f)
+        tanh_c[t] = tanh(cells[t + 1])
+        np.multiply(o, tanh_c[t], out=hs[t + 1])
+    return hs, cells, tanh_c, gates
 
 
-def _step_factors(gates, cells, tanh_c):
-    """Per-step factors of the gates' cotangents, for all steps at once (few array calls):
-    d pre[k] = cell_factor[k] * dc + (output gate) out_factor[k] * dh, with each gate's
-    derivative folded in (sigmoid' = s (1 - s), tanh' = 1 - t^2 on the stored activations).
-    Returns (cell_factor (T, B, 4, H), out_factor (T, B, H), o * tanh'(c) (T, B, H))."""
-    steps, batch, hidden = tanh_c.shape
-    g4 = gates.reshape(steps, batch, 4, hidden)
-    i, f, o, g = g4[:, :, 0], g4[:, :, 1], g4[:, :, 2], g4[:, :, 3]
-    slope = np.empty_like(g4)
-    np.multiply(g4[:, :, :3], 1.0 - g4[:, :, :3], out=slope[:, :, :3])
-    np.subtract(1.0, g * g, out=slope[:, :, 3])
-    cell_factor = np.empty_like(g4)
-    np.multiply(g, slope[:, :, 0], out=cell_factor[:, :, 0])
-    np.multiply(cells[:-1], slope[:, :, 1], out=cell_factor[:, :, 1])
-    cell_factor[:, :, 2] = 0.0
-    np.multiply(i, slope[:, :, 3], out=cell_factor[:, :, 3])
-    out_factor = tanh_c * slope[:, :, 2]
-    return cell_factor, out_factor, o * (1.0 - tanh_c * tanh_c), f
+def by_batch(columns):
+    """A column-layout array (..., features, B) as (..., B, features), C-contiguous."""
+    return np.ascontiguousarray(np.swapaxes(columns, -1, -2))
+
+
+def _slopes(gates, tanh_c):
+    """Derivatives of the activations on their outputs, all steps at once: s - s^2 for the
+    sigmoid gates and 1 - t^2 for the tanh ones, each one fused multiply-add."""
+    split = 3 * tanh_c.shape[1]
+    addend = gates.copy()
+    addend[:, split:] = 1
+    return horner([-gates, addend], gates), horner([-tanh_c, F32(1)], tanh_c)
 
 
 @rule("lstm_layer")
@@ -90,28 +122,39 @@ def lstm_layer(ops, g, needs, x, w_ih, w_hh, b_ih, b_hh, h0, c0, acts, reverse):
     has_bias = b_ih is not None
     if ops.__name__ != "runtime.rules.numpy_ops":
         return _lstm_on_tensors(ops, g, needs, (x, w_ih, w_hh, b_ih, b_hh, h0, c0), reverse)
-    hs, cells, tanh_c, gates = acts
+    hs, cells, tanh_c, gates = acts  # columns, as lstm_forward leaves them
     g_out, g_h, g_c = g
-    steps, batch, hidden = tanh_c.shape
-    if g_out is not None and reverse:
-        g_out = g_out[::-1]
-    dh = np.zeros((batch, hidden), hs.dtype) if g_h is None else g_h
-    dc = np.zeros((batch, hidden), hs.dtype) if g_c is None else g_c
-    dpre = np.empty((steps, batch, 4, hidden), gates.dtype)
-    order = _gate_order(hidden)
-    w_hh_p = w_hh[order]
-    cell_factor, out_factor, o_slope, forget = _step_factors(gates, cells, tanh_c)
+    steps, hidden, batch = tanh_c.shape
+    if g_out is not None:
+        g_out = by_batch(g_out[::-1] if reverse else g_out)
+    dh = np.zeros((hidden, batch), hs.dtype) if g_h is None else g_h.T
+    dc = np.zeros((hidden, batch), hs.dtype) if g_c is None else g_c.T
+    dpre = np.empty((steps, 4 * hidden, batch), gates.dtype)
+    slope, tanh_slope = _slopes(gates, tanh_c)
+    w_hh_t = w_hh.T
     for k in range(steps - 1, -1, -1):
-        if g_out is not None:
-            dh = dh + g_out[k]
-        dc = dc + dh * o_slope[k]
-        np.multiply(cell_factor[k], dc[:, None, :], out=dpre[k])
-        np.multiply(dh, out_factor[k], out=dpre[k, :, 2])
-        dc = dc * forget[k]
-        dh = dpre[k].reshape(batch, -1) @ w_hh_p
-    back = np.argsort(order)
-    dpre = dpre.reshape(steps * batch, -1)[:, back]
-    return _lstm_input_grads(needs, x, w_ih, hs, dpre, dh, dc, has_bias, reverse)
+        dh = dh if g_out is None else g_out[k] + dh
+        dc = _cell_step(dpre[k], dh, dc, gates[k], slope[k], tanh_slope[k], tanh_c[k],
+                        cells[k])
+        dh = _product(w_hh_t, dpre[k])
+    flat = by_batch(dpre).reshape(steps * batch, -1)
+    return _lstm_input_grads(needs, x, w_ih, by_batch(hs), flat, by_batch(dh), by_batch(dc),
+                             has_bias, reverse)
+
+
+def _cell_step(dpre, dh, dc, gates, slope, tanh_slope, tanh_c, c_prev):
+    """One step of the recursion on columns: fills dpre (4H, B, PyTorch's gate order) from
+    the kernel's gates (input, forget, output, cell), returns the cell's cotangent before the
+    step."""
+    i, f, o, g = gates.reshape(4, -1, gates.shape[-1])
+    di, df, do, dg = slope.reshape(4, -1, slope.shape[-1])
+    d_i, d_f, d_g, d_o = dpre.reshape(4, -1, dpre.shape[-1])
+    dc = dc + tanh_slope * dh * o
+    np.multiply(do * dh, tanh_c, out=d_o)
+    np.multiply(di * dc, g, out=d_i)
+    np.multiply(df * dc, c_prev, out=d_f)
+    np.multiply(dg, i * dc, out=d_g)
+    return dc * f
 
 
 def _lstm_input_grads(needs, x, w_ih, hs, flat, dh0, dc0, has_bias, reverse):
@@ -119,18 +162,30 @@ def _lstm_input_grads(needs, x, w_ih, hs, flat, dh0, dc0, has_bias, reverse):
     steps, batch = x.shape[:2]
     gx = gw_ih = gw_hh = gb = None
     if needs[0]:
-        gx = (flat @ w_ih).reshape(x.shape)
+        gx = _product(flat, w_ih).reshape(x.shape)
         gx = gx[::-1] if reverse else gx
     if needs[1]:
         xs = x[::-1] if reverse else x
-        gw_ih = flat.T @ xs.reshape(steps * batch, -1)
+        gw_ih = _product(flat.T, xs.reshape(steps * batch, -1))
     if needs[2]:
-        gw_hh = flat.T @ hs[:-1].reshape(steps * batch, -1)
+        gw_hh = _recurrent_weight_grad(flat, hs, batch, reverse)
     if has_bias and (needs[3] or needs[4]):
-        gb = flat.sum(0)
+        last_first = flat.reshape(steps, batch, -1)[::-1].reshape(steps * batch, -1)
+        gb = np.add.reduce(last_first, axis=0, initial=F32(0))
     gb_ih = gb if needs[3] else None
     gb_hh = None if gb is None or not needs[4] else gb.copy()
     return (gx, gw_ih, gw_hh, gb_ih, gb_hh, dh0 if needs[5] else None, dc0 if needs[6] else None)
+
+
+def _recurrent_weight_grad(flat, hs, batch, reverse):
+    """d w_hh = d pre^T h_prev over all steps. oneDNN reads a forward layer's h0 from the
+    caller's memory and its other states from its workspace: two products, added; a reverse
+    layer's h0 is copied into the workspace first, so one product over all steps."""
+    hidden = hs.shape[-1]
+    if reverse or len(hs) == 2:
+        return _product(flat.T, hs[:-1].reshape(-1, hidden))
+    return _product(flat[:batch].T, hs[0]) + _product(flat[batch:].T,
+                                                      hs[1:-1].reshape(-1, hidden))
 
 
 def _tanh(ops, v):
