@@ -512,8 +512,9 @@ class _Entry:
     def owner_of(self, trailer, t, data, shape, strides):
         """The numpy array that owns a returned buffer, made on first use: the returned
         value itself when it is the whole buffer in C order, else a 1-d array over all of
-        it. numpy frees the memory when that array dies (it owns the data). A buffer carved
-        from a slab, which goes when the call ends, is first copied into a malloc block."""
+        it; when that array dies its memory is freed or goes back to the cache
+        (give_memory). A buffer carved from a slab, which goes when the call ends, is first
+        copied into a malloc block."""
         b = self.b
         slot = b.gep(trailer, [i64(TR_PYOBJ)], source_etype=I64)
         made = b.load(slot, typ=PTR)
