@@ -48,6 +48,7 @@ _BUFFER_TAG = _BufferTag()
 _SLAB_CACHE = ctypes.c_void_p(0)
 # the free large buffers calls have finished with (memory.py), kept the same way
 _LARGE_CACHE = ctypes.c_void_p(0)
+_LARGE_BYTES = ctypes.c_int64(0)  # about how many bytes it holds
 
 
 class ABIError(RuntimeError):
@@ -162,6 +163,7 @@ def symbols():
             "adc_miss": id(MISS), "adc_none": id(None), "adc_buffer_tag": id(_BUFFER_TAG),
             "adc_slab_cache": ctypes.addressof(_SLAB_CACHE),
             "adc_large_cache": ctypes.addressof(_LARGE_CACHE),
+            "adc_large_bytes": ctypes.addressof(_LARGE_BYTES),
         }
         for name, exception in EXCEPTIONS.items():
             found[f"adc_exc_{name}"] = id(exception)

@@ -16,8 +16,8 @@ offsets come from `capi`, which checked them against the running interpreter.
 import llvmlite.ir as ir
 
 from adcompile.backends.llvm import capi
-from adcompile.backends.llvm.memory import (LARGE_CACHE, LARGE_KEPT, SLAB, SLAB_CACHE, SLABS_KEPT,
-                                            TAG, TR_BASE, TR_CLASS, TR_NELEMS, TR_NEXT, TR_PYOBJ,
+from adcompile.backends.llvm.memory import (LARGE_BYTES, LARGE_CACHE, LARGE_KEPT, SLAB,
+                                            SLAB_CACHE, SLABS_KEPT, TAG, TR_BASE, TR_CLASS, TR_NELEMS, TR_NEXT, TR_PYOBJ,
                                             TR_TAG)
 from adcompile.backends.llvm.values import (CONTEXT, CTX_ERR, CTX_LARGE, CTX_SLABS, CTX_SPARE,
                                             CTX_TEMPS,
@@ -104,6 +104,7 @@ class _Entry:
                                       "seq_cst")
             self.b.store(spare, self.b.gep(ctx, [i64(0), ir.Constant(I32, field)],
                                            source_etype=CONTEXT))
+        self.b.atomic_rmw("xchg", self.symbol(LARGE_BYTES), i64(0), "seq_cst")
         result_struct = ir.LiteralStructType(flat_types(self.kernel.result_type))
         out = alloca(self.b, result_struct, name="out")
 
@@ -236,6 +237,7 @@ class _Entry:
         field = b.gep(ctx, [i64(0), ir.Constant(I32, CTX_LARGE)], source_etype=CONTEXT)
         self.each_slab(b, b.load(field, typ=PTR), keep_or_free, next_of)
         old = b.atomic_rmw("xchg", self.symbol(LARGE_CACHE), b.load(kept, typ=PTR), "seq_cst")
+        b.atomic_rmw("xchg", self.symbol(LARGE_BYTES), b.load(total, typ=I64), "seq_cst")
         self.each_slab(b, old, release, next_of)
 
     @staticmethod
@@ -510,8 +512,9 @@ class _Entry:
     def owner_of(self, trailer, t, data, shape, strides):
         """The numpy array that owns a returned buffer, made on first use: the returned
         value itself when it is the whole buffer in C order, else a 1-d array over all of
-        it. numpy frees the memory when that array dies (it owns the data). A buffer carved
-        from a slab, which goes when the call ends, is first copied into a malloc block."""
+        it; when that array dies its memory is freed or goes back to the cache
+        (give_memory). A buffer carved from a slab, which goes when the call ends, is first
+        copied into a malloc block."""
         b = self.b
         slot = b.gep(trailer, [i64(TR_PYOBJ)], source_etype=I64)
         made = b.load(slot, typ=PTR)
@@ -540,8 +543,7 @@ class _Entry:
         owner = b.phi(PTR)
         owner.add_incoming(array, as_is_end)
         owner.add_incoming(flat_array, flat_end)
-        flags = b.gep(owner, [i64(capi.ARRAY_FLAGS)], source_etype=I8)
-        b.store(b.or_(b.load(flags, typ=I32), ir.Constant(I32, capi.OWNDATA)), flags)
+        self.give_memory(owner, trailer)
         b.store(owner, slot)
         make_end = b.block
         b.branch(done)
@@ -550,6 +552,31 @@ class _Entry:
         result.add_incoming(made, pre)
         result.add_incoming(owner, make_end)
         return result
+
+    def give_memory(self, owner, trailer):
+        """The owner array frees a pooled buffer's copy itself (it owns the data); a large
+        block is held by its base, a capsule whose destructor (pool.py) puts the block back
+        on the process's cache of large blocks, so the next call that needs a block of its
+        size takes it without malloc and without faulting its pages in again."""
+        b = self.b
+        large = b.icmp_signed("<", self.field(trailer, 8 * TR_CLASS, I64), i64(0))
+        with b.if_else(large) as (held, owned):
+            with held:
+                new = self.declare("PyCapsule_New", PTR, [PTR, PTR, PTR])
+                capsule = b.call(new, [trailer, ir.Constant(PTR, None),
+                                       self.symbol("adc_block_release")])
+                failed = self.func.append_basic_block("own.nocapsule")
+                made = self.func.append_basic_block("own.capsule")
+                b.cbranch(self.is_(capsule, ir.Constant(PTR, None)), failed, made)
+                b.position_at_end(failed)
+                b.call(self.declare("Py_DecRef", ir.VoidType(), [PTR]), [owner])
+                b.branch(self.error_bb)
+                b.position_at_end(made)
+                b.call(self.declare("adc_PyArray_SetBaseObject", I32, [PTR, PTR]),
+                       [owner, capsule])
+            with owned:
+                flags = b.gep(owner, [i64(capi.ARRAY_FLAGS)], source_etype=I8)
+                b.store(b.or_(b.load(flags, typ=I32), ir.Constant(I32, capi.OWNDATA)), flags)
 
     def own_copy(self, trailer, base):
         """Memory numpy may free for the buffer's elements: its own block, or for a pooled

@@ -1,9 +1,10 @@
 """Arrays the kernel allocates: buffers, reference counts, and when they are released.
 
 A buffer is one `malloc` block: the elements first, then a 64-byte *trailer* (below). The
-owner of an array value made by the kernel is its trailer, so the data pointer can be handed
-to numpy as memory numpy frees itself (with `free`, as for any array that owns memory it did
-not allocate) when the array is returned to Python.
+owner of an array value made by the kernel is its trailer. Returned to Python, a large buffer's
+data pointer is handed to numpy with a capsule as the array's base, whose destructor puts the
+block back on the process's cache of large blocks (entry.py, pool.py); a pooled buffer's
+elements are copied into memory numpy owns and frees.
 
 Reference counting, decided while compiling:
 - every IR value holding arrays (an array, a tuple of them) holds one reference on the owner
@@ -42,7 +43,9 @@ the next large buffer of its class is taken from, and when the call ends these b
 process-wide cache as the slabs do (at most LARGE_KEPT bytes; the rest freed). So a call that
 makes the same large temporaries as the last one takes them back without malloc, and the kernel
 does not fault their pages in again (glibc gives freed memory back to the system and takes it
-anew: page faults were a fifth of GradBench gmm's derivative time). Buffers between a quarter
+anew: page faults were a fifth of GradBench gmm's derivative time); a large result's block
+joins that cache when numpy's array dies (a third of GradBench ba's derivative time was the
+page faults of its fresh results). Buffers between a quarter
 slab and 128 KiB used to be pooled too, each on a slab of its own that the call freed: a tape of
 80 KB arrays (GradBench ode at n = 10000) then faulted its pages in again on every call, 46% of
 the gradient's CPU time.
@@ -66,7 +69,8 @@ TAG = "adc_buffer_tag"  # what slot TR_TAG holds: bound to a private object's ad
 SLAB, SLAB_HEADER, SLABS_KEPT = 1 << 16, 64, 256
 SLAB_CACHE = "adc_slab_cache"
 # the free large blocks (trailers linked through TR_NEXT; TR_CLASS holds minus the block's size)
-LARGE_CACHE, LARGE_KEPT = "adc_large_cache", 64 << 20
+LARGE_CACHE, LARGE_KEPT = "adc_large_cache", 1 << 30
+LARGE_BYTES = "adc_large_bytes"  # about how many bytes the cache holds (an i64)
 
 _VIEWS = ("load", "slice", "transpose", "broadcast_to", "diagonal", "strided")
 _UNKNOWN = object()

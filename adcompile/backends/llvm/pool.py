@@ -15,6 +15,10 @@ is below the pool's threshold, or the pool is busy with another caller (a second
 thread, or a parallel loop inside a chunk): calls never wait for each other and never
 deadlock. Workers start on first need and sleep on a condition variable between jobs.
 
+The same library holds `adc_block_release`, the destructor of the capsules that own the large
+blocks compiled code hands to numpy (memory.py): it must outlive every kernel, as such a capsule
+may outlive the kernel that made it.
+
 Whether results may depend on where pieces start is the caller's business (parallel.py only
 hands the pool loops whose elements are independent, and fixed pieces of pairwise sums).
 
@@ -32,7 +36,10 @@ import llvmlite.ir as ir
 
 from adcompile.backends.llvm import fpenv, jit
 from adcompile.backends.llvm.pairwise import while_loop
-from adcompile.backends.llvm.values import I32, I64, PTR, i64, opaque
+from adcompile.backends.llvm import capi
+from adcompile.backends.llvm.memory import (LARGE_BYTES, LARGE_CACHE, LARGE_KEPT, TR_BASE,
+                                            TR_CLASS, TR_NEXT)
+from adcompile.backends.llvm.values import I32, I64, PTR, external, i64, opaque
 
 MAX_WORKERS = 256
 SYNC_BYTES = 128  # room for a pthread_mutex_t / pthread_cond_t (40-64 bytes on the usual ABIs)
@@ -40,7 +47,7 @@ CHUNKS_PER_THREAD = 4  # pieces per thread, for balance on a machine others use 
 DEFAULT_MIN_WORK = 1 << 15  # elements: smaller loops stay in the calling thread
 DEFAULT_UNIT = 1 << 13  # elements: the least size of one piece of a parallel pairwise sum
 _EXPORTS = ("adc_parallel_for", "adc_parallel_unit", "adc_pool_init", "adc_pool_set",
-            "adc_pool_workers")
+            "adc_pool_workers", "adc_block_release")
 _GLOBALS = {"threads": 1, "min_work": DEFAULT_MIN_WORK, "unit": DEFAULT_UNIT, "gen": 0,
             "busy": 0, "active": 0, "nworkers": 0, "job_n": 0, "job_size": 0,
             "job_chunks": 0, "next": 0, "fail_chunk": 0}
@@ -111,11 +118,44 @@ class _Pool:
         self.build_init()
         self.build_set()
         self.build_for()
+        self.build_block_release()
         fn, b = self.function("adc_parallel_unit", ir.FunctionType(I64, []))
         b.ret(self.load(b, "unit"))
         fn, b = self.function("adc_pool_workers", ir.FunctionType(I64, []))
         b.ret(self.load(b, "nworkers"))
         return self.m
+
+    def build_block_release(self):
+        """adc_block_release(capsule): a returned large block numpy no longer uses goes on the
+        process's cache of free large blocks (pushed with compare-and-swap: entry points take
+        and give back the whole list with an exchange, so no ABA), unless the cache would then
+        hold more than LARGE_KEPT bytes: then it is freed."""
+        fn, b = self.function("adc_block_release", ir.FunctionType(ir.VoidType(), [PTR]))
+        trailer = self.call(b, "PyCapsule_GetPointer", fn.args[0], ir.Constant(PTR, None),
+                            ret=PTR)
+
+        def slot(k):
+            return b.gep(trailer, [i64(k)], source_etype=I64)
+
+        size = b.neg(b.load(slot(TR_CLASS), typ=I64))
+        cache, held = external(self.m, LARGE_CACHE), external(self.m, LARGE_BYTES)
+        before = b.atomic_rmw("add", held, size, "seq_cst")
+        with b.if_else(b.icmp_signed(">", b.add(before, size), i64(LARGE_KEPT))) as (drop, keep):
+            with drop:
+                b.atomic_rmw("sub", held, size, "seq_cst")
+                self.call(b, "free", b.load(slot(TR_BASE), typ=PTR), ret=ir.VoidType())
+            with keep:
+                push = b.append_basic_block("push")
+                b.branch(push)
+                b.position_at_end(push)
+                null = ir.Constant(PTR, None)  # an atomic read: swaps null for null only
+                head = b.extract_value(b.cmpxchg(cache, null, null, "seq_cst", "seq_cst"), 0)
+                b.store(head, slot(TR_NEXT))
+                swapped = b.cmpxchg(cache, head, trailer, "seq_cst", "seq_cst")
+                pushed = b.append_basic_block("pushed")
+                b.cbranch(b.extract_value(swapped, 1), pushed, push)
+                b.position_at_end(pushed)
+        b.ret_void()
 
     def build_init(self):
         """(Re)initialise the mutexes and conditions; no workers (also in a forked child)."""
@@ -297,6 +337,9 @@ def _library():
             builder = llvm.JITLibraryBuilder().add_object_img(_object()).add_current_process()
             for name in _EXPORTS:
                 builder.export_symbol(name)
+            imports = capi.symbols()
+            for name in (LARGE_CACHE, LARGE_BYTES):
+                builder.import_symbol(name, imports[name])
             tracker = builder.link(jit._init()["lljit"], "adcompile_pool")
             addresses = {name: tracker[name] for name in _EXPORTS}
             _state["tracker"] = tracker  # the code lives as long as the process
@@ -339,6 +382,11 @@ def symbols():
     """{symbol: address} of the pool functions kernels call."""
     addresses = _library()["addresses"]
     return {name: addresses[name] for name in ("adc_parallel_for", "adc_parallel_unit")}
+
+
+def block_symbols():
+    """{symbol: address} of the destructor of returned large blocks (every kernel links it)."""
+    return {"adc_block_release": _library()["addresses"]["adc_block_release"]}
 
 
 def default_threads():
