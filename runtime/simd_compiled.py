@@ -39,6 +39,23 @@ def log_softmax_grad(g, result, out):
                                           *g.shape)
 
 
+def lstm_step(pre, bias, c_prev, gates, c_next, tanh_c, h_next):
+    """One LSTM step's element-wise work as rnn.lstm_forward does it with
+    dnnl_eltwise.LstmGates (oneDNN's sigmoid and tanh) on columns: gates = activations of
+    pre (+ bias, one value per row; None: no bias), rows (input, forget, output, cell);
+    c_next = fma(i, g, c_prev f); tanh_c = tanh(c_next); h_next = o tanh_c. All C-ordered
+    float32, pre and gates (4H, B), the states (H, B). False where no compiled kernel is at
+    hand or an array is not float32 and C-ordered (nothing written then)."""
+    fns = kernels()
+    arrays = (pre, c_prev, gates, c_next, tanh_c, h_next) + (() if bias is None else (bias,))
+    if fns is None or not all(a.dtype == F32 and a.flags.c_contiguous for a in arrays):
+        return False
+    fns[3](pre.ctypes.data, 0 if bias is None else bias.ctypes.data, c_prev.ctypes.data,
+           gates.ctypes.data, c_next.ctypes.data, tanh_c.ctypes.data, h_next.ctypes.data,
+           *c_prev.shape)
+    return True
+
+
 def nll_sum(values, counted, power):
     """cascade_sum.nll_sum of a C-ordered float32 vector (counted: a bool mask of the samples
     that count, or None), its ladder's step 2**power; None where no compiled kernel is at
@@ -52,7 +69,7 @@ def nll_sum(values, counted, power):
 
 @functools.cache
 def kernels():
-    """(log_softmax forward, its backward, nll_sum) as ctypes functions, compiled once per
+    """(log_softmax forward, its backward, nll_sum, lstm step) as ctypes functions, compiled once per
     process; None where llvmlite cannot compile them."""
     try:
         with _LOCK:
@@ -409,18 +426,175 @@ done:
 }
 """.replace("LEVELS", "8").replace("TOP", "7")
 
+def _fma_chain(name, coefficients, r):
+    """%{name} = the polynomial with these coefficients (LLVM operands, highest degree first)
+    at r, by a chain of llvm.fma, as fma.horner computes it."""
+    lines, p = [], coefficients[0]
+    for k, c in enumerate(coefficients[1:]):
+        lines.append(f"  %{name}{k} = call float @llvm.fma.f32(float {p}, float {r}, float {c})")
+        p = f"%{name}{k}"
+    return "\n".join(lines) + f"\n  %{name} = fadd float {p}, -0.0"
+
+
+def _dnnl_sigmoid():
+    """dnnl_eltwise.sigmoid of %x (its exp on z = max(-|x|, ln FLT_MIN), flushed below)."""
+    from runtime import dnnl_eltwise as d
+    c = [_constant(v) for v in d._EXP_POLY]
+    return f"""
+define internal float @dnnl_sigmoid(float %x) alwaysinline {{
+entry:
+  %a = call float @llvm.fabs.f32(float %x)
+  %z = fneg float %a
+  %flush = fcmp olt float %z, {_constant(d._LN_MIN)}
+  %zc = select i1 %flush, float {_constant(d._LN_MIN)}, float %z
+  %t = fmul float %zc, {_constant(d._LOG2E)}
+  %t2 = fadd float %t, 0.5
+  %n = call float @llvm.floor.f32(float %t2)
+  %r = call float @llvm.fma.f32(float %n, float {_constant(-d._LN2)}, float %zc)
+{_fma_chain("p", c + ["1.0"], "%r")}
+  %nb = fadd float %n, {_constant(d._EXPONENT_FROM_N)}
+  %nbits = bitcast float %nb to i32
+  %sbits = shl i32 %nbits, 23
+  %scale = bitcast i32 %sbits to float
+  %scale0 = select i1 %flush, float 0.0, float %scale
+  %e1 = fmul float %p, %scale0
+  %e = fmul float %e1, 2.0
+  %e1p = fadd float %e, 1.0
+  %y = fdiv float %e, %e1p
+  %xbits = bitcast float %x to i32
+  %neg = icmp slt i32 %xbits, 0
+  %ny = fsub float 1.0, %y
+  %out = select i1 %neg, float %y, float %ny
+  ret float %out
+}}"""
+
+
+def _dnnl_tanh():
+    """dnnl_eltwise.tanh of %x: a degree-6 polynomial on the interval of |x| (its table a
+    global), x itself below the linear bound, 1 from the saturation bound (and for a nan)."""
+    from runtime import dnnl_eltwise as d
+    table = ", ".join(f"float {_constant(v)}" for v in d._TANH_TABLE.reshape(-1))
+    loads = "\n".join(f"""  %i{k} = add i64 %idx, {32 * k}
+  %pc{k} = getelementptr float, ptr @tanh_table, i64 %i{k}
+  %c{k} = load float, ptr %pc{k}""" for k in range(7))
+    return f"""
+@tanh_table = internal constant [224 x float] [{table}]
+
+define internal float @dnnl_tanh(float %x) alwaysinline {{
+entry:
+  %s = call float @llvm.fabs.f32(float %x)
+  %bits = bitcast float %s to i32
+  %off = sub i32 %bits, {d._TANH_BIAS}
+  %sh = ashr i32 %off, 22
+  %idx32 = and i32 %sh, 31
+  %idx = zext i32 %idx32 to i64
+  %startbits = and i32 %bits, {int(d._TANH_MASK)}
+  %start = bitcast i32 %startbits to float
+  %r = fsub float %s, %start
+{loads}
+{_fma_chain("q", [f"%c{k}" for k in range(6, -1, -1)], "%r")}
+  %sat = fcmp olt float %s, {_constant(d._TANH_SATURATED)}
+  %sel = select i1 %sat, float %q, float 1.0
+  %small = fcmp olt float %s, {_constant(d._TANH_LINEAR)}
+  %p2 = select i1 %small, float %s, float %sel
+  %out = call float @llvm.copysign.f32(float %p2, float %x)
+  ret float %out
+}}"""
+
+
+# one step's element-wise work on columns (rows by batch): gates from pre (+ the row's bias),
+# then the cell update, for element j of each (H, B) block
+_LSTM_STEP = """
+define internal float @gate_input(ptr %pre, ptr %bias, i64 %j, i64 %row) alwaysinline {
+entry:
+  %pp = getelementptr float, ptr %pre, i64 %j
+  %x = load float, ptr %pp
+  %has = icmp ne ptr %bias, null
+  br i1 %has, label %add, label %plain
+add:
+  %pb = getelementptr float, ptr %bias, i64 %row
+  %b = load float, ptr %pb
+  %xb = fadd float %x, %b
+  ret float %xb
+plain:
+  ret float %x
+}
+
+define void @lstm_step(ptr noalias %pre, ptr noalias %bias, ptr noalias %c, ptr noalias %gates,
+                       ptr noalias %cn, ptr noalias %tc, ptr noalias %hn, i64 %h, i64 %b) {
+entry:
+  %hb = mul i64 %h, %b
+  %hb2 = mul i64 %hb, 2
+  %hb3 = mul i64 %hb, 3
+  %h2 = mul i64 %h, 2
+  %h3 = mul i64 %h, 3
+  %empty = icmp eq i64 %hb, 0
+  br i1 %empty, label %exit, label %loop
+loop:
+  %j = phi i64 [0, %entry], [%j1, %loop]
+  %row = udiv i64 %j, %b
+  %j1i = add i64 %j, %hb
+  %j2i = add i64 %j, %hb2
+  %j3i = add i64 %j, %hb3
+  %r1 = add i64 %row, %h
+  %r2 = add i64 %row, %h2
+  %r3 = add i64 %row, %h3
+  %xi = call float @gate_input(ptr %pre, ptr %bias, i64 %j, i64 %row)
+  %xf = call float @gate_input(ptr %pre, ptr %bias, i64 %j1i, i64 %r1)
+  %xo = call float @gate_input(ptr %pre, ptr %bias, i64 %j2i, i64 %r2)
+  %xg = call float @gate_input(ptr %pre, ptr %bias, i64 %j3i, i64 %r3)
+  %gi = call float @dnnl_sigmoid(float %xi)
+  %gf = call float @dnnl_sigmoid(float %xf)
+  %go = call float @dnnl_sigmoid(float %xo)
+  %gg = call float @dnnl_tanh(float %xg)
+  %pgi = getelementptr float, ptr %gates, i64 %j
+  store float %gi, ptr %pgi
+  %pgf = getelementptr float, ptr %gates, i64 %j1i
+  store float %gf, ptr %pgf
+  %pgo = getelementptr float, ptr %gates, i64 %j2i
+  store float %go, ptr %pgo
+  %pgg = getelementptr float, ptr %gates, i64 %j3i
+  store float %gg, ptr %pgg
+  %pc = getelementptr float, ptr %c, i64 %j
+  %cv = load float, ptr %pc
+  %cf = fmul float %cv, %gf
+  %cnv = call float @llvm.fma.f32(float %gi, float %gg, float %cf)
+  %pcn = getelementptr float, ptr %cn, i64 %j
+  store float %cnv, ptr %pcn
+  %t = call float @dnnl_tanh(float %cnv)
+  %ptc = getelementptr float, ptr %tc, i64 %j
+  store float %t, ptr %ptc
+  %hv = fmul float %go, %t
+  %phn = getelementptr float, ptr %hn, i64 %j
+  store float %hv, ptr %phn
+  %j1 = add i64 %j, 1
+  %more = icmp slt i64 %j1, %hb
+  br i1 %more, label %loop, label %exit
+exit:
+  ret void
+}
+"""
+
+
+def _lstm_text():
+    return _dnnl_sigmoid() + _dnnl_tanh() + _LSTM_STEP
+
+
 _DECLARATIONS = """
 declare float @llvm.fabs.f32(float)
 declare float @llvm.fma.f32(float, float, float)
 declare float @llvm.rint.f32(float)
 declare float @llvm.ldexp.f32.i32(float, i32)
+declare float @llvm.floor.f32(float)
+declare float @llvm.copysign.f32(float, float)
 """
 
 
 def _module_text():
     return (f"define internal float @sleef_expf(float %d) {{\nentry:{_exp_body()}\n}}\n\n"
             f"define internal float @sleef_logf(float %d) {{\nentry:{_log_body()}\n}}\n"
-            + _LANE_SUM + _ROW_MAX + _FORWARD + _BACKWARD + _NLL_LADDER + _DECLARATIONS)
+            + _LANE_SUM + _ROW_MAX + _FORWARD + _BACKWARD + _NLL_LADDER + _lstm_text()
+            + _DECLARATIONS)
 
 
 def _compile():
@@ -443,14 +617,16 @@ def _compile():
     tracker = (llvm.JITLibraryBuilder().add_object_img(tm.emit_object(mod))
                .add_current_process().export_symbol("log_softmax_fwd")
                .export_symbol("log_softmax_bwd").export_symbol("nll_ladder")
+               .export_symbol("lstm_step")
                .link(lljit, "runtime_simd_softmax"))
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     i32 = ctypes.c_int32
     fwd = ctypes.CFUNCTYPE(i32, ptr, ptr, i64, i64)(tracker["log_softmax_fwd"])
     bwd = ctypes.CFUNCTYPE(i32, ptr, ptr, ptr, i64, i64)(tracker["log_softmax_bwd"])
     ladder = ctypes.CFUNCTYPE(ctypes.c_float, ptr, ptr, i64, i64)(tracker["nll_ladder"])
+    step = ctypes.CFUNCTYPE(None, *[ptr] * 7, i64, i64)(tracker["lstm_step"])
     _KEEP.extend([lljit, tracker, tm])
-    return fwd, bwd, ladder
+    return fwd, bwd, ladder, step
 
 
 _KEEP = []  # the JIT and its code live as long as the process

@@ -88,3 +88,57 @@ def test_gate_activations_bit_equal(gate):
     theirs = _gate_probe(values, gate)
     ours = ours + np.float32(0)  # the probe's cell state adds +0 (a -0 reads +0)
     assert np.array_equal(ours.view(np.int32), theirs.view(np.int32))
+
+
+def _step_operands(rng, hidden, batch, scale):
+    """pre (4H, B), bias (4H, 1) and c_prev (H, B) at this scale, with large, tiny,
+    signed-zero, subnormal and non-finite values mixed in."""
+    pre = rng.standard_normal((4 * hidden, batch)) * scale
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-40, 4.2e-4, -4.2e-4,
+                        9.0109, 9.02, 80.0, -80.0, 87.0, -87.5, 88.8, -104.0, 1e30, -1e30,
+                        3e-39])
+    where = rng.random(pre.shape) < 0.2
+    pre[where] = rng.choice(special, where.sum())
+    bias = rng.standard_normal((4 * hidden, 1)) * scale
+    c_prev = rng.standard_normal((hidden, batch)) * scale * 4
+    c_prev[rng.random(c_prev.shape) < 0.1] = rng.choice(special)
+    return [a.astype(np.float32) for a in (pre, bias, c_prev)]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_compiled_lstm_step_equals_the_numpy_one(seed):
+    """runtime/simd_compiled.py's LSTM step (llvmlite) gives the numpy step's bits
+    (rnn.CellStep.numpy: dnnl_eltwise's gates, the cell update) on every kind of value:
+    gates and states of every scale, signed zeros, subnormals, infinities and nans (a nan
+    only as a nan), with and without a bias, batches of one and more."""
+    from runtime import simd_compiled
+    from runtime.rules import rnn
+
+    pytest.importorskip("llvmlite")
+    assert simd_compiled.kernels() is not None
+    rng = np.random.default_rng(seed)
+    for hidden, batch in [(1, 1), (5, 1), (24, 16), (7, 3), (64, 20)]:
+        for scale in (1e-3, 1.0, 8.0, 60.0):
+            pre, bias, c_prev = _step_operands(rng, hidden, batch, scale)
+            step = rnn.CellStep(hidden, batch)
+            for b in (bias, None):
+                outs = [[np.empty((k * hidden, batch), np.float32) for k in (4, 1, 1, 1)]
+                        for _ in range(2)]
+                flat = None if b is None else b.reshape(-1)
+                assert simd_compiled.lstm_step(pre.copy(), flat, c_prev, *outs[0])
+                with np.errstate(all="ignore"):  # the non-finite values
+                    step.numpy(pre.copy(), b, c_prev, *outs[1])
+                for got, want in zip(*outs):
+                    nan = np.isnan(want)
+                    assert np.array_equal(np.isnan(got), nan)
+                    assert np.array_equal(got[~nan].view(np.int32), want[~nan].view(np.int32))
+
+
+@pytest.mark.parametrize("steps,batch,inputs,hidden,options", LAYERS[:4:2] + LAYERS[4:5])
+def test_lstm_bit_equal_with_the_numpy_step(steps, batch, inputs, hidden, options,
+                                            monkeypatch):
+    """The LSTM layers above, bit-equal to PyTorch's with the compiled step switched off."""
+    from runtime import simd_compiled
+
+    monkeypatch.setattr(simd_compiled, "kernels", lambda: None)
+    test_lstm_outputs_and_gradients_bit_equal(steps, batch, inputs, hidden, options)

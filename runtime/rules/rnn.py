@@ -25,7 +25,7 @@ operations and runs the same recursion on them, so the gradients can be differen
 
 import numpy as np
 
-from runtime import dnnl_eltwise
+from runtime import dnnl_eltwise, simd_compiled
 from runtime.fma import fma, horner
 from runtime.rules import numpy_ops, rule
 
@@ -88,18 +88,37 @@ def lstm_forward(x, w_ih, w_hh, bias, h0, c0):
     hs[0], cells[0] = h0.T, c0.T
     recurrent = _recurrent_step(_kernel_order(w_hh, hidden), batch)
     bias = None if bias is None else _kernel_order(bias, hidden)[:, None]
-    activate = dnnl_eltwise.LstmGates(hidden, batch)
-    tanh = dnnl_eltwise.Tanh((hidden, batch))
+    step = CellStep(hidden, batch)
     for t in range(steps):
-        pre = recurrent(gates[t], hs[t])
+        step(np.ascontiguousarray(recurrent(gates[t], hs[t])), bias, cells[t], gates[t],
+             cells[t + 1], tanh_c[t], hs[t + 1])
+    return hs, cells, tanh_c, gates
+
+
+class CellStep:
+    """A step's element-wise work on columns: gates = activations of pre + bias (bias (4H, 1)
+    or None), c_next = fma(i, g, c f), tanh_c = tanh(c_next), h_next = o tanh_c. Runs
+    simd_compiled's kernel where llvmlite is (the same operations, compiled), else the numpy
+    lines below, which stay the reference."""
+
+    def __init__(self, hidden, batch):
+        self.activate = dnnl_eltwise.LstmGates(hidden, batch)
+        self.tanh = dnnl_eltwise.Tanh((hidden, batch))
+        self.shape = (4, hidden, batch)
+
+    def __call__(self, pre, bias, c_prev, gates, c_next, tanh_c, h_next):
+        flat = None if bias is None else bias.reshape(-1)
+        if not simd_compiled.lstm_step(pre, flat, c_prev, gates, c_next, tanh_c, h_next):
+            self.numpy(pre, bias, c_prev, gates, c_next, tanh_c, h_next)
+
+    def numpy(self, pre, bias, c_prev, gates, c_next, tanh_c, h_next):
         if bias is not None:
             pre += bias
-        activate(pre, gates[t])
-        i, f, o, g = gates[t].reshape(4, hidden, batch)
-        cells[t + 1] = horner([i, cells[t] * f], g)  # fma(i, g, c f)
-        tanh_c[t] = tanh(cells[t + 1])
-        np.multiply(o, tanh_c[t], out=hs[t + 1])
-    return hs, cells, tanh_c, gates
+        self.activate(pre, gates)
+        i, f, o, g = gates.reshape(self.shape)
+        c_next[...] = horner([i, c_prev * f], g)  # fma(i, g, c f)
+        tanh_c[...] = self.tanh(c_next)
+        np.multiply(o, tanh_c, out=h_next)
 
 
 def by_batch(columns):
