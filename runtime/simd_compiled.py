@@ -56,6 +56,21 @@ def lstm_step(pre, bias, c_prev, gates, c_next, tanh_c, h_next):
     return True
 
 
+def lstm_step_back(dh, g_out, dc, gates, slope, tanh_slope, tanh_c, c_prev, dpre, dc_out):
+    """rnn._cell_step_numpy compiled: with dh' = dh + g_out (None: dh),
+    dc' = dc + (tanh_slope dh') o fills dpre (4H, B, PyTorch's gate order (i, f, g, o)) from
+    the kernel-ordered gates and slopes (4H, B), and dc_out = dc' f. All C-ordered float32;
+    False where no compiled kernel is at hand or an array is not (nothing written then)."""
+    fns = kernels()
+    arrays = (dh, dc, gates, slope, tanh_slope, tanh_c, c_prev, dpre, dc_out)
+    arrays += () if g_out is None else (g_out,)
+    if fns is None or not all(a.dtype == F32 and a.flags.c_contiguous for a in arrays):
+        return False
+    fns[4](dh.ctypes.data, 0 if g_out is None else g_out.ctypes.data,
+           *(a.ctypes.data for a in arrays[1:9]), *dh.shape)
+    return True
+
+
 def nll_sum(values, counted, power):
     """cascade_sum.nll_sum of a C-ordered float32 vector (counted: a bool mask of the samples
     that count, or None), its ladder's step 2**power; None where no compiled kernel is at
@@ -69,8 +84,8 @@ def nll_sum(values, counted, power):
 
 @functools.cache
 def kernels():
-    """(log_softmax forward, its backward, nll_sum, lstm step) as ctypes functions, compiled once per
-    process; None where llvmlite cannot compile them."""
+    """(log_softmax forward, its backward, nll_sum, lstm step and its backward) as ctypes
+    functions, compiled once per process; None where llvmlite cannot compile them."""
     try:
         with _LOCK:
             return _compile()
@@ -575,9 +590,86 @@ exit:
 }
 """
 
+# the backward's step on columns (rules/rnn.py's _cell_step_numpy), element j of each block
+_LSTM_BACK = """
+define internal float @load_at(ptr %a, i64 %j) alwaysinline {
+entry:
+  %p = getelementptr float, ptr %a, i64 %j
+  %v = load float, ptr %p
+  ret float %v
+}
+
+define internal void @store_at(ptr %a, i64 %j, float %v) alwaysinline {
+entry:
+  %p = getelementptr float, ptr %a, i64 %j
+  store float %v, ptr %p
+  ret void
+}
+
+define void @lstm_step_back(ptr noalias %dh, ptr noalias %gout, ptr noalias %dc,
+                            ptr noalias %gates, ptr noalias %slope, ptr noalias %ts,
+                            ptr noalias %tc, ptr noalias %cp, ptr noalias %dpre,
+                            ptr noalias %dcn, i64 %h, i64 %b) {
+entry:
+  %hb = mul i64 %h, %b
+  %hb2 = mul i64 %hb, 2
+  %hb3 = mul i64 %hb, 3
+  %empty = icmp eq i64 %hb, 0
+  %has = icmp ne ptr %gout, null
+  br i1 %empty, label %exit, label %loop
+loop:
+  %j = phi i64 [0, %entry], [%j1, %body]
+  %j1i = add i64 %j, %hb
+  %j2i = add i64 %j, %hb2
+  %j3i = add i64 %j, %hb3
+  %dh0 = call float @load_at(ptr %dh, i64 %j)
+  br i1 %has, label %add, label %body
+add:
+  %go = call float @load_at(ptr %gout, i64 %j)
+  %dhs = fadd float %go, %dh0
+  br label %body
+body:
+  %dhv = phi float [%dh0, %loop], [%dhs, %add]
+  %gi = call float @load_at(ptr %gates, i64 %j)
+  %gf = call float @load_at(ptr %gates, i64 %j1i)
+  %gov = call float @load_at(ptr %gates, i64 %j2i)
+  %gg = call float @load_at(ptr %gates, i64 %j3i)
+  %si = call float @load_at(ptr %slope, i64 %j)
+  %sf = call float @load_at(ptr %slope, i64 %j1i)
+  %so = call float @load_at(ptr %slope, i64 %j2i)
+  %sg = call float @load_at(ptr %slope, i64 %j3i)
+  %tsv = call float @load_at(ptr %ts, i64 %j)
+  %tcv = call float @load_at(ptr %tc, i64 %j)
+  %cpv = call float @load_at(ptr %cp, i64 %j)
+  %dcv0 = call float @load_at(ptr %dc, i64 %j)
+  %t1 = fmul float %tsv, %dhv
+  %t2 = fmul float %t1, %gov
+  %dcv = fadd float %dcv0, %t2
+  %o1 = fmul float %so, %dhv
+  %do = fmul float %o1, %tcv
+  %i1 = fmul float %si, %dcv
+  %di = fmul float %i1, %gg
+  %f1 = fmul float %sf, %dcv
+  %df = fmul float %f1, %cpv
+  %g1 = fmul float %gi, %dcv
+  %dg = fmul float %sg, %g1
+  call void @store_at(ptr %dpre, i64 %j, float %di)
+  call void @store_at(ptr %dpre, i64 %j1i, float %df)
+  call void @store_at(ptr %dpre, i64 %j2i, float %dg)
+  call void @store_at(ptr %dpre, i64 %j3i, float %do)
+  %dcf = fmul float %dcv, %gf
+  call void @store_at(ptr %dcn, i64 %j, float %dcf)
+  %j1 = add i64 %j, 1
+  %more = icmp slt i64 %j1, %hb
+  br i1 %more, label %loop, label %exit
+exit:
+  ret void
+}
+"""
+
 
 def _lstm_text():
-    return _dnnl_sigmoid() + _dnnl_tanh() + _LSTM_STEP
+    return _dnnl_sigmoid() + _dnnl_tanh() + _LSTM_STEP + _LSTM_BACK
 
 
 _DECLARATIONS = """
@@ -617,7 +709,7 @@ def _compile():
     tracker = (llvm.JITLibraryBuilder().add_object_img(tm.emit_object(mod))
                .add_current_process().export_symbol("log_softmax_fwd")
                .export_symbol("log_softmax_bwd").export_symbol("nll_ladder")
-               .export_symbol("lstm_step")
+               .export_symbol("lstm_step").export_symbol("lstm_step_back")
                .link(lljit, "runtime_simd_softmax"))
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     i32 = ctypes.c_int32
@@ -625,8 +717,9 @@ def _compile():
     bwd = ctypes.CFUNCTYPE(i32, ptr, ptr, ptr, i64, i64)(tracker["log_softmax_bwd"])
     ladder = ctypes.CFUNCTYPE(ctypes.c_float, ptr, ptr, i64, i64)(tracker["nll_ladder"])
     step = ctypes.CFUNCTYPE(None, *[ptr] * 7, i64, i64)(tracker["lstm_step"])
+    back = ctypes.CFUNCTYPE(None, *[ptr] * 10, i64, i64)(tracker["lstm_step_back"])
     _KEEP.extend([lljit, tracker, tm])
-    return fwd, bwd, ladder, step
+    return fwd, bwd, ladder, step, back
 
 
 _KEEP = []  # the JIT and its code live as long as the process

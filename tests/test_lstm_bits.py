@@ -142,3 +142,37 @@ def test_lstm_bit_equal_with_the_numpy_step(steps, batch, inputs, hidden, option
 
     monkeypatch.setattr(simd_compiled, "kernels", lambda: None)
     test_lstm_outputs_and_gradients_bit_equal(steps, batch, inputs, hidden, options)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_compiled_lstm_step_back_equals_the_numpy_one(seed):
+    """simd_compiled's backward step gives rnn._cell_step_numpy's bits (signed zeros,
+    infinities and nans among the cotangents and gates), with and without an output
+    cotangent."""
+    from runtime import simd_compiled
+    from runtime.rules import rnn
+
+    pytest.importorskip("llvmlite")
+    rng = np.random.default_rng(seed)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, 1e30, -1e30])
+    for hidden, batch in [(1, 1), (24, 16), (7, 3)]:
+        def draw(rows, scale=1.0):
+            a = rng.standard_normal((rows * hidden, batch)) * scale
+            a[rng.random(a.shape) < 0.1] = rng.choice(special)
+            return a.astype(np.float32)
+
+        dh, g_out, dc, tanh_slope, tanh_c, c_prev = (draw(1, s) for s in (1, 1, 3, 1, 1, 5))
+        gates, slope = draw(4), draw(4)
+        for g in (g_out, None):
+            got, want = (np.empty((4 * hidden, batch), np.float32) for _ in range(2))
+            dc_got = np.empty_like(dc)
+            assert simd_compiled.lstm_step_back(dh, g, dc, gates, slope, tanh_slope, tanh_c,
+                                                c_prev, got, dc_got)
+            with np.errstate(all="ignore"):
+                dh_sum = dh if g is None else g + dh
+                dc_want = rnn._cell_step_numpy(want, dh_sum, dc, gates, slope, tanh_slope,
+                                               tanh_c, c_prev)
+            for a, b in ((got, want), (dc_got, dc_want)):
+                nan = np.isnan(b)
+                assert np.array_equal(np.isnan(a), nan)
+                assert np.array_equal(a[~nan].view(np.int32), b[~nan].view(np.int32))

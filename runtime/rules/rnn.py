@@ -151,20 +151,31 @@ def lstm_layer(ops, g, needs, x, w_ih, w_hh, b_ih, b_hh, h0, c0, acts, reverse):
     dpre = np.empty((steps, 4 * hidden, batch), gates.dtype)
     slope, tanh_slope = _slopes(gates, tanh_c)
     w_hh_t = w_hh.T
+    dh, dc = np.ascontiguousarray(dh), np.ascontiguousarray(dc)
     for k in range(steps - 1, -1, -1):
-        dh = dh if g_out is None else g_out[k] + dh
-        dc = _cell_step(dpre[k], dh, dc, gates[k], slope[k], tanh_slope[k], tanh_c[k],
-                        cells[k])
-        dh = _product(w_hh_t, dpre[k])
+        dc = _cell_step(dpre[k], dh, None if g_out is None else g_out[k], dc, gates[k],
+                        slope[k], tanh_slope[k], tanh_c[k], cells[k])
+        dh = np.ascontiguousarray(_product(w_hh_t, dpre[k]))
     flat = by_batch(dpre).reshape(steps * batch, -1)
     return _lstm_input_grads(needs, x, w_ih, by_batch(hs), flat, by_batch(dh), by_batch(dc),
                              has_bias, reverse)
 
 
-def _cell_step(dpre, dh, dc, gates, slope, tanh_slope, tanh_c, c_prev):
-    """One step of the recursion on columns: fills dpre (4H, B, PyTorch's gate order) from
-    the kernel's gates (input, forget, output, cell), returns the cell's cotangent before the
-    step."""
+def _cell_step(dpre, dh, g_out, dc, gates, slope, tanh_slope, tanh_c, c_prev):
+    """One step of the recursion on columns (dh: the cotangent from the step after, g_out:
+    this step's output's, or None): simd_compiled's kernel where llvmlite is, else the numpy
+    lines of _cell_step_numpy, the reference."""
+    dc_out = np.empty_like(dc)
+    if simd_compiled.lstm_step_back(dh, g_out, dc, gates, slope, tanh_slope, tanh_c, c_prev,
+                                    dpre, dc_out):
+        return dc_out
+    dh = dh if g_out is None else g_out + dh
+    return _cell_step_numpy(dpre, dh, dc, gates, slope, tanh_slope, tanh_c, c_prev)
+
+
+def _cell_step_numpy(dpre, dh, dc, gates, slope, tanh_slope, tanh_c, c_prev):
+    """Fills dpre (4H, B, PyTorch's gate order) from the kernel's gates (input, forget,
+    output, cell), returns the cell's cotangent before the step."""
     i, f, o, g = gates.reshape(4, -1, gates.shape[-1])
     di, df, do, dg = slope.reshape(4, -1, slope.shape[-1])
     d_i, d_f, d_g, d_o = dpre.reshape(4, -1, dpre.shape[-1])
