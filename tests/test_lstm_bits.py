@@ -108,7 +108,7 @@ def _step_operands(rng, hidden, batch, scale):
 @pytest.mark.parametrize("seed", range(8))
 def test_compiled_lstm_step_equals_the_numpy_one(seed):
     """runtime/simd_compiled.py's LSTM step (llvmlite) gives the numpy step's bits
-    (rnn.CellStep.numpy: dnnl_eltwise's gates, the cell update) on every kind of value:
+    (rnn.CellStep: dnnl_eltwise's gates, the cell update) on every kind of value:
     gates and states of every scale, signed zeros, subnormals, infinities and nans (a nan
     only as a nan), with and without a bias, batches of one and more."""
     from runtime import simd_compiled
@@ -122,16 +122,24 @@ def test_compiled_lstm_step_equals_the_numpy_one(seed):
             pre, bias, c_prev = _step_operands(rng, hidden, batch, scale)
             step = rnn.CellStep(hidden, batch)
             for b in (bias, None):
-                outs = [[np.empty((k * hidden, batch), np.float32) for k in (4, 1, 1, 1)]
-                        for _ in range(2)]
+                # (cells, gates, tanh_c, hs) of a one-step layer, c_prev its first cell
+                outs = [[np.empty((k, rows * hidden, batch), np.float32)
+                         for k, rows in ((2, 1), (1, 4), (1, 1), (2, 1))] for _ in range(2)]
                 flat = None if b is None else b.reshape(-1)
-                assert simd_compiled.lstm_step(pre.copy(), flat, c_prev, *outs[0])
+                cells, gates, tanh_c, hs = outs[0]
+                cells[0] = c_prev
+                simd_compiled.lstm_steps(pre.copy(), flat, cells, gates, tanh_c, hs)(0)
+                cells, gates, tanh_c, hs = outs[1]
                 with np.errstate(all="ignore"):  # the non-finite values
-                    step.numpy(pre.copy(), b, c_prev, *outs[1])
+                    step(pre.copy(), b, c_prev, gates[0], cells[1], tanh_c[0], hs[1])
                 for got, want in zip(*outs):
-                    nan = np.isnan(want)
-                    assert np.array_equal(np.isnan(got), nan)
-                    assert np.array_equal(got[~nan].view(np.int32), want[~nan].view(np.int32))
+                    _same_or_both_nan(got[-1], want[-1])
+
+
+def _same_or_both_nan(got, want):
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan)
+    assert np.array_equal(got[~nan].view(np.int32), want[~nan].view(np.int32))
 
 
 @pytest.mark.parametrize("steps,batch,inputs,hidden,options", LAYERS[:4:2] + LAYERS[4:5])
@@ -163,16 +171,15 @@ def test_compiled_lstm_step_back_equals_the_numpy_one(seed):
 
         dh, g_out, dc, tanh_slope, tanh_c, c_prev = (draw(1, s) for s in (1, 1, 3, 1, 1, 5))
         gates, slope = draw(4), draw(4)
-        for g in (g_out, None):
-            got, want = (np.empty((4 * hidden, batch), np.float32) for _ in range(2))
-            dc_got = np.empty_like(dc)
-            assert simd_compiled.lstm_step_back(dh, g, dc, gates, slope, tanh_slope, tanh_c,
-                                                c_prev, got, dc_got)
+        for g in (g_out[None], None):
+            got, want = (np.empty((1, 4 * hidden, batch), np.float32) for _ in range(2))
+            dc_got = dc.copy()
+            simd_compiled.lstm_steps_back(dh, g, dc_got, gates[None], slope[None],
+                                          tanh_slope[None], tanh_c[None], c_prev[None],
+                                          got)(0)
             with np.errstate(all="ignore"):
-                dh_sum = dh if g is None else g + dh
-                dc_want = rnn._cell_step_numpy(want, dh_sum, dc, gates, slope, tanh_slope,
+                dh_sum = dh if g is None else g[0] + dh
+                dc_want = rnn._cell_step_numpy(want[0], dh_sum, dc, gates, slope, tanh_slope,
                                                tanh_c, c_prev)
-            for a, b in ((got, want), (dc_got, dc_want)):
-                nan = np.isnan(b)
-                assert np.array_equal(np.isnan(a), nan)
-                assert np.array_equal(a[~nan].view(np.int32), b[~nan].view(np.int32))
+            _same_or_both_nan(got, want)
+            _same_or_both_nan(dc_got, dc_want)

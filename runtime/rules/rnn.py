@@ -88,18 +88,23 @@ def lstm_forward(x, w_ih, w_hh, bias, h0, c0):
     hs[0], cells[0] = h0.T, c0.T
     recurrent = _recurrent_step(_kernel_order(w_hh, hidden), batch)
     bias = None if bias is None else _kernel_order(bias, hidden)[:, None]
+    pre = np.empty((4 * hidden, batch), x.dtype)
+    flat_bias = None if bias is None else bias.reshape(-1)
+    compiled = simd_compiled.lstm_steps(pre, flat_bias, cells, gates, tanh_c, hs)
     step = CellStep(hidden, batch)
     for t in range(steps):
-        step(np.ascontiguousarray(recurrent(gates[t], hs[t])), bias, cells[t], gates[t],
-             cells[t + 1], tanh_c[t], hs[t + 1])
+        np.copyto(pre, recurrent(gates[t], hs[t]))
+        if compiled is not None:  # the same bits as CellStep's numpy lines, compiled
+            compiled(t)
+        else:
+            step(pre, bias, cells[t], gates[t], cells[t + 1], tanh_c[t], hs[t + 1])
     return hs, cells, tanh_c, gates
 
 
 class CellStep:
-    """A step's element-wise work on columns: gates = activations of pre + bias (bias (4H, 1)
-    or None), c_next = fma(i, g, c f), tanh_c = tanh(c_next), h_next = o tanh_c. Runs
-    simd_compiled's kernel where llvmlite is (the same operations, compiled), else the numpy
-    lines below, which stay the reference."""
+    """A step's element-wise work on columns, the reference for simd_compiled.lstm_steps:
+    gates = activations of pre + bias (bias (4H, 1) or None), c_next = fma(i, g, c f),
+    tanh_c = tanh(c_next), h_next = o tanh_c."""
 
     def __init__(self, hidden, batch):
         self.activate = dnnl_eltwise.LstmGates(hidden, batch)
@@ -107,11 +112,6 @@ class CellStep:
         self.shape = (4, hidden, batch)
 
     def __call__(self, pre, bias, c_prev, gates, c_next, tanh_c, h_next):
-        flat = None if bias is None else bias.reshape(-1)
-        if not simd_compiled.lstm_step(pre, flat, c_prev, gates, c_next, tanh_c, h_next):
-            self.numpy(pre, bias, c_prev, gates, c_next, tanh_c, h_next)
-
-    def numpy(self, pre, bias, c_prev, gates, c_next, tanh_c, h_next):
         if bias is not None:
             pre += bias
         self.activate(pre, gates)
@@ -151,26 +151,20 @@ def lstm_layer(ops, g, needs, x, w_ih, w_hh, b_ih, b_hh, h0, c0, acts, reverse):
     dpre = np.empty((steps, 4 * hidden, batch), gates.dtype)
     slope, tanh_slope = _slopes(gates, tanh_c)
     w_hh_t = w_hh.T
-    dh, dc = np.ascontiguousarray(dh), np.ascontiguousarray(dc)
+    dh, dc = np.array(dh, order="C"), np.array(dc, order="C")  # buffers, rewritten each step
+    compiled = simd_compiled.lstm_steps_back(dh, g_out, dc, gates, slope, tanh_slope, tanh_c,
+                                             cells, dpre)
     for k in range(steps - 1, -1, -1):
-        dc = _cell_step(dpre[k], dh, None if g_out is None else g_out[k], dc, gates[k],
-                        slope[k], tanh_slope[k], tanh_c[k], cells[k])
-        dh = np.ascontiguousarray(_product(w_hh_t, dpre[k]))
+        if compiled is not None:  # the same bits as _cell_step_numpy, compiled
+            compiled(k)
+        else:
+            step_dh = dh if g_out is None else g_out[k] + dh
+            dc[...] = _cell_step_numpy(dpre[k], step_dh, dc, gates[k], slope[k],
+                                       tanh_slope[k], tanh_c[k], cells[k])
+        np.copyto(dh, _product(w_hh_t, dpre[k]))
     flat = by_batch(dpre).reshape(steps * batch, -1)
     return _lstm_input_grads(needs, x, w_ih, by_batch(hs), flat, by_batch(dh), by_batch(dc),
                              has_bias, reverse)
-
-
-def _cell_step(dpre, dh, g_out, dc, gates, slope, tanh_slope, tanh_c, c_prev):
-    """One step of the recursion on columns (dh: the cotangent from the step after, g_out:
-    this step's output's, or None): simd_compiled's kernel where llvmlite is, else the numpy
-    lines of _cell_step_numpy, the reference."""
-    dc_out = np.empty_like(dc)
-    if simd_compiled.lstm_step_back(dh, g_out, dc, gates, slope, tanh_slope, tanh_c, c_prev,
-                                    dpre, dc_out):
-        return dc_out
-    dh = dh if g_out is None else g_out + dh
-    return _cell_step_numpy(dpre, dh, dc, gates, slope, tanh_slope, tanh_c, c_prev)
 
 
 def _cell_step_numpy(dpre, dh, dc, gates, slope, tanh_slope, tanh_c, c_prev):
