@@ -2,7 +2,9 @@
 (cascade_sum.nll_sum), compiled with llvmlite: the same operations in the same order (SLEEF's
 expf_u10 and logf_u10 with hardware fused multiply-adds, PyTorch's 16-lane row sums, the
 eight-level ladder), one loop over the elements instead of tens of numpy calls on small
-arrays (a log_softmax of 64 x 10 costs ~150 us as numpy calls, ~10 us here).
+arrays (a log_softmax of 64 x 10 costs ~150 us as numpy calls, ~10 us here). Likewise the
+LSTM's per-step element-wise work (rules/rnn.py: oneDNN's sigmoid and tanh of
+dnnl_eltwise.py and the cell update, forward; the gate cotangents, backward).
 
 LLVM keeps IEEE float semantics here: no fast-math flags are set, so nothing is reassociated
 or contracted, and every fused multiply-add is an explicit `llvm.fma`. The numpy kernels stay

@@ -17,7 +17,9 @@ tanh), then three products over all steps:
     (a reverse layer: one product d pre^T h[:-1])
     d b = every step's rows added in turn, last step first
 Every product is a chain of fused multiply-adds in k order (numpy_ops.matmul). A
-reverse-direction layer runs on the time-flipped sequence.
+reverse-direction layer runs on the time-flipped sequence. Each step's element-wise work
+(activations and cell update; the backward's gate cotangents) runs compiled where llvmlite
+is (runtime/simd_compiled.py: the same operations, one loop), else as the numpy lines here.
 
 On Tensors (create_graph=True) the rule recomputes the layer from its inputs with recorded
 operations and runs the same recursion on them, so the gradients can be differentiated again.
@@ -91,7 +93,7 @@ def lstm_forward(x, w_ih, w_hh, bias, h0, c0):
     pre = np.empty((4 * hidden, batch), x.dtype)
     flat_bias = None if bias is None else bias.reshape(-1)
     compiled = simd_compiled.lstm_steps(pre, flat_bias, cells, gates, tanh_c, hs)
-    step = CellStep(hidden, batch)
+    step = CellStep(hidden, batch) if compiled is None else None
     for t in range(steps):
         np.copyto(pre, recurrent(gates[t], hs[t]))
         if compiled is not None:  # the same bits as CellStep's numpy lines, compiled
