@@ -2,7 +2,9 @@
 (cascade_sum.nll_sum), compiled with llvmlite: the same operations in the same order (SLEEF's
 expf_u10 and logf_u10 with hardware fused multiply-adds, PyTorch's 16-lane row sums, the
 eight-level ladder), one loop over the elements instead of tens of numpy calls on small
-arrays (a log_softmax of 64 x 10 costs ~150 us as numpy calls, ~10 us here).
+arrays (a log_softmax of 64 x 10 costs ~150 us as numpy calls, ~10 us here). Likewise the
+LSTM's per-step element-wise work (rules/rnn.py: oneDNN's sigmoid and tanh of
+dnnl_eltwise.py and the cell update, forward; the gate cotangents, backward).
 
 LLVM keeps IEEE float semantics here: no fast-math flags are set, so nothing is reassociated
 or contracted, and every fused multiply-add is an explicit `llvm.fma`. The numpy kernels stay
@@ -39,6 +41,50 @@ def log_softmax_grad(g, result, out):
                                           *g.shape)
 
 
+def lstm_steps(pre, bias, cells, gates, tanh_c, hs):
+    """The LSTM forward's element-wise work bound to one layer's arrays, as rnn.CellStep's
+    numpy lines do it (dnnl_eltwise.LstmGates, the cell update) on columns: a function of the
+    step t that reads pre (4H, B) and bias (4H,; None: no bias) and writes gates[t] (the
+    activations, rows (input, forget, output, cell)), cells[t + 1] = fma(i, g, cells[t] f),
+    tanh_c[t] = tanh(cells[t + 1]) and hs[t + 1] = o tanh_c[t]; cells and hs (T + 1, H, B),
+    gates (T, 4H, B), tanh_c (T, H, B). None where no compiled kernel is at hand or an array
+    is not float32 and C-ordered. Addresses are taken once: a ctypes address costs ~2 us, the
+    numpy step it replaces ~190 us, the compiled one ~5 us."""
+    fns = kernels()
+    if fns is None or not _plain(pre, cells, gates, tanh_c, hs, bias):
+        return None
+    p, c, g, tc, h = (a.ctypes.data for a in (pre, cells, gates, tanh_c, hs))
+    sc, sg, stc, sh = (a.strides[0] for a in (cells, gates, tanh_c, hs))
+    b = 0 if bias is None else bias.ctypes.data
+    kernel, shape = fns[3], cells.shape[1:]
+    keep = (pre, bias, cells, gates, tanh_c, hs)  # alive as long as the function
+    return lambda t, _=keep: kernel(p, b, c + t * sc, g + t * sg, c + (t + 1) * sc,
+                                    tc + t * stc, h + (t + 1) * sh, *shape)
+
+
+def lstm_steps_back(dh, g_out, dc, gates, slope, tanh_slope, tanh_c, cells, dpre):
+    """rnn._cell_step_numpy bound to one layer's arrays: a function of the step k that, with
+    dh' = dh + g_out[k] (g_out None: dh) and dc' = dc + (tanh_slope[k] dh') o, fills dpre[k]
+    (4H, B, PyTorch's gate order (i, f, g, o)) from the kernel-ordered gates[k] and slope[k]
+    and overwrites dc (H, B) with dc' f; dh is read at each step. None where no compiled
+    kernel is at hand or an array is not float32 and C-ordered."""
+    fns = kernels()
+    steps = (g_out, gates, slope, tanh_slope, tanh_c, cells, dpre)
+    if fns is None or not _plain(dh, dc, *steps):
+        return None
+    go, g, sl, ts, tc, c, dp = (0 if a is None else a.ctypes.data for a in steps)
+    sgo, sg, ssl, sts, stc, sc, sdp = (0 if a is None else a.strides[0] for a in steps)
+    h, d, kernel, shape = dh.ctypes.data, dc.ctypes.data, fns[4], dh.shape
+    keep = (dh, dc, *steps)  # alive as long as the function
+    return lambda k, _=keep: kernel(h, go + k * sgo, d, g + k * sg, sl + k * ssl, ts + k * sts,
+                                    tc + k * stc, c + k * sc, dp + k * sdp, d, *shape)
+
+
+def _plain(*arrays):
+    """Whether each array (None: no array) is float32 and C-ordered."""
+    return all(a is None or (a.dtype == F32 and a.flags.c_contiguous) for a in arrays)
+
+
 def nll_sum(values, counted, power):
     """cascade_sum.nll_sum of a C-ordered float32 vector (counted: a bool mask of the samples
     that count, or None), its ladder's step 2**power; None where no compiled kernel is at
@@ -52,8 +98,8 @@ def nll_sum(values, counted, power):
 
 @functools.cache
 def kernels():
-    """(log_softmax forward, its backward, nll_sum) as ctypes functions, compiled once per
-    process; None where llvmlite cannot compile them."""
+    """(log_softmax forward, its backward, nll_sum, lstm step and its backward) as ctypes
+    functions, compiled once per process; None where llvmlite cannot compile them."""
     try:
         with _LOCK:
             return _compile()
@@ -409,18 +455,253 @@ done:
 }
 """.replace("LEVELS", "8").replace("TOP", "7")
 
+def _fma_chain(name, coefficients, r):
+    """%{name} = the polynomial with these coefficients (LLVM operands, highest degree first)
+    at r, by a chain of llvm.fma, as fma.horner computes it."""
+    lines, p = [], coefficients[0]
+    for k, c in enumerate(coefficients[1:]):
+        lines.append(f"  %{name}{k} = call float @llvm.fma.f32(float {p}, float {r}, float {c})")
+        p = f"%{name}{k}"
+    return "\n".join(lines) + f"\n  %{name} = fadd float {p}, -0.0"
+
+
+def _dnnl_sigmoid():
+    """dnnl_eltwise.sigmoid of %x (its exp on z = max(-|x|, ln FLT_MIN), flushed below)."""
+    from runtime import dnnl_eltwise as d
+    c = [_constant(v) for v in d._EXP_POLY]
+    return f"""
+define internal float @dnnl_sigmoid(float %x) alwaysinline {{
+entry:
+  %a = call float @llvm.fabs.f32(float %x)
+  %z = fneg float %a
+  %flush = fcmp olt float %z, {_constant(d._LN_MIN)}
+  %zc = select i1 %flush, float {_constant(d._LN_MIN)}, float %z
+  %t = fmul float %zc, {_constant(d._LOG2E)}
+  %t2 = fadd float %t, 0.5
+  %n = call float @llvm.floor.f32(float %t2)
+  %r = call float @llvm.fma.f32(float %n, float {_constant(-d._LN2)}, float %zc)
+{_fma_chain("p", c + ["1.0"], "%r")}
+  %nb = fadd float %n, {_constant(d._EXPONENT_FROM_N)}
+  %nbits = bitcast float %nb to i32
+  %sbits = shl i32 %nbits, 23
+  %scale = bitcast i32 %sbits to float
+  %scale0 = select i1 %flush, float 0.0, float %scale
+  %e1 = fmul float %p, %scale0
+  %e = fmul float %e1, 2.0
+  %e1p = fadd float %e, 1.0
+  %y = fdiv float %e, %e1p
+  %xbits = bitcast float %x to i32
+  %neg = icmp slt i32 %xbits, 0
+  %ny = fsub float 1.0, %y
+  %out = select i1 %neg, float %y, float %ny
+  ret float %out
+}}"""
+
+
+def _dnnl_tanh():
+    """dnnl_eltwise.tanh of %x: a degree-6 polynomial on the interval of |x| (its table a
+    global), x itself below the linear bound, 1 from the saturation bound (and for a nan)."""
+    from runtime import dnnl_eltwise as d
+    table = ", ".join(f"float {_constant(v)}" for v in d._TANH_TABLE.reshape(-1))
+    loads = "\n".join(f"""  %i{k} = add i64 %idx, {32 * k}
+  %pc{k} = getelementptr float, ptr @tanh_table, i64 %i{k}
+  %c{k} = load float, ptr %pc{k}""" for k in range(7))
+    return f"""
+@tanh_table = internal constant [224 x float] [{table}]
+
+define internal float @dnnl_tanh(float %x) alwaysinline {{
+entry:
+  %s = call float @llvm.fabs.f32(float %x)
+  %bits = bitcast float %s to i32
+  %off = sub i32 %bits, {d._TANH_BIAS}
+  %sh = ashr i32 %off, 22
+  %idx32 = and i32 %sh, 31
+  %idx = zext i32 %idx32 to i64
+  %startbits = and i32 %bits, {int(d._TANH_MASK)}
+  %start = bitcast i32 %startbits to float
+  %r = fsub float %s, %start
+{loads}
+{_fma_chain("q", [f"%c{k}" for k in range(6, -1, -1)], "%r")}
+  %sat = fcmp olt float %s, {_constant(d._TANH_SATURATED)}
+  %sel = select i1 %sat, float %q, float 1.0
+  %small = fcmp olt float %s, {_constant(d._TANH_LINEAR)}
+  %p2 = select i1 %small, float %s, float %sel
+  %out = call float @llvm.copysign.f32(float %p2, float %x)
+  ret float %out
+}}"""
+
+
+# one step's element-wise work on columns (rows by batch): gates from pre (+ the row's bias),
+# then the cell update, for element j of each (H, B) block
+_LSTM_STEP = """
+define internal float @gate_input(ptr %pre, ptr %bias, i64 %j, i64 %row) alwaysinline {
+entry:
+  %pp = getelementptr float, ptr %pre, i64 %j
+  %x = load float, ptr %pp
+  %has = icmp ne ptr %bias, null
+  br i1 %has, label %add, label %plain
+add:
+  %pb = getelementptr float, ptr %bias, i64 %row
+  %b = load float, ptr %pb
+  %xb = fadd float %x, %b
+  ret float %xb
+plain:
+  ret float %x
+}
+
+define void @lstm_step(ptr noalias %pre, ptr noalias %bias, ptr noalias %c, ptr noalias %gates,
+                       ptr noalias %cn, ptr noalias %tc, ptr noalias %hn, i64 %h, i64 %b) {
+entry:
+  %hb = mul i64 %h, %b
+  %hb2 = mul i64 %hb, 2
+  %hb3 = mul i64 %hb, 3
+  %h2 = mul i64 %h, 2
+  %h3 = mul i64 %h, 3
+  %empty = icmp eq i64 %hb, 0
+  br i1 %empty, label %exit, label %loop
+loop:
+  %j = phi i64 [0, %entry], [%j1, %loop]
+  %row = udiv i64 %j, %b
+  %j1i = add i64 %j, %hb
+  %j2i = add i64 %j, %hb2
+  %j3i = add i64 %j, %hb3
+  %r1 = add i64 %row, %h
+  %r2 = add i64 %row, %h2
+  %r3 = add i64 %row, %h3
+  %xi = call float @gate_input(ptr %pre, ptr %bias, i64 %j, i64 %row)
+  %xf = call float @gate_input(ptr %pre, ptr %bias, i64 %j1i, i64 %r1)
+  %xo = call float @gate_input(ptr %pre, ptr %bias, i64 %j2i, i64 %r2)
+  %xg = call float @gate_input(ptr %pre, ptr %bias, i64 %j3i, i64 %r3)
+  %gi = call float @dnnl_sigmoid(float %xi)
+  %gf = call float @dnnl_sigmoid(float %xf)
+  %go = call float @dnnl_sigmoid(float %xo)
+  %gg = call float @dnnl_tanh(float %xg)
+  %pgi = getelementptr float, ptr %gates, i64 %j
+  store float %gi, ptr %pgi
+  %pgf = getelementptr float, ptr %gates, i64 %j1i
+  store float %gf, ptr %pgf
+  %pgo = getelementptr float, ptr %gates, i64 %j2i
+  store float %go, ptr %pgo
+  %pgg = getelementptr float, ptr %gates, i64 %j3i
+  store float %gg, ptr %pgg
+  %pc = getelementptr float, ptr %c, i64 %j
+  %cv = load float, ptr %pc
+  %cf = fmul float %cv, %gf
+  %cnv = call float @llvm.fma.f32(float %gi, float %gg, float %cf)
+  %pcn = getelementptr float, ptr %cn, i64 %j
+  store float %cnv, ptr %pcn
+  %t = call float @dnnl_tanh(float %cnv)
+  %ptc = getelementptr float, ptr %tc, i64 %j
+  store float %t, ptr %ptc
+  %hv = fmul float %go, %t
+  %phn = getelementptr float, ptr %hn, i64 %j
+  store float %hv, ptr %phn
+  %j1 = add i64 %j, 1
+  %more = icmp slt i64 %j1, %hb
+  br i1 %more, label %loop, label %exit
+exit:
+  ret void
+}
+"""
+
+# the backward's step on columns (rules/rnn.py's _cell_step_numpy), element j of each block;
+# dcn may be dc itself (each element read before it is written)
+_LSTM_BACK = """
+define internal float @load_at(ptr %a, i64 %j) alwaysinline {
+entry:
+  %p = getelementptr float, ptr %a, i64 %j
+  %v = load float, ptr %p
+  ret float %v
+}
+
+define internal void @store_at(ptr %a, i64 %j, float %v) alwaysinline {
+entry:
+  %p = getelementptr float, ptr %a, i64 %j
+  store float %v, ptr %p
+  ret void
+}
+
+define void @lstm_step_back(ptr noalias %dh, ptr noalias %gout, ptr %dc,
+                            ptr noalias %gates, ptr noalias %slope, ptr noalias %ts,
+                            ptr noalias %tc, ptr noalias %cp, ptr noalias %dpre,
+                            ptr %dcn, i64 %h, i64 %b) {
+entry:
+  %hb = mul i64 %h, %b
+  %hb2 = mul i64 %hb, 2
+  %hb3 = mul i64 %hb, 3
+  %empty = icmp eq i64 %hb, 0
+  %has = icmp ne ptr %gout, null
+  br i1 %empty, label %exit, label %loop
+loop:
+  %j = phi i64 [0, %entry], [%j1, %body]
+  %j1i = add i64 %j, %hb
+  %j2i = add i64 %j, %hb2
+  %j3i = add i64 %j, %hb3
+  %dh0 = call float @load_at(ptr %dh, i64 %j)
+  br i1 %has, label %add, label %body
+add:
+  %go = call float @load_at(ptr %gout, i64 %j)
+  %dhs = fadd float %go, %dh0
+  br label %body
+body:
+  %dhv = phi float [%dh0, %loop], [%dhs, %add]
+  %gi = call float @load_at(ptr %gates, i64 %j)
+  %gf = call float @load_at(ptr %gates, i64 %j1i)
+  %gov = call float @load_at(ptr %gates, i64 %j2i)
+  %gg = call float @load_at(ptr %gates, i64 %j3i)
+  %si = call float @load_at(ptr %slope, i64 %j)
+  %sf = call float @load_at(ptr %slope, i64 %j1i)
+  %so = call float @load_at(ptr %slope, i64 %j2i)
+  %sg = call float @load_at(ptr %slope, i64 %j3i)
+  %tsv = call float @load_at(ptr %ts, i64 %j)
+  %tcv = call float @load_at(ptr %tc, i64 %j)
+  %cpv = call float @load_at(ptr %cp, i64 %j)
+  %dcv0 = call float @load_at(ptr %dc, i64 %j)
+  %t1 = fmul float %tsv, %dhv
+  %t2 = fmul float %t1, %gov
+  %dcv = fadd float %dcv0, %t2
+  %o1 = fmul float %so, %dhv
+  %do = fmul float %o1, %tcv
+  %i1 = fmul float %si, %dcv
+  %di = fmul float %i1, %gg
+  %f1 = fmul float %sf, %dcv
+  %df = fmul float %f1, %cpv
+  %g1 = fmul float %gi, %dcv
+  %dg = fmul float %sg, %g1
+  call void @store_at(ptr %dpre, i64 %j, float %di)
+  call void @store_at(ptr %dpre, i64 %j1i, float %df)
+  call void @store_at(ptr %dpre, i64 %j2i, float %dg)
+  call void @store_at(ptr %dpre, i64 %j3i, float %do)
+  %dcf = fmul float %dcv, %gf
+  call void @store_at(ptr %dcn, i64 %j, float %dcf)
+  %j1 = add i64 %j, 1
+  %more = icmp slt i64 %j1, %hb
+  br i1 %more, label %loop, label %exit
+exit:
+  ret void
+}
+"""
+
+
+def _lstm_text():
+    return _dnnl_sigmoid() + _dnnl_tanh() + _LSTM_STEP + _LSTM_BACK
+
+
 _DECLARATIONS = """
 declare float @llvm.fabs.f32(float)
 declare float @llvm.fma.f32(float, float, float)
 declare float @llvm.rint.f32(float)
 declare float @llvm.ldexp.f32.i32(float, i32)
+declare float @llvm.floor.f32(float)
+declare float @llvm.copysign.f32(float, float)
 """
 
 
 def _module_text():
     return (f"define internal float @sleef_expf(float %d) {{\nentry:{_exp_body()}\n}}\n\n"
             f"define internal float @sleef_logf(float %d) {{\nentry:{_log_body()}\n}}\n"
-            + _LANE_SUM + _ROW_MAX + _FORWARD + _BACKWARD + _NLL_LADDER + _DECLARATIONS)
+            + _LANE_SUM + _ROW_MAX + _FORWARD + _BACKWARD + _NLL_LADDER + _lstm_text()
+            + _DECLARATIONS)
 
 
 def _compile():
@@ -443,14 +724,17 @@ def _compile():
     tracker = (llvm.JITLibraryBuilder().add_object_img(tm.emit_object(mod))
                .add_current_process().export_symbol("log_softmax_fwd")
                .export_symbol("log_softmax_bwd").export_symbol("nll_ladder")
+               .export_symbol("lstm_step").export_symbol("lstm_step_back")
                .link(lljit, "runtime_simd_softmax"))
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     i32 = ctypes.c_int32
     fwd = ctypes.CFUNCTYPE(i32, ptr, ptr, i64, i64)(tracker["log_softmax_fwd"])
     bwd = ctypes.CFUNCTYPE(i32, ptr, ptr, ptr, i64, i64)(tracker["log_softmax_bwd"])
     ladder = ctypes.CFUNCTYPE(ctypes.c_float, ptr, ptr, i64, i64)(tracker["nll_ladder"])
+    step = ctypes.CFUNCTYPE(None, *[ptr] * 7, i64, i64)(tracker["lstm_step"])
+    back = ctypes.CFUNCTYPE(None, *[ptr] * 10, i64, i64)(tracker["lstm_step_back"])
     _KEEP.extend([lljit, tracker, tm])
-    return fwd, bwd, ladder
+    return fwd, bwd, ladder, step, back
 
 
 _KEEP = []  # the JIT and its code live as long as the process

@@ -17,7 +17,9 @@ tanh), then three products over all steps:
     (a reverse layer: one product d pre^T h[:-1])
     d b = every step's rows added in turn, last step first
 Every product is a chain of fused multiply-adds in k order (numpy_ops.matmul). A
-reverse-direction layer runs on the time-flipped sequence.
+reverse-direction layer runs on the time-flipped sequence. Each step's element-wise work
+(activations and cell update; the backward's gate cotangents) runs compiled where llvmlite
+is (runtime/simd_compiled.py: the same operations, one loop), else as the numpy lines here.
 
 On Tensors (create_graph=True) the rule recomputes the layer from its inputs with recorded
 operations and runs the same recursion on them, so the gradients can be differentiated again.
@@ -25,7 +27,7 @@ operations and runs the same recursion on them, so the gradients can be differen
 
 import numpy as np
 
-from runtime import dnnl_eltwise
+from runtime import dnnl_eltwise, simd_compiled
 from runtime.fma import fma, horner
 from runtime.rules import numpy_ops, rule
 
@@ -88,18 +90,37 @@ def lstm_forward(x, w_ih, w_hh, bias, h0, c0):
     hs[0], cells[0] = h0.T, c0.T
     recurrent = _recurrent_step(_kernel_order(w_hh, hidden), batch)
     bias = None if bias is None else _kernel_order(bias, hidden)[:, None]
-    activate = dnnl_eltwise.LstmGates(hidden, batch)
-    tanh = dnnl_eltwise.Tanh((hidden, batch))
+    pre = np.empty((4 * hidden, batch), x.dtype)
+    flat_bias = None if bias is None else bias.reshape(-1)
+    compiled = simd_compiled.lstm_steps(pre, flat_bias, cells, gates, tanh_c, hs)
+    step = CellStep(hidden, batch) if compiled is None else None
     for t in range(steps):
-        pre = recurrent(gates[t], hs[t])
+        np.copyto(pre, recurrent(gates[t], hs[t]))
+        if compiled is not None:  # the same bits as CellStep's numpy lines, compiled
+            compiled(t)
+        else:
+            step(pre, bias, cells[t], gates[t], cells[t + 1], tanh_c[t], hs[t + 1])
+    return hs, cells, tanh_c, gates
+
+
+class CellStep:
+    """A step's element-wise work on columns, the reference for simd_compiled.lstm_steps:
+    gates = activations of pre + bias (bias (4H, 1) or None), c_next = fma(i, g, c f),
+    tanh_c = tanh(c_next), h_next = o tanh_c."""
+
+    def __init__(self, hidden, batch):
+        self.activate = dnnl_eltwise.LstmGates(hidden, batch)
+        self.tanh = dnnl_eltwise.Tanh((hidden, batch))
+        self.shape = (4, hidden, batch)
+
+    def __call__(self, pre, bias, c_prev, gates, c_next, tanh_c, h_next):
         if bias is not None:
             pre += bias
-        activate(pre, gates[t])
-        i, f, o, g = gates[t].reshape(4, hidden, batch)
-        cells[t + 1] = horner([i, cells[t] * f], g)  # fma(i, g, c f)
-        tanh_c[t] = tanh(cells[t + 1])
-        np.multiply(o, tanh_c[t], out=hs[t + 1])
-    return hs, cells, tanh_c, gates
+        self.activate(pre, gates)
+        i, f, o, g = gates.reshape(self.shape)
+        c_next[...] = horner([i, c_prev * f], g)  # fma(i, g, c f)
+        tanh_c[...] = self.tanh(c_next)
+        np.multiply(o, tanh_c, out=h_next)
 
 
 def by_batch(columns):
@@ -132,20 +153,25 @@ def lstm_layer(ops, g, needs, x, w_ih, w_hh, b_ih, b_hh, h0, c0, acts, reverse):
     dpre = np.empty((steps, 4 * hidden, batch), gates.dtype)
     slope, tanh_slope = _slopes(gates, tanh_c)
     w_hh_t = w_hh.T
+    dh, dc = np.array(dh, order="C"), np.array(dc, order="C")  # buffers, rewritten each step
+    compiled = simd_compiled.lstm_steps_back(dh, g_out, dc, gates, slope, tanh_slope, tanh_c,
+                                             cells, dpre)
     for k in range(steps - 1, -1, -1):
-        dh = dh if g_out is None else g_out[k] + dh
-        dc = _cell_step(dpre[k], dh, dc, gates[k], slope[k], tanh_slope[k], tanh_c[k],
-                        cells[k])
-        dh = _product(w_hh_t, dpre[k])
+        if compiled is not None:  # the same bits as _cell_step_numpy, compiled
+            compiled(k)
+        else:
+            step_dh = dh if g_out is None else g_out[k] + dh
+            dc[...] = _cell_step_numpy(dpre[k], step_dh, dc, gates[k], slope[k],
+                                       tanh_slope[k], tanh_c[k], cells[k])
+        np.copyto(dh, _product(w_hh_t, dpre[k]))
     flat = by_batch(dpre).reshape(steps * batch, -1)
     return _lstm_input_grads(needs, x, w_ih, by_batch(hs), flat, by_batch(dh), by_batch(dc),
                              has_bias, reverse)
 
 
-def _cell_step(dpre, dh, dc, gates, slope, tanh_slope, tanh_c, c_prev):
-    """One step of the recursion on columns: fills dpre (4H, B, PyTorch's gate order) from
-    the kernel's gates (input, forget, output, cell), returns the cell's cotangent before the
-    step."""
+def _cell_step_numpy(dpre, dh, dc, gates, slope, tanh_slope, tanh_c, c_prev):
+    """Fills dpre (4H, B, PyTorch's gate order) from the kernel's gates (input, forget,
+    output, cell), returns the cell's cotangent before the step."""
     i, f, o, g = gates.reshape(4, -1, gates.shape[-1])
     di, df, do, dg = slope.reshape(4, -1, slope.shape[-1])
     d_i, d_f, d_g, d_o = dpre.reshape(4, -1, dpre.shape[-1])
