@@ -674,6 +674,8 @@ class ArrayLowering(PairwiseLowering):
 
     # -- copies and construction -----------------------------------------------------------
     def copy(self, op):
+        if op.results[0] in self.fusion.lazy:
+            return self.lazy_copy(op, self.v(op.operands[0]))
         return self.copy_of(self.v(op.operands[0]), op.loc)
 
     def concatenate(self, op):

@@ -1,7 +1,7 @@
 """Fusion of elementwise array ops into the loops that consume them (LLVM backend).
 
-An elementwise op whose every use reads it element by element (another elementwise op, a
-reduction, the value of `x[...] = v` or `x[...] += v`, `sum_to`, `copy`, a part of
+An elementwise op (or a copy: forward mode copies a broadcast tangent) whose every use reads
+it element by element (another elementwise op, a reduction, the value of `x[...] = v` or `x[...] += v`, `sum_to`, `copy`, a part of
 `np.concatenate`; `shape` and `size`
 only look at its shape) is not computed where it stands: it becomes a *lazy* value, a tree of
 scalar ops over the arrays it reads (its *leaves*), and each consumer computes the elements
@@ -33,7 +33,7 @@ import llvmlite.ir as ir
 
 from adcompile.backends.llvm.values import I1, ArrayV, LazyNode, LazyV, Pack, i64
 from adcompile.ir import types as T
-from adcompile.ir.nodes import VIEWS, WRITES, walk, walk_op
+from adcompile.ir.nodes import VIEWS, WRITES, Op, walk, walk_op
 from adcompile.ir.prims import BINARY_MATH, ELEMENTWISE, UNARY_MATH
 
 RECOMPUTE = 8  # scalar ops a lazy value used more than once may cost per element
@@ -201,6 +201,8 @@ def _independent(group, params, fusion):
 
 
 def _fusible(op):
+    if op.prim == "copy":  # elementwise too: each element is its operand's
+        return isinstance(op.results[0].type, T.Array)
     if op.prim not in ELEMENTWISE or len(op.results) != 1:
         return False
     t = op.results[0].type
@@ -322,6 +324,15 @@ class FusionLowering:
                 scalars.append((x, v))
         node = LazyNode(element_op, slots, parts, scalars)
         return LazyV(op.results[0].type.dtype, shape, [Pack(p) for p in packs], node)
+
+    def lazy_copy(self, op, x):
+        """The lazy value of `op` = copy of x: x's own tree, or a leaf read as it is (a cast
+        to its own dtype, which changes no bit)."""
+        if isinstance(x, LazyV):
+            return x
+        t = op.results[0].type
+        identity = Op("cast", [op.operands[0]], [t], {"to": t}, loc=op.loc)
+        return self.lazy_value(identity, [x], x.shape, [x.strides])
 
     def lazy_element(self, lazy, offsets):
         """The element of `lazy` at `offsets` (a Pack), as a register of its dtype."""
