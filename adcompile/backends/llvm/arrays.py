@@ -1241,6 +1241,8 @@ class ArrayLowering(PairwiseLowering):
         Python backend's `_sum_to` returns it), without a copy."""
         g, like = self.v(op.operands[0]), self.v(op.operands[1])
         t = op.results[0].type
+        if op.results[0] in self.fusion.deferred:  # lowered with its store
+            return (g, like, op)
         if not isinstance(g, (ArrayV, LazyV)):
             if isinstance(like, ArrayV):
                 raise NotImplementedError("sum_to of a number to an array's shape")

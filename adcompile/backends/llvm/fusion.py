@@ -49,6 +49,7 @@ class Fusion:
 
     def __init__(self):
         self.lazy = set()
+        self.deferred = set()  # sum_to results lowered with their store (_defer_sum_to)
         self.leaves = {}
         self.cost = {}
         self.expensive = set()
@@ -84,6 +85,13 @@ def _plan_block(block, params, fusion):
         if _lazy_view(op) and op.operands[0] in fusion.lazy:
             _view_of_lazy(op, fusion)
             continue
+        if _stored_sum_to(op, fusion):
+            found = uses.get(op.results[0], [])
+            if len(found) == 1 and found[0][1] is not None and \
+                    _is_store_value(found[0][1], found[0][2]) and \
+                    not _written_before(op, found[0][0], k, writes, params, position, fusion):
+                _defer_sum_to(op, fusion)
+            continue
         if not _fusible(op):
             continue
         r = op.results[0]
@@ -111,6 +119,41 @@ def _plan_block(block, params, fusion):
         fusion.cost[r] = cost
         if expensive:
             fusion.expensive.add(r)
+
+
+def _stored_sum_to(op, fusion):
+    """`sum_to(g, like)` of a lazy g to a shape of as many axes, no cast: reverse mode's
+    `x_bar[...] += sum_to(g, x.shape)`, where g usually has x's shape already."""
+    if op.prim != "sum_to" or op.operands[0] not in fusion.lazy:
+        return False
+    g, like, r = op.operands[0].type, op.operands[1].type, op.results[0].type
+    return isinstance(like, T.Array) and like.ndim == g.ndim and r.dtype == g.dtype
+
+
+def _is_store_value(user, n):
+    return user.prim in ("iadd", "assign") and n == 1
+
+
+def _written_before(op, last, k, writes, params, position, fusion):
+    """Whether an op after k, up to `last` (the store included), may write into the memory of
+    the leaves of op's lazy operand."""
+    leaves = fusion.leaves[op.operands[0]]
+    roots = {_root(v) for v in leaves if isinstance(v.type, T.Array)}
+    return any(_may_share(w, leaf, params, position) for j in range(k + 1, last + 1)
+               for w in writes[j] for leaf in roots)
+
+
+def _defer_sum_to(op, fusion):
+    """The sum_to is lowered with its store: when at run time g has like's shape, the store
+    reads g's elements in place (no array, no zero fill, no second pass); see
+    FusionLowering.resolving_sums. It counts as lazy (its leaves are g's)."""
+    r, g = op.results[0], op.operands[0]
+    fusion.lazy.add(r)
+    fusion.deferred.add(r)
+    fusion.leaves[r] = fusion.leaves[g]
+    fusion.cost[r] = fusion.cost[g]
+    if g in fusion.expensive:
+        fusion.expensive.add(r)
 
 
 def _lazy_view(op):
@@ -352,6 +395,36 @@ class FusionLowering:
             elif part is not None:
                 self.values[slot] = self.read(part, next(offsets))
         return self.scalar_rule(node.op.prim)(self, node.op), node
+
+    # -- sum_to lowered with its store ---------------------------------------------------------
+    def resolving_sums(self, ops, lower):
+        """lower() the stores `ops` whose values include deferred sum_to results
+        (_defer_sum_to): when every such g has its like's shape, with g itself as the value,
+        else with g summed into a new array (as sum_to would have made it)."""
+        deferred = [op.operands[1] for op in ops if op.operands[1] in self.fusion.deferred]
+        if not deferred:
+            return lower()
+        b = self.b
+        pending = {v: self.values[v] for v in deferred}
+        same = ir.Constant(I1, 1)
+        for g, like, _ in pending.values():
+            for n, d in zip(like.shape, g.shape):
+                same = b.and_(same, b.icmp_signed("==", n, d))
+        with b.if_else(same) as (in_place, summed):
+            with in_place:
+                for v, (g, _, _) in pending.items():
+                    self.values[v] = g
+                lower()
+            with summed:
+                made = []
+                for v, (g, like, op) in pending.items():
+                    self.values[v] = self.summed_to(g, like, op.results[0].type, 0, op.loc)
+                    made.append(self.values[v])
+                lower()
+                for array in made:
+                    self.release(array)
+        self.values.update(pending)  # (what the deaths release: nothing)
+        return None
 
     # -- stores in one loop ------------------------------------------------------------------
     def store_group(self, ops, pairs):
