@@ -24,6 +24,10 @@ When an op stays lazy (`plan`), decided per block in program order:
   tape) may.
 A leaf lives until the last consumer of its lazy value (see memory.deaths).
 
+`sum_to(g, like)` of a lazy g whose one use is the value of a store (reverse mode's
+`x_bar[...] += sum_to(g, x.shape)`) is lazy too, with g's leaves (`deferred`): the store runs
+with g itself when g has like's shape at run time, else with g summed into a new array.
+
 At run time a lazy value (LazyV) has its shape, checked for broadcasting where the op
 stands, and one stride per leaf and axis (a Pack); the consumer's loops advance one offset
 per leaf (arrays.loops) and `read` evaluates the tree at those offsets.

@@ -27,7 +27,10 @@ An elementwise expression (a lazy value, fusion.py) is what numpy sums after it 
 temporary of it: each ufunc's result is laid out in the order its operands' strides give
 (nditer's K order, C order winning a conflict), so a 1-d expression adds in its own order,
 an n-d one in its temporary's memory order: read in place when every leaf is one run in that
-order, else computed into a temporary with that layout first.
+order, else computed into a temporary with that layout first. A sum over the last axis alone of
+a C-contiguous array, or of an expression whose temporary would be C-ordered, is one pairwise
+sum per row (numpy hands its add loop each row whole), read in place from the leaves with no
+plan worked out (row_sums).
 
 The code: `adc.pairwise.*` is numpy's pairwise_sum for one kind of operand (an array of a
 dtype, or an expression; constant strides stay constants), recursive, its 8 accumulators two
