@@ -9,12 +9,20 @@ pure op with no live result goes away; so does an if/for/while with no live resu
 effect inside (a grad program's forward loop that only computed the value grad() does not
 return). A `for` also loses each carried value that is neither live after the loop nor read
 inside it by live code (the running sum of a forward loop kept alive by its index checks).
+
+A tape the function makes (`tape_new`) is live when something needs it: a live pop or size,
+or any use other than its own pushes, pops and reserves; then all of those are live (its
+pops must match its pushes). A tape nobody reads goes away with its pushes, and with them
+what only they needed: forward mode over a gradient program tapes a tangent for every taped
+value, and the tangents of values the adjoint reads only through `==` (the mask of np.min)
+are never popped by live code.
 """
 
 from adcompile.ir.nodes import walk
 from adcompile.ir.prims import PRIMS, may_raise
 
 _CONTROL = ("if", "for", "while", "yield", "condition")
+_TAPE_OPS = ("tape_push", "tape_pop", "tape_reserve", "tape_size")
 
 
 def dead_code(fn):
@@ -33,11 +41,14 @@ class _Marker:
         self.work = []
         self.slot_of = {}  # a value yielded by or carried into a `for` -> (for op, slot)
         self.parent = {}  # op -> the control op whose region holds it
+        self.tape_ops = {}  # a tape the function makes -> its pushes, pops, reserves, sizes
         self._index(fn.body, None)
 
     def _index(self, block, owner):
         for op in block.ops:
             self.parent[op] = owner
+            if op.prim != "tape_new" and _own_tape_op(op):
+                self.tape_ops.setdefault(op.operands[0], []).append(op)
             for region in op.regions:
                 self._index(region, op)
             if op.prim == "for":
@@ -90,6 +101,10 @@ class _Marker:
             owner = v.owner
             if v in self.slot_of:
                 self.slot(*self.slot_of[v])
+            elif owner is not None and owner.prim == "tape_new":
+                self.op(owner)
+                for op in self.tape_ops.get(v, ()):
+                    self.op(op)
             elif owner is not None:
                 if owner.prim == "for":
                     self.slot(owner, owner.results.index(v))
@@ -97,10 +112,25 @@ class _Marker:
                     self.op(owner)
 
 
+def _own_tape_op(op):
+    """An op on a tape the function made: live only when the tape is (see the docstring)."""
+    if op.prim == "tape_new":
+        return True
+    if op.prim not in _TAPE_OPS:
+        return False
+    owner = op.operands[0].owner
+    return owner is not None and owner.prim == "tape_new"
+
+
+def _seeds(op):
+    """Whether op is live whatever else is: the return and effects, but for tape ops."""
+    return op.prim == "return" or (_is_effect(op) and not _own_tape_op(op))
+
+
 def _mark(fn):
     marker = _Marker(fn)
     for op in walk(fn.body):
-        if op.prim == "return" or _is_effect(op):
+        if _seeds(op):
             marker.op(op)
     marker.run()
     return marker.live
@@ -117,7 +147,7 @@ def _sweep(block, live):
                     _sweep(region, live)
                 kept.append(op)
             continue
-        if op in live or any(r in live for r in op.results) or _is_effect(op):
+        if op in live or any(r in live for r in op.results) or _seeds(op):
             kept.append(op)
     block.ops = kept
 

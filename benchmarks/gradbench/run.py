@@ -73,7 +73,7 @@ def main():
         return replot()
     budget = args.budget if args.budget is not None else (0.3 if args.quick else 1.0)
     if args.cpu_time:
-        harness.CLOCK = time.process_time
+        harness.CLOCK = harness.cpu_seconds
     _one_thread()
     for name in args.evals.split(","):
         module = _import(name.strip())
@@ -310,7 +310,8 @@ def machine():
             "python": platform.python_version(), "versions": ", ".join(versions),
             "adcompile": _compiler_version(os.path.dirname(adcompile.__file__)),
             "load": ", ".join(f"{x:.1f}" for x in os.getloadavg()),
-            "clock": "CPU" if harness.CLOCK is time.process_time else "wall-clock"}
+            "clock": "CPU" if harness.CLOCK is harness.cpu_seconds else "wall-clock",
+            "timing": f"batches of calls of at least {harness.BATCH * 1e3:.0f} ms"}
 
 
 def _compiler_version(package):
@@ -346,8 +347,10 @@ HEADER = ("| workload | adcompile objective | adcompile derivative | adcompile r
 
 def markdown(results):
     lines = ["# GradBench evals: adcompile, JAX, PyTorch, numba", "",
-             "Written by `run.py` (see README.md). Times are the best of repeated calls after "
-             "a warm-up, one thread; a ratio is derivative time / objective time (GradBench's "
+             "Written by `run.py` (see README.md). Times are per call, the best of repeated "
+             "timings after a warm-up (batches of calls of at least 20 ms where a table says "
+             "so, CPU time then summed over every thread; single calls otherwise, whose JAX "
+             "CPU times may read too low: README.md), one thread; a ratio is derivative time / objective time (GradBench's "
              "score per workload). The error is GradBench's |a - e| / max(1, |a| + |e|), the "
              "largest over the objective and the derivative (GradBench accepts 1e-4). "
              "Compile is the first call of adcompile's derivative beyond an ordinary call, "
@@ -362,7 +365,8 @@ def markdown(results):
                   + (f"; load average {info['load']} (1, 5, 15 min) at the end of the run"
                      if info.get("load") else "")
                   + ("; times are CPU times (run.py --cpu-time)" if info.get("clock") == "CPU"
-                     else "") + ".", "",
+                     else "") + (f", timed in {info['timing']}" if info.get("timing") else "")
+                  + ".", "",
                   HEADER, "|" + "---|" * HEADER.count(" | ") + "---|"]
         lines += [_markdown_row(row) for row in results[name]["rows"]]
         lines += _fastmath_table(results[name]["rows"])

@@ -674,6 +674,8 @@ class ArrayLowering(PairwiseLowering):
 
     # -- copies and construction -----------------------------------------------------------
     def copy(self, op):
+        if op.results[0] in self.fusion.lazy:
+            return self.lazy_copy(op, self.v(op.operands[0]))
         return self.copy_of(self.v(op.operands[0]), op.loc)
 
     def concatenate(self, op):
@@ -1239,6 +1241,8 @@ class ArrayLowering(PairwiseLowering):
         Python backend's `_sum_to` returns it), without a copy."""
         g, like = self.v(op.operands[0]), self.v(op.operands[1])
         t = op.results[0].type
+        if op.results[0] in self.fusion.deferred:  # lowered with its store
+            return (g, like, op)
         if not isinstance(g, (ArrayV, LazyV)):
             if isinstance(like, ArrayV):
                 raise NotImplementedError("sum_to of a number to an array's shape")

@@ -1,7 +1,7 @@
 """Fusion of elementwise array ops into the loops that consume them (LLVM backend).
 
-An elementwise op whose every use reads it element by element (another elementwise op, a
-reduction, the value of `x[...] = v` or `x[...] += v`, `sum_to`, `copy`, a part of
+An elementwise op (or a copy: forward mode copies a broadcast tangent) whose every use reads
+it element by element (another elementwise op, a reduction, the value of `x[...] = v` or `x[...] += v`, `sum_to`, `copy`, a part of
 `np.concatenate`; `shape` and `size`
 only look at its shape) is not computed where it stands: it becomes a *lazy* value, a tree of
 scalar ops over the arrays it reads (its *leaves*), and each consumer computes the elements
@@ -24,6 +24,10 @@ When an op stays lazy (`plan`), decided per block in program order:
   tape) may.
 A leaf lives until the last consumer of its lazy value (see memory.deaths).
 
+`sum_to(g, like)` of a lazy g whose one use is the value of a store (reverse mode's
+`x_bar[...] += sum_to(g, x.shape)`) is lazy too, with g's leaves (`deferred`): the store runs
+with g itself when g has like's shape at run time, else with g summed into a new array.
+
 At run time a lazy value (LazyV) has its shape, checked for broadcasting where the op
 stands, and one stride per leaf and axis (a Pack); the consumer's loops advance one offset
 per leaf (arrays.loops) and `read` evaluates the tree at those offsets.
@@ -33,7 +37,7 @@ import llvmlite.ir as ir
 
 from adcompile.backends.llvm.values import I1, ArrayV, LazyNode, LazyV, Pack, i64
 from adcompile.ir import types as T
-from adcompile.ir.nodes import VIEWS, WRITES, walk, walk_op
+from adcompile.ir.nodes import VIEWS, WRITES, Op, walk, walk_op
 from adcompile.ir.prims import BINARY_MATH, ELEMENTWISE, UNARY_MATH
 
 RECOMPUTE = 8  # scalar ops a lazy value used more than once may cost per element
@@ -49,6 +53,7 @@ class Fusion:
 
     def __init__(self):
         self.lazy = set()
+        self.deferred = set()  # sum_to results lowered with their store (_defer_sum_to)
         self.leaves = {}
         self.cost = {}
         self.expensive = set()
@@ -84,6 +89,13 @@ def _plan_block(block, params, fusion):
         if _lazy_view(op) and op.operands[0] in fusion.lazy:
             _view_of_lazy(op, fusion)
             continue
+        if _stored_sum_to(op, fusion):
+            found = uses.get(op.results[0], [])
+            if len(found) == 1 and found[0][1] is not None and \
+                    _is_store_value(found[0][1], found[0][2]) and \
+                    not _written_before(op, found[0][0], k, writes, params, position, fusion):
+                _defer_sum_to(op, fusion)
+            continue
         if not _fusible(op):
             continue
         r = op.results[0]
@@ -111,6 +123,41 @@ def _plan_block(block, params, fusion):
         fusion.cost[r] = cost
         if expensive:
             fusion.expensive.add(r)
+
+
+def _stored_sum_to(op, fusion):
+    """`sum_to(g, like)` of a lazy g to a shape of as many axes, no cast: reverse mode's
+    `x_bar[...] += sum_to(g, x.shape)`, where g usually has x's shape already."""
+    if op.prim != "sum_to" or op.operands[0] not in fusion.lazy:
+        return False
+    g, like, r = op.operands[0].type, op.operands[1].type, op.results[0].type
+    return isinstance(like, T.Array) and like.ndim == g.ndim and r.dtype == g.dtype
+
+
+def _is_store_value(user, n):
+    return user.prim in ("iadd", "assign") and n == 1
+
+
+def _written_before(op, last, k, writes, params, position, fusion):
+    """Whether an op after k, up to `last` (the store included), may write into the memory of
+    the leaves of op's lazy operand."""
+    leaves = fusion.leaves[op.operands[0]]
+    roots = {_root(v) for v in leaves if isinstance(v.type, T.Array)}
+    return any(_may_share(w, leaf, params, position) for j in range(k + 1, last + 1)
+               for w in writes[j] for leaf in roots)
+
+
+def _defer_sum_to(op, fusion):
+    """The sum_to is lowered with its store: when at run time g has like's shape, the store
+    reads g's elements in place (no array, no zero fill, no second pass); see
+    FusionLowering.resolving_sums. It counts as lazy (its leaves are g's)."""
+    r, g = op.results[0], op.operands[0]
+    fusion.lazy.add(r)
+    fusion.deferred.add(r)
+    fusion.leaves[r] = fusion.leaves[g]
+    fusion.cost[r] = fusion.cost[g]
+    if g in fusion.expensive:
+        fusion.expensive.add(r)
 
 
 def _lazy_view(op):
@@ -201,6 +248,8 @@ def _independent(group, params, fusion):
 
 
 def _fusible(op):
+    if op.prim == "copy":  # elementwise too: each element is its operand's
+        return isinstance(op.results[0].type, T.Array)
     if op.prim not in ELEMENTWISE or len(op.results) != 1:
         return False
     t = op.results[0].type
@@ -323,6 +372,15 @@ class FusionLowering:
         node = LazyNode(element_op, slots, parts, scalars)
         return LazyV(op.results[0].type.dtype, shape, [Pack(p) for p in packs], node)
 
+    def lazy_copy(self, op, x):
+        """The lazy value of `op` = copy of x: x's own tree, or a leaf read as it is (a cast
+        to its own dtype, which changes no bit)."""
+        if isinstance(x, LazyV):
+            return x
+        t = op.results[0].type
+        identity = Op("cast", [op.operands[0]], [t], {"to": t}, loc=op.loc)
+        return self.lazy_value(identity, [x], x.shape, [x.strides])
+
     def lazy_element(self, lazy, offsets):
         """The element of `lazy` at `offsets` (a Pack), as a register of its dtype."""
         if not isinstance(offsets, Pack):  # a 0-d value: every leaf at its offset 0
@@ -341,6 +399,36 @@ class FusionLowering:
             elif part is not None:
                 self.values[slot] = self.read(part, next(offsets))
         return self.scalar_rule(node.op.prim)(self, node.op), node
+
+    # -- sum_to lowered with its store ---------------------------------------------------------
+    def resolving_sums(self, ops, lower):
+        """lower() the stores `ops` whose values include deferred sum_to results
+        (_defer_sum_to): when every such g has its like's shape, with g itself as the value,
+        else with g summed into a new array (as sum_to would have made it)."""
+        deferred = [op.operands[1] for op in ops if op.operands[1] in self.fusion.deferred]
+        if not deferred:
+            return lower()
+        b = self.b
+        pending = {v: self.values[v] for v in deferred}
+        same = ir.Constant(I1, 1)
+        for g, like, _ in pending.values():
+            for n, d in zip(like.shape, g.shape):
+                same = b.and_(same, b.icmp_signed("==", n, d))
+        with b.if_else(same) as (in_place, summed):
+            with in_place:
+                for v, (g, _, _) in pending.items():
+                    self.values[v] = g
+                lower()
+            with summed:
+                made = []
+                for v, (g, like, op) in pending.items():
+                    self.values[v] = self.summed_to(g, like, op.results[0].type, 0, op.loc)
+                    made.append(self.values[v])
+                lower()
+                for array in made:
+                    self.release(array)
+        self.values.update(pending)  # (what the deaths release: nothing)
+        return None
 
     # -- stores in one loop ------------------------------------------------------------------
     def store_group(self, ops, pairs):

@@ -225,7 +225,10 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
                 self.release_dead(dying.get(k, ()))
                 continue
             if op in self.fusion.groups:
-                result = self.store_group(*self.fusion.groups[op])
+                group = self.fusion.groups[op]
+                result = self.resolving_sums(group[0], lambda: self.store_group(*group))
+            elif op.prim in ("iadd", "assign"):
+                result = self.resolving_sums([op], lambda: self.lower_alone(op))
             else:
                 result = self.lower_alone(op)
             if op.results:

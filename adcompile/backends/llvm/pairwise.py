@@ -27,7 +27,10 @@ An elementwise expression (a lazy value, fusion.py) is what numpy sums after it 
 temporary of it: each ufunc's result is laid out in the order its operands' strides give
 (nditer's K order, C order winning a conflict), so a 1-d expression adds in its own order,
 an n-d one in its temporary's memory order: read in place when every leaf is one run in that
-order, else computed into a temporary with that layout first.
+order, else computed into a temporary with that layout first. A sum over the last axis alone of
+a C-contiguous array, or of an expression whose temporary would be C-ordered, is one pairwise
+sum per row (numpy hands its add loop each row whole), read in place from the leaves with no
+plan worked out (row_sums).
 
 The code: `adc.pairwise.*` is numpy's pairwise_sum for one kind of operand (an array of a
 dtype, or an expression; constant strides stay constants), recursive, its 8 accumulators two
@@ -74,23 +77,67 @@ class PairwiseLowering:
         if len(axes) == x.ndim:  # one result (kept as an array with keepdims)
             return self.reduce_into(op, x, axes, lambda base: finish(self.total(x, dtype,
                                                                                 op.loc)))
+        out = self.reduced_array(op, x, axes)
+        if list(axes) != [x.ndim - 1] or dtype != x.dtype:
+            self.planned_axis_sum(op, x, axes, dtype, finish, out)
+            return out[0]
+        with self.b.if_else(self.rows_in_order(x)) as (rows, planned):
+            with rows:
+                self.row_sums(x, dtype, finish, out)
+            with planned:
+                self.planned_axis_sum(op, x, axes, dtype, finish, out)
+        return out[0]
+
+    def rows_in_order(self, x):
+        """Whether numpy sums x over its last axis as one pairwise sum per row, in place:
+        x (an expression: its temporary) is C-contiguous, so nditer keeps the last axis
+        innermost and hands each row to the add loop whole."""
+        b = self.b
+        if isinstance(x, LazyV):
+            perm = self.lazy_order(x)
+            ordered = ir.Constant(I1, 1)
+            for k, p in enumerate(perm):
+                ordered = b.and_(ordered, b.icmp_signed("==", p, i64(x.ndim - 1 - k)))
+            return ordered
+        ordered, step = ir.Constant(I1, 1), i64(1)
+        for n, s in zip(reversed(x.shape), reversed(x.strides)):
+            fits = b.or_(b.icmp_signed("==", n, i64(1)), b.icmp_signed("==", s, step))
+            ordered, step = b.and_(ordered, fits), b.mul(step, n)
+        return ordered
+
+    def row_sums(self, x, dtype, finish, out):
+        """out[j] = finish(0 + pairwise(row j of x)) (see rows_in_order): an expression's
+        rows are read from its leaves, with no temporary and no plan."""
+        out, out_strides = out
+        n, stride = x.shape[-1], x.strides[-1]
+
+        def one(offsets):
+            row = self.pairwise(x, offsets[1], n, stride, dtype, short=True)
+            value = self.b.fadd(zero(REG[dtype]), row, flags=self.flags)
+            self.write(out, offsets[0], finish(value), out.dtype)
+
+        self.parallel_loops(x.shape[:-1], [out_strides, x.strides[:-1]], one,
+                            work=self.count(x.shape))
+
+    def planned_axis_sum(self, op, x, axes, dtype, finish, out):
+        """axis_sum over numpy's plan, an expression computed into its temporary first."""
         temp = None
         if isinstance(x, LazyV):
             x = temp = self.temporary(x, self.lazy_order(x), op.loc)
-        out = self.axis_sum(op, x, axes, dtype, finish)
+        self.axis_sum(op, x, axes, dtype, finish, out)
         if temp is not None:
             self.release(temp)
-        return out
 
-    def axis_sum(self, op, x, axes, dtype, finish):
-        """A sum over some axes of array x into a new array: when numpy's iteration has kept
-        axes innermost, out[j] += x[i, j] streams over x (each output adds its elements in
-        turn); else each output adds its calls (plan_sum). finish(sum) is the result."""
+    def axis_sum(self, op, x, axes, dtype, finish, out):
+        """A sum over some axes of array x into the new array `out` (with its strides along
+        x's kept axes): when numpy's iteration has kept axes innermost, out[j] += x[i, j]
+        streams over x (each output adds its elements in turn); else each output adds its
+        calls (plan_sum). finish(sum) is the result."""
         b = self.b
         plan = self.sum_plan(x, axes, dtype != x.dtype)
         buffer = self.call_buffer(plan, dtype, op.loc)
         nonempty = b.icmp_signed("!=", self.count([x.shape[a] for a in axes]), i64(0))
-        out, out_strides = self.reduced_array(op, x, axes)
+        out, out_strides = out
         kept = [a for a in range(x.ndim) if a not in axes]
         shape, strides = [x.shape[a] for a in kept], [x.strides[a] for a in kept]
 
