@@ -22,7 +22,7 @@ import weakref
 
 import numpy as np
 
-from runtime import dtypes, grad_mode
+from runtime import dtypes, grad_mode, inplace_order
 from runtime import ops as F
 from runtime.overlap import check_internal_overlap, check_partial_overlap, overlapping
 from runtime.autograd_meta import (
@@ -715,6 +715,8 @@ class Tensor:
                 aliased = True
         if aliased:
             check_partial_overlap(self, args, result_fn)
+            # an operand reading elements the op writes first: PyTorch's element order
+            result_fn = inplace_order.ordered(self, result_fn, args) or result_fn
         if not recording:
             direct = _DIRECT.get(result_fn)
             if direct is not None and not overlapping(self._data) \

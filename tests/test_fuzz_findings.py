@@ -688,6 +688,91 @@ v2 = torch.tensor([-1.17, 0.52, -1.25, 2.02], requires_grad=True)
 v3 = torch.autograd.grad(v2.sum(), [v2], retain_graph=True, allow_unused=True)[0]  # values
 v3[None] = v3
 """,
+    # cumprod's gradient where the input holds zeros follows PyTorch's masked form (inf
+    # and nan cotangents or inputs past the first zero do not reach the earlier elements),
+    # and with create_graph its O(n^2) form
+    "cumprod_gradient_at_zeros": """
+v1 = torch.tensor([[1.12, 0.0], [0.06, -2.92], [-0.6, 2.98]], requires_grad=True)
+v2 = v1.cumprod(-2)
+v5 = v2 % v2
+loss = v5.sum(); loss.backward(retain_graph=True)
+_g = v1.grad
+x = torch.tensor([2.0, 0.0, float("inf"), 4.0, 0.0, 3.0], requires_grad=True)
+x.cumprod(0).sum().backward()
+_g = x.grad
+w = torch.tensor([[0.0, 2.0, 3.0], [2.0, 0.0, 0.0]], dtype=torch.float64, requires_grad=True)
+c = torch.tensor([[1.0, 1.0, float("nan")], [1.0, float("inf"), 1.0]], dtype=torch.float64)
+gw = torch.autograd.grad(w.cumprod(1), [w], c, create_graph=True)[0]  # values
+""",
+    # an advanced index's result is laid out as PyTorch's index kernel lays it out: by the
+    # strides of the input restrided and of the index arrays viewed with ones around them
+    # (their own strides, size-1 dimensions included), masks as vectors of positions
+    "index_result_layout": """
+v1 = torch.tensor([[[1.54, 2.56, -2.25], [-0.88, 2.98, 2.45]], [[1.75, -0.3, -1.36], [-2.14, 1.0, -0.78]]], requires_grad=True)
+v7 = v1.permute(1, 2, 0)
+v10 = v7[0::2, [-3, -2], :]  # layout
+x = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+y = x.T[None, [1, 0]]  # layout
+z = y.view(4)
+s = x.T[:, torch.tensor([True, False])].stride()
+t = x.permute(1, 0)[None, [1, 0], None].stride()
+""",
+    # zeros_like / ones_like / full_like keep a dense input's strides (PyTorch's
+    # preserve_format), so a view of them is laid out as PyTorch's
+    "like_keeps_layout": """
+v2 = torch.tensor([[[-2.46, -1.05, 2.85]], [[2.71, 1.13, -2.34]]], requires_grad=True)
+v4 = v2.transpose(2, 0)
+v11 = torch.ones_like(v4)
+v16 = v11.permute(2, 1, 0)  # layout
+v1 = torch.tensor([[-1.24, 1.13], [0.5, 0.58], [-2.14, 2.44]], requires_grad=True)
+v8 = torch.zeros_like(v1.T)[1]  # layout
+s = torch.full_like(v1.T, 2.0).stride()
+""",
+    # views keep PyTorch's strides along dimensions of size 1 (expand, view, unsqueeze,
+    # squeeze), and the overlap check of an in-place op compares them as they are: v[::2]
+    # of one element is not the same walk as v (strides 2 and 1), a view expanded to its
+    # own shape is
+    "size_one_strides_in_overlap_check": """
+v = torch.tensor([1.5], requires_grad=True).clone()
+v[-3::2] = v
+v2 = torch.tensor([0.82], requires_grad=True)
+v3 = v2.tanh()
+v4 = v3.expand(-1)
+v4.sub_(v3)
+w = torch.tensor([[1.5, 2.0, 3.0]])
+w[:, :1].copy_(w[:, :1].T)
+s = torch.ones(1).expand(1, 1).stride()
+s2 = torch.ones(2, 3)[:, :1].view(1, 2, 1).stride()
+s3 = torch.ones(1, 3).squeeze(0).unsqueeze(1).stride()
+""",
+    # x[key] = value where nothing is selected: an empty list indexes as int64, and the
+    # checks come in PyTorch's order (an index into an empty dimension, the value's shape,
+    # its dtype, then positions out of range only where something is written)
+    "setitem_selecting_nothing": """
+v = torch.zeros(0, requires_grad=True).clone()
+v[[]] = 2.0
+e = torch.zeros(0)
+e[[]] = torch.ones(1, requires_grad=True)
+x = torch.zeros(2, 0)
+x[:, []] = torch.ones(3, 1)
+y = torch.zeros((1, 0, 2), dtype=torch.float64)
+y[:0, [1]] = torch.ones(0, 3)
+z = torch.zeros(2, 1, dtype=torch.float64)
+z[:0, [1]] = torch.ones(0, dtype=torch.float64)
+""",
+    # an in-place op whose operand reads elements it writes (not refused: the operand is not
+    # dense) reads them as PyTorch's kernel does, after they are written: element by element,
+    # or a SIMD vector at a time along a contiguous run
+    "inplace_operand_reads_written_elements": """
+v3 = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]], requires_grad=True).clone()
+v3.copy_(v3[:, 0])
+w = torch.arange(58.0, dtype=torch.float64).reshape(2, 29)
+w[:, 1:].add_(w[:, :-1])
+u = torch.arange(140.0).reshape(2, 70)
+u.add_(u[:, 5:6])
+t = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+t[0] = t[:, 0]
+""",
 }
 
 
