@@ -114,7 +114,7 @@ def _fma(a, b, c, out, shape=None):
     low = np.bitwise_and(total.view(np.int64), 0x1FFFFFFF, out=scratch(shape, np.int64))
     ties = np.equal(low, 0x10000000, out=scratch(shape, np.bool_))
     if np.count_nonzero(ties):  # much cheaper than ties.any() on small arrays
-        where = np.nonzero(ties)
+        where = np.nonzero(ties) if shape else ...  # numpy has no nonzero of a 0-dim array
         a_t, b_t, c_t = (np.broadcast_to(v, shape)[where] for v in (a, b, c))
         total[where] = _round_to_odd(np.multiply(a_t, b_t, dtype=np.float64), c_t, total[where])
     if out is None:
@@ -136,8 +136,8 @@ def _saxpy(a, b, c, out):
     None otherwise (the caller emulates)."""
     if a.__class__ is F32:
         a, b = b, a
-    if b.__class__ is not F32 or not _saxpy_operands(a, c, out):
-        return None
+    if b.__class__ is not F32 or not b or not _saxpy_operands(a, c, out):
+        return None  # BLAS returns at once for a zero factor: 0 * inf would not be nan
     saxpy = _fused_saxpy()
     if saxpy is None:
         return None

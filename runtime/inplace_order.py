@@ -1,4 +1,6 @@
-"""In-place operations whose operand reads memory the operation writes, as PyTorch runs them.
+"""Elementwise in-place operations as PyTorch's TensorIterator runs them: the broadcast
+shape checked before anything else (`check_shape`), and an operand that reads memory the
+operation writes (`ordered`).
 
 PyTorch refuses an operand that overlaps part of its target only when both are dense
 (runtime/overlap.py); otherwise (`v.copy_(v[:, 0])`, `v.add_(v[:, :1])`) its CPU kernel
@@ -9,7 +11,8 @@ operation as PyTorch's TensorIterator visits the elements:
 - the dimensions from the fastest to the slowest as TensorIterator orders them (layout.py's
   iteration_order over the target and the operands), those that run on as one coalesced;
 - the innermost run, when every operand walks it contiguously (or one of them stays put),
-  goes one SIMD vector (AVX-512: 64 bytes) at a time as far as whole vectors reach, each
+  goes one SIMD vector (64 bytes with AVX-512, else 32) at a time as far as whole vectors
+  reach, each
   read whole before it is written (an operand that stays put is read once, as the run
   starts); the rest of the run, and every other run, goes one element at a time.
   (Measured on PyTorch 2.13's CPU kernels: copy_, add_, sub_, mul_, float32 and float64.)
@@ -19,6 +22,8 @@ computed in waves (those whose inputs are all known), each wave one call of the 
 out-of-place function on the gathered values.
 """
 
+import functools
+
 import numpy as np
 
 from runtime import grad_mode
@@ -27,9 +32,36 @@ from runtime.ops._core import is_tensor, wrap
 from runtime.ops.layout import iteration_order
 from runtime.rules.numpy_ops import shares_memory_within
 
-_VECTOR_BYTES = 64  # one AVX-512 vector, PyTorch's SIMD width on this machine's CPU
 _ELEMENTWISE = (F.copy_like_op, F.add, F.sub, F.mul, F.div, F.pow, F.floor_divide,
                 F.remainder, F.clamp, F.lerp, F.addcmul, F.addcdiv)
+
+
+@functools.cache
+def _vector_bytes():
+    """PyTorch's SIMD width on this CPU: AVX-512's where the CPU has it, else AVX2's."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return 64 if "avx512bw" in f.read() else 32
+    except OSError:
+        return 32
+
+
+def check_shape(t, result_fn, args):
+    """An elementwise in-place op whose tensor operands broadcast to a shape other than the
+    target's is refused before anything else about it (its dtypes) is looked at, as
+    PyTorch's TensorIterator refuses it while it is being set up."""
+    shape = t._data.shape
+    shapes = [a._data.shape for a in args if is_tensor(a)]
+    if all(s == shape for s in shapes) or result_fn not in _ELEMENTWISE:
+        return
+    try:
+        fits = np.broadcast_shapes(shape, *shapes) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise RuntimeError(f"an in-place operation cannot write a result of the broadcast "
+                           f"shape of {[list(s) for s in shapes]} into a tensor of shape "
+                           f"{list(shape)}")
 
 
 def ordered(t, result_fn, args):
@@ -89,7 +121,7 @@ def _schedule(d, spread):
     size, inner, vector = _inner_run(d, list(spread.values()), perm)
     steps = np.arange(d.size)
     within = steps % size
-    lanes = _VECTOR_BYTES // d.itemsize
+    lanes = _vector_bytes() // d.itemsize
     in_vectors = vector & (within < size // lanes * lanes)
     times = {}
     for i, st in zip(spread, inner[1:]):

@@ -715,7 +715,8 @@ class Tensor:
                 aliased = True
         if aliased:
             check_partial_overlap(self, args, result_fn)
-            # an operand reading elements the op writes first: PyTorch's element order
+        inplace_order.check_shape(self, result_fn, args)
+        if aliased:  # an operand reading elements the op writes first: PyTorch's element order
             result_fn = inplace_order.ordered(self, result_fn, args) or result_fn
         if not recording:
             direct = _DIRECT.get(result_fn)

@@ -773,6 +773,59 @@ u.add_(u[:, 5:6])
 t = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
 t[0] = t[:, 0]
 """,
+    # add/sub with alpha=0 still multiply: 0 * inf is nan, as in PyTorch (BLAS's saxpy
+    # returns at once for a zero factor, so it is not used then)
+    "add_alpha_zero_keeps_nan": """
+v4 = torch.arange(4.0)
+v9 = torch.relu(v4).log2()
+v11 = torch.sub(v9, v9, alpha=0)
+v1 = torch.tensor([[-1.66, 0.43, 2.7], [-0.65, -0.17, 2.59]], requires_grad=True)
+v3 = torch.add(v1, v1.log1p(), alpha=0)
+w = torch.tensor([1.0, 2.0]).add_(torch.tensor([float("inf"), 1.0]), alpha=0)
+""",
+    # alpha is checked against the result dtype: a float alpha for a bool result raises;
+    # an in-place add of a 0-dim float32 tensor to itself with alpha (a fused multiply-add
+    # landing on a tie) returns PyTorch's value
+    "alpha_checks_and_0d_fma": """
+v1 = torch.tensor([[[2.94, 0.1, -2.85]], [[2.22, -1.71, -2.29]]], dtype=torch.float64, requires_grad=True)
+v2 = v1 >= v1
+v4 = torch.add(v2, False, alpha=0.5)
+u = torch.tensor(-2.94, requires_grad=True)
+u.detach_()
+u.add_(u, alpha=2)
+a = torch.tensor([-0.47, 1.02, -0.86], requires_grad=True).max()
+b = torch.lerp(a.view_as(a), torch.tensor(0.19, requires_grad=True), 0.5)
+""",
+    # an in-place op whose operands broadcast past the target's shape is refused for the
+    # shape before its dtypes are looked at (bool pow_ / lerp_ are otherwise not implemented)
+    "inplace_shape_checked_before_dtype": """
+v1 = torch.tensor([[2.28], [2.05]], requires_grad=True)
+v8 = v1[-2] >= v1[-2]
+v9 = torch.tensor([True, False])
+v8.pow_(v9)
+w = torch.tensor([[[2.24, 0.77, -2.22], [-2.5, 2.0, -0.2]], [[0.07, 0.59, 0.59], [-1.22, 0.2, -1.71]]], dtype=torch.float64, requires_grad=True)
+w2 = w.any(-2, keepdim=True)
+w2.lerp_(w < w, 0.3)
+""",
+    # gradients that are the cotangent itself in PyTorch: prod over a slice of one element
+    # holding zeros (so a create_graph gradient of a constant needs no grad), repeat with
+    # nothing tiled (a stride-0 view of sum's cotangent)
+    "gradient_is_the_cotangent": """
+v1 = torch.tensor([[[0.0, -2.5, 1.26]], [[1.0, 0.57, -0.09]]], requires_grad=True)
+v3 = v1.prod(1)[-1:]
+gg = torch.autograd.grad(v3.sum(), [v1], create_graph=True)[0]  # values
+v2 = torch.tensor([0.0, 2.73, 1.9, 2.6], requires_grad=True)
+v4 = v2.repeat(1)
+v5 = torch.autograd.grad(v4.sum(), [v2], retain_graph=True, allow_unused=True)[0]  # values
+v8 = v5[-2:]  # layout
+""",
+    # var/std of float32 accumulate in float64 as PyTorch's: a constant slice has variance 0
+    # exactly, so 0 ** x is 0 and not a tiny power
+    "var_of_constant_is_zero": """
+v2 = torch.tensor([[[1.31, 0.68, 2.42], [1.0, 0.0, 0.99]], [[0.5, 2.25, 2.01], [-2.38, 0.0, -2.88]]], requires_grad=True)
+v8 = v2.clamp(0.3, -1.8).var(-1, keepdim=True)
+v9 = v8 ** v2
+""",
 }
 
 

@@ -30,6 +30,8 @@ def prod(ops, g, needs, x, result, dims, keepdim):
     if not shape:  # the product of one 0-dim value is the value itself
         return (g,)
     g = _unreduce(ops, g, shape, dims, keepdim)
+    if _count(shape, dims) == 1 and ops.any_zero(x):
+        return (g,)  # PyTorch's zero-safe form hands a slice of one element its cotangent
     result = _unreduce(ops, result, shape, dims, keepdim)
     return (ops.mul(g, ops.prod_others(x, result, dims)),)
 
