@@ -826,6 +826,23 @@ v2 = torch.tensor([[[1.31, 0.68, 2.42], [1.0, 0.0, 0.99]], [[0.5, 2.25, 2.01], [
 v8 = v2.clamp(0.3, -1.8).var(-1, keepdim=True)
 v9 = v8 ** v2
 """,
+    # a list key holding lists, tensors, slices, None or Ellipsis is a tuple of indices
+    # (numpy's old rule, kept by PyTorch), in getitem and setitem alike
+    "list_key_read_as_tuple": """
+x = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+y = x[[[1, 0], [0, 2]]]
+z = x[[torch.tensor(1), torch.tensor(2)]]
+w = x.detach().clone()
+w[[[0, 1], [1, 2]]] = 5.0
+""",
+    # cumsum over a dimension of size 1 hands its cotangent back (sum's stride-0 view), so
+    # a transpose of that gradient is laid out as PyTorch's
+    "cumsum_gradient_over_one_element": """
+v1 = torch.tensor([[0.42, 1.59, 2.99]], requires_grad=True)
+v2 = v1.cumsum(0)
+v3 = torch.autograd.grad(v2.sum(), [v1], retain_graph=True, allow_unused=True)[0]  # values
+v4 = v3.transpose(-1, -2)  # layout
+""",
 }
 
 

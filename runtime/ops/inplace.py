@@ -89,7 +89,7 @@ def setitem(x, key, value):
         return
     own_memory(x)
     # x[True] = v alone is a copy into x[None] (in a tuple True is a 0-dim mask)
-    keys = key if isinstance(key, tuple) else (None if key is True else key,)
+    keys = (None,) if key is True else S.as_key_tuple(key)
     if any(S._is_advanced(k) for k in keys):
         # integers and slices first (a view), then the advanced indices on it, as getitem
         basic, rest = S._split_key(keys, x._data.ndim)

@@ -117,6 +117,8 @@ def _viewed(d, shape):
     """d reshaped without a copy (ValueError where none exists), with the strides PyTorch's
     view gives dimensions of size 1."""
     data = np.reshape(d, shape, copy=False)
+    if 1 not in data.shape:  # strides of dimensions longer than 1 are numpy's too
+        return data
     strides = view_strides(d.shape, d.strides, data.shape, d.itemsize)
     return data if strides is None else restrided(data, strides)
 
@@ -289,11 +291,24 @@ def getitem(x, key):
     """x[key] as PyTorch indexes: integers, slices and None first (as views), then the
     advanced indices (lists, index and mask tensors) on that view in one IndexBackward0."""
     single_slice = isinstance(key, slice)
-    key = key if isinstance(key, tuple) else (key,)
+    key = as_key_tuple(key)
     if not any(_is_advanced(k) for k in key):
         return _basic_index(x, key, single_slice)
     basic, rest = _split_key(key, x._data.ndim)
     return _index(_basic_view(x, basic)[0], rest)
+
+
+def as_key_tuple(key):
+    """The key as a tuple of indices. A list shorter than 32 that holds a tensor, a
+    sequence, a slice, None or Ellipsis is read as a tuple of indices (numpy's old rule,
+    which PyTorch keeps, with a deprecation warning); any other key is one index."""
+    if isinstance(key, tuple):
+        return key
+    if isinstance(key, list) and len(key) < 32 and any(
+            is_tensor(k) or isinstance(k, (list, tuple, slice)) or k is None or k is Ellipsis
+            for k in key):
+        return tuple(key)
+    return (key,)
 
 
 def _split_key(key, nd):
