@@ -843,6 +843,28 @@ v2 = v1.cumsum(0)
 v3 = torch.autograd.grad(v2.sum(), [v1], retain_graph=True, allow_unused=True)[0]  # values
 v4 = v3.transpose(-1, -2)  # layout
 """,
+    # a view taken before its base had history, and never asked for its grad_fn since, is
+    # still a leaf for PyTorch's in-place check (its history is made only when asked for)
+    "inplace_on_view_older_than_base_history": """
+v2 = torch.tensor([[0.96], [-2.5]], requires_grad=True)
+v3 = torch.tensor([[2.82, 2.34, 1.22], [-2.06, -2.69, 0.3]])
+v5 = v3[None, ::1]
+v3.lerp_(v2, 0.3)
+v5.zero_()
+w3 = torch.tensor([[2.82, 2.34, 1.22], [-2.06, -2.69, 0.3]])
+w5 = w3[None, ::1]
+w3.lerp_(v2, 0.3)
+w6 = w5 * 2
+w5.zero_()
+""",
+    # x[key] = x: the value loses its leading ones (a view of its own) before the overlap
+    # check, which an empty value then passes
+    "setitem_self_empty_value": """
+v1 = torch.tensor(1.88, requires_grad=True)
+v9 = v1.argmax().data.reshape(1, 1)
+v10 = v9.split([1, 0], 1)[1]
+v10[[-1, -1, -1]] = v10
+""",
 }
 
 

@@ -96,9 +96,9 @@ def setitem(x, key, value):
         target, _ = S._basic_view(x, basic)
         if is_tensor(value):
             masked = _masked_fill(keys, value, S)  # which PyTorch does with masked_fill_
+            value = _strip_leading_ones(value, S)  # a view of its own, then checked
             if not masked:
                 check_no_overlap(target, value)
-            value = _strip_leading_ones(value, S)
             shape = S.index_result_shape(target._data, rest)
             if not masked:
                 _check_broadcast(value._data.shape, shape)
