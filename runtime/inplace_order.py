@@ -75,7 +75,7 @@ def ordered(t, result_fn, args):
                   if is_tensor(a) and a._data.ndim > 0}
     except ValueError:
         return None  # the ordinary path raises PyTorch's error
-    readers = [i for i in spread if args[i]._vc is t._vc and np.may_share_memory(spread[i], d)
+    readers = [i for i in spread if np.may_share_memory(spread[i], d)
                and not _same_walk(spread[i], d)]
     if not readers:
         return None

@@ -710,8 +710,9 @@ class Tensor:
         check_inplace(self, recording)
         vc = self._vc
         aliased = False
-        for a in args:
-            if getattr(a, "_vc", None) is vc:
+        for a in args:  # sharing memory: a view of it, or a .data of it (a counter of its own)
+            if getattr(a, "_vc", None) is vc or (isinstance(a, Tensor)
+                                                 and np.may_share_memory(a._data, self._data)):
                 aliased = True
         if aliased:
             check_partial_overlap(self, args, result_fn)

@@ -865,6 +865,16 @@ v9 = v1.argmax().data.reshape(1, 1)
 v10 = v9.split([1, 0], 1)[1]
 v10[[-1, -1, -1]] = v10
 """,
+    # PyTorch's overlap checks look at memory, not at version counters: an operand taken
+    # through .data (a counter of its own) that overlaps part of the target is refused too
+    "overlap_through_data": """
+v1 = torch.tensor([[0.05, -2.5, -2.5], [1.22, -1.0, 2.5]], requires_grad=True)
+v4 = v1.any(-1)
+v12 = v4.data[-2::2]
+v4.copy_(v12)
+w = torch.arange(9.0).reshape(3, 3)
+w.copy_(w.data[:, 0])
+""",
 }
 
 
