@@ -357,6 +357,13 @@ def check_inplace(t, recording):
         raise RuntimeError(
             "a view of a leaf tensor that requires grad cannot be modified in place: autograd "
             "needs the leaf's value. Do the update under torch.no_grad(), or work on a clone")
+    if t._requires_grad and t._grad_fn is None:
+        # a view taken before its base had history, never asked for its grad_fn since (by
+        # .grad_fn, .is_leaf or an op using it): PyTorch's view is still a leaf then
+        raise RuntimeError(
+            "this view requires grad through its base but has no history of its own yet (it "
+            "was taken before the base got one): it is a leaf and cannot be modified in "
+            "place; read its .grad_fn first, or take the view again")
 
 
 def _multi_view_name(t):

@@ -7,6 +7,7 @@ import numpy as np
 
 from runtime import dtypes, grad_mode
 from runtime.ops._core import get_default_dtype, is_tensor, wrap
+from runtime.ops.layout import like_input
 
 
 class device:
@@ -146,7 +147,7 @@ def _like(fill):
     def make(t, dtype=None, device=None, requires_grad=False, memory_format=None):
         check_device(device)
         dt = dtype or t._dtype
-        return _finish(wrap(fill(t._data.shape, dt.np), dt), requires_grad)
+        return _finish(wrap(like_input(fill(t._data.shape, dt.np), t._data), dt), requires_grad)
 
     return make
 
@@ -159,7 +160,8 @@ empty_like = _like(np.zeros)
 def full_like(t, fill_value, dtype=None, device=None, requires_grad=False):
     check_device(device)
     dt = dtype or t._dtype
-    return _finish(wrap(np.full(t._data.shape, fill_value, dt.np), dt), requires_grad)
+    data = like_input(np.full(t._data.shape, fill_value, dt.np), t._data)
+    return _finish(wrap(data, dt), requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):

@@ -219,7 +219,7 @@ def _fma(a, b, c, out, shape=None):
     low = np.bitwise_and(total.view(np.int64), 0x1FFFFFFF, out=scratch(shape, np.int64))
     ties = np.equal(low, 0x10000000, out=scratch(shape, np.bool_))
     if np.count_nonzero(ties):  # much cheaper than ties.any() on small arrays
-        where = np.nonzero(ties)
+        where = np.nonzero(ties) if shape else ...  # numpy has no nonzero of a 0-dim array
         a_t, b_t, c_t = (np.broadcast_to(v, shape)[where] for v in (a, b, c))
         total[where] = _round_to_odd(np.multiply(a_t, b_t, dtype=np.float64), c_t, total[where])
     if out is None:

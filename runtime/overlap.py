@@ -10,7 +10,6 @@ import numpy as np
 from numpy.lib.array_utils import byte_bounds as _byte_bounds
 
 from runtime import ops as F
-from runtime.ops.layout import torch_strides
 from runtime.rules.numpy_ops import shares_memory_within
 
 
@@ -64,26 +63,18 @@ def check_partial_overlap(t, args, result_fn=None):
     refused (PyTorch's check: both dense, byte ranges intersecting)."""
     d = t._data
     for a in args:
-        if getattr(a, "_vc", None) is not t._vc or result_fn is F.fill_like_op:
+        if not hasattr(a, "_data") or result_fn is F.fill_like_op:
             # a fill reads its 0-dim value once, before writing (PyTorch's fill_ checks not)
             continue
         o = a._data
         # the same memory exactly, walked the same way (x.copy_(x), or a view of x expanded
-        # back to x's place); x[None] over x is a partial overlap for PyTorch, and so is a
-        # 0-dim view expanded over a one-element x (`w[0] = w` for w of shape (1, 1)): its
-        # dimensions keep stride 0 though their size is 1
-        same = o.size == d.size and _byte_bounds(o) == _byte_bounds(d) and (
-            not _dense(o) or (torch_strides(o) == torch_strides(d)
-                              and _expanded_scalar(o) == _expanded_scalar(d)))
+        # back to x's place); the strides compared as they are, those of dimensions of size
+        # 1 too (our views keep PyTorch's there), so x[None] over x, `v[::2] = v` for a v of
+        # one element, or a 0-dim view expanded over a (1, 1) w are partial overlaps
+        same = _byte_bounds(o) == _byte_bounds(d) and o.strides == d.strides
         if not same and _dense(o) and _dense(d) and np.may_share_memory(o, d):
             raise RuntimeError("an operand of an in-place operation shares part of its memory "
                                "with the tensor being written; clone() the operand first")
-
-
-def _expanded_scalar(d):
-    """Whether `d` is a 0-dim tensor expanded to one element in some dimensions (PyTorch's
-    expand gives all of them stride 0; other size-1 dimensions have nonzero strides)."""
-    return d.ndim > 0 and d.size == 1 and not any(d.strides)
 
 
 def check_no_overlap(target, value):

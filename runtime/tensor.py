@@ -22,7 +22,7 @@ import weakref
 
 import numpy as np
 
-from runtime import dtypes, grad_mode
+from runtime import dtypes, grad_mode, inplace_order
 from runtime import ops as F
 from runtime.overlap import check_internal_overlap, check_partial_overlap, overlapping
 from runtime.autograd_meta import (
@@ -710,11 +710,15 @@ class Tensor:
         check_inplace(self, recording)
         vc = self._vc
         aliased = False
-        for a in args:
-            if getattr(a, "_vc", None) is vc:
+        for a in args:  # sharing memory: a view of it, or a .data of it (a counter of its own)
+            if getattr(a, "_vc", None) is vc or (isinstance(a, Tensor)
+                                                 and np.may_share_memory(a._data, self._data)):
                 aliased = True
         if aliased:
             check_partial_overlap(self, args, result_fn)
+        inplace_order.check_shape(self, result_fn, args)
+        if aliased:  # an operand reading elements the op writes first: PyTorch's element order
+            result_fn = inplace_order.ordered(self, result_fn, args) or result_fn
         if not recording:
             direct = _DIRECT.get(result_fn)
             if direct is not None and not overlapping(self._data) \

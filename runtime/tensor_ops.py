@@ -163,6 +163,19 @@ def cumsum(x, dim):
     return F.cumsum(x, dim)
 
 
+def cumprod(x, dim):
+    return F.cumprod(x, dim)
+
+
+def prod_dim(x, dim, keepdim):
+    return F.prod(x, dim, keepdim)
+
+
+def cumprod_zeros_grad(g, x, result, dim):
+    """None: on Tensors cumprod's rule records PyTorch's create_graph form."""
+    return None
+
+
 # -- scatters: recorded primitives whose rules are the matching gathers ------------------------
 
 def _scatter(name, prim, x, data, args):

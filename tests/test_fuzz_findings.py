@@ -688,6 +688,193 @@ v2 = torch.tensor([-1.17, 0.52, -1.25, 2.02], requires_grad=True)
 v3 = torch.autograd.grad(v2.sum(), [v2], retain_graph=True, allow_unused=True)[0]  # values
 v3[None] = v3
 """,
+    # cumprod's gradient where the input holds zeros follows PyTorch's masked form (inf
+    # and nan cotangents or inputs past the first zero do not reach the earlier elements),
+    # and with create_graph its O(n^2) form
+    "cumprod_gradient_at_zeros": """
+v1 = torch.tensor([[1.12, 0.0], [0.06, -2.92], [-0.6, 2.98]], requires_grad=True)
+v2 = v1.cumprod(-2)
+v5 = v2 % v2
+loss = v5.sum(); loss.backward(retain_graph=True)
+_g = v1.grad
+x = torch.tensor([2.0, 0.0, float("inf"), 4.0, 0.0, 3.0], requires_grad=True)
+x.cumprod(0).sum().backward()
+_g = x.grad
+w = torch.tensor([[0.0, 2.0, 3.0], [2.0, 0.0, 0.0]], dtype=torch.float64, requires_grad=True)
+c = torch.tensor([[1.0, 1.0, float("nan")], [1.0, float("inf"), 1.0]], dtype=torch.float64)
+gw = torch.autograd.grad(w.cumprod(1), [w], c, create_graph=True)[0]  # values
+""",
+    # an advanced index's result is laid out as PyTorch's index kernel lays it out: by the
+    # strides of the input restrided and of the index arrays viewed with ones around them
+    # (their own strides, size-1 dimensions included), masks as vectors of positions
+    "index_result_layout": """
+v1 = torch.tensor([[[1.54, 2.56, -2.25], [-0.88, 2.98, 2.45]], [[1.75, -0.3, -1.36], [-2.14, 1.0, -0.78]]], requires_grad=True)
+v7 = v1.permute(1, 2, 0)
+v10 = v7[0::2, [-3, -2], :]  # layout
+x = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+y = x.T[None, [1, 0]]  # layout
+z = y.view(4)
+s = x.T[:, torch.tensor([True, False])].stride()
+t = x.permute(1, 0)[None, [1, 0], None].stride()
+""",
+    # zeros_like / ones_like / full_like keep a dense input's strides (PyTorch's
+    # preserve_format), so a view of them is laid out as PyTorch's
+    "like_keeps_layout": """
+v2 = torch.tensor([[[-2.46, -1.05, 2.85]], [[2.71, 1.13, -2.34]]], requires_grad=True)
+v4 = v2.transpose(2, 0)
+v11 = torch.ones_like(v4)
+v16 = v11.permute(2, 1, 0)  # layout
+v1 = torch.tensor([[-1.24, 1.13], [0.5, 0.58], [-2.14, 2.44]], requires_grad=True)
+v8 = torch.zeros_like(v1.T)[1]  # layout
+s = torch.full_like(v1.T, 2.0).stride()
+""",
+    # views keep PyTorch's strides along dimensions of size 1 (expand, view, unsqueeze,
+    # squeeze), and the overlap check of an in-place op compares them as they are: v[::2]
+    # of one element is not the same walk as v (strides 2 and 1), a view expanded to its
+    # own shape is
+    "size_one_strides_in_overlap_check": """
+v = torch.tensor([1.5], requires_grad=True).clone()
+v[-3::2] = v
+v2 = torch.tensor([0.82], requires_grad=True)
+v3 = v2.tanh()
+v4 = v3.expand(-1)
+v4.sub_(v3)
+w = torch.tensor([[1.5, 2.0, 3.0]])
+w[:, :1].copy_(w[:, :1].T)
+s = torch.ones(1).expand(1, 1).stride()
+s2 = torch.ones(2, 3)[:, :1].view(1, 2, 1).stride()
+s3 = torch.ones(1, 3).squeeze(0).unsqueeze(1).stride()
+""",
+    # x[key] = value where nothing is selected: an empty list indexes as int64, and the
+    # checks come in PyTorch's order (an index into an empty dimension, the value's shape,
+    # its dtype, then positions out of range only where something is written)
+    "setitem_selecting_nothing": """
+v = torch.zeros(0, requires_grad=True).clone()
+v[[]] = 2.0
+e = torch.zeros(0)
+e[[]] = torch.ones(1, requires_grad=True)
+x = torch.zeros(2, 0)
+x[:, []] = torch.ones(3, 1)
+y = torch.zeros((1, 0, 2), dtype=torch.float64)
+y[:0, [1]] = torch.ones(0, 3)
+z = torch.zeros(2, 1, dtype=torch.float64)
+z[:0, [1]] = torch.ones(0, dtype=torch.float64)
+""",
+    # an in-place op whose operand reads elements it writes (not refused: the operand is not
+    # dense) reads them as PyTorch's kernel does, after they are written: element by element,
+    # or a SIMD vector at a time along a contiguous run
+    "inplace_operand_reads_written_elements": """
+v3 = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]], requires_grad=True).clone()
+v3.copy_(v3[:, 0])
+w = torch.arange(58.0, dtype=torch.float64).reshape(2, 29)
+w[:, 1:].add_(w[:, :-1])
+u = torch.arange(140.0).reshape(2, 70)
+u.add_(u[:, 5:6])
+t = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+t[0] = t[:, 0]
+""",
+    # add/sub with alpha=0 still multiply: 0 * inf is nan, as in PyTorch (BLAS's saxpy
+    # returns at once for a zero factor, so it is not used then)
+    "add_alpha_zero_keeps_nan": """
+v4 = torch.arange(4.0)
+v9 = torch.relu(v4).log2()
+v11 = torch.sub(v9, v9, alpha=0)
+v1 = torch.tensor([[-1.66, 0.43, 2.7], [-0.65, -0.17, 2.59]], requires_grad=True)
+v3 = torch.add(v1, v1.log1p(), alpha=0)
+w = torch.tensor([1.0, 2.0]).add_(torch.tensor([float("inf"), 1.0]), alpha=0)
+""",
+    # alpha is checked against the result dtype: a float alpha for a bool result raises;
+    # an in-place add of a 0-dim float32 tensor to itself with alpha (a fused multiply-add
+    # landing on a tie) returns PyTorch's value
+    "alpha_checks_and_0d_fma": """
+v1 = torch.tensor([[[2.94, 0.1, -2.85]], [[2.22, -1.71, -2.29]]], dtype=torch.float64, requires_grad=True)
+v2 = v1 >= v1
+v4 = torch.add(v2, False, alpha=0.5)
+u = torch.tensor(-2.94, requires_grad=True)
+u.detach_()
+u.add_(u, alpha=2)
+a = torch.tensor([-0.47, 1.02, -0.86], requires_grad=True).max()
+b = torch.lerp(a.view_as(a), torch.tensor(0.19, requires_grad=True), 0.5)
+""",
+    # an in-place op whose operands broadcast past the target's shape is refused for the
+    # shape before its dtypes are looked at (bool pow_ / lerp_ are otherwise not implemented)
+    "inplace_shape_checked_before_dtype": """
+v1 = torch.tensor([[2.28], [2.05]], requires_grad=True)
+v8 = v1[-2] >= v1[-2]
+v9 = torch.tensor([True, False])
+v8.pow_(v9)
+w = torch.tensor([[[2.24, 0.77, -2.22], [-2.5, 2.0, -0.2]], [[0.07, 0.59, 0.59], [-1.22, 0.2, -1.71]]], dtype=torch.float64, requires_grad=True)
+w2 = w.any(-2, keepdim=True)
+w2.lerp_(w < w, 0.3)
+""",
+    # gradients that are the cotangent itself in PyTorch: prod over a slice of one element
+    # holding zeros (so a create_graph gradient of a constant needs no grad), repeat with
+    # nothing tiled (a stride-0 view of sum's cotangent)
+    "gradient_is_the_cotangent": """
+v1 = torch.tensor([[[0.0, -2.5, 1.26]], [[1.0, 0.57, -0.09]]], requires_grad=True)
+v3 = v1.prod(1)[-1:]
+gg = torch.autograd.grad(v3.sum(), [v1], create_graph=True)[0]  # values
+v2 = torch.tensor([0.0, 2.73, 1.9, 2.6], requires_grad=True)
+v4 = v2.repeat(1)
+v5 = torch.autograd.grad(v4.sum(), [v2], retain_graph=True, allow_unused=True)[0]  # values
+v8 = v5[-2:]  # layout
+""",
+    # var/std of float32 accumulate in float64 as PyTorch's: a constant slice has variance 0
+    # exactly, so 0 ** x is 0 and not a tiny power
+    "var_of_constant_is_zero": """
+v2 = torch.tensor([[[1.31, 0.68, 2.42], [1.0, 0.0, 0.99]], [[0.5, 2.25, 2.01], [-2.38, 0.0, -2.88]]], requires_grad=True)
+v8 = v2.clamp(0.3, -1.8).var(-1, keepdim=True)
+v9 = v8 ** v2
+""",
+    # a list key holding lists, tensors, slices, None or Ellipsis is a tuple of indices
+    # (numpy's old rule, kept by PyTorch), in getitem and setitem alike
+    "list_key_read_as_tuple": """
+x = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+y = x[[[1, 0], [0, 2]]]
+z = x[[torch.tensor(1), torch.tensor(2)]]
+w = x.detach().clone()
+w[[[0, 1], [1, 2]]] = 5.0
+""",
+    # cumsum over a dimension of size 1 hands its cotangent back (sum's stride-0 view), so
+    # a transpose of that gradient is laid out as PyTorch's
+    "cumsum_gradient_over_one_element": """
+v1 = torch.tensor([[0.42, 1.59, 2.99]], requires_grad=True)
+v2 = v1.cumsum(0)
+v3 = torch.autograd.grad(v2.sum(), [v1], retain_graph=True, allow_unused=True)[0]  # values
+v4 = v3.transpose(-1, -2)  # layout
+""",
+    # a view taken before its base had history, and never asked for its grad_fn since, is
+    # still a leaf for PyTorch's in-place check (its history is made only when asked for)
+    "inplace_on_view_older_than_base_history": """
+v2 = torch.tensor([[0.96], [-2.5]], requires_grad=True)
+v3 = torch.tensor([[2.82, 2.34, 1.22], [-2.06, -2.69, 0.3]])
+v5 = v3[None, ::1]
+v3.lerp_(v2, 0.3)
+v5.zero_()
+w3 = torch.tensor([[2.82, 2.34, 1.22], [-2.06, -2.69, 0.3]])
+w5 = w3[None, ::1]
+w3.lerp_(v2, 0.3)
+w6 = w5 * 2
+w5.zero_()
+""",
+    # x[key] = x: the value loses its leading ones (a view of its own) before the overlap
+    # check, which an empty value then passes
+    "setitem_self_empty_value": """
+v1 = torch.tensor(1.88, requires_grad=True)
+v9 = v1.argmax().data.reshape(1, 1)
+v10 = v9.split([1, 0], 1)[1]
+v10[[-1, -1, -1]] = v10
+""",
+    # PyTorch's overlap checks look at memory, not at version counters: an operand taken
+    # through .data (a counter of its own) that overlaps part of the target is refused too
+    "overlap_through_data": """
+v1 = torch.tensor([[0.05, -2.5, -2.5], [1.22, -1.0, 2.5]], requires_grad=True)
+v4 = v1.any(-1)
+v12 = v4.data[-2::2]
+v4.copy_(v12)
+w = torch.arange(9.0).reshape(3, 3)
+w.copy_(w.data[:, 0])
+""",
 }
 
 

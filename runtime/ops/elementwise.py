@@ -175,14 +175,15 @@ _SUBTRACTIONS = (operator.sub, np.subtract)
 
 
 def _scaled(bd, alpha, dt):
-    """alpha * b for add/sub, with PyTorch's checks of alpha against the result dtype."""
-    if dt is dtypes.bool_:
-        return np.logical_and(bd, bool(alpha))
-    if alpha.__class__ is bool:
+    """alpha * b for add/sub, with PyTorch's checks of alpha against the result dtype (a
+    bool result takes an integer alpha too, but not a float one)."""
+    if alpha.__class__ is bool and dt is not dtypes.bool_:
         raise RuntimeError("a bool alpha is only allowed when the result is a bool tensor")
     if dt.category != _FLOAT and isinstance(alpha, float):
         raise RuntimeError(f"alpha must be an integer for a result of dtype {dt}, "
                            f"got {alpha}")
+    if dt is dtypes.bool_:
+        return np.logical_and(bd, bool(alpha))
     return bd * alpha
 
 

@@ -65,8 +65,10 @@ def index_put(x, key, value):
 
         key = empty_result_key(data, key, e)
     except ValueError:
-        raise RuntimeError(f"a value of shape {list(np.shape(v))} cannot be broadcast to the "
-                           f"shape {list(data[key].shape)} of the indexed elements") from None
+        from runtime.ops.shape import index_result_shape
+
+        _check_broadcast(np.shape(v), index_result_shape(data, key))
+        raise
     out = wrap(data, x._dtype)
     if any_requires_grad((x, value)):
         vshape = value._data.shape if is_tensor(value) else ()
@@ -87,16 +89,20 @@ def setitem(x, key, value):
         return
     own_memory(x)
     # x[True] = v alone is a copy into x[None] (in a tuple True is a 0-dim mask)
-    keys = key if isinstance(key, tuple) else (None if key is True else key,)
+    keys = (None,) if key is True else S.as_key_tuple(key)
     if any(S._is_advanced(k) for k in keys):
         # integers and slices first (a view), then the advanced indices on it, as getitem
         basic, rest = S._split_key(keys, x._data.ndim)
         target, _ = S._basic_view(x, basic)
         if is_tensor(value):
-            if not _masked_fill(keys, value, S):  # which PyTorch does with masked_fill_
-                check_same_dtype(x, value)
+            masked = _masked_fill(keys, value, S)  # which PyTorch does with masked_fill_
+            value = _strip_leading_ones(value, S)  # a view of its own, then checked
+            if not masked:
                 check_no_overlap(target, value)
-            value = _strip_leading_ones(value, S)
+            shape = S.index_result_shape(target._data, rest)
+            if not masked:
+                _check_broadcast(value._data.shape, shape)
+                check_same_dtype(x, value)
         target._inplace(index_put, rest, value)
         return
     target, _ = S._basic_view(x, keys)
@@ -137,6 +143,16 @@ def _without_leading_ones(shape):
     while i < len(shape) and shape[i] == 1:
         i += 1
     return shape[i:]
+
+
+def _check_broadcast(vshape, shape):
+    try:
+        fits = np.broadcast_shapes(vshape, shape) == tuple(shape)
+    except ValueError:
+        fits = False
+    if not fits:
+        raise RuntimeError(f"a value of shape {list(vshape)} cannot be broadcast to the shape "
+                           f"{list(shape)} of the indexed elements")
 
 
 def _strip_leading_ones(value, S):

@@ -105,6 +105,8 @@ def like_iterator(data, arrays):
 
 def like_input(data, x):
     """`data` laid out as PyTorch's empty_like(x) (preserve_format) lays out a result."""
+    if data.strides == x.strides:  # already x's layout (a fresh array, so x is dense)
+        return data
     if data.ndim < 2:
         return c_contiguous(data)
     if _dense(x):
@@ -120,24 +122,121 @@ class _Geometry:
 
 
 def like_index(data, x, key):
-    """`data` = x[key] (integer index arrays and full slices) laid out as PyTorch's index
-    kernel lays it out: a TensorIterator over x restrided to the result (0 along the indexed
-    dimensions) and the index arrays. Keys with masks keep the contiguous layout."""
-    arrays = [i for i, k in enumerate(key) if isinstance(k, np.ndarray)]
-    if data.ndim < 2 or not arrays or any(key[i].dtype.kind not in "iu" for i in arrays):
+    """`data` = x[key] (full slices, integer index arrays and masks) laid out as PyTorch's
+    index kernel lays it out: a TensorIterator over x restrided to the result (0 along the
+    indexed dimensions; those moved to the front when they are not adjacent) and the index
+    arrays, each broadcast and viewed with ones around it."""
+    if data.ndim < 2:
         return c_contiguous(data)
-    bshape = np.broadcast_shapes(*(key[i].shape for i in arrays))
-    kept = [d for d in range(x.ndim) if d not in arrays]
-    together = arrays == list(range(arrays[0], arrays[-1] + 1))
-    p = arrays[0] if together else 0
-    lead, tail = (kept[:p], kept[p:]) if together else ([], kept)
-    shape = [x.shape[d] for d in lead] + list(bshape) + [x.shape[d] for d in tail]
-    zeros = [0] * len(bshape)
-    src = [x.strides[d] for d in lead] + zeros + [x.strides[d] for d in tail]
-    operands = [_Geometry(shape, src)]
-    for i in arrays:
-        st = list(np.broadcast_to(key[i], bshape).strides)
-        operands.append(_Geometry(shape, [0] * len(lead) + st + [0] * len(tail)))
+    indices = _index_operands(key, x.ndim)
+    indexed = [d for d, k in enumerate(indices) if k is not None]
+    bshape = np.broadcast_shapes(*(indices[d].shape for d in indexed))
+    if indexed == list(range(indexed[0], indexed[-1] + 1)):
+        before, order = indexed[0], list(range(x.ndim))
+    else:  # transposed to the front
+        before, order = 0, indexed + [d for d in range(x.ndim) if indices[d] is None]
+    after = x.ndim - before - len(indexed)
+    kept = [d for d in order if indices[d] is None]
+    ones = [(x.shape[d], x.strides[d]) for d in kept]
+    src = ones[:before] + [(n, 0) for n in bshape] + ones[before:]
+    shape = [n for n, _ in src]
     if tuple(shape) != data.shape:
         return c_contiguous(data)
-    return _laid_out(data, iteration_order(data.shape, operands))
+    operands = [_Geometry(shape, [st for _, st in src])]
+    for d in indexed:
+        operands.append(_index_geometry(indices[d], bshape, before, after))
+    return _with_order(data, iteration_order(data.shape, operands))
+
+
+def _index_operands(key, nd):
+    """Per dimension of the indexed array: None where a full slice (or nothing) indexes it,
+    else the _Geometry of its index in elements: an integer array as it is, a k-dim mask as
+    k vectors, one per dimension (columns of nonzero's column-major result)."""
+    out = []
+    for k in key:
+        if not isinstance(k, np.ndarray):
+            out.append(None)
+        elif k.dtype == np.bool_:
+            out.extend([_Geometry((int(np.count_nonzero(k)),), (1,))] * max(k.ndim, 1))
+        else:
+            out.append(_Geometry(k.shape, [st // k.itemsize for st in k.strides]))
+    return out + [None] * (nd - len(out))
+
+
+def _index_geometry(index, bshape, before, after):
+    """An index broadcast to `bshape` (expand: 0 along new and stretched dimensions) and
+    reshaped to ones * before + bshape + ones * after, a view where PyTorch finds one."""
+    lead = len(bshape) - index.ndim
+    strides = [0] * lead + [0 if n == 1 and m != 1 else st for n, m, st in
+                            zip(index.shape, bshape[lead:], index.strides)]
+    new = (1,) * before + tuple(bshape) + (1,) * after
+    viewed = view_strides(tuple(bshape), strides, new)
+    return _Geometry(new, viewed if viewed is not None else contiguous_strides(new))
+
+
+def contiguous_strides(shape):
+    out, extent = [], 1
+    for n in reversed(shape):
+        out.append(extent)
+        extent *= max(n, 1)
+    return tuple(reversed(out))
+
+
+def view_strides(old, strides, new, unit=1):
+    """The strides PyTorch's view gives shape `new` over (old, strides), or None where the
+    memory cannot be viewed so (reshape then copies); `unit` is one element's stride (1 for
+    strides in elements, the itemsize for bytes)."""
+    if not old:
+        return (unit,) * len(new)
+    if 0 in old:
+        if tuple(old) == tuple(new):
+            return tuple(strides)
+        return tuple(st * unit for st in contiguous_strides(new))
+    out, view_d = [0] * len(new), len(new) - 1
+    base, numel, view_numel = strides[-1], 1, 1
+    for d in range(len(old) - 1, -1, -1):
+        numel *= old[d]
+        if d > 0 and (old[d - 1] == 1 or strides[d - 1] == numel * base):
+            continue  # the chunk of dimensions viewed together goes on
+        while view_d >= 0 and (view_numel < numel or new[view_d] == 1):
+            out[view_d] = view_numel * base
+            view_numel *= new[view_d]
+            view_d -= 1
+        if view_numel != numel:
+            return None
+        if d > 0:
+            base, numel, view_numel = strides[d - 1], 1, 1
+    return tuple(out) if view_d == -1 else None
+
+
+def expand_strides(shape, strides, new):
+    """The strides PyTorch's expand gives shape `new` over (shape, strides): 0 along the
+    dimensions it stretches; a new leading dimension of size 1 the extent of the next (0
+    when the tensor was 0-dim)."""
+    out, lead = [0] * len(new), len(new) - len(shape)
+    extent = 0
+    for i in range(len(new) - 1, -1, -1):
+        n, st = (shape[i - lead], strides[i - lead]) if i >= lead else (1, extent)
+        out[i] = st if n == new[i] else 0
+        extent = new[i] * out[i]
+    return tuple(out)
+
+
+def restrided(view, strides):
+    """`view` (a numpy view of some tensor's memory) with PyTorch's `strides`, in bytes,
+    which differ from numpy's only along dimensions of size 1."""
+    if view.strides == tuple(strides):
+        return view
+    return np.lib.stride_tricks.as_strided(view, view.shape, strides,
+                                           writeable=view.flags.writeable)
+
+
+def _with_order(data, perm):
+    """`data` laid out in the order `perm` (fastest dimension first), copied only where its
+    strides differ from that layout's."""
+    order = perm[::-1]
+    strides, extent = [0] * data.ndim, data.itemsize
+    for d in perm:
+        strides[d] = extent
+        extent *= data.shape[d]
+    return data if data.strides == tuple(strides) else _laid_out(data, perm)

@@ -222,10 +222,14 @@ def _moment(x, dim, unbiased, keepdim, correction, is_std):
         correction = 0 if unbiased is False else 1
     dims = normalize_dims(dim, x._data.ndim)
     ax = _axes(dims, x._data.ndim)
+    d = x._data
+    # PyTorch accumulates float32 moments in float64 (a constant slice has variance 0)
+    wide = np.float64 if d.dtype == np.float32 else None
     with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.var(x._data, axis=ax, ddof=correction, keepdims=keepdim)
+        r = np.var(d, axis=ax, ddof=correction, keepdims=keepdim, dtype=wide)
         if is_std:
             r = np.sqrt(r)
+    r = r.astype(d.dtype, copy=False)
     out = wrap(r, x._dtype)
     if any_requires_grad((x,)):
         if is_std:

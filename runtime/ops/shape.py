@@ -15,7 +15,14 @@ from runtime.autograd_meta import (
 )
 from runtime.function import node_class
 from runtime.ops._core import is_tensor, wrap
-from runtime.ops.layout import c_contiguous, like_index, like_input
+from runtime.ops.layout import (
+    c_contiguous,
+    expand_strides,
+    like_index,
+    like_input,
+    restrided,
+    view_strides,
+)
 
 _node = node_class
 ViewBackward0 = _node("ViewBackward0", "view")
@@ -86,7 +93,7 @@ def view(x, *shape):
         raise NotImplementedError("view(dtype) reinterpretation is not supported")
     shape = _infer(_sizes(shape), x._data.size)
     try:
-        data = np.reshape(x._data, shape, copy=False)
+        data = _viewed(x._data, shape)
     except ValueError:
         raise RuntimeError(
             "view(): the requested shape needs a copy because the tensor's memory layout "
@@ -99,11 +106,21 @@ def reshape(x, *shape):
     ReshapeAliasBackward0 otherwise, as PyTorch records them), else a reshaped copy."""
     shape = _infer(_sizes(shape), x._data.size)
     try:
-        data = np.reshape(x._data, shape, copy=False)
+        data = _viewed(x._data, shape)
     except ValueError:
         return unsafe_view(clone(x), shape)
     cls = ViewBackward0 if x._data.flags.c_contiguous else ReshapeAliasBackward0
     return make_view(x, data, ("reshape", shape), cls, (x._data.shape,))
+
+
+def _viewed(d, shape):
+    """d reshaped without a copy (ValueError where none exists), with the strides PyTorch's
+    view gives dimensions of size 1."""
+    data = np.reshape(d, shape, copy=False)
+    if 1 not in data.shape:  # strides of dimensions longer than 1 are numpy's too
+        return data
+    strides = view_strides(d.shape, d.strides, data.shape, d.itemsize)
+    return data if strides is None else restrided(data, strides)
 
 
 def unsafe_view(x, shape):
@@ -163,14 +180,16 @@ def squeeze(x, dim=None):
     shape = x._data.shape
     nd = len(shape)
     if dim is None:
-        new = tuple(s for s in shape if s != 1)
+        drop = set(range(nd))
         cls = SqueezeBackward0
     else:
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
         drop = {_dim(d, nd) for d in dims} if nd else set()
-        new = tuple(s for i, s in enumerate(shape) if not (i in drop and s == 1))
         cls = SqueezeBackward1 if isinstance(dim, int) else SqueezeBackward2
-    return make_view(x, x._data.reshape(new), ("reshape", new), cls, (shape,))
+    kept = [i for i, n in enumerate(shape) if not (i in drop and n == 1)]
+    new = tuple(shape[i] for i in kept)
+    data = restrided(x._data.reshape(new), [x._data.strides[i] for i in kept])
+    return make_view(x, data, ("reshape", new), cls, (shape,))
 
 
 def squeeze_dim_node(x, dim, cls):
@@ -192,7 +211,10 @@ def unsqueeze(x, dim):
     d = dim % (nd + 1)
     shape = x._data.shape
     new = shape[:d] + (1,) + shape[d:]
-    return make_view(x, x._data.reshape(new), ("reshape", new), UnsqueezeBackward0, (shape,))
+    strides = x._data.strides
+    at = shape[d] * strides[d] if d < nd else x._data.itemsize
+    data = restrided(x._data.reshape(new), strides[:d] + (at,) + strides[d:])
+    return make_view(x, data, ("reshape", new), UnsqueezeBackward0, (shape,))
 
 
 def expand(x, *sizes):
@@ -204,9 +226,12 @@ def expand(x, *sizes):
                            f"tensor ({len(shape)})")
     new = tuple(shape[i - lead] if (s == -1 and i >= lead) else s for i, s in enumerate(sizes))
     try:
-        data = np.broadcast_to(x._data, new)
-        if x._data.flags.writeable:  # writes through it are checked by Tensor._inplace
-            data = np.lib.stride_tricks.as_strided(x._data, new, data.strides)
+        if len(new) < len(shape) or np.broadcast_shapes(shape, new) != new:
+            raise ValueError
+        # writes through a writable one are checked by Tensor._inplace
+        data = np.lib.stride_tricks.as_strided(
+            x._data, new, expand_strides(shape, x._data.strides, new),
+            writeable=x._data.flags.writeable)
     except ValueError:
         raise RuntimeError(f"expand(): a tensor of shape {list(shape)} cannot be expanded to "
                            f"{list(sizes)}; only dimensions of size 1 can grow") from None
@@ -256,8 +281,9 @@ def _is_advanced(k):
 def _plain_key(k):
     if is_tensor(k):
         return k._data
-    if isinstance(k, list):
-        return np.asarray([_plain_key(i) if is_tensor(i) else i for i in k])
+    if isinstance(k, list):  # PyTorch makes a list an index of int64 unless it holds bools
+        a = np.asarray([_plain_key(i) if is_tensor(i) else i for i in k])
+        return a if a.dtype == np.bool_ else a.astype(np.int64, copy=False)
     return k
 
 
@@ -265,11 +291,24 @@ def getitem(x, key):
     """x[key] as PyTorch indexes: integers, slices and None first (as views), then the
     advanced indices (lists, index and mask tensors) on that view in one IndexBackward0."""
     single_slice = isinstance(key, slice)
-    key = key if isinstance(key, tuple) else (key,)
+    key = as_key_tuple(key)
     if not any(_is_advanced(k) for k in key):
         return _basic_index(x, key, single_slice)
     basic, rest = _split_key(key, x._data.ndim)
     return _index(_basic_view(x, basic)[0], rest)
+
+
+def as_key_tuple(key):
+    """The key as a tuple of indices. A list shorter than 32 that holds a tensor, a
+    sequence, a slice, None or Ellipsis is read as a tuple of indices (numpy's old rule,
+    which PyTorch keeps, with a deprecation warning); any other key is one index."""
+    if isinstance(key, tuple):
+        return key
+    if isinstance(key, list) and len(key) < 32 and any(
+            is_tensor(k) or isinstance(k, (list, tuple, slice)) or k is None or k is Ellipsis
+            for k in key):
+        return tuple(key)
+    return (key,)
 
 
 def _split_key(key, nd):
@@ -330,6 +369,32 @@ def _index(x, key):
     if any_requires_grad((x,)):
         record(IndexBackward0, (x,), out, (x._data.shape, key))
     return out
+
+
+def index_result_shape(data, key):
+    """The shape of data[key] (full slices, integer arrays, masks), with IndexError where
+    PyTorch's setup of an advanced index raises: indices that do not broadcast together, a
+    mask of the wrong shape, an index into an empty dimension while the indices select
+    something. Positions out of range are not checked: PyTorch's kernel finds those as it
+    visits them (after the value's shape and dtype are checked)."""
+    counts = [(int(np.count_nonzero(k)),) if k.dtype == np.bool_ else k.shape
+              for k in key if isinstance(k, np.ndarray)]
+    try:
+        selected = 0 not in np.broadcast_shapes(*counts)
+    except ValueError:
+        raise IndexError("the index arrays cannot be broadcast to one shape") from None
+    clipped, d = [], 0
+    for k in key:
+        if isinstance(k, np.ndarray) and k.dtype.kind in "iu":
+            n = data.shape[d] if d < data.ndim else 0
+            if n == 0 and selected:
+                raise IndexError(f"an index into dimension {d}, of size 0, is out of range")
+            k = np.clip(k, -n, n - 1) if n else k
+        clipped.append(k)
+        d += k.ndim if isinstance(k, np.ndarray) and k.dtype == np.bool_ else 1
+    shadow = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), data.shape,
+                                             (0,) * data.ndim)
+    return shadow[tuple(clipped)].shape
 
 
 def empty_result_key(data, key, error):

@@ -589,6 +589,35 @@ def cumsum(x, dim):
     return np.cumsum(x, axis=dim)
 
 
+def cumprod(x, dim):
+    return np.cumprod(x, axis=dim)
+
+
+def prod_dim(x, dim, keepdim):
+    return np.prod(x, axis=dim, keepdims=keepdim)
+
+
+def cumprod_zeros_grad(g, x, result, dim):
+    """PyTorch's gradient of cumprod along `dim` for input holding zeros, without
+    create_graph: before each line's first zero z1, the reversed cumsum of result * g divided
+    by x; at z1, prod(x[:z1]) times sum_j g_j * prod(x[z1+1:j+1]) over z1 <= j < z2 (the
+    second zero); after z1, zero. Masked as PyTorch masks, so its infs and nans are PyTorch's."""
+    zeros = np.cumsum(x == 0, axis=dim)
+    before, first_run = zeros == 0, zeros == 1
+    with np.errstate(all="ignore"):
+        w = np.where(before, result * g, 0)
+        out = np.where(before, flip(cumsum(flip(w, dim), dim), dim) / x, 0).astype(g.dtype)
+        z1 = np.argmax(first_run, axis=dim, keepdims=True)  # 0 where a line has no zero
+        first = np.zeros_like(first_run)
+        np.put_along_axis(first, z1, True, axis=dim)
+        first &= first_run
+        products = np.cumprod(np.where(first_run & ~first, x, 1), axis=dim)
+        total = sum_dim(products * np.where(first_run, g, 0), dim, True)
+        lead = np.take_along_axis(result, np.maximum(z1 - 1, 0), axis=dim)
+        total = total * np.where(z1 == 0, 1, lead)
+    return np.where(first, total, out).astype(g.dtype, copy=False)
+
+
 def threshold_backward(g, result):
     return where(np.less_equal(result, 0), 0.0, g)  # nan results pass g, as in PyTorch
 

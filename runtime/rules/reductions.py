@@ -30,6 +30,8 @@ def prod(ops, g, needs, x, result, dims, keepdim):
     if not shape:  # the product of one 0-dim value is the value itself
         return (g,)
     g = _unreduce(ops, g, shape, dims, keepdim)
+    if _count(shape, dims) == 1 and ops.any_zero(x):
+        return (g,)  # PyTorch's zero-safe form hands a slice of one element its cotangent
     result = _unreduce(ops, result, shape, dims, keepdim)
     return (ops.mul(g, ops.prod_others(x, result, dims)),)
 
@@ -125,34 +127,47 @@ def log_softmax(ops, g, needs, result, dim):
 
 @rule("cumsum")
 def cumsum(ops, g, needs, dim):
-    if ops.ndim(g) == 0:
+    shape = ops.shape(g)
+    if not shape or shape[dim] == 1 or _count(shape, None) <= 1:  # PyTorch hands g back
         return (g,)
     return (ops.flip(ops.cumsum(ops.flip(g, dim), dim), dim),)
 
 
 @rule("cumprod")
 def cumprod(ops, g, needs, x, result, dim):
-    """Without zeros, PyTorch's formula: reversed cumsum of (result * g), divided by x.
-    With zeros, grad_k = prod(x[:k]) * S_k where S_k = g_k + x[k+1] * S_{k+1}: exact, and
-    built from recorded ops, so it can be differentiated again."""
+    """PyTorch's three forms. Without zeros: reversed cumsum of (result * g), divided by x.
+    With zeros, on arrays, its O(n) masked form (`ops.cumprod_zeros_grad`); recorded
+    (create_graph) its O(n^2) form: grad_k = sum_j>=k g_j * prod(x[:k]) * prod(x[k+1:j+1]),
+    each a differentiable op, so their infs and nans are PyTorch's too."""
     shape = ops.shape(x)
     if len(shape) == 0 or shape[dim] == 1 or 0 in shape:  # the identity: g itself
         return (g,)
     if not ops.any_zero(x):
         weighted = ops.flip(ops.cumsum(ops.flip(ops.mul(result, g), dim), dim), dim)
         return (ops.div(weighted, x),)
-    n = ops.shape(x)[dim]
-    xs = [ops.select(x, dim, i) for i in range(n)]
-    gs = [ops.select(g, dim, i) for i in range(n)]
-    suffix = [gs[-1]]
-    for k in range(n - 2, -1, -1):
-        suffix.append(ops.add(gs[k], ops.mul(xs[k + 1], suffix[-1])))
-    suffix.reverse()
-    grads, prefix = [suffix[0]], xs[0]
+    exact = ops.cumprod_zeros_grad(g, x, result, dim)
+    if exact is not None:
+        return (exact,)
+    n = shape[dim]
+    grads = [ops.add(ops.select(g, dim, 0), _weighted_tail(ops, g, x, dim, 0, None))]
     for k in range(1, n):
-        grads.append(ops.mul(prefix, suffix[k]))
-        prefix = ops.mul(prefix, xs[k])
+        until = ops.prod_dim(ops.narrow(x, dim, 0, k), dim, True)
+        tail = _weighted_tail(ops, g, x, dim, k, until)
+        here = ops.sum_dim(ops.mul(ops.narrow(g, dim, k, 1), until), dim, False)
+        grads.append(here if tail is None else ops.add(here, tail))
     return (ops.stack(grads, dim),)
+
+
+def _weighted_tail(ops, g, x, dim, k, until):
+    """sum_j>k g_j * until * prod(x[k+1:j+1]) along `dim` (None past the last element;
+    `until` None stands for ones)."""
+    n = ops.shape(x)[dim]
+    if k == n - 1:
+        return None
+    products = ops.cumprod(ops.narrow(x, dim, k + 1, n - k - 1), dim)
+    if until is not None:
+        products = ops.mul(until, products)
+    return ops.sum_dim(ops.mul(ops.narrow(g, dim, k + 1, n - k - 1), products), dim, False)
 
 
 @rule("logsumexp")

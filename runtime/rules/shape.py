@@ -98,13 +98,23 @@ def unbind(ops, gs, needs, shape, dim):
 
 @rule("repeat")
 def repeat(ops, g, needs, repeats, shape):
-    """Each input element appears once per tile: sum the tiles, viewed as extra axes."""
-    padded = (1,) * (len(repeats) - len(shape)) + tuple(shape)
-    tiled = []
-    for r, n in zip(repeats, padded):
-        tiled += [r, n]
-    summed = ops.sum_dim(ops.reshape(g, tuple(tiled)), tuple(range(0, len(tiled), 2)), False)
-    return (ops.reshape(summed, shape),)
+    """PyTorch's form: the leading dimensions repeat added are summed away one at a time,
+    then each tiled dimension is viewed as (tiles, size) and its tiles summed; where nothing
+    is tiled the cotangent itself is the gradient (a view, when it is one)."""
+    if 0 in repeats:
+        return (ops.zeros(tuple(shape), g),)
+    lead = len(repeats) - len(shape)
+    for _ in range(lead):
+        g = ops.sum_dim(g, 0, False)
+    sizes, tiled = [], []
+    for r, n in zip(repeats[lead:], shape):
+        if r != 1:
+            tiled.append(len(sizes))
+            sizes.append(r)
+        sizes.append(n)
+    if not tiled:
+        return (g,)
+    return (ops.sum_dim(ops.reshape(g, tuple(sizes)), tuple(tiled), False),)
 
 
 @rule("diagonal")
