@@ -25,7 +25,8 @@
 Wall-clock figures are only meaningful on idle cores: the load average is printed with them;
 the CPU figures hold under load up to the contention for caches and memory.
 Run: python benchmarks/distributed.py [--points 8000000] [--shards 16] [--repeat 3]
-     python benchmarks/distributed.py --ratio --repeat 5   # only the recipe's throughput ratio
+     python benchmarks/distributed.py --ratio --repeat 5   # only the recipe's throughput ratio,
+                                                           # beside the machine's own ceiling
 Needs the dask extra: pip install -e '.[dask]'. Linux (page faults from getrusage).
 """
 
@@ -323,11 +324,37 @@ def thread_scaling(args, params, data, expected):
                   + (f"   x{walls[1] / walls[2]:.2f}" if n > 1 else ""))
 
 
+CONTROL = """
+import time, numpy as np
+a = np.random.default_rng(0).random(100_000)  # 0.8 MB: inside a core's L2, no shared memory
+start = time.perf_counter()
+for _ in range(1500):
+    np.sin(a, out=a)
+print(time.perf_counter() - start)
+"""
+
+
+def machine_ceiling(rounds=3):
+    """What 2 cores of this machine give any 2-process job: the same CPU-bound loop (numpy's
+    sin over an L2-resident array, no memory traffic, nothing shared) in 1 process alone and
+    in 2 independent processes at once, pinned to one core each; the ratio 2 * alone / the
+    slower of the pair (the best of `rounds` each). On a virtual machine whose 2 cores share
+    a physical core or a busy host this is well under 2, and it caps any scheme's ratio."""
+    def run(cores):
+        procs = [subprocess.Popen(["taskset", "-c", str(c), sys.executable, "-c", CONTROL],
+                                  stdout=subprocess.PIPE, text=True) for c in cores]
+        return max(float(p.communicate()[0]) for p in procs)
+    alone = min(run([0]) for _ in range(rounds))
+    pair = min(run([0, 1]) for _ in range(rounds))
+    return alone, pair, 2 * alone / pair
+
+
 def throughput(args, params, data):
     """--ratio: the example's recipe (workers keeping freed memory, tasks in blocks) on 2
     worker processes against 1 process on 1 core measured before the cluster starts and
     after it stops (the better of the two: the ratio errs low); the best wall time of
-    --repeat gradients each, and per task the CPU of the compiled calls and the page faults."""
+    --repeat gradients each, and per task the CPU of the compiled calls and the page faults;
+    then machine_ceiling(), the ratio this machine gives two independent processes."""
     dask_gmm.keep_freed_memory()
     alone = Gradients(params, data, gmm.shard_nll_and_grad)
     expected = alone.run()
@@ -348,6 +375,9 @@ def throughput(args, params, data):
               f"{faults / args.shards:6.1f} minor page faults")
     print(f"throughput, 2 worker processes / 1 process: x{min(before[0], after[0]) / two[0]:.2f}"
           f" (load average {os.getloadavg()[0]:.1f}: meaningful on idle cores only)")
+    alone, pair, ceiling = machine_ceiling()
+    print(f"this machine's ceiling for 2 processes: x{ceiling:.2f} (an independent CPU-bound "
+          f"loop: {alone * 1e3:.0f} ms alone, {pair * 1e3:.0f} ms for the slower of 2 at once)")
 
 
 def main():
