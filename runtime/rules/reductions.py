@@ -30,7 +30,7 @@ def prod(ops, g, needs, x, result, dims, keepdim):
     if not shape:  # the product of one 0-dim value is the value itself
         return (g,)
     g = _unreduce(ops, g, shape, dims, keepdim)
-    if _count(shape, dims) == 1 and ops.any_zero(x):
+    if _known_count(shape, dims) == 1 and ops.any_zero(x):
         return (g,)  # PyTorch's zero-safe form hands a slice of one element its cotangent
     result = _unreduce(ops, result, shape, dims, keepdim)
     return (ops.mul(g, ops.prod_others(x, result, dims)),)
@@ -111,6 +111,12 @@ def _count(shape, dims):
     return n
 
 
+def _known_count(shape, dims):
+    """_count where the sizes are numbers (eager); None where they are known only when the
+    program runs (the compiler's shapes are IR values: its rules take the general form)."""
+    return _count(shape, dims) if all(isinstance(n, int) for n in shape) else None
+
+
 @rule("softmax")
 def softmax(ops, g, needs, result, dim):
     inner = ops.sum_dim(ops.mul(g, result), dim, True)
@@ -128,7 +134,7 @@ def log_softmax(ops, g, needs, result, dim):
 @rule("cumsum")
 def cumsum(ops, g, needs, dim):
     shape = ops.shape(g)
-    if not shape or shape[dim] == 1 or _count(shape, None) <= 1:  # PyTorch hands g back
+    if not shape or shape[dim] == 1 or _known_count(shape, None) in (0, 1):  # g handed back
         return (g,)
     return (ops.flip(ops.cumsum(ops.flip(g, dim), dim), dim),)
 

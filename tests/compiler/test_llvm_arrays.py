@@ -1263,3 +1263,19 @@ def test_ode_gradient_is_the_python_backends_bit_for_bit():
             got = ac.value_and_grad(compiled(chain_ode, "llvm"))(x, s)
             assert got[0] == want[0] == compiled(chain_ode, "llvm")(x, s) == chain_ode(x, s)
             np.testing.assert_array_equal(got[1], want[1])
+
+
+def scaled_total(a, x):
+    return np.sum(a * x)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_zero_dim_array_gradient_is_zero_dim(dtype):
+    """The gradient of a 0-d array argument broadcast against a vector is a new 0-d array:
+    allocated with no strides (it had one, and the result tuple did not fit its type)."""
+    a, x = np.array(2.0, dtype), np.arange(3.0, dtype=dtype)
+    results = [ac.value_and_grad(ac.adcompile(scaled_total, backend=b), argnums=(0, 1))(a, x)
+               for b in ("llvm", "python", "interp")]
+    for value, (a_bar, x_bar) in results:
+        assert a_bar.shape == () and a_bar.dtype == dtype and x_bar.shape == (3,)
+        assert (value, a_bar.item(), x_bar.tolist()) == (6.0, 3.0, [2.0, 2.0, 2.0])

@@ -193,6 +193,8 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
         return value
 
     def c_strides(self, shape):
+        if not shape:  # a 0-d array has no strides
+            return []
         strides = [i64(1)]
         for n in reversed(shape[1:]):
             strides.insert(0, self.b.mul(strides[0], n))
