@@ -41,6 +41,7 @@ def client():
     with dask_gmm.environ({"MALLOC_TRIM_THRESHOLD_": "65536"}):
         cluster = dask_gmm.local_cluster(2, dashboard_address=None)
     with distributed.Client(cluster) as c:
+        c.wait_for_workers(2)
         yield c
     cluster.close()
 
@@ -92,8 +93,10 @@ def test_workers_keep_freed_memory(client):
     """The recipe's workers: a gradient's temporaries (16 MB each here), made on the task
     thread, come from memory kept since the last call, not from new zero-filled pages
     (Dask's defaults take 4·10^4 page faults here)."""
+    # the workers' addresses asked of the scheduler now (the client's cached scheduler_info
+    # is refreshed only every few seconds under the recipe's rare ticks)
     faults = [client.submit(_faults_of_a_repeated_gradient, workers=[w], pure=False)
-              for w in client.scheduler_info()["workers"]]
+              for w in client.run(os.getpid)]
     assert max(client.gather(faults)) < 200
 
 
