@@ -131,9 +131,11 @@ def _at(v, where, shape):
     return v[where]
 
 
-def _midpoints(total):
-    low = np.bitwise_and(total.view(np.int64), 0x1FFFFFFF)
-    return np.equal(low, 0x10000000)
+def _midpoints(total, low=None, out=None):
+    """Where a float64 sum lies exactly halfway between two float32s (its low 29 bits are 1
+    followed by zeros): a tie, maybe a false one; `low` and `out` may be scratch (int64, bool)."""
+    low = np.bitwise_and(total.view(np.int64), 0x1FFFFFFF, out=low)
+    return np.equal(low, 0x10000000, out=out)
 
 
 def horner(coefficients, x):
@@ -149,8 +151,7 @@ def horner(coefficients, x):
         np.multiply(p, x64, out=total)
         total += c
         p = total.astype(F32)
-    low = np.bitwise_and(totals.view(np.int64), 0x1FFFFFFF, out=totals.view(np.int64))
-    ties = low == 0x10000000
+    ties = _midpoints(totals, low=totals.view(np.int64))  # the sums are not needed again
     if np.count_nonzero(ties):
         where = np.nonzero(ties.any(axis=0))
         redone = np.broadcast_to(coefficients[0], x.shape)[where].astype(F32)
@@ -216,8 +217,7 @@ def _fma(a, b, c, out, shape=None):
     np.add(total, c, out=total)
     # the float64 sum was rounded too; that second rounding only matters where it landed
     # exactly halfway between two float32s (a false tie), rare enough to repair case by case
-    low = np.bitwise_and(total.view(np.int64), 0x1FFFFFFF, out=scratch(shape, np.int64))
-    ties = np.equal(low, 0x10000000, out=scratch(shape, np.bool_))
+    ties = _midpoints(total, scratch(shape, np.int64), scratch(shape, np.bool_))
     if np.count_nonzero(ties):  # much cheaper than ties.any() on small arrays
         where = np.nonzero(ties) if shape else ...  # numpy has no nonzero of a 0-dim array
         a_t, b_t, c_t = (np.broadcast_to(v, shape)[where] for v in (a, b, c))
