@@ -9,6 +9,7 @@ from runtime.autograd_meta import _new_unary_node as new_unary_node
 from runtime.autograd_meta import check_integer_history
 from runtime.function import node_class, save_input, save_output
 from runtime.rules import numpy_ops
+from runtime.mkl import torch_kernel
 from runtime.rules.numpy_ops import via_double
 from runtime.fma import fma
 from runtime.ops._core import (
@@ -618,15 +619,15 @@ def _no_bool(np_fn, name):
 
 abs = _define_unary("abs", _no_bool(np.abs, "abs"), "AbsBackward0", "abs", "input",
                     keep_dtype=True)
-exp = _define_unary("exp", via_double(np.exp), "ExpBackward0", "exp", "result")
-log = _define_unary("log", via_double(np.log), "LogBackward0", "log", "input")
+exp = _define_unary("exp", torch_kernel("exp", via_double(np.exp)), "ExpBackward0", "exp", "result")
+log = _define_unary("log", torch_kernel("log", via_double(np.log)), "LogBackward0", "log", "input")
 log1p = _define_unary("log1p", via_double(np.log1p), "Log1PBackward0", "log1p", "input")
-sqrt = _define_unary("sqrt", np.sqrt, "SqrtBackward0", "sqrt", "result")
+sqrt = _define_unary("sqrt", torch_kernel("sqrt", np.sqrt), "SqrtBackward0", "sqrt", "result")
 rsqrt = _define_unary("rsqrt", _rsqrt, "RsqrtBackward0", "rsqrt", "result")
-sin = _define_unary("sin", np.sin, "SinBackward0", "sin", "input")
-cos = _define_unary("cos", np.cos, "CosBackward0", "cos", "input")
-tan = _define_unary("tan", via_double(np.tan), "TanBackward0", "tan", "result")
-tanh = _define_unary("tanh", via_double(np.tanh), "TanhBackward0", "tanh", "result")
+sin = _define_unary("sin", torch_kernel("sin", np.sin), "SinBackward0", "sin", "input")
+cos = _define_unary("cos", torch_kernel("cos", np.cos), "CosBackward0", "cos", "input")
+tan = _define_unary("tan", torch_kernel("tan", via_double(np.tan)), "TanBackward0", "tan", "result")
+tanh = _define_unary("tanh", torch_kernel("tanh", via_double(np.tanh)), "TanhBackward0", "tanh", "result")
 sigmoid = _define_unary("sigmoid", _sigmoid, "SigmoidBackward0", "sigmoid", "result")
 relu = _define_unary("relu", _relu, "ReluBackward0", "relu", "result", keep_dtype=True)
 reciprocal = _define_unary("reciprocal", _reciprocal, "ReciprocalBackward0", "reciprocal",

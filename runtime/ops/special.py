@@ -13,6 +13,7 @@ import scipy.special as sp
 from runtime import dtypes
 from runtime.autograd_meta import any_requires_grad, record, requires_grad
 from runtime.function import save_input, save_output
+from runtime.mkl import torch_kernel
 from runtime.ops._family import node
 from runtime.ops._core import (
     binary_dtype,
@@ -44,21 +45,21 @@ def _quiet(kernel):
 
 # name: (numpy kernel, node name, rule's primitive, what the rule needs, extra rule args)
 UNARY = {
-    "acos": (via_double(np.arccos), "AcosBackward0", "acos", "input", ()),
-    "asin": (via_double(np.arcsin), "AsinBackward0", "asin", "input", ()),
-    "atan": (via_double(np.arctan), "AtanBackward0", "atan", "input", ()),
+    "acos": (torch_kernel("acos", via_double(np.arccos)), "AcosBackward0", "acos", "input", ()),
+    "asin": (torch_kernel("asin", via_double(np.arcsin)), "AsinBackward0", "asin", "input", ()),
+    "atan": (torch_kernel("atan", via_double(np.arctan)), "AtanBackward0", "atan", "input", ()),
     "sinh": (via_double(np.sinh), "SinhBackward0", "sinh", "input", ()),
     "cosh": (via_double(np.cosh), "CoshBackward0", "cosh", "input", ()),
     "asinh": (np.arcsinh, "AsinhBackward0", "asinh", "input", ()),
     "acosh": (np.arccosh, "AcoshBackward0", "acosh", "input", ()),
     "atanh": (np.arctanh, "AtanhBackward0", "atanh", "input", ()),
     "expm1": (via_double(np.expm1), "Expm1Backward0", "expm1", "result", ()),
-    "log2": (np.log2, "Log2Backward0", "log2", "input", (2,)),
-    "log10": (np.log10, "Log10Backward0", "log10", "input", (10,)),
+    "log2": (torch_kernel("log2", np.log2), "Log2Backward0", "log2", "input", (2,)),
+    "log10": (torch_kernel("log10", np.log10), "Log10Backward0", "log10", "input", (10,)),
     "exp2": (np.exp2, "Exp2Backward0", "exp2", "result", ()),
-    "erf": (sp.erf, "ErfBackward0", "erf", "input", ()),
-    "erfc": (sp.erfc, "ErfcBackward0", "erfc", "input", ()),
-    "erfinv": (sp.erfinv, "ErfinvBackward0", "erfinv", "result", ()),
+    "erf": (torch_kernel("erf", sp.erf), "ErfBackward0", "erf", "input", ()),
+    "erfc": (torch_kernel("erfc", sp.erfc), "ErfcBackward0", "erfc", "input", ()),
+    "erfinv": (torch_kernel("erfinv", sp.erfinv), "ErfinvBackward0", "erfinv", "result", ()),
     "lgamma": (sp.gammaln, "LgammaBackward0", "lgamma", "input", ()),
     "digamma": (sp.digamma, "DigammaBackward0", "digamma", "input", ()),
 }

@@ -11,6 +11,7 @@ import sys
 import numpy as np
 
 from runtime.cascade_sum import mean_like_torch, sum_like_torch
+from runtime.mkl import torch_kernel
 from runtime.simd_pow import torch_pow
 
 
@@ -43,8 +44,10 @@ _MATH = {np.sin: math.sin, np.cos: math.cos, np.tan: math.tan, np.exp: math.exp,
          np.arctan: math.atan}
 
 
-sin = np.sin
-cos = np.cos
+# PyTorch's kernels of these are MKL's vector math: its backward formulas (sin's cos, exp's
+# own result ...) call them too
+sin = torch_kernel("sin", np.sin)
+cos = torch_kernel("cos", np.cos)
 sinh = np.sinh
 cosh = np.cosh
 abs = np.abs
@@ -56,7 +59,7 @@ le = np.less_equal
 logical_and = np.logical_and
 logical_or = np.logical_or
 isnan = np.isnan
-log = np.log
+log = torch_kernel("log", np.log)
 
 
 def matmul(a, b, start=None):
@@ -570,7 +573,7 @@ def embed_view(g, base_shape, steps):
     return out
 
 
-exp = np.exp
+exp = torch_kernel("exp", np.exp)
 
 
 def sum_dim(x, dim, keepdim):
