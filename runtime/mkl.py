@@ -99,6 +99,7 @@ def reset():
     with _lock:
         _state.clear()
         _VML.clear()
+        _BLAS.clear()
 
 
 # -- array addresses ---------------------------------------------------------------------------
@@ -196,3 +197,122 @@ def torch_kernel(op, fallback):
     """The kernel of PyTorch's `op` for numpy data: MKL's where PyTorch's is MKL's and MKL is
     used, `fallback` (today's numpy kernel) otherwise."""
     return vml_unary(TORCH_VML[op], fallback)
+
+
+# -- BLAS: matrix products called as PyTorch's addmm and addmv call them ------------------------
+
+_COL_MAJOR, _NO_TRANS, _TRANS = 102, 111, 112
+_BLAS = {}
+
+
+def _blas_function(name):
+    if name not in _BLAS:
+        lib = library()
+        fn = None if lib is None else getattr(lib, name)
+        if fn is not None:
+            fn.restype = None
+        _BLAS[name] = fn
+    return _BLAS[name]
+
+
+def _elements(a):
+    """Strides in elements, as PyTorch gives a fresh tensor's size-1 dimensions (those
+    strides decide which transposes BLAS is called with)."""
+    return tuple(s // a.itemsize for s in a.strides)
+
+
+def _operand(x, rows, cols, transpose_c):
+    """(array, transposed, leading dimension) for one factor of addmm, as PyTorch's
+    addmm_impl_cpu_ lays it out: used as is when column-major (or row-major, transposed) in
+    the frame of C, else copied row-major."""
+    s = _elements(x)
+    inner, outer = (s[1], s[0]) if transpose_c else (s[0], s[1])
+    if inner == 1 and outer >= max(1, rows):
+        return x, False, outer
+    if outer == 1 and inner >= max(1, cols):
+        return x, True, inner
+    x = np.ascontiguousarray(x)
+    return x, not transpose_c, _elements(x)[0]
+
+
+_REAL = {np.dtype(np.float32): (ctypes.c_float, "s"), np.dtype(np.float64): (ctypes.c_double, "d")}
+
+
+def _cblas(kind, dtype):
+    """cblas_?gemm / cblas_?gemv for dtype, with its argument types set; None without MKL."""
+    scalar, letter = _REAL[dtype]
+    fn = _blas_function(f"cblas_{letter}{kind}")
+    if fn is not None and fn.argtypes is None:
+        i, p = ctypes.c_int, ctypes.c_void_p
+        fn.argtypes = ((i, i, i, i, i, i, scalar, p, i, p, i, scalar, p, i) if kind == "gemm"
+                       else (i, i, i, i, scalar, p, i, p, i, scalar, p, i))
+    return fn
+
+
+def _blas_ready(kind, *arrays):
+    dtype = arrays[0].dtype
+    if dtype not in _REAL or any(getattr(x, "dtype", None) != dtype for x in arrays):
+        return None
+    return _cblas(kind, dtype)
+
+
+def gemm(a, b, start=None, alpha=1.0, beta=1.0):
+    """alpha * (a @ b) of two matrices plus beta * `start` (broadcast to the product's shape:
+    addmm's input; a plain product without it) as PyTorch's addmm calls MKL's ?gemm for a fresh row-major result: the transposes and
+    leading dimensions chosen from the factors' strides as its addmm_impl_cpu_ chooses them
+    (a product's bits depend on which kernel MKL takes). None without MKL or for other
+    dtypes."""
+    fn = _blas_ready("gemm", a, b) if start is None else _blas_ready("gemm", a, b, start)
+    if fn is None:
+        return None
+    (m, k), n = a.shape, b.shape[1]
+    out = np.empty((m, n), a.dtype) if start is None else \
+        np.array(np.broadcast_to(start, (m, n)), order="C")
+    if out.size == 0 or k == 0:
+        return None
+    transpose_c = n != 1  # a row-major result is column-major only as a single column
+    rows, cols = (n, m) if transpose_c else (m, n)
+    first, second = (b, a) if transpose_c else (a, b)
+    first, trans_a, lda = _operand(first, rows, k, transpose_c)
+    second, trans_b, ldb = _operand(second, k, cols, transpose_c)
+    ldc = n if transpose_c else 1
+    lda, ldb, ldc = _normalized(trans_a, trans_b, rows, cols, k, lda, ldb, ldc)
+    fn(_COL_MAJOR, _TRANS if trans_a else _NO_TRANS, _TRANS if trans_b else _NO_TRANS, rows, cols,
+       k, alpha, address(first), lda, address(second), ldb, 0.0 if start is None else beta,
+       address(out), ldc)
+    return out
+
+
+def _normalized(trans_a, trans_b, m, n, k, lda, ldb, ldc):
+    """Leading dimensions of a single row or column set as PyTorch's cpublas sets them."""
+    if n == 1:
+        ldc = m
+    if trans_a and m == 1 or not trans_a and k == 1:
+        lda = k if trans_a else m
+    if trans_b and k == 1 or not trans_b and n == 1:
+        ldb = n if trans_b else k
+    return lda, ldb, ldc
+
+
+def gemv(mat, vec, start=None, alpha=1.0, beta=1.0):
+    """alpha * (mat @ vec) plus beta * `start` (addmv's input) as PyTorch's addmv calls MKL's ?gemv; None
+    without MKL, for other dtypes, or a vector PyTorch does not hand to BLAS (stride <= 0)."""
+    fn = _blas_ready("gemv", mat, vec) if start is None else _blas_ready("gemv", mat, vec, start)
+    incx = _elements(vec)[0]
+    m, n = mat.shape
+    if fn is None or incx <= 0 or mat.size == 0:
+        return None
+    out = np.empty(m, mat.dtype) if start is None else \
+        np.array(np.broadcast_to(start, (m,)), order="C")
+    s = _elements(mat)
+    if s[0] == 1 and (n == 1 or s[1] >= max(1, m)):
+        trans, rows, cols, lda = _NO_TRANS, m, n, s[1]
+    else:
+        if not (s[1] == 1 and (m == 1 or s[0] >= max(1, n))):
+            mat = np.ascontiguousarray(mat)
+        trans, rows, cols, lda = _TRANS, n, m, _elements(mat)[0]
+    if cols == 1:
+        lda = rows
+    fn(_COL_MAJOR, trans, rows, cols, alpha, address(mat), lda, address(vec), incx,
+       0.0 if start is None else beta, address(out), 1)
+    return out

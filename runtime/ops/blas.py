@@ -7,6 +7,7 @@ them. With beta = 0 the input is ignored, so nan or inf in it does not propagate
 
 import numpy as np
 
+from runtime import mkl
 from runtime.autograd_meta import any_requires_grad, record, requires_grad
 from runtime.function import node_class, save_input
 from runtime.ops._core import wrap
@@ -50,9 +51,9 @@ def _product(name, a, b):
                            f"cannot be multiplied") from None
 
 
-def _fused(cls, name, inp, m1, m2, prod, beta, alpha, extra=()):
+def _fused(cls, name, inp, m1, m2, prod, beta, alpha, extra=(), data=None):
     try:
-        data = _combine(name, inp, prod, beta, alpha)
+        data = _combine(name, inp, prod, beta, alpha) if data is None else data
     except ValueError:
         raise RuntimeError(f"{name}(): the input of shape {list(inp._data.shape)} cannot be "
                            f"broadcast to the product's shape {list(prod.shape)}") from None
@@ -66,8 +67,21 @@ def _fused(cls, name, inp, m1, m2, prod, beta, alpha, extra=()):
 
 def addmv(inp, mat, vec, *, beta=1, alpha=1):
     _check("addmv", (2, 1), inp, mat, vec)
-    return _fused(AddmvBackward0, "addmv", inp, mat, vec, _product("addmv", mat, vec), beta,
-                  alpha)
+    data = _mkl_addmv(inp._data, mat._data, vec._data, beta, alpha)
+    prod = _product("addmv", mat, vec) if data is None else None
+    return _fused(AddmvBackward0, "addmv", inp, mat, vec, prod, beta, alpha, data=data)
+
+
+def _mkl_addmv(inp, mat, vec, beta, alpha):
+    """addmv as PyTorch computes it, the input scaled and added inside MKL's gemv; None
+    without MKL or where the input does not fit the product's length (the error's path)."""
+    if inp.shape not in ((), (1,), mat.shape[:1]) or not _real(beta) or not _real(alpha):
+        return None
+    return mkl.gemv(mat, vec, inp, alpha, beta)
+
+
+def _real(number):
+    return isinstance(number, (int, float)) and not isinstance(number, bool)
 
 
 def baddbmm(inp, b1, b2, *, beta=1, alpha=1):

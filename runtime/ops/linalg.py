@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from runtime import mkl
 from runtime.autograd_meta import any_requires_grad, record, requires_grad
 from runtime.function import node_class, save_input
 from runtime.ops._core import wrap
@@ -67,7 +68,7 @@ def mm(a, b):
 
 def mv(a, b):
     _check(a, b, "mv", (2, 1))
-    return _product(MvBackward0, np.matmul, a, b)
+    return _product(MvBackward0, numpy_ops.matmul, a, b)
 
 
 def bmm(a, b):
@@ -214,6 +215,9 @@ def addmm(bias, m1, m2, beta=1, alpha=1):
 
 
 def _scaled_addmm(bias, m1, m2, beta, alpha):
+    prod = mkl.gemm(m1, m2, bias, alpha, beta)  # PyTorch passes alpha and beta to gemm
+    if prod is not None:
+        return prod
     prod = numpy_ops.matmul(m1, m2)
     if alpha != 1:
         prod = prod * alpha

@@ -9,7 +9,7 @@ import math
 
 from runtime.rules import elementwise, rule
 
-_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+_HALF_SQRT_PI = 0.5 * math.sqrt(math.pi)
 
 
 @rule("asinh")
@@ -34,8 +34,9 @@ def exp2(ops, g, needs, result):
 
 @rule("erfinv")
 def erfinv(ops, g, needs, result):
-    """d/dx erfinv(x) = sqrt(pi) / 2 * exp(erfinv(x)^2)."""
-    return (ops.mul(g, ops.div(ops.exp(ops.mul(result, result)), _TWO_OVER_SQRT_PI)),)
+    """d/dx erfinv(x) = sqrt(pi) / 2 * exp(erfinv(x)^2), rounded as PyTorch's formula is
+    (the constant times the exponential, then the cotangent)."""
+    return (ops.mul(ops.mul(ops.exp(ops.mul(result, result)), _HALF_SQRT_PI), g),)
 
 
 @rule("logit")

@@ -1,0 +1,196 @@
+"""The kernels PyTorch takes from MKL, reproduced by calling MKL (runtime/mkl.py): each routed
+op's values (and the gradients its backward formula computes with them) equal PyTorch's bit
+for bit, in every layout; without MKL every kernel is today's numpy one.
+
+The bit-equality tests need the `mkl==2024.2.0` wheel (the `mkl` and `test` extras) and are
+skipped without it; the fallback tests switch MKL off with ADCOMPILE_MKL=0.
+"""
+
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import adcompile
+from runtime import mkl
+
+torch = pytest.importorskip("torch")
+
+needs_mkl = pytest.mark.skipif(not mkl.available(),
+                               reason=f"MKL {mkl.TORCH_MKL} is {mkl.status()}: the pip wheel "
+                                      f"mkl=={mkl.TORCH_MKL}.0 gives PyTorch's kernels")
+
+# op: where its inputs are drawn (every op of mkl.TORCH_VML has a row)
+DOMAIN = {"sin": (-100, 100), "cos": (-100, 100), "tan": (-1.5, 1.5), "sqrt": (0, 1e4),
+          "exp": (-80, 80), "log": (0, 1e4), "log10": (0, 1e4), "log2": (0, 1e4),
+          "tanh": (-10, 10), "asin": (-1, 1), "acos": (-1, 1), "atan": (-100, 100),
+          "erf": (-4, 4), "erfc": (-4, 9), "erfinv": (-1, 1)}
+SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, 1e-40, -1e-40, 1e30, -1e30, math.inf, -math.inf, math.nan]
+DTYPES = ("float32", "float64")
+LAYOUTS = ("contiguous", "strided", "transposed", "scalar", "odd")
+
+
+def test_every_routed_op_has_a_domain():
+    assert set(DOMAIN) == set(mkl.TORCH_VML)
+
+
+def _data(layout, lo, hi, dtype, seed=0):
+    """(numpy data, the same layout in torch) for one case."""
+    rng = np.random.default_rng(seed)
+    values = rng.uniform(lo, hi, 1000).astype(dtype)
+    if layout == "scalar":
+        return values[:1].reshape(()), torch.tensor(values[0])
+    if layout == "odd":  # not a multiple of any vector width
+        return values[:17], torch.from_numpy(values[:17].copy())
+    if layout == "strided":
+        return values[::3], torch.from_numpy(values.copy())[::3]
+    if layout == "transposed":
+        return values.reshape(40, 25).T, torch.from_numpy(values.copy()).reshape(40, 25).T
+    return values, torch.from_numpy(values.copy())
+
+
+def _same_bits(ours, theirs):
+    ours, theirs = np.ascontiguousarray(ours), np.ascontiguousarray(theirs)
+    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+    differ = ours.view(np.uint8) != theirs.view(np.uint8)
+    assert not differ.any(), f"{np.count_nonzero(differ)} bytes differ"
+
+
+@needs_mkl
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", sorted(DOMAIN))
+def test_vml_op_equals_pytorch_bits(op, dtype, layout):
+    data, expected = _data(layout, *DOMAIN[op], dtype)
+    ours = getattr(adcompile, op)(adcompile.from_numpy(data))
+    _same_bits(ours.numpy(), getattr(torch, op)(expected).numpy())
+
+
+@needs_mkl
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", sorted(DOMAIN))
+def test_vml_op_special_values_equal_pytorch_bits(op, dtype):
+    data = np.array(SPECIAL, dtype)
+    ours = getattr(adcompile, op)(adcompile.tensor(data))
+    _same_bits(ours.numpy(), getattr(torch, op)(torch.tensor(data)).numpy())
+
+
+@needs_mkl
+@pytest.mark.parametrize("op", ["sin", "cos", "exp", "erf", "erfc", "erfinv", "sqrt", "log"])
+def test_backward_formulas_use_the_same_kernels(op):
+    """sin's gradient is cos(x), erf's exp(-x^2), ...: PyTorch's MKL kernels again."""
+    data, _ = _data("contiguous", *DOMAIN[op], "float32", seed=1)
+    data = np.maximum(data, 1e-3) if op in ("sqrt", "log") else data
+    grads = []
+    for lib in (adcompile, torch):
+        x = lib.tensor(data, requires_grad=True)
+        getattr(lib, op)(x).sum().backward()
+        grads.append(x.grad.numpy())
+    _same_bits(*grads)
+
+
+@needs_mkl
+def test_inplace_on_a_strided_view_equals_pytorch():
+    data = np.random.default_rng(2).uniform(0, 10, (30, 20)).astype(np.float32)
+    ours, theirs = adcompile.tensor(data), torch.tensor(data)
+    ours[:, ::3].sqrt_()
+    theirs[:, ::3].sqrt_()
+    _same_bits(ours.numpy(), theirs.numpy())
+
+
+# name: (m, k, n) of the products (Linear layers of one output, rows, columns, wide ones)
+SHAPES = [(64, 10, 1), (5, 100, 1), (1, 385, 1), (1, 30, 17), (100, 3, 2), (7, 1000, 130),
+          (64, 784, 256), (33, 17, 65)]
+
+
+def _factors(m, k, n, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(s).astype(dtype) for s in ((m, k), (n, k), (n,), (k,), (m,))]
+
+
+def _products(lib, a, w, bias, v, s):
+    """Every product of the table, in one library (Linear's addmm with weight.t() included)."""
+    t = lib.from_numpy
+    return {"linear": lib.nn.functional.linear(t(a), t(w), t(bias)),
+            "mm": lib.mm(t(a), t(w).t()),
+            "mm_rowmajor": lib.mm(t(a), t(np.ascontiguousarray(w.T))),
+            "addmm_scaled": lib.addmm(t(bias), t(a), t(w).t(), beta=0.5, alpha=-2.0),
+            "mv": lib.mv(t(a), t(v)),
+            "matmul_vec": lib.matmul(t(a), t(v)),
+            "vec_matmul": lib.matmul(t(s), t(a)),
+            "addmv": lib.addmv(t(s), t(a), t(v)),
+            "addmv_scaled": lib.addmv(t(s), t(a), t(v), beta=2.0, alpha=0.25)}
+
+
+@needs_mkl
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m,k,n", SHAPES)
+def test_blas_products_equal_pytorch_bits(m, k, n, dtype, torch_one_thread):
+    factors = _factors(m, k, n, dtype)
+    ours, theirs = _products(adcompile, *factors), _products(torch, *factors)
+    for name in theirs:
+        _same_bits(ours[name].numpy(), theirs[name].numpy())
+
+
+@needs_mkl
+@pytest.mark.parametrize("m,k,n", SHAPES)
+def test_linear_gradients_equal_pytorch_bits(m, k, n, torch_one_thread):
+    a, w, bias, _, _ = _factors(m, k, n, np.float32, seed=3)
+    grads = []
+    for lib in (adcompile, torch):
+        x, weight, b = (lib.tensor(d, requires_grad=True) for d in (a, w, bias))
+        lib.nn.functional.linear(x, weight, b).sin().sum().backward()
+        grads.append([t.grad.numpy() for t in (x, weight, b)])
+    for ours, theirs in zip(*grads):
+        _same_bits(ours, theirs)
+
+
+# -- without MKL -------------------------------------------------------------------------------
+
+@pytest.fixture
+def mkl_off(monkeypatch):
+    monkeypatch.setenv("ADCOMPILE_MKL", "0")
+    mkl.reset()
+    yield
+    monkeypatch.undo()
+    mkl.reset()
+
+
+def test_switched_off_mkl_leaves_todays_kernels(mkl_off):
+    from runtime.ops.elementwise import via_double
+    assert not mkl.available() and "ADCOMPILE_MKL=0" in mkl.status()
+    x = np.random.default_rng(4).uniform(0.5, 10, 257).astype(np.float32)
+    t = adcompile.from_numpy(x)
+    _same_bits(adcompile.sin(t).numpy(), np.sin(x))
+    _same_bits(adcompile.sqrt(t).numpy(), np.sqrt(x))
+    _same_bits(adcompile.exp(t).numpy(), via_double(np.exp)(x))
+    _same_bits(adcompile.log10(t).numpy(), np.log10(x))
+    a = x[:256].astype(np.float64).reshape(16, 16)
+    _same_bits(adcompile.mm(adcompile.from_numpy(a), adcompile.from_numpy(a)).numpy(), a @ a)
+    assert mkl.gemm(a, a) is None and mkl.gemv(a, a[0]) is None
+
+
+def test_another_mkl_version_is_not_used(monkeypatch):
+    monkeypatch.setattr(mkl, "_version_string", lambda lib: "Intel(R) MKL Version 2099.1-x")
+    mkl.reset()
+    try:
+        assert mkl.library() is None or not os.path.exists(mkl._candidates()[0])
+        assert "not used" in mkl.status()
+    finally:
+        monkeypatch.undo()
+        mkl.reset()
+
+
+def test_import_does_not_load_mkl_and_runs_without_it():
+    code = ("import adcompile, numpy as np; from runtime import mkl; assert not mkl._state; "
+            "x = adcompile.tensor([0.5, 2.0]); "
+            "assert (adcompile.sin(x).numpy() == np.sin(np.float32([0.5, 2.0]))).all(); "
+            "print(mkl.status())")
+    env = dict(os.environ, ADCOMPILE_MKL="0")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=120, cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert done.returncode == 0, done.stderr
+    assert "ADCOMPILE_MKL=0" in done.stdout
