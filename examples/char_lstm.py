@@ -1,8 +1,9 @@
 """A character-level LSTM on a short text, trained for 50 steps: Embedding, LSTM, Linear,
 CrossEntropyLoss and Adam, fed by a shuffling DataLoader of (context, next characters)
 windows. Run with real PyTorch in place of adcompile (one thread) it prints the same losses:
-the network's forward and backward are PyTorch's to the bit; only Adam's square root (MKL's,
-not correctly rounded) differs in the last bit, so the last printed digit moves from step 30.
+the network's forward and backward are PyTorch's to the bit, and so is Adam's square root
+(MKL's, not correctly rounded) where the `mkl` extra is installed; without it that root
+differs in the last bit, and the last printed digit moves from step 30.
 
 Run: python examples/char_lstm.py
 """
