@@ -98,7 +98,8 @@ def reset():
     """Forget what was loaded (tests switch MKL off and on through ADCOMPILE_MKL)."""
     with _lock:
         _state.clear()
-        _VML.clear()
+        for bound in _VML:
+            bound.clear()
         _BLAS.clear()
 
 
@@ -127,41 +128,38 @@ def address(a):
 
 # -- vector math -------------------------------------------------------------------------------
 
-_VML = {}  # (name, dtype) -> ctypes function or None
+_VML = []  # each kernel's {dtype: ctypes function or None}, emptied by reset()
+_ndarray = np.ndarray
 
 
 def _vml_function(name, dtype):
-    key = (name, dtype)
-    if key not in _VML:
-        lib = library()
-        fn = None if lib is None or dtype not in _PREFIX else getattr(lib, _PREFIX[dtype] + name)
-        if fn is not None:
-            fn.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
-            fn.restype = None
-        _VML[key] = fn
-    return _VML[key]
-
-
-def _run(fn, n, src, dst, itemsize):
-    """fn over n elements in runs of at most MKL_INT's largest value, as PyTorch calls it."""
-    for start in range(0, n, _INT_MAX):
-        count = min(_INT_MAX, n - start)
-        fn(count, src + start * itemsize, dst + start * itemsize, VML_MODE)
+    lib = library()
+    if lib is None or dtype not in _PREFIX:
+        return None
+    fn = getattr(lib, _PREFIX[dtype] + name)
+    fn.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+    fn.restype = None
+    return fn
 
 
 def vml_unary(name, fallback):
     """A kernel d -> name(d) for numpy data: MKL's VML function `vms<name>` / `vmd<name>` (as
     PyTorch calls it) for float32 and float64 arrays and scalars when MKL is used, `fallback`
     for everything else. The result is laid out as numpy's own (`empty_like`)."""
+    bound = {}
+    _VML.append(bound)
 
     def kernel(d):
         dtype = getattr(d, "dtype", None)
-        fn = _vml_function(name, dtype) if dtype in _PREFIX else None
+        fn = bound.get(dtype, False)
+        if fn is False:
+            fn = bound[dtype] = _vml_function(name, dtype) if dtype is not None else None
         if fn is None:
             return fallback(d)
-        if d.__class__ is not np.ndarray:  # a numpy scalar (a 0-dim tensor's value)
+        if d.__class__ is not _ndarray:  # a numpy scalar (a 0-dim tensor's value)
             box = np.array((d,))
-            fn(1, address(box), address(box), VML_MODE)
+            at = address(box)
+            fn(1, at, at, VML_MODE)
             return box[0]
         return _vml_array(fn, d)
 
@@ -172,14 +170,21 @@ def vml_unary(name, fallback):
 
 def _vml_array(fn, d):
     out = np.empty_like(d)
-    if out.size == 0:
+    n = out.size
+    if n == 0:
         return out
+    dst = _pointer_at(id(out) + _OFFSET).value if _OFFSET is not None else out.ctypes.data
     if out.strides == d.strides:  # d is dense, in out's layout
         src = address(d)
     else:  # PyTorch copies a strided input into a buffer first: the values are the same
         np.copyto(out, d)
-        src = address(out)
-    _run(fn, out.size, src, address(out), out.itemsize)
+        src = dst
+    if n <= _INT_MAX:
+        fn(n, src, dst, VML_MODE)
+    else:  # in runs of at most MKL_INT's largest value, as PyTorch calls it
+        for start in range(0, n, _INT_MAX):
+            step = start * out.itemsize
+            fn(min(_INT_MAX, n - start), src + step, dst + step, VML_MODE)
     return out
 
 
@@ -202,74 +207,68 @@ def torch_kernel(op, fallback):
 # -- BLAS: matrix products called as PyTorch's addmm and addmv call them ------------------------
 
 _COL_MAJOR, _NO_TRANS, _TRANS = 102, 111, 112
-_BLAS = {}
+_BLAS = {}  # (kind, dtype) -> cblas function or None, emptied by reset()
 
 
-def _blas_function(name):
-    if name not in _BLAS:
-        lib = library()
-        fn = None if lib is None else getattr(lib, name)
-        if fn is not None:
-            fn.restype = None
-        _BLAS[name] = fn
-    return _BLAS[name]
-
-
-def _elements(a):
-    """Strides in elements, as PyTorch gives a fresh tensor's size-1 dimensions (those
-    strides decide which transposes BLAS is called with)."""
-    return tuple(s // a.itemsize for s in a.strides)
 
 
 def _operand(x, rows, cols, transpose_c):
     """(array, transposed, leading dimension) for one factor of addmm, as PyTorch's
     addmm_impl_cpu_ lays it out: used as is when column-major (or row-major, transposed) in
-    the frame of C, else copied row-major."""
-    s = _elements(x)
-    inner, outer = (s[1], s[0]) if transpose_c else (s[0], s[1])
+    the frame of C, else copied row-major. Strides in elements decide, with PyTorch's strides
+    for dimensions of size 1 (which the tensor layer gives its arrays)."""
+    size = x.itemsize
+    s0, s1 = x.strides
+    inner, outer = (s1 // size, s0 // size) if transpose_c else (s0 // size, s1 // size)
     if inner == 1 and outer >= max(1, rows):
         return x, False, outer
     if outer == 1 and inner >= max(1, cols):
         return x, True, inner
     x = np.ascontiguousarray(x)
-    return x, not transpose_c, _elements(x)[0]
+    return x, not transpose_c, x.strides[0] // size
 
 
 _REAL = {np.dtype(np.float32): (ctypes.c_float, "s"), np.dtype(np.float64): (ctypes.c_double, "d")}
 
 
 def _cblas(kind, dtype):
-    """cblas_?gemm / cblas_?gemv for dtype, with its argument types set; None without MKL."""
+    """cblas_?gemm / cblas_?gemv for dtype, with its argument types set; None without MKL.
+    PyTorch calls the Fortran ?gemm_/?gemv_, which run the same kernels."""
     scalar, letter = _REAL[dtype]
-    fn = _blas_function(f"cblas_{letter}{kind}")
-    if fn is not None and fn.argtypes is None:
+    lib = library()
+    fn = None if lib is None else getattr(lib, f"cblas_{letter}{kind}")
+    if fn is not None:
+        fn.restype = None
         i, p = ctypes.c_int, ctypes.c_void_p
         fn.argtypes = ((i, i, i, i, i, i, scalar, p, i, p, i, scalar, p, i) if kind == "gemm"
                        else (i, i, i, i, scalar, p, i, p, i, scalar, p, i))
     return fn
 
 
-def _blas_ready(kind, *arrays):
-    dtype = arrays[0].dtype
-    if dtype not in _REAL or any(getattr(x, "dtype", None) != dtype for x in arrays):
+def _blas_ready(kind, dtype, *others):
+    """The cblas function of `kind` for dtype when every other operand has that dtype too."""
+    key = (kind, dtype)
+    fn = _BLAS.get(key, False)
+    if fn is False:
+        fn = _BLAS[key] = _cblas(kind, dtype) if dtype in _REAL else None
+    if fn is None or any(getattr(x, "dtype", None) != dtype for x in others):
         return None
-    return _cblas(kind, dtype)
+    return fn
 
 
 def gemm(a, b, start=None, alpha=1.0, beta=1.0):
     """alpha * (a @ b) of two matrices plus beta * `start` (broadcast to the product's shape:
-    addmm's input; a plain product without it) as PyTorch's addmm calls MKL's ?gemm for a fresh row-major result: the transposes and
-    leading dimensions chosen from the factors' strides as its addmm_impl_cpu_ chooses them
-    (a product's bits depend on which kernel MKL takes). None without MKL or for other
-    dtypes."""
-    fn = _blas_ready("gemm", a, b) if start is None else _blas_ready("gemm", a, b, start)
-    if fn is None:
-        return None
+    addmm's input; a plain product without it) as PyTorch's addmm calls MKL's ?gemm for a
+    fresh row-major result: the transposes and leading dimensions chosen from the factors'
+    strides as its addmm_impl_cpu_ chooses them (a product's bits depend on which kernel MKL
+    takes). None without MKL, for other dtypes, or an empty product."""
+    fn = _blas_ready("gemm", a.dtype, b) if start is None else \
+        _blas_ready("gemm", a.dtype, b, start)
     (m, k), n = a.shape, b.shape[1]
+    if fn is None or m * n * k == 0:
+        return None
     out = np.empty((m, n), a.dtype) if start is None else \
         np.array(np.broadcast_to(start, (m, n)), order="C")
-    if out.size == 0 or k == 0:
-        return None
     transpose_c = n != 1  # a row-major result is column-major only as a single column
     rows, cols = (n, m) if transpose_c else (m, n)
     first, second = (b, a) if transpose_c else (a, b)
@@ -295,22 +294,24 @@ def _normalized(trans_a, trans_b, m, n, k, lda, ldb, ldc):
 
 
 def gemv(mat, vec, start=None, alpha=1.0, beta=1.0):
-    """alpha * (mat @ vec) plus beta * `start` (addmv's input) as PyTorch's addmv calls MKL's ?gemv; None
-    without MKL, for other dtypes, or a vector PyTorch does not hand to BLAS (stride <= 0)."""
-    fn = _blas_ready("gemv", mat, vec) if start is None else _blas_ready("gemv", mat, vec, start)
-    incx = _elements(vec)[0]
+    """alpha * (mat @ vec) plus beta * `start` (addmv's input) as PyTorch's addmv calls MKL's
+    ?gemv; None without MKL, for other dtypes, an empty product, or a vector PyTorch does not
+    hand to BLAS (stride <= 0)."""
+    fn = _blas_ready("gemv", mat.dtype, vec) if start is None else \
+        _blas_ready("gemv", mat.dtype, vec, start)
+    incx = vec.strides[0] // vec.itemsize
     m, n = mat.shape
     if fn is None or incx <= 0 or mat.size == 0:
         return None
     out = np.empty(m, mat.dtype) if start is None else \
         np.array(np.broadcast_to(start, (m,)), order="C")
-    s = _elements(mat)
-    if s[0] == 1 and (n == 1 or s[1] >= max(1, m)):
-        trans, rows, cols, lda = _NO_TRANS, m, n, s[1]
+    s0, s1 = (s // mat.itemsize for s in mat.strides)
+    if s0 == 1 and (n == 1 or s1 >= max(1, m)):
+        trans, rows, cols, lda = _NO_TRANS, m, n, s1
     else:
-        if not (s[1] == 1 and (m == 1 or s[0] >= max(1, n))):
+        if not (s1 == 1 and (m == 1 or s0 >= max(1, n))):
             mat = np.ascontiguousarray(mat)
-        trans, rows, cols, lda = _TRANS, n, m, _elements(mat)[0]
+        trans, rows, cols, lda = _TRANS, n, m, mat.strides[0] // mat.itemsize
     if cols == 1:
         lda = rows
     fn(_COL_MAJOR, trans, rows, cols, alpha, address(mat), lda, address(vec), incx,
