@@ -627,7 +627,8 @@ rsqrt = _define_unary("rsqrt", _rsqrt, "RsqrtBackward0", "rsqrt", "result")
 sin = _define_unary("sin", torch_kernel("sin", np.sin), "SinBackward0", "sin", "input")
 cos = _define_unary("cos", torch_kernel("cos", np.cos), "CosBackward0", "cos", "input")
 tan = _define_unary("tan", torch_kernel("tan", via_double(np.tan)), "TanBackward0", "tan", "result")
-tanh = _define_unary("tanh", torch_kernel("tanh", via_double(np.tanh)), "TanhBackward0", "tanh", "result")
+tanh = _define_unary("tanh", torch_kernel("tanh", via_double(np.tanh)), "TanhBackward0", "tanh",
+                     "result")
 sigmoid = _define_unary("sigmoid", _sigmoid, "SigmoidBackward0", "sigmoid", "result")
 relu = _define_unary("relu", _relu, "ReluBackward0", "relu", "result", keep_dtype=True)
 reciprocal = _define_unary("reciprocal", _reciprocal, "ReciprocalBackward0", "reciprocal",

@@ -18,9 +18,9 @@ from runtime.simd_pow import torch_pow
 
 
 def via_double(np_fn):
-    """np_fn for float32 data computed in float64 and rounded: PyTorch's float32 exp, log,
-    tanh, tan, ... (MKL's vector math in its high-accuracy mode, within an ulp; not
-    reproducible, its code is closed) agree with the rounded float64 result far more often
+    """np_fn for float32 data computed in float64 and rounded, the fallback where MKL is not
+    used (runtime/mkl.py): PyTorch's float32 exp, log, tanh, tan, ... (MKL's vector math in
+    its high-accuracy mode, within an ulp) agree with the rounded float64 result far more often
     than numpy's float32 kernels do (99 % of elements against 60-75 %; sin and cos stay on
     numpy's float32 kernels: 87 % against 95 % is not worth their doubled cost). A float32 number
     (a 0-dim tensor's value) goes through the math module, 4x faster than numpy's casts."""
@@ -72,7 +72,8 @@ def matmul(a, b, start=None):
     after the other. OpenBLAS chains a block of up to MKL_K_BLOCK in the same order when the
     left factor is column-major (with a row-major one its kernels for output widths that are
     not a multiple of 16 regroup the sum: 40 % of random shapes differ). A small batched
-    product is added as PyTorch's bmm adds it (`_small_bmm`)."""
+    product is added as PyTorch's bmm adds it (`_small_bmm`). With MKL, 2-d products are
+    MKL's own, as PyTorch calls it (`_mkl_product`), and all of the above is the fallback."""
     product = _mkl_product(a, b, start)
     if product is not None:
         return product
