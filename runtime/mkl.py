@@ -6,10 +6,13 @@ its vector math (VML: sin, cos, exp, log, sqrt, ... each called on a contiguous 
 Their algorithms are closed, so numpy cannot follow their last bit; calling the same library
 can. With the pip wheel `mkl==2024.2.0` installed (the `mkl` extra), this module finds its
 `libmkl_rt` (in `sys.prefix/lib`, where pip puts it, then wherever the system's loader finds
-it), sets it sequential (PyTorch's results do not depend on MKL's threads, and a second thread
-pool beside numpy's would only spin) and hands out ctypes entry points.
+it), sets it sequential and hands out ctypes entry points. Sequential is PyTorch's
+single-threaded result: its VML results do not depend on threads, but its products do (a
+64x784 by 784x256 product differs between 1 and 2 threads in PyTorch itself), and the
+project follows PyTorch's single-threaded order throughout.
 
-Nothing is loaded at import: the first `vml_unary` or `blas` call loads the library (~20 ms).
+Nothing is loaded at import: the first call of a VML kernel, `gemm` or `gemv` loads the
+library (~5 ms of CPU).
 When MKL is absent, fails to load, is switched off (`ADCOMPILE_MKL=0`), or is another version
 than PyTorch's, every caller keeps its numpy kernel, silently and with unchanged results.
 
@@ -261,11 +264,12 @@ def gemm(a, b, start=None, alpha=1.0, beta=1.0):
     addmm's input; a plain product without it) as PyTorch's addmm calls MKL's ?gemm for a
     fresh row-major result: the transposes and leading dimensions chosen from the factors'
     strides as its addmm_impl_cpu_ chooses them (a product's bits depend on which kernel MKL
-    takes). None without MKL, for other dtypes, or an empty product."""
+    takes). None without MKL, for other dtypes, an empty product, or factors that do not
+    fit (the caller raises)."""
     fn = _blas_ready("gemm", a.dtype, b) if start is None else \
         _blas_ready("gemm", a.dtype, b, start)
-    (m, k), n = a.shape, b.shape[1]
-    if fn is None or m * n * k == 0:
+    (m, k), (k_b, n) = a.shape, b.shape
+    if fn is None or m * n * k == 0 or k_b != k:  # mismatches: the caller's error
         return None
     out = np.empty((m, n), a.dtype) if start is None else \
         np.array(np.broadcast_to(start, (m, n)), order="C")
@@ -295,13 +299,13 @@ def _normalized(trans_a, trans_b, m, n, k, lda, ldb, ldc):
 
 def gemv(mat, vec, start=None, alpha=1.0, beta=1.0):
     """alpha * (mat @ vec) plus beta * `start` (addmv's input) as PyTorch's addmv calls MKL's
-    ?gemv; None without MKL, for other dtypes, an empty product, or a vector PyTorch does not
-    hand to BLAS (stride <= 0)."""
+    ?gemv; None without MKL, for other dtypes, an empty product, factors that do not fit, or
+    a vector PyTorch does not hand to BLAS (stride <= 0)."""
     fn = _blas_ready("gemv", mat.dtype, vec) if start is None else \
         _blas_ready("gemv", mat.dtype, vec, start)
     incx = vec.strides[0] // vec.itemsize
     m, n = mat.shape
-    if fn is None or incx <= 0 or mat.size == 0:
+    if fn is None or incx <= 0 or mat.size == 0 or vec.shape[0] != n:
         return None
     out = np.empty(m, mat.dtype) if start is None else \
         np.array(np.broadcast_to(start, (m,)), order="C")

@@ -148,6 +148,16 @@ def test_linear_gradients_equal_pytorch_bits(m, k, n, torch_one_thread):
         _same_bits(ours, theirs)
 
 
+@needs_mkl
+def test_factors_that_do_not_fit_are_refused_not_read():
+    a, v = np.ones((3, 4), np.float32), np.ones(3, np.float32)
+    assert mkl.gemv(a, v) is None and mkl.gemm(a, a) is None
+    with pytest.raises(RuntimeError):
+        adcompile.mv(adcompile.from_numpy(a), adcompile.from_numpy(v))
+    with pytest.raises(RuntimeError):
+        adcompile.mm(adcompile.from_numpy(a), adcompile.from_numpy(a))
+
+
 # optimizer (class and options): those whose update takes a square root (MKL's vector math in
 # PyTorch); without MKL they drift by an ulp on 0.1-1 % of elements in 40 steps
 OPTIMIZERS = {"Adam": ("Adam", {}), "Adam_amsgrad": ("Adam", {"amsgrad": True}),
@@ -207,6 +217,19 @@ def test_another_mkl_version_is_not_used(monkeypatch):
     try:
         assert mkl.library() is None or not os.path.exists(mkl._candidates()[0])
         assert "not used" in mkl.status()
+    finally:
+        monkeypatch.undo()
+        mkl.reset()
+
+
+def test_a_missing_library_is_not_used(monkeypatch):
+    monkeypatch.setattr(mkl, "_candidates", lambda: ("/nonexistent/libmkl_rt.so.2",))
+    mkl.reset()
+    try:
+        assert mkl.library() is None and "not found" in mkl.status()
+        assert mkl.gemm(np.eye(3), np.eye(3)) is None
+        x = np.linspace(-3, 3, 11, dtype=np.float32)
+        _same_bits(adcompile.sin(adcompile.from_numpy(x)).numpy(), np.sin(x))
     finally:
         monkeypatch.undo()
         mkl.reset()
