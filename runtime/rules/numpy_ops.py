@@ -660,6 +660,25 @@ def batch_norm_grads(g, x, w, stats, training, needs):
     return batch_norm_cpu.backward(np.ascontiguousarray(g), x, w, mean, invstd, training, needs)
 
 
+def layer_norm_grads(g, x, w, stats, axes, needs):
+    """Layer norm's gradients as PyTorch's CPU kernel computes them (rules/layer_norm_cpu.py)
+    for contiguous float32 input whose statistics that kernel gave; None elsewhere."""
+    from runtime.rules import layer_norm_cpu
+
+    part = x.shape[axes[0]:]
+    count = math.prod(part)
+    mean, rstd = stats
+    if not layer_norm_cpu.applies(x, count) or mean.dtype != np.float32 or \
+            (w is not None and w.dtype != np.float32):
+        return None
+    rows = x.reshape(-1, count)
+    grads = layer_norm_cpu.backward(np.ascontiguousarray(g, np.float32).reshape(rows.shape),
+                                    rows, mean.reshape(-1), rstd.reshape(-1),
+                                    None if w is None else w.reshape(-1), needs)
+    return tuple(None if v is None else v.reshape(s)
+                 for v, s in zip(grads, (x.shape, part, part)))
+
+
 def log_softmax_grad(g, result, dim):
     """log_softmax's gradient as PyTorch's CPU kernel computes it (runtime/simd_softmax.py)
     for float32 along a contiguous last axis; None elsewhere (the rule's formula then)."""
