@@ -290,6 +290,11 @@ def batch_norm_grads(g, x, w, stats, training, needs):
     return None
 
 
+def gelu_slope(x, approximate):
+    """None: on Tensors GELU's rule records its own formula (double backward)."""
+    return None
+
+
 def layer_norm_grads(g, x, w, stats, axes, needs):
     """None: on Tensors layer norm's rule records its own formula (double backward)."""
     return None

@@ -55,8 +55,12 @@ _GELU_PARTIAL = {"none": _gelu_erf, "tanh": _gelu_tanh}
 
 @rule("gelu")
 def gelu(ops, g, needs, x, saved, approximate):
-    """`saved` is the forward's normal CDF (exact form) or tanh of the inner term."""
-    return (ops.mul(g, _GELU_PARTIAL[approximate](ops, x, saved)),)
+    """`saved` is the forward's normal CDF (exact form) or tanh of the inner term;
+    `ops.gelu_slope` answers with PyTorch's bits where it knows them (None elsewhere)."""
+    slope = ops.gelu_slope(x, approximate)
+    if slope is None:
+        slope = _GELU_PARTIAL[approximate](ops, x, saved)
+    return (ops.mul(g, slope),)
 
 
 @rule("embedding")

@@ -679,6 +679,16 @@ def layer_norm_grads(g, x, w, stats, axes, needs):
                  for v, s in zip(grads, (x.shape, part, part)))
 
 
+def gelu_slope(x, approximate):
+    """GELU's derivative as PyTorch's oneDNN route computes it (dnnl_eltwise.py) for
+    contiguous float32 and the erf form; None elsewhere (the rule's formula then)."""
+    from runtime import dnnl_eltwise
+
+    if approximate != "none" or not dnnl_eltwise.gelu_applies(x):
+        return None
+    return dnnl_eltwise.gelu_slope(x)
+
+
 def log_softmax_grad(g, result, dim):
     """log_softmax's gradient as PyTorch's CPU kernel computes it (runtime/simd_softmax.py)
     for float32 along a contiguous last axis; None elsewhere (the rule's formula then)."""
