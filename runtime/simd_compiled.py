@@ -80,6 +80,18 @@ def lstm_steps_back(dh, g_out, dc, gates, slope, tanh_slope, tanh_c, cells, dpre
                                     tc + k * stc, c + k * sc, dp + k * sdp, d, *shape)
 
 
+def libm_logf(x):
+    """The C library's logf of each element of a float32 array, or None where no compiled
+    kernel is at hand."""
+    fns = kernels()
+    if fns is None:
+        return None
+    x = np.ascontiguousarray(x, F32)
+    out = np.empty_like(x)
+    fns[5](x.ctypes.data, out.ctypes.data, x.size)
+    return out
+
+
 def _plain(*arrays):
     """Whether each array (None: no array) is float32 and C-ordered."""
     return all(a is None or (a.dtype == F32 and a.flags.c_contiguous) for a in arrays)
@@ -98,8 +110,9 @@ def nll_sum(values, counted, power):
 
 @functools.cache
 def kernels():
-    """(log_softmax forward, its backward, nll_sum, lstm step and its backward) as ctypes
-    functions, compiled once per process; None where llvmlite cannot compile them."""
+    """(log_softmax forward, its backward, nll_sum, lstm step and its backward, the C
+    library's logf over an array) as ctypes functions, compiled once per process; None where
+    llvmlite cannot compile them."""
     try:
         with _LOCK:
             return _compile()
@@ -687,6 +700,29 @@ def _lstm_text():
     return _dnnl_sigmoid() + _dnnl_tanh() + _LSTM_STEP + _LSTM_BACK
 
 
+# the C library's logf over an array (PyTorch's flash attention takes std::log of its row
+# sums; glibc's logf is not always the correctly rounded logarithm)
+_LIBM_LOGF = """
+define void @libm_logf(ptr %x, ptr %out, i64 %n) {
+entry:
+  %empty = icmp sle i64 %n, 0
+  br i1 %empty, label %done, label %loop
+loop:
+  %i = phi i64 [0, %entry], [%next, %loop]
+  %px = getelementptr float, ptr %x, i64 %i
+  %v = load float, ptr %px
+  %r = call float @logf(float %v)
+  %po = getelementptr float, ptr %out, i64 %i
+  store float %r, ptr %po
+  %next = add i64 %i, 1
+  %more = icmp slt i64 %next, %n
+  br i1 %more, label %loop, label %done
+done:
+  ret void
+}
+declare float @logf(float)
+"""
+
 _DECLARATIONS = """
 declare float @llvm.fabs.f32(float)
 declare float @llvm.fma.f32(float, float, float)
@@ -701,7 +737,7 @@ def _module_text():
     return (f"define internal float @sleef_expf(float %d) {{\nentry:{_exp_body()}\n}}\n\n"
             f"define internal float @sleef_logf(float %d) {{\nentry:{_log_body()}\n}}\n"
             + _LANE_SUM + _ROW_MAX + _FORWARD + _BACKWARD + _NLL_LADDER + _lstm_text()
-            + _DECLARATIONS)
+            + _LIBM_LOGF + _DECLARATIONS)
 
 
 def _compile():
@@ -725,7 +761,7 @@ def _compile():
                .add_current_process().export_symbol("log_softmax_fwd")
                .export_symbol("log_softmax_bwd").export_symbol("nll_ladder")
                .export_symbol("lstm_step").export_symbol("lstm_step_back")
-               .link(lljit, "runtime_simd_softmax"))
+               .export_symbol("libm_logf").link(lljit, "runtime_simd_softmax"))
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     i32 = ctypes.c_int32
     fwd = ctypes.CFUNCTYPE(i32, ptr, ptr, i64, i64)(tracker["log_softmax_fwd"])
@@ -733,8 +769,9 @@ def _compile():
     ladder = ctypes.CFUNCTYPE(ctypes.c_float, ptr, ptr, i64, i64)(tracker["nll_ladder"])
     step = ctypes.CFUNCTYPE(None, *[ptr] * 7, i64, i64)(tracker["lstm_step"])
     back = ctypes.CFUNCTYPE(None, *[ptr] * 10, i64, i64)(tracker["lstm_step_back"])
+    logf = ctypes.CFUNCTYPE(None, ptr, ptr, i64)(tracker["libm_logf"])
     _KEEP.extend([lljit, tracker, tm])
-    return fwd, bwd, ladder, step, back
+    return fwd, bwd, ladder, step, back, logf
 
 
 _KEEP = []  # the JIT and its code live as long as the process

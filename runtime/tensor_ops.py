@@ -290,6 +290,11 @@ def batch_norm_grads(g, x, w, stats, training, needs):
     return None
 
 
+def flash_attention_grads(g, q, k, v, out, lse, scale):
+    """None: the fused attention kernel has no second derivative (rules/attention.py)."""
+    return None
+
+
 def gelu_slope(x, approximate):
     """None: on Tensors GELU's rule records its own formula (double backward)."""
     return None

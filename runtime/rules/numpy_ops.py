@@ -679,6 +679,13 @@ def layer_norm_grads(g, x, w, stats, axes, needs):
                  for v, s in zip(grads, (x.shape, part, part)))
 
 
+def flash_attention_grads(g, q, k, v, out, lse, scale):
+    """(q_bar, k_bar, v_bar) of PyTorch's fused CPU attention (rules/flash_attention_cpu.py)."""
+    from runtime.rules import flash_attention_cpu
+
+    return flash_attention_cpu.backward(np.ascontiguousarray(g), q, k, v, out, lse, scale)
+
+
 def gelu_slope(x, approximate):
     """GELU's derivative as PyTorch's oneDNN route computes it (dnnl_eltwise.py) for
     contiguous float32 and the erf form; None elsewhere (the rule's formula then)."""
