@@ -22,6 +22,7 @@ sin = F.sin
 cos = F.cos
 sinh = special.sinh
 cosh = special.cosh
+erf = special.erf
 exp = F.exp
 sigmoid = F.sigmoid
 conj = F.conj

@@ -35,9 +35,10 @@ def _pointwise(node_name, prim, fn, *params):
 
 
 def _gelu_none(d):
+    if dnnl_eltwise.gelu_applies(d):  # the rule's exact slope needs no CDF (rules/activation)
+        return dnnl_eltwise.gelu(d), (None, "none")
     cdf = special.ndtr(d).astype(d.dtype)
-    y = dnnl_eltwise.gelu(d) if dnnl_eltwise.gelu_applies(d) else d * cdf
-    return y, (save_input(wrap(cdf, None)), "none")
+    return d * cdf, (save_input(wrap(cdf, None)), "none")
 
 
 def _gelu_tanh(d):

@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from runtime.fma import deferred_ties, fma
+from runtime.fma import _midpoints, _sum_error, fma
 from runtime.simd_softmax import sleef_expf
 
 F32, F64 = np.float32, np.float64
@@ -45,7 +45,43 @@ def _scale(q, scale):
 
 
 def _chain(a, b):
-    """a (..., m, n) @ b (..., n, p), each output one FMA chain in n's order."""
+    """a (..., m, n) @ b (..., n, p), each output one FMA chain in n's order (compiled,
+    runtime/simd_compiled.py, or on numpy)."""
+    from runtime import simd_compiled
+
+    out = simd_compiled.fma_chain(a, b)
+    return _numpy_chain(a, b) if out is None else out
+
+
+def _numpy_chain(a, b):
+    """_chain on numpy: the products
+    exact in float64, each step's float64 sum rounded to float32; where one of those sums was
+    itself rounded onto a float32 midpoint (a false tie: rounding again could go the wrong
+    way) the chain is redone by `fma` (runtime/fma.py)."""
+    # step i's products first: (n, ..., m, p), each step one contiguous block
+    products = np.multiply(np.moveaxis(a, -1, 0)[..., None], np.moveaxis(b, -2, 0)[..., None, :],
+                           dtype=F64)
+    sums = np.empty_like(products)
+    sums[0] = products[0]
+    acc = products[0].astype(F32)
+    for i in range(1, a.shape[-1]):
+        np.add(products[i], acc, out=sums[i])
+        acc = sums[i].astype(F32)
+    return _fma_chain(a, b) if _false_tie(products, sums) else acc
+
+
+def _false_tie(products, sums):
+    """Whether a chain step's float64 sum (of the product and the float32 running sum before
+    it) on a float32 midpoint was rounded there."""
+    where = np.nonzero(_midpoints(sums[1:]))
+    if not where[0].size:
+        return False
+    step, before = (where[0] + 1, *where[1:]), where
+    total = sums[step]
+    return bool(np.count_nonzero(_sum_error(products[step], sums[before].astype(F32), total)))
+
+
+def _fma_chain(a, b):
     acc = a[..., :, 0:1] * b[..., 0:1, :]
     for i in range(1, a.shape[-1]):
         acc = fma(a[..., :, i:i + 1], b[..., i:i + 1, :], acc)
@@ -78,17 +114,23 @@ def _forward(q, k, v, scale):
 
 def forward(q, k, v, scale=None):
     """(out, lse) of attention over float32 (B, H, L, E) arrays q and (B, H, S, E) k, v."""
-    return deferred_ties(_forward, q, k, v, F32(_scale(q, scale)))
+    return _forward(q, k, v, F32(_scale(q, scale)))
+
+
+def _chains(*pairs):
+    """_chain of each (a, b) pair of one shape, as one call on the stacked pairs."""
+    return _chain(np.stack([a for a, _ in pairs]), np.stack([b for _, b in pairs]))
 
 
 def _backward(g, q, k, v, out, lse, scale):
     d = _in_order(g * out)
-    a = sleef_expf(_chain(q, _t(k)) * scale - lse[..., None])
-    v_bar = _chain(_t(a), g)
-    a_bar = a * (_chain(g, _t(v)) - d[..., None])
-    return _chain(a_bar, k) * scale, _chain(_t(a_bar), q) * scale, v_bar
+    scores, g_v = _chains((q, _t(k)), (g, _t(v)))
+    a = sleef_expf(scores * scale - lse[..., None])
+    a_bar = a * (g_v - d[..., None])
+    v_bar, k_bar = _chains((_t(a), g), (_t(a_bar), q))
+    return _chain(a_bar, k) * scale, k_bar * scale, v_bar
 
 
 def backward(g, q, k, v, out, lse, scale=None):
     """(q_bar, k_bar, v_bar) of `forward`, g the cotangent of out."""
-    return deferred_ties(_backward, g, q, k, v, out, lse, F32(_scale(q, scale)))
+    return _backward(g, q, k, v, out, lse, F32(_scale(q, scale)))

@@ -166,8 +166,19 @@ def _input_grad(g, rows, mean, rstd, weight):
 
 
 def _fma_down(a, b):
-    """Sum over the rows of a * b, one float32 FMA per row, in order: the float64 sums rounded
-    step by step, the whole chain redone by `fma` where one landed on a float32 midpoint."""
+    """Sum over the rows of a * b, one float32 FMA per row, in order from zero (the compiled
+    chain of runtime/simd_compiled.py, column by column, or on numpy)."""
+    from runtime import simd_compiled
+
+    chained = simd_compiled.fma_chain(a.T[:, None, :], b.T[:, :, None])
+    if chained is not None:
+        return chained.reshape(-1) + F32(0)  # fma(x, y, +0) of a product -0 is +0
+    return _numpy_fma_down(a, b)
+
+
+def _numpy_fma_down(a, b):
+    """_fma_down on numpy: the float64 sums rounded step by step, the whole chain redone by
+    `fma` where one landed on a float32 midpoint."""
     sums = np.multiply(a, b, dtype=F64)
     acc = np.zeros(a.shape[1], F32)
     for i in range(a.shape[0]):
