@@ -14,8 +14,12 @@ is Adam's square root, which PyTorch takes from MKL's vector math (not correctly
 of float32 results are one ulp below, where the exact root lies within 0.05 ulp above a
 rounding midpoint; not followed). With PyTorch's square root in our Adam the 50 steps are
 bit-equal throughout (measured); with ours the unrounded losses are equal through step 25 and
-the printed ones through step 29, within 5e-7 after. The transformer agrees to a few ulps
-(~1e-6 relative as printed) over all 50 steps. Printed learning rates must agree exactly.
+the printed ones through step 29, within 5e-7 after. The transformer's forward and backward
+are bit-equal to PyTorch's too (layer norm, GELU and the fused flash attention:
+tests/test_layer_norm_bits.py, test_gelu_bits.py, test_attention_bits.py); with PyTorch's
+square root in AdamW its 50 losses are bit-equal (measured), with ours the unrounded losses are
+equal through step 16 and the printed ones at 49 of 50 steps (one printed unit, 1.2e-6
+relative, at step 18). Printed learning rates must agree exactly.
 """
 
 import os
@@ -45,7 +49,7 @@ for script in sys.argv[2:]:
 EXAMPLES = {
     "cnn_train": (0.0, 0.0),
     "char_lstm": (0.0, 1e-6),
-    "transformer_block": (1e-5, 1e-5),
+    "transformer_block": (2e-6, 2e-6),
 }
 
 
