@@ -292,8 +292,20 @@ def batch_norm_grads(g, x, w, stats, training, needs):
 
 
 def flash_attention_grads(g, q, k, v, out, lse, scale):
-    """None: the fused attention kernel has no second derivative (rules/attention.py)."""
-    return None
+    """The fused attention kernel's gradients (rules/attention.py) as values whose own
+    derivative is a NotImplemented node, raising only when a backward reaches it: PyTorch has
+    no derivative of this kernel's backward either."""
+    from runtime.ops.elementwise import NotImplementedNode
+
+    inputs = (g, q, k, v)
+    data = [getattr(t, "_data", t) for t in inputs]
+    grads = numpy_ops.flash_attention_grads(*data, out, lse, scale)
+    results = tuple(wrap(x, q._dtype) for x in grads)
+    tensors = tuple(t for t in inputs if is_tensor(t))
+    if any_requires_grad(tensors):
+        for r in results:
+            record(NotImplementedNode, tensors, r)
+    return results
 
 
 def gelu_slope(x, approximate):

@@ -74,3 +74,17 @@ def test_sdpa_outside_the_measured_sizes_is_close():
     (_, ours), (_, want) = _sdpa(adcompile, arrays), _sdpa(torch, arrays)
     for a, w in zip(ours, want):
         np.testing.assert_allclose(a, w, rtol=1e-4, atol=1e-5)
+
+
+def test_sdpa_gradient_has_no_derivative():
+    """As in PyTorch: create_graph gives the same first-order gradient, and a backward through
+    it raises a RuntimeError (the fused kernel's backward is not differentiable)."""
+    for lib in (adcompile, torch):
+        lib.manual_seed(0)
+        q = lib.randn(2, 2, 8, 4, requires_grad=True)
+        out = lib.nn.functional.scaled_dot_product_attention(q, q, q)
+        (plain,) = lib.autograd.grad(out.sum(), q, retain_graph=True)
+        (g,) = lib.autograd.grad(out.sum(), q, create_graph=True)
+        np.testing.assert_array_equal(g.detach().numpy(), plain.numpy())
+        with pytest.raises(RuntimeError):
+            g.sum().backward()
