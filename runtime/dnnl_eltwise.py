@@ -1,6 +1,7 @@
 """float32 exp, sigmoid and tanh as oneDNN's JIT element-wise code computes them inside
 PyTorch's CPU LSTM (oneDNN 3.12, the `ref` RNN with its AVX-512 post-GEMM kernels), so an
-LSTM layer agrees with PyTorch's to the bit.
+LSTM layer agrees with PyTorch's to the bit; and GELU (the erf form) and its derivative, which
+PyTorch hands to oneDNN's element-wise primitive for contiguous float32 input.
 
 PyTorch 2.13 runs a float32 `nn.LSTM` on CPU through oneDNN, whose post-GEMM kernel applies
 the gates' activations with its own polynomial approximations, not SLEEF's or the C
@@ -13,12 +14,18 @@ one-unit LSTM whose cell state reads out one gate):
 - tanh(x): |x| cut into 32 intervals by its exponent and first mantissa bit; on each a
   degree-6 polynomial in |x| minus the interval's start, by fused multiply-adds; x itself
   below 4.2e-4, 1 from 9.01 on; the sign put back.
+- gelu(x) (erf form): erf(x / sqrt 2) as a degree-5 polynomial in |x| by fused multiply-adds,
+  its coefficients picked by |x|'s exponent and first two mantissa bits (24 intervals; 1 past
+  5.54), the sign put back; then (erf + 1) x / 2, rounded at each step.
+- gelu's derivative: Abramowitz and Stegun's erf (t = 1 / (p |r| + 1), a degree-4 polynomial
+  in t, erf = 1 - poly t exp(-r^2)) at r = x / sqrt 2, plus r exp(-r^2) / sqrt(pi); the
+  gradient is g times that.
 The constants are oneDNN's tables, as float32 bit patterns.
 """
 
 import numpy as np
 
-from runtime.fma import horner
+from runtime.fma import fma, horner
 
 F32 = np.float32
 
@@ -187,3 +194,68 @@ class LstmGates:
             e = _exp_finish(p[:split], n, flush)
         out[:split] = _sigmoid_finish(e, sig)
         out[split:] = _tanh_finish(p[split:], s, cell)
+
+
+# gelu's erf: rows the coefficients of degree 0 to 5, columns the intervals (padded to 32)
+_GELU_TABLE = np.concatenate([_floats("""
+a6f2cb94 32827792 3381cc0c 34523d4a 351ac44d 35f36d88 36ee8229 37b8a3bb 3867a213 3940033b
+3a2a5a1d 3ae35863 3b7828f2 3c08b14b 3c515ed3 bb503236 bd8d8e5e be8abcd9 bf0c19a2 beccb328
+3e176ced 3f470d99 3f7abb28 3f800000 00000000
+3f4c422a 3f4c421f 3f4c4207 3f4c41cb 3f4c413b 3f4c3fad 3f4c3a2f 3f4c2d40 3f4c146a 3f4bc341
+3f4ad08c 3f48f8cf 3f45fac7 3f404e07 3f3b980f 3f48dff3 3f78b21b 3fbb0704 40019c32 3fe536d6
+3f81331e 3e6c8684 3c98f936 00000000 3f800000
+b62173f4 3735e4cf 37f2ff89 388c23be 3917535c 39ab2ab0 3a60fadb 3af9b960 3b6e5491 3c0a4ec5
+3ca5aa8c 3d2138d9 3d8737d4 3ddfb660 3e0f27ab 3d94004b be0efdeb bf1d96c3 bf89db58 bf6d9897
+bef69fb8 bdc4f8a8 bbde6422 00000000 00000000
+be081a19 be084570 be08639b be089837 be08f409 be09ab95 be0b66d0 be0e400a be124df8 be1bde02
+be2f19c9 be4931bf be685fbc be89c95f be96cbca be8044aa be0550f2 3dcfd6a1 3e94c826 3e79345f
+3decec91 3ca46568 3aa1e00a 00000000 00000000
+ba3d61db 39f097a3 3a5845dc 3ab1fa35 3b0cefb8 3b653ab6 3bcae527 3c221712 3c6c5840 3cc0a703
+3d1dcc19 3d63656d 3d955907 3dbf9910 3dd53f69 3db7dcef 3d639ebe ba6ede48 bd22be69 bd041cf1
+bc64f5ab bb097a32 b8ebf380 00000000 00000000
+3cb7d80c 3c9b6050 3c978d11 3c92e850 3c8d058b 3c848454 3c6cd623 3c4c824b 3c2a7935 3be0b390
+3b0651ac bb232f53 bbd42fa0 bc2c5366 bc492c9e bc2a7aa6 bbd55d04 ba823a76 3b102aa8 3ae25a7e
+3a31f792 38b84375 3689bb5a 00000000 00000000""").reshape(6, 25), np.zeros((6, 7), F32)], 1)
+_GELU_BY_DEGREE = _GELU_TABLE[::-1].astype(np.float64)
+_GELU_INDEX_BIAS = np.int32(-0x3DE00001)  # oneDNN's 0xc21fffff, added to |x|'s bits
+_GELU_RIGHT = _floats("40b15cee")[0]  # past this |x|, erf is 1
+# Abramowitz and Stegun's erf: p, 1 / sqrt 2, 1 / sqrt(pi) (oneDNN's rounding), the
+# polynomial's coefficients of degree 5 down to 1
+_AS_P, _SQRT_HALF, _INV_SQRT_PI = _floats("3ea7ba05 3f3504f3 3f106eba")
+_AS_POLY = [np.float64(c) for c in _floats("3f87dc22 bfba00e3 3fb5f0e3 be91a98e 3e827906")]
+
+
+def gelu_applies(x):
+    """Whether PyTorch runs gelu (erf form) of x through oneDNN, as reproduced here."""
+    return x.dtype == F32 and x.flags.c_contiguous and x.size > 1
+
+
+def gelu(x):
+    """oneDNN's gelu (erf form) of a float32 array."""
+    s = np.abs(x)
+    index = np.clip((s.view(np.int32) + _GELU_INDEX_BIAS) >> 21, 1, 24)
+    index[s > _GELU_RIGHT] = 23
+    erf = horner(list(np.take(_GELU_BY_DEGREE, index, axis=1)), s)
+    np.negative(erf, out=erf, where=np.signbit(x))
+    erf += F32(1)
+    with np.errstate(over="ignore"):  # (erf + 1) x past 1.7e38 is inf, as in oneDNN
+        erf *= x
+    erf *= F32(0.5)
+    return erf
+
+
+def gelu_slope(x):
+    """oneDNN's derivative of gelu (erf form) at a float32 array."""
+    with np.errstate(over="ignore"):  # r * r past 1.8e19 is inf, as in oneDNN
+        return _gelu_slope(x * _SQRT_HALF)
+
+
+def _gelu_slope(r):
+    q = exp(-(r * r))
+    t = r * _INV_SQRT_PI
+    t *= q
+    w = F32(1) / fma(_AS_P, np.abs(r), F32(1))
+    erf = fma(np.negative(q) * w, horner(_AS_POLY, w), F32(1))
+    np.negative(erf, out=erf, where=np.signbit(r))
+    t += F32(0.5)
+    return fma(erf, F32(0.5), t)

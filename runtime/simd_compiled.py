@@ -80,6 +80,35 @@ def lstm_steps_back(dh, g_out, dc, gates, slope, tanh_slope, tanh_c, cells, dpre
                                     tc + k * stc, c + k * sc, dp + k * sdp, d, *shape)
 
 
+def libm_logf(x):
+    """The C library's logf of each element of a float32 array, or None where no compiled
+    kernel is at hand."""
+    fns = kernels()
+    if fns is None:
+        return None
+    x = np.ascontiguousarray(x, F32)
+    out = np.empty_like(x)
+    fns[5](x.ctypes.data, out.ctypes.data, x.size)
+    return out
+
+
+def fma_chain(a, b):
+    """a (..., m, n) @ b (..., n, p) for float32 arrays of one batch shape, each output the
+    chain of fused multiply-adds over n in order from the first (rounded) product; None where
+    no compiled kernel is at hand."""
+    fns = kernels()
+    if fns is None or a.dtype != F32 or b.dtype != F32:
+        return None
+    lead = a.shape[:-2]
+    a3 = a.reshape((-1,) + a.shape[-2:])
+    b3 = b.reshape((-1,) + b.shape[-2:])
+    out = np.empty((a3.shape[0], a3.shape[1], b3.shape[2]), F32)
+    strides = [s // 4 for s in a3.strides + b3.strides]
+    fns[6](a3.ctypes.data, b3.ctypes.data, out.ctypes.data, a3.shape[0], a3.shape[1],
+           a3.shape[2], b3.shape[2], *strides)
+    return out.reshape(lead + out.shape[1:])
+
+
 def _plain(*arrays):
     """Whether each array (None: no array) is float32 and C-ordered."""
     return all(a is None or (a.dtype == F32 and a.flags.c_contiguous) for a in arrays)
@@ -98,8 +127,9 @@ def nll_sum(values, counted, power):
 
 @functools.cache
 def kernels():
-    """(log_softmax forward, its backward, nll_sum, lstm step and its backward) as ctypes
-    functions, compiled once per process; None where llvmlite cannot compile them."""
+    """(log_softmax forward, its backward, nll_sum, lstm step and its backward, the C
+    library's logf over an array, fma_chain) as ctypes functions, compiled once per process; None where
+    llvmlite cannot compile them."""
     try:
         with _LOCK:
             return _compile()
@@ -687,6 +717,86 @@ def _lstm_text():
     return _dnnl_sigmoid() + _dnnl_tanh() + _LSTM_STEP + _LSTM_BACK
 
 
+# the C library's logf over an array (PyTorch's flash attention takes std::log of its row
+# sums; glibc's logf is not always the correctly rounded logarithm)
+_LIBM_LOGF = """
+define void @libm_logf(ptr %x, ptr %out, i64 %n) {
+entry:
+  %empty = icmp sle i64 %n, 0
+  br i1 %empty, label %done, label %loop
+loop:
+  %i = phi i64 [0, %entry], [%next, %loop]
+  %px = getelementptr float, ptr %x, i64 %i
+  %v = load float, ptr %px
+  %r = call float @logf(float %v)
+  %po = getelementptr float, ptr %out, i64 %i
+  store float %r, ptr %po
+  %next = add i64 %i, 1
+  %more = icmp slt i64 %next, %n
+  br i1 %more, label %loop, label %done
+done:
+  ret void
+}
+declare float @logf(float)
+"""
+
+# c[t] for t = (batch, row, column) in C order: the chain over i of a[batch, row, i] *
+# b[batch, i, column], the first product rounded, each later one added by a fused
+# multiply-add (MKL's sgemm on the flash attention kernel's small products); element strides
+_FMA_CHAIN = """
+define void @fma_chain(ptr %a, ptr %b, ptr %c, i64 %batch, i64 %m, i64 %n, i64 %p,
+                       i64 %sab, i64 %sam, i64 %san, i64 %sbb, i64 %sbn, i64 %sbp) {
+entry:
+  %mp = mul i64 %m, %p
+  %total = mul i64 %batch, %mp
+  %none = icmp sle i64 %total, 0
+  br i1 %none, label %done, label %outer
+outer:
+  %t = phi i64 [0, %entry], [%tnext, %store]
+  %bi = sdiv i64 %t, %mp
+  %rem = srem i64 %t, %mp
+  %mi = sdiv i64 %rem, %p
+  %pi = srem i64 %rem, %p
+  %oa1 = mul i64 %bi, %sab
+  %oa2 = mul i64 %mi, %sam
+  %oa = add i64 %oa1, %oa2
+  %ob1 = mul i64 %bi, %sbb
+  %ob2 = mul i64 %pi, %sbp
+  %ob = add i64 %ob1, %ob2
+  %pa0 = getelementptr float, ptr %a, i64 %oa
+  %pb0 = getelementptr float, ptr %b, i64 %ob
+  %a0 = load float, ptr %pa0
+  %b0 = load float, ptr %pb0
+  %acc0 = fmul float %a0, %b0
+  %more0 = icmp sgt i64 %n, 1
+  br i1 %more0, label %inner, label %store
+inner:
+  %i = phi i64 [1, %outer], [%inext, %inner]
+  %acc = phi float [%acc0, %outer], [%accn, %inner]
+  %ia = mul i64 %i, %san
+  %ib = mul i64 %i, %sbn
+  %oai = add i64 %oa, %ia
+  %obi = add i64 %ob, %ib
+  %pai = getelementptr float, ptr %a, i64 %oai
+  %pbi = getelementptr float, ptr %b, i64 %obi
+  %ai = load float, ptr %pai
+  %bv = load float, ptr %pbi
+  %accn = call float @llvm.fma.f32(float %ai, float %bv, float %acc)
+  %inext = add i64 %i, 1
+  %again = icmp slt i64 %inext, %n
+  br i1 %again, label %inner, label %store
+store:
+  %res = phi float [%acc0, %outer], [%accn, %inner]
+  %pc = getelementptr float, ptr %c, i64 %t
+  store float %res, ptr %pc
+  %tnext = add i64 %t, 1
+  %go = icmp slt i64 %tnext, %total
+  br i1 %go, label %outer, label %done
+done:
+  ret void
+}
+"""
+
 _DECLARATIONS = """
 declare float @llvm.fabs.f32(float)
 declare float @llvm.fma.f32(float, float, float)
@@ -701,7 +811,7 @@ def _module_text():
     return (f"define internal float @sleef_expf(float %d) {{\nentry:{_exp_body()}\n}}\n\n"
             f"define internal float @sleef_logf(float %d) {{\nentry:{_log_body()}\n}}\n"
             + _LANE_SUM + _ROW_MAX + _FORWARD + _BACKWARD + _NLL_LADDER + _lstm_text()
-            + _DECLARATIONS)
+            + _LIBM_LOGF + _FMA_CHAIN + _DECLARATIONS)
 
 
 def _compile():
@@ -725,6 +835,7 @@ def _compile():
                .add_current_process().export_symbol("log_softmax_fwd")
                .export_symbol("log_softmax_bwd").export_symbol("nll_ladder")
                .export_symbol("lstm_step").export_symbol("lstm_step_back")
+               .export_symbol("libm_logf").export_symbol("fma_chain")
                .link(lljit, "runtime_simd_softmax"))
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     i32 = ctypes.c_int32
@@ -733,8 +844,10 @@ def _compile():
     ladder = ctypes.CFUNCTYPE(ctypes.c_float, ptr, ptr, i64, i64)(tracker["nll_ladder"])
     step = ctypes.CFUNCTYPE(None, *[ptr] * 7, i64, i64)(tracker["lstm_step"])
     back = ctypes.CFUNCTYPE(None, *[ptr] * 10, i64, i64)(tracker["lstm_step_back"])
+    logf = ctypes.CFUNCTYPE(None, ptr, ptr, i64)(tracker["libm_logf"])
+    chain = ctypes.CFUNCTYPE(None, ptr, ptr, ptr, *[i64] * 10)(tracker["fma_chain"])
     _KEEP.extend([lljit, tracker, tm])
-    return fwd, bwd, ladder, step, back
+    return fwd, bwd, ladder, step, back, logf, chain
 
 
 _KEEP = []  # the JIT and its code live as long as the process

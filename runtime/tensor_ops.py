@@ -22,6 +22,7 @@ sin = F.sin
 cos = F.cos
 sinh = special.sinh
 cosh = special.cosh
+erf = special.erf
 exp = F.exp
 sigmoid = F.sigmoid
 conj = F.conj
@@ -287,6 +288,33 @@ def log_softmax_grad(g, result, dim):
 
 def batch_norm_grads(g, x, w, stats, training, needs):
     """None: on Tensors batch norm's rule records its own formula (double backward)."""
+    return None
+
+
+def flash_attention_grads(g, q, k, v, out, lse, scale):
+    """The fused attention kernel's gradients (rules/attention.py) as values whose own
+    derivative is a NotImplemented node, raising only when a backward reaches it: PyTorch has
+    no derivative of this kernel's backward either."""
+    from runtime.ops.elementwise import NotImplementedNode
+
+    inputs = (g, q, k, v)
+    data = [getattr(t, "_data", t) for t in inputs]
+    grads = numpy_ops.flash_attention_grads(*data, out, lse, scale)
+    results = tuple(wrap(x, q._dtype) for x in grads)
+    tensors = tuple(t for t in inputs if is_tensor(t))
+    if any_requires_grad(tensors):
+        for r in results:
+            record(NotImplementedNode, tensors, r)
+    return results
+
+
+def gelu_slope(x, approximate):
+    """None: on Tensors GELU's rule records its own formula (double backward)."""
+    return None
+
+
+def layer_norm_grads(g, x, w, stats, axes, needs):
+    """None: on Tensors layer norm's rule records its own formula (double backward)."""
     return None
 
 

@@ -2,6 +2,7 @@
 LeakyReluBackward0, SoftplusBackward0) and the Embedding lookup (EmbeddingBackward0).
 
 Each forward is a numpy expression; the derivative rules are in runtime/rules/activation.py.
+GELU's erf form on contiguous float32 is oneDNN's, as PyTorch computes it (dnnl_eltwise.py).
 """
 
 import math
@@ -9,6 +10,7 @@ import math
 import numpy as np
 from scipy import special
 
+from runtime import dnnl_eltwise
 from runtime import ops as F
 from runtime.autograd_meta import any_requires_grad, record
 from runtime.function import node_class, save_input
@@ -33,6 +35,8 @@ def _pointwise(node_name, prim, fn, *params):
 
 
 def _gelu_none(d):
+    if dnnl_eltwise.gelu_applies(d):  # the rule's exact slope needs no CDF (rules/activation)
+        return dnnl_eltwise.gelu(d), (None, "none")
     cdf = special.ndtr(d).astype(d.dtype)
     return d * cdf, (save_input(wrap(cdf, None)), "none")
 

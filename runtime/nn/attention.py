@@ -1,5 +1,9 @@
 """Attention: F.scaled_dot_product_attention and nn.MultiheadAttention, composed from
-differentiable eager ops (linear, bmm, softmax) in PyTorch's order of operations.
+differentiable eager ops (linear, bmm, softmax) in PyTorch's order of operations. Where
+PyTorch's CPU dispatch picks its fused flash kernel and its order is reproduced
+(rules/flash_attention_cpu.py: float32, no mask, dropout or causal masking, the sizes
+measured), scaled_dot_product_attention is that kernel, one node as in PyTorch; so is
+MultiheadAttention's attention when no weights are asked for (PyTorch's route there).
 
 MultiheadAttention draws its random numbers in PyTorch's order: out_proj (a Linear) is built
 first, then in_proj_weight gets xavier_uniform_; both biases start at zero.
@@ -11,8 +15,11 @@ import numpy as np
 
 from runtime import ops as F
 from runtime.nn import functional as NF
+from runtime.autograd_meta import any_requires_grad, record
+from runtime.function import node_class, save_input
 from runtime.nn.modules import Linear, Module, Parameter
 from runtime.ops._core import wrap
+from runtime.rules import flash_attention_cpu as flash_cpu
 from runtime.tensor import Tensor
 
 
@@ -24,10 +31,28 @@ def _additive_mask(mask, like):
     return wrap(np.where(mask._data, 0.0, -np.inf).astype(like._data.dtype), like._dtype)
 
 
+ScaledDotProductFlashAttentionForCpuBackward0 = node_class(
+    "ScaledDotProductFlashAttentionForCpuBackward0", "flash_attention_cpu")
+
+
+def _fused(query, key, value, scale):
+    """PyTorch's fused CPU kernel (rules/flash_attention_cpu.py) as one node."""
+    q, k, v = query._data, key._data, value._data
+    out_data, lse = flash_cpu.forward(q, k, v, scale)
+    out = wrap(out_data, query._dtype)
+    if any_requires_grad((query, key, value)):
+        record(ScaledDotProductFlashAttentionForCpuBackward0, (query, key, value), out,
+               (save_input(query), save_input(key), save_input(value), out_data, lse, scale))
+    return out
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
     if is_causal and attn_mask is not None:
         raise RuntimeError("give either attn_mask or is_causal=True, not both")
+    if attn_mask is None and not dropout_p and not is_causal and \
+            flash_cpu.applies(query._data, key._data, value._data, scale):
+        return _fused(query, key, value, scale)
     scale = 1.0 / math.sqrt(query._data.shape[-1]) if scale is None else scale
     scores = F.mul(F.matmul(query, F.transpose(key, -2, -1)), scale)
     if is_causal:
@@ -145,6 +170,10 @@ class MultiheadAttention(Module):
         q, k, v = (self._heads(t, n, batch) for t, n in ((q, tgt_len), (k, src_len),
                                                          (v, src_len)))
         mask = self._merged_mask(attn_mask, key_padding_mask, q, batch, tgt_len, src_len)
+        dropout = self.dropout if self.training else 0.0
+        if not need_weights and mask is None and not dropout:
+            out = self._attend(q, k, v, batch, tgt_len, src_len)
+            return self._outputs(out, None, batched, False, average_attn_weights, None)
         q_scaled = F.mul(q, math.sqrt(1.0 / self.head_dim))
         if mask is not None:
             scores = baddbmm(mask, q_scaled, F.transpose(k, -2, -1))
@@ -157,6 +186,17 @@ class MultiheadAttention(Module):
         out = F.reshape(self.out_proj(out), (tgt_len, batch, self.embed_dim))
         return self._outputs(out, weights, batched, need_weights, average_attn_weights,
                              (batch, tgt_len, src_len))
+
+    def _attend(self, q, k, v, batch, tgt_len, src_len):
+        """PyTorch's route when no weights are asked for: the heads as (N, heads, L, head_dim)
+        views through scaled_dot_product_attention, back to (L, N, E) through the out
+        projection."""
+        heads, dim = self.num_heads, self.head_dim
+        q, k, v = (F.view(t, (batch, heads, n, dim))
+                   for t, n in ((q, tgt_len), (k, src_len), (v, src_len)))
+        out = scaled_dot_product_attention(q, k, v)
+        out = F.reshape(F.permute(out, (2, 0, 1, 3)), (batch * tgt_len, self.embed_dim))
+        return F.reshape(self.out_proj(out), (tgt_len, batch, self.embed_dim))
 
     def _merged_mask(self, attn_mask, key_padding_mask, q, batch, tgt_len, src_len):
         mask = None

@@ -19,6 +19,7 @@ from runtime.grad_mode import no_grad
 from runtime.nn.modules import Module, Parameter
 from runtime.ops._core import wrap
 from runtime.rules import batch_norm_cpu as bn_cpu
+from runtime.rules import layer_norm_cpu as ln_cpu
 from runtime.tensor import Tensor
 
 NativeBatchNormBackward0 = node_class("NativeBatchNormBackward0", "native_batch_norm")
@@ -150,6 +151,24 @@ def _affine_data(yd, weight, bias, shape):
     return yd
 
 
+def _params_exact(weight, bias):
+    return all(p is None or p._data.dtype == np.float32 for p in (weight, bias))
+
+
+def _layer_norm_exact(xd, count, weight, bias, eps, dims):
+    """(mean, invstd, output) by PyTorch's float32 kernel (runtime/rules/layer_norm_cpu.py),
+    the statistics shaped to broadcast against the input (`dims` normalised axes)."""
+    rows = xd.reshape(-1, count)
+    mean, rstd = ln_cpu.moments(rows, eps)
+    yd = ln_cpu.forward(rows, mean, rstd, _flat(weight), _flat(bias))
+    stat_shape = xd.shape[:xd.ndim - dims] + (1,) * dims
+    return mean.reshape(stat_shape), rstd.reshape(stat_shape), yd.reshape(xd.shape)
+
+
+def _flat(p):
+    return None if p is None else np.ascontiguousarray(p._data).reshape(-1)
+
+
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     shape = tuple(normalized_shape) if not isinstance(normalized_shape, int) \
         else (normalized_shape,)
@@ -159,8 +178,11 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
                            f"with normalized_shape {list(shape)}")
     axes = tuple(range(xd.ndim - len(shape), xd.ndim))
     count = int(np.prod(shape))
-    mean, invstd, _ = _moments(xd, axes, count, eps)
-    yd = _affine_data(_scale_shift(xd, invstd, -(invstd * mean)), weight, bias, shape)
+    if ln_cpu.applies(xd, count) and _params_exact(weight, bias):
+        mean, invstd, yd = _layer_norm_exact(xd, count, weight, bias, eps, len(shape))
+    else:
+        mean, invstd, _ = _moments(xd, axes, count, eps)
+        yd = _affine_data(_scale_shift(xd, invstd, -(invstd * mean)), weight, bias, shape)
     geom = (axes, tuple(range(xd.ndim - len(shape))), count, eps)
     return _record(NativeLayerNormBackward0, wrap(yd, input._dtype), input, weight, bias,
                    (mean, invstd), geom)

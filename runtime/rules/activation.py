@@ -37,6 +37,8 @@ def softplus(ops, g, needs, x, beta, threshold):
 
 
 def _gelu_erf(ops, x, cdf):
+    if cdf is None:  # not saved where the forward was oneDNN's
+        cdf = ops.mul(ops.add(ops.erf(ops.mul(x, math.sqrt(0.5))), 1.0), 0.5)
     pdf = ops.mul(ops.exp(ops.mul(ops.mul(x, x), -0.5)), 1.0 / math.sqrt(2.0 * math.pi))
     return ops.add(cdf, ops.mul(x, pdf))
 
@@ -55,8 +57,13 @@ _GELU_PARTIAL = {"none": _gelu_erf, "tanh": _gelu_tanh}
 
 @rule("gelu")
 def gelu(ops, g, needs, x, saved, approximate):
-    """`saved` is the forward's normal CDF (exact form) or tanh of the inner term."""
-    return (ops.mul(g, _GELU_PARTIAL[approximate](ops, x, saved)),)
+    """`saved` is the forward's normal CDF (exact form; None where not kept) or tanh of the
+    inner term;
+    `ops.gelu_slope` answers with PyTorch's bits where it knows them (None elsewhere)."""
+    slope = ops.gelu_slope(x, approximate)
+    if slope is None:
+        slope = _GELU_PARTIAL[approximate](ops, x, saved)
+    return (ops.mul(g, slope),)
 
 
 @rule("embedding")

@@ -408,8 +408,9 @@ def remainder(ops, g, needs, a, b, quotient):
 
 @rule("not_implemented")
 def not_implemented(ops, g, needs):
-    raise RuntimeError("this operation (floor_divide, or a number % a tensor) has no "
-                       "derivative; PyTorch does not differentiate it either")
+    raise RuntimeError("this operation (floor_divide, a number % a tensor, or the gradient of "
+                       "scaled_dot_product_attention's fused CPU kernel) has no derivative; "
+                       "PyTorch does not differentiate it either")
 
 
 @rule("copysign")

@@ -680,6 +680,42 @@ def batch_norm_grads(g, x, w, stats, training, needs):
     return batch_norm_cpu.backward(np.ascontiguousarray(g), x, w, mean, invstd, training, needs)
 
 
+def layer_norm_grads(g, x, w, stats, axes, needs):
+    """Layer norm's gradients as PyTorch's CPU kernel computes them (rules/layer_norm_cpu.py)
+    for contiguous float32 input whose statistics that kernel gave; None elsewhere."""
+    from runtime.rules import layer_norm_cpu
+
+    part = x.shape[axes[0]:]
+    count = math.prod(part)
+    mean, rstd = stats
+    if not layer_norm_cpu.applies(x, count) or mean.dtype != np.float32 or \
+            (w is not None and w.dtype != np.float32):
+        return None
+    rows = x.reshape(-1, count)
+    grads = layer_norm_cpu.backward(np.ascontiguousarray(g, np.float32).reshape(rows.shape),
+                                    rows, mean.reshape(-1), rstd.reshape(-1),
+                                    None if w is None else w.reshape(-1), needs)
+    return tuple(None if v is None else v.reshape(s)
+                 for v, s in zip(grads, (x.shape, part, part)))
+
+
+def flash_attention_grads(g, q, k, v, out, lse, scale):
+    """(q_bar, k_bar, v_bar) of PyTorch's fused CPU attention (rules/flash_attention_cpu.py)."""
+    from runtime.rules import flash_attention_cpu
+
+    return flash_attention_cpu.backward(np.ascontiguousarray(g), q, k, v, out, lse, scale)
+
+
+def gelu_slope(x, approximate):
+    """GELU's derivative as PyTorch's oneDNN route computes it (dnnl_eltwise.py) for
+    contiguous float32 and the erf form; None elsewhere (the rule's formula then)."""
+    from runtime import dnnl_eltwise
+
+    if approximate != "none" or not dnnl_eltwise.gelu_applies(x):
+        return None
+    return dnnl_eltwise.gelu_slope(x)
+
+
 def log_softmax_grad(g, result, dim):
     """log_softmax's gradient as PyTorch's CPU kernel computes it (runtime/simd_softmax.py)
     for float32 along a contiguous last axis; None elsewhere (the rule's formula then)."""

@@ -1,0 +1,90 @@
+"""scaled_dot_product_attention on float32 agrees with PyTorch 2.13's fused CPU kernel (flash
+attention, one thread) to the bit where runtime/rules/flash_attention_cpu.py follows its
+order: the output and the gradients of query, key and value on a table of shapes in that
+domain (heads of 4 values, 4 to 8 keys, 8 to 32 queries), one node named as PyTorch's; and
+nn.MultiheadAttention without weights (PyTorch's route through that kernel), every parameter's
+gradient. Outside the domain the composed route stays close."""
+
+import numpy as np
+import pytest
+import torch
+
+import adcompile
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+SHAPES = [  # (batch, heads, queries, keys)
+    (16, 4, 8, 8),  # the transformer example's
+    (2, 3, 8, 4),
+    (1, 2, 32, 5),
+    (3, 1, 17, 7),
+    (2, 2, 9, 6),
+    (4, 2, 24, 8),
+]
+
+
+def _sdpa(lib, arrays):
+    q, k, v = (lib.tensor(a, requires_grad=True) for a in arrays[:3])
+    out = lib.nn.functional.scaled_dot_product_attention(q, k, v)
+    out.backward(lib.tensor(arrays[3]))
+    return out.grad_fn.name(), [t.numpy() for t in (out.detach(), q.grad, k.grad, v.grad)]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_sdpa_bits(shape):
+    b, h, length, keys = shape
+    rng = np.random.default_rng(sum(shape))
+    arrays = [rng.standard_normal(s).astype(np.float32) * 2
+              for s in ((b, h, length, 4), (b, h, keys, 4), (b, h, keys, 4), (b, h, length, 4))]
+    (name, ours), (want_name, want) = _sdpa(adcompile, arrays), _sdpa(torch, arrays)
+    assert name == want_name == "ScaledDotProductFlashAttentionForCpuBackward0"
+    for label, a, w in zip(("out", "q_bar", "k_bar", "v_bar"), ours, want):
+        differ = int((a != w).sum())
+        assert differ == 0, f"{label}: {differ} of {a.size} elements differ"
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_multihead_attention_without_weights_bits(batch_first):
+    results = []
+    for lib in (adcompile, torch):
+        lib.manual_seed(0)
+        attn = lib.nn.MultiheadAttention(16, 4, batch_first=batch_first)
+        x = lib.randn(*((12, 8, 16) if batch_first else (8, 12, 16)), requires_grad=True)
+        out, weights = attn(x, x, x, need_weights=False)
+        assert weights is None
+        out.square().sum().backward()
+        results.append([out.detach().numpy(), x.grad.numpy()]
+                       + [p.grad.numpy() for p in attn.parameters()])
+    for ours, want in zip(*results):
+        np.testing.assert_array_equal(ours, want)
+
+
+def test_sdpa_outside_the_measured_sizes_is_close():
+    """A head of 16 values: the composed route (softmax of the scaled products), close to
+    PyTorch's kernel but not bit-equal."""
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal((2, 2, 20, 16)).astype(np.float32) for _ in range(4)]
+    (_, ours), (_, want) = _sdpa(adcompile, arrays), _sdpa(torch, arrays)
+    for a, w in zip(ours, want):
+        np.testing.assert_allclose(a, w, rtol=1e-4, atol=1e-5)
+
+
+def test_sdpa_gradient_has_no_derivative():
+    """As in PyTorch: create_graph gives the same first-order gradient, and a backward through
+    it raises a RuntimeError (the fused kernel's backward is not differentiable)."""
+    for lib in (adcompile, torch):
+        lib.manual_seed(0)
+        q = lib.randn(2, 2, 8, 4, requires_grad=True)
+        out = lib.nn.functional.scaled_dot_product_attention(q, q, q)
+        (plain,) = lib.autograd.grad(out.sum(), q, retain_graph=True)
+        (g,) = lib.autograd.grad(out.sum(), q, create_graph=True)
+        np.testing.assert_array_equal(g.detach().numpy(), plain.numpy())
+        with pytest.raises(RuntimeError):
+            g.sum().backward()
