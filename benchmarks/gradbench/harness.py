@@ -39,9 +39,11 @@ def compile_seconds(build, args):
     `build()` returns a fresh callable (e.g. `ac.grad(adcompile(f))`); a compile is the first
     call's time beyond that of the faster of two more calls, on CLOCK (CPU time under run.py
     --cpu-time: compiling is single-threaded, and on a loaded machine the wall clock of a
-    compile reads up to 15x its CPU time). One more call, not one, because the difference of
+    compile reads up to 15x its CPU time). Two more calls, not one, because the difference of
     two calls of a long-running derivative is mostly the noise of either (results.md's warm
-    0.25-0.45 s beside 0.01 s elsewhere, for derivatives of 0.17-0.3 s a call). The code
+    0.32-0.45 s for ba10, ba12 and gmm d=64,k=100, whose derivatives take 0.17-0.32 s a
+    call; lstm's one 0.25 s was more likely the collection of the cold compile's garbage,
+    which native.release now mostly spares). The code
     compiled does not depend on the workload's sizes (the IR has no sizes in it), so every
     size of an eval compiles the same modules. Without MEASURE_COMPILE only the ordinary
     first call is made and both seconds are None."""
