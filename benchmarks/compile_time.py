@@ -16,9 +16,16 @@
    this process reading the cache the cold compile filled, and a new Python process reading
    it (timed inside that process, after its imports). A compile is the first call's time
    less a second call's; the objective is compiled and timed the same way.
+4. (--breakdown EVALS) Where a GradBench derivative's LLVM time goes: each function of its
+   modules (unoptimised, after merge.identical) optimised and code-generated alone, as the
+   module does it, the other functions declared, in CPU seconds summed by kind of function
+   (the kernel adc.fn, the entry point, parallel pieces adc.chunk, outlined ops adc.op.<prim>,
+   pairwise sums, helpers), with their number and lines of IR. The sum is close to the
+   module's own optimisation and code generation (the functions are noinline).
 
 Run: python benchmarks/compile_time.py [--lines 250,500,1000,2000] [--profile N]
                                        [--gradbench gmm,lstm,...|all] [--only-gradbench]
+                                       [--breakdown gmm,lstm,...]
 (--profile N also prints cProfile's hottest functions for grad of the N-line function.)
 """
 
@@ -30,6 +37,7 @@ import importlib.util
 import io
 import os
 import pstats
+import re
 import subprocess
 import sys
 import tempfile
@@ -329,6 +337,8 @@ def first_call_seconds(build, args):
 
 
 def gradbench_section(names):
+    from adcompile.backends.llvm import pool as thread_pool
+
     adcompile(thirty_lines)(np.zeros(3), np.zeros(3), 3)  # LLVM and the imports are warm
     stages = list(STAGES)
     print("\nGradBench derivatives (QUICK workloads), compile CPU seconds: cold (empty on-disk "
@@ -348,6 +358,10 @@ def gradbench_section(names):
                     cold = first_call_seconds(build, args)
                 with cache_dir(directory):
                     warm = first_call_seconds(build, args)
+                    # as in a user's cache after their first run: the thread pool's object
+                    # code too (this process built it before `directory` existed; without
+                    # it the new process would build it, 40-80 ms of every "warm new")
+                    thread_pool.store_in_cache()
                 fresh = warm_in_new_process(name, what, directory)
             print(f"{name + ' ' + what:20s}{cold:7.2f}"
                   + "".join(f"{times.get(n, 0.0):10.2f}" for n in stages)
@@ -378,6 +392,95 @@ def warm_child(name, what):
     print(first_call_seconds(build, args))
 
 
+# -- where a derivative's LLVM time goes, function by function ---------------------------------
+
+_DEFINE = re.compile(r'^define (?:internal )?(\S+) @"([^"]+)"\((.*)\)(.*)$')
+_PARAM_NAME = re.compile(r' %"[^"]*"')
+_KIND = re.compile(r"^(adc\.(?:op\.\w+|fn|entry|chunk|pairwise_tree|pairwise|sum_calls))\b")
+
+
+def breakdown_section(names):
+    from adcompile.backends.llvm import native
+
+    print("\nLLVM CPU seconds of each GradBench derivative (QUICK workload), its functions "
+          "optimised and code-generated one at a time, by kind:")
+    for name in names:
+        build, args = programs_of(name)[2:]
+        with recorded_variants(native) as variants, cache_off():
+            build()(*args)
+        rows, total = {}, [0.0, 0.0]
+        for variant in variants:
+            for kind, lines, opt, codegen in function_costs(variant):
+                row = rows.setdefault(kind, [0, 0, 0.0, 0.0])
+                row[0], row[1], row[2], row[3] = row[0] + 1, row[1] + lines, row[2] + opt, \
+                    row[3] + codegen
+                total[0], total[1] = total[0] + opt, total[1] + codegen
+        print(f"{name}: {len(variants)} module(s), "
+              f"{sum(r[0] for r in rows.values())} functions, "
+              f"{sum(r[1] for r in rows.values())} lines; optimisation {total[0]:.2f} s, "
+              f"code generation {total[1]:.2f} s")
+        for kind, (count, lines, opt, codegen) in sorted(rows.items(),
+                                                         key=lambda kv: -sum(kv[1][2:])):
+            print(f"  {kind:22s}{count:5d} fn{lines:7d} lines{opt:7.2f} s opt{codegen:7.2f} s "
+                  f"codegen", flush=True)
+
+
+@contextlib.contextmanager
+def recorded_variants(native):
+    """The native.Variant objects made in the block (one per compiled module)."""
+    made, init = [], native.Variant.__init__
+
+    def recording(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        made.append(self)
+
+    native.Variant.__init__ = recording
+    try:
+        yield made
+    finally:
+        native.Variant.__init__ = init
+
+
+def function_costs(variant):
+    """(kind, lines, optimisation seconds, codegen seconds) of each function of a variant's
+    module, each compiled alone with the others declared."""
+    from adcompile.backends.llvm import jit, merge
+
+    header, functions = split_functions(merge.identical(str(variant.llvm_module())))
+    for k, (define, body) in enumerate(functions):
+        others = [declaration(d) for j, (d, _) in enumerate(functions) if j != k]
+        text = "\n".join(header + others + [define.replace(" internal ", " ", 1), *body])
+        t0 = time.process_time()
+        module = jit.optimize(text + "\n")
+        t1 = time.process_time()
+        jit.emit_object(module)
+        kind = _KIND.match(_DEFINE.match(define).group(2))
+        yield (kind.group(1) if kind else "helpers"), len(body), t1 - t0, \
+            time.process_time() - t1
+
+
+def split_functions(text):
+    """(lines outside function definitions, [(define line, body lines)])."""
+    header, functions, body = [], [], None
+    for line in text.splitlines():
+        if line.startswith("define "):
+            body = []
+            functions.append((line, body))
+        elif body is not None:
+            body.append(line)
+            if line == "}":
+                body = None
+        else:
+            header.append(line)
+    return header, functions
+
+
+def declaration(define):
+    """`declare` for a definition's first line (external: the declared body is elsewhere)."""
+    result, name, params, _ = _DEFINE.match(define).groups()
+    return f'declare {result} @"{name}"({_PARAM_NAME.sub("", params)})'
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", default="250,500,1000,2000",
@@ -388,11 +491,16 @@ def main():
                         help="comma-separated GradBench evals (and 'mlp') for section 3 "
                              "('all', 'none')")
     parser.add_argument("--only-gradbench", action="store_true", help="run section 3 only")
+    parser.add_argument("--breakdown", default="", metavar="EVALS",
+                        help="comma-separated GradBench evals: only section 4, the LLVM time "
+                             "of each derivative by kind of function")
     parser.add_argument("--warm-child", nargs=2, metavar=("EVAL", "WHAT"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.warm_child:
         return warm_child(*args.warm_child)
+    if args.breakdown:
+        return breakdown_section([n.strip() for n in args.breakdown.split(",")])
     if not args.only_gradbench:
         thirty_line_section()
         with tempfile.TemporaryDirectory() as directory:

@@ -25,7 +25,8 @@ Notes on the interface:
   outputs have GradBench's output structure, with numpy arrays and numpy scalars allowed in
   place of JSON lists and numbers (encoding is not timed; `harness.to_json` encodes).
 - `Adcompile.__init__` also sets `compile_cold` and `compile_warm`: the seconds the first call
-  of the derivative took beyond an ordinary call, with an empty on-disk cache and then with
+  of the derivative took beyond an ordinary call (the faster of two more), on the run's clock,
+  with an empty on-disk cache and then with
   the cache that first compile filled (`harness.compile_seconds`; None when
   `harness.MEASURE_COMPILE` is False, as in `tool.py`).
 - `error(ours, ref)` is the largest |a - e| / max(1, |a| + |e|) over the numbers of the two

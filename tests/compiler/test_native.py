@@ -1040,6 +1040,41 @@ def test_cache_off_writes_nothing(monkeypatch, tmp_path):
     assert list(tmp_path.rglob("*")) == []
 
 
+
+@pytest.fixture
+def compiles(monkeypatch):
+    """The name of each function the LLVM backend compiles to machine code (a cache miss:
+    optimisation and code generation), in order."""
+    from adcompile.backends.llvm import native
+
+    names = []
+    optimized = native.Variant.optimized
+
+    def counted(self):
+        if self._module is None:
+            names.append(self.name)
+        return optimized(self)
+
+    monkeypatch.setattr(native.Variant, "optimized", counted)
+    monkeypatch.setenv("ADCOMPILE_CACHE_DIR", "off")
+    return names
+
+
+def test_a_derivative_is_compiled_once_and_alone(compiles):
+    """grad(f) compiles one module, its own (not f's, which nobody called), once: a second
+    call, other values of the same layout and a new grad object over the same function
+    compile nothing more; f itself compiles when it is called."""
+    f = llvm(cached_poly)
+    g = ac.grad(f)
+    g(XC, 0.5)
+    assert len(compiles) == 1 and compiles[0] != "cached_poly"
+    g(XC * 2.0, 0.25)
+    ac.grad(f)(XC + 1.0, 0.5)
+    assert len(compiles) == 1
+    f(XC, 0.5)
+    assert compiles[1:] == ["cached_poly"]
+
+
 MODULE = '''
 import math
 

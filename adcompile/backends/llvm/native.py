@@ -143,8 +143,31 @@ class Variant:
 
     def optimized(self):
         if self._module is None:
-            self._module = jit.optimize(merge.identical(str(self.llvm_module())))
+            module = self.llvm_module()
+            text = str(module)
+            release(module)
+            self._module = jit.optimize(merge.identical(text))
         return self._module
+
+
+def release(module):
+    """Empty an llvmlite.ir module whose text has been printed.
+
+    Its objects form reference cycles (instruction -> block -> function -> module -> function
+    -> block -> instruction), so only the cyclic collector frees them: for the kernel of a
+    GradBench gradient about 85,000 objects, a full collection of 0.07-0.12 s CPU that
+    falls on whatever runs next (often the next compile). Emptied, they go by reference
+    counting as soon as the lowering lets go of them (about 9,000 remain for the collector)."""
+    for value in module.globals.values():
+        if isinstance(value, ir.Function):
+            for block in value.blocks:
+                block.instructions = []
+                block.terminator = None
+            value.blocks = []
+    module.globals.clear()
+    module.metadata = []
+    module.namedmetadata = {}
+    module._metadatacache = {}
 
 
 # Symbols we define carry a dot, which no Python identifier, C function (libm, libc, the
