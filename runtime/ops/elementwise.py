@@ -22,7 +22,7 @@ from runtime.ops._core import (
     result_dtype,
     wrap,
 )
-from runtime.ops.layout import c_contiguous, like_iterator
+from runtime.ops.layout import c_contiguous, like_iterator, plain
 from runtime import dtypes
 from runtime.rules import numpy_ops
 
@@ -104,7 +104,7 @@ def _laid_out_result(data, dt, a, b, ad, bd):
     view, or a result laid out as one) can make numpy's layout differ from it, so only then
     is it checked: this runs on every add and mul."""
     if data.__class__ is _ndarray and data.ndim > 1 and not (
-            ad.flags.c_contiguous and (bd.__class__ is not _ndarray or bd.flags.c_contiguous)):
+            plain(ad) and (bd.__class__ is not _ndarray or plain(bd))):
         data = like_iterator(data, [x for x in (ad, bd) if x.__class__ is _ndarray and x.ndim])
     return _result(data, dt)
 
@@ -115,7 +115,7 @@ def iterator_layout(data, operands):
     case); it does not for transposed, expanded or strided ones."""
     arrays = [x for x in operands if x.__class__ is _ndarray and x.ndim]
     for x in arrays:
-        if not x.flags.c_contiguous:
+        if not plain(x):
             return like_iterator(data, arrays)
     return data
 
@@ -420,7 +420,9 @@ def where(cond, a=None, b=None):
     dt = result_dtype(a, b)
     try:
         ad, bd = data_of(a, dt.np), data_of(b, dt.np)
-        operands = [np.asarray(c)] + [x._data for x in (a, b) if is_tensor(x)]
+        # the operands as TensorIterator sees them: converted to dt first (.to() lays the
+        # copy out as empty_like does)
+        operands = [np.asarray(c)] + [d for x, d in ((a, ad), (b, bd)) if is_tensor(x)]
         out = wrap(like_iterator(np.where(c, ad, bd), operands), dt)
     except ValueError:
         raise _shape_error(a, b, cond) from None
