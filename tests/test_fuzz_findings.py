@@ -920,6 +920,20 @@ x = torch.zeros(0, 3, requires_grad=True)
 x[[0]] = torch.ones(5)
 x[None, [1, -2]] = torch.ones(1, requires_grad=True)
 """,
+    # a view's history replayed after an in-place change (AsStridedBackward0): PyTorch's
+    # as_strided backward gives plain zeros when the view or its base has no elements, so
+    # the create_graph gradient does not require grad
+    "create_graph_through_empty_replayed_view": """
+v2 = torch.tensor([[], []], requires_grad=True)
+v4 = torch.where((v2 > 0), v2, -1.33)
+v7 = v4[-1, 1::1]
+v7[None, :5:2] = -0.0
+gg = torch.autograd.grad(v7.pow(2).mean(), [v2], create_graph=True)[0]  # values
+w = torch.zeros(2, 3, requires_grad=True)
+s = (w * 1)[:, 3:]
+s.fill_(1.0)
+gw = torch.autograd.grad(s.pow(2).sum(), [w], create_graph=True)[0]  # values
+""",
 }
 
 
