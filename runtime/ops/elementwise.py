@@ -101,10 +101,13 @@ def _result(data, dt):
 def _laid_out_result(data, dt, a, b, ad, bd):
     """The result of a binary op on tensor `a` and `b` (computed from their arrays `ad`,
     `bd`) laid out as TensorIterator lays it out. Only an operand that is not C-contiguous (a
-    view, or a result laid out as one) can make numpy's layout differ from it, so only then
-    is it checked: this runs on every add and mul."""
+    view, or a result laid out as one), or a view with strides of its own along size-1
+    dimensions (layout.plain), can make numpy's layout differ from it, so only then is it
+    checked: this runs on every add and mul (hence the common case inline)."""
     if data.__class__ is _ndarray and data.ndim > 1 and not (
-            plain(ad) and (bd.__class__ is not _ndarray or plain(bd))):
+            ad.flags.c_contiguous and (1 not in ad.shape or plain(ad)) and (
+                bd.__class__ is not _ndarray
+                or bd.flags.c_contiguous and (1 not in bd.shape or plain(bd)))):
         data = like_iterator(data, [x for x in (ad, bd) if x.__class__ is _ndarray and x.ndim])
     return _result(data, dt)
 

@@ -100,7 +100,8 @@ def plain(a):
     """Whether PyTorch lays out a result of `a` alone as numpy does: `a` is C-contiguous with
     PyTorch's strides along its size-1 dimensions too (a view such as a permute keeps other
     strides there, which PyTorch copies into an elementwise result)."""
-    return a.flags.c_contiguous and (1 not in a.shape or a.strides == torch_strides(a))
+    return a.flags.c_contiguous and (1 not in a.shape or a.base is None  # a fresh array's are
+                                     or a.strides == torch_strides(a))
 
 
 def c_contiguous(data):
