@@ -934,6 +934,14 @@ s = (w * 1)[:, 3:]
 s.fill_(1.0)
 gw = torch.autograd.grad(s.pow(2).sum(), [w], create_graph=True)[0]  # values
 """,
+    # a second Ellipsis moves an advanced index past the target's last dimension: PyTorch's
+    # index kernel refuses that (IndexError) before it checks the value for overlap
+    "setitem_index_past_last_dim_before_overlap": """
+x = torch.zeros(0, 0, 1, dtype=torch.bool)
+x[..., ..., [-1, -1, -1]] = x
+y = torch.zeros(2, 2, 2)
+y[..., ..., :, [0]] = y
+""",
 }
 
 
