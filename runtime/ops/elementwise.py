@@ -105,9 +105,9 @@ def _laid_out_result(data, dt, a, b, ad, bd):
     dimensions (layout.plain), can make numpy's layout differ from it, so only then is it
     checked: this runs on every add and mul (hence the common case inline)."""
     if data.__class__ is _ndarray and data.ndim > 1 and not (
-            ad.flags.c_contiguous and (1 not in ad.shape or plain(ad)) and (
-                bd.__class__ is not _ndarray
-                or bd.flags.c_contiguous and (1 not in bd.shape or plain(bd)))):
+            ad.flags.c_contiguous and (ad.base is None or 1 not in ad.shape or plain(ad)) and (
+                bd.__class__ is not _ndarray or bd.flags.c_contiguous and (
+                    bd.base is None or 1 not in bd.shape or plain(bd)))):
         data = like_iterator(data, [x for x in (ad, bd) if x.__class__ is _ndarray and x.ndim])
     return _result(data, dt)
 
