@@ -302,7 +302,8 @@ def regenerated_view_fn(view):
         raise RuntimeError(_rebase_message(view, "its base, or another view of its base, was"))
     m.view_version = view._vc[0]
     cls = node_class("AsStridedBackward0", "view_replay")
-    node = new_node(cls, (base,), view, (base._data.shape, m.view_steps))
+    empty = view._data.size == 0 or base._data.size == 0
+    node = new_node(cls, (base,), view, (base._data.shape, m.view_steps, empty))
     node._fit = None
     if not (base._requires_grad or base._grad_fn is not None):
         # the base was detached in place since: the view keeps requiring grad, but its

@@ -839,6 +839,7 @@ class Tensor:
         return self._inplace(F.addcdiv, tensor1, tensor2, value)
 
     def lerp_(self, end, weight):
+        F.check_lerp_target(self, end, weight)
         return self._inplace(F.lerp, end, weight)
 
     def where(self, condition, other):

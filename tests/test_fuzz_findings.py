@@ -875,6 +875,73 @@ v4.copy_(v12)
 w = torch.arange(9.0).reshape(3, 3)
 w.copy_(w.data[:, 0])
 """,
+    # a batch of matrix products with nothing to multiply (an empty result or inner
+    # dimension) skips PyTorch's dtype check: zeros, or nothing, of the second operand's dtype
+    "bmm_empty_product_mixed_dtypes": """
+v1 = torch.tensor([], dtype=torch.float64, requires_grad=True)
+v4 = v1[None, None]
+v5 = torch.tensor([[-1.91], [2.27], [-1.68]], requires_grad=True)
+v8 = v5 @ v4
+v8.sum().backward()
+_g = v5.grad
+a = torch.zeros(1, 3, 0)
+b = torch.zeros(1, 0, 2, dtype=torch.float64)
+c = torch.bmm(a, b)
+d = torch.bmm(b.transpose(1, 2), a.transpose(1, 2))
+e = torch.bmm(torch.ones(1, 2, 3), torch.ones(1, 3, 2, dtype=torch.float64))
+f = torch.ones(3, 1) @ torch.ones(1, 0, dtype=torch.float64)
+""",
+    # lerp checks the shapes before it looks for a kernel of the dtype (bool has none), and
+    # lerp_ refuses a promoted dtype (a 0-dim int weight) its target cannot hold first
+    "lerp_bool_check_order": """
+b = torch.tensor([True, False])
+e = torch.zeros(0, dtype=torch.bool)
+y = torch.lerp(b, e, 0.5)
+z = torch.lerp(b, b, e)
+u = torch.lerp(b, b, torch.tensor(3))
+w = b.clone()
+w.lerp_(b, torch.tensor(3))
+""",
+    # a dense input's strides along size-1 dimensions (a permuted view's) are kept by an
+    # elementwise result and decide where()'s order later; where() sees a converted operand
+    # (an expanded float32 one promoted to float64) as .to() lays it out
+    "where_layout_size_one_strides_and_converted_operands": """
+c = torch.arange(6.0).reshape(1, 2, 3).permute(1, 0, 2) > 0
+b = torch.arange(3.0, dtype=torch.float64).reshape(1, 3, 1, 1).permute(2, 3, 0, 1)
+y = torch.where(c, torch.tensor(1.5), b)  # layout
+a = torch.arange(3.0).reshape(1, 3, 1).expand(3, 3, 1)
+d = torch.arange(18.0, dtype=torch.float64).reshape(3, 3, 2).permute(1, 0, 2)
+z = torch.where(torch.tensor([[True, False]]), a, d)  # layout
+""",
+    # x[key] = value on a leaf that requires grad: autograd's check comes before index_put_
+    # looks at the indices (out of range in an empty dimension) or the value's shape
+    "setitem_leaf_checked_before_indices": """
+x = torch.zeros(0, 3, requires_grad=True)
+x[[0]] = torch.ones(5)
+x[None, [1, -2]] = torch.ones(1, requires_grad=True)
+""",
+    # a view's history replayed after an in-place change (AsStridedBackward0): PyTorch's
+    # as_strided backward gives plain zeros when the view or its base has no elements, so
+    # the create_graph gradient does not require grad
+    "create_graph_through_empty_replayed_view": """
+v2 = torch.tensor([[], []], requires_grad=True)
+v4 = torch.where((v2 > 0), v2, -1.33)
+v7 = v4[-1, 1::1]
+v7[None, :5:2] = -0.0
+gg = torch.autograd.grad(v7.pow(2).mean(), [v2], create_graph=True)[0]  # values
+w = torch.zeros(2, 3, requires_grad=True)
+s = (w * 1)[:, 3:]
+s.fill_(1.0)
+gw = torch.autograd.grad(s.pow(2).sum(), [w], create_graph=True)[0]  # values
+""",
+    # a second Ellipsis moves an advanced index past the target's last dimension: PyTorch's
+    # index kernel refuses that (IndexError) before it checks the value for overlap
+    "setitem_index_past_last_dim_before_overlap": """
+x = torch.zeros(0, 0, 1, dtype=torch.bool)
+x[..., ..., [-1, -1, -1]] = x
+y = torch.zeros(2, 2, 2)
+y[..., ..., :, [0]] = y
+""",
 }
 
 

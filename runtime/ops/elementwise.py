@@ -23,7 +23,7 @@ from runtime.ops._core import (
     result_dtype,
     wrap,
 )
-from runtime.ops.layout import c_contiguous, like_iterator
+from runtime.ops.layout import c_contiguous, like_iterator, plain
 from runtime import dtypes
 from runtime.rules import numpy_ops
 
@@ -102,10 +102,13 @@ def _result(data, dt):
 def _laid_out_result(data, dt, a, b, ad, bd):
     """The result of a binary op on tensor `a` and `b` (computed from their arrays `ad`,
     `bd`) laid out as TensorIterator lays it out. Only an operand that is not C-contiguous (a
-    view, or a result laid out as one) can make numpy's layout differ from it, so only then
-    is it checked: this runs on every add and mul."""
+    view, or a result laid out as one), or a view with strides of its own along size-1
+    dimensions (layout.plain), can make numpy's layout differ from it, so only then is it
+    checked: this runs on every add and mul (hence the common case inline)."""
     if data.__class__ is _ndarray and data.ndim > 1 and not (
-            ad.flags.c_contiguous and (bd.__class__ is not _ndarray or bd.flags.c_contiguous)):
+            ad.flags.c_contiguous and (ad.base is None or 1 not in ad.shape or plain(ad)) and (
+                bd.__class__ is not _ndarray or bd.flags.c_contiguous and (
+                    bd.base is None or 1 not in bd.shape or plain(bd)))):
         data = like_iterator(data, [x for x in (ad, bd) if x.__class__ is _ndarray and x.ndim])
     return _result(data, dt)
 
@@ -116,7 +119,7 @@ def iterator_layout(data, operands):
     case); it does not for transposed, expanded or strided ones."""
     arrays = [x for x in operands if x.__class__ is _ndarray and x.ndim]
     for x in arrays:
-        if not x.flags.c_contiguous:
+        if not plain(x):
             return like_iterator(data, arrays)
     return data
 
@@ -421,7 +424,9 @@ def where(cond, a=None, b=None):
     dt = result_dtype(a, b)
     try:
         ad, bd = data_of(a, dt.np), data_of(b, dt.np)
-        operands = [np.asarray(c)] + [x._data for x in (a, b) if is_tensor(x)]
+        # the operands as TensorIterator sees them: converted to dt first (.to() lays the
+        # copy out as empty_like does)
+        operands = [np.asarray(c)] + [d for x, d in ((a, ad), (b, bd)) if is_tensor(x)]
         out = wrap(like_iterator(np.where(c, ad, bd), operands), dt)
     except ValueError:
         raise _shape_error(a, b, cond) from None

@@ -95,6 +95,10 @@ def setitem(x, key, value):
         basic, rest = S._split_key(keys, x._data.ndim)
         target, _ = S._basic_view(x, basic)
         if is_tensor(value):
+            # PyTorch's autograd checks the target (a leaf, a view of one) before index_put_
+            # looks at the indices or the value
+            _check_target(target, value)
+            _check_positions(target, rest)
             masked = _masked_fill(keys, value, S)  # which PyTorch does with masked_fill_
             value = _strip_leading_ones(value, S)  # a view of its own, then checked
             if not masked:
@@ -109,6 +113,21 @@ def setitem(x, key, value):
     if not is_tensor(value):  # PyTorch writes a number as a 0-dim tensor of x's dtype
         value = wrap(np.asarray(value, dtype=x._dtype.np), x._dtype)
     copy_to(target, value, S)
+
+
+def _check_target(target, value):
+    from runtime.autograd_meta import check_inplace
+    from runtime.tensor import _recording
+
+    check_inplace(target, _recording(target, (value,)))
+
+
+def _check_positions(target, rest):
+    """PyTorch's index kernel refuses an advanced index placed past the target's last
+    dimension (where a second Ellipsis moves it) before it checks for overlap."""
+    if len(rest) > target._data.ndim:
+        raise IndexError(f"too many indices for a tensor of dimension {target._data.ndim}: "
+                         f"an advanced index falls at position {len(rest) - 1}")
 
 
 def _masked_fill(keys, value, S):

@@ -81,10 +81,27 @@ def _laid_out(data, perm):
     return view
 
 
-def _with_strides(data, strides):
+def _with_strides(data, like):
+    """`data` with the strides of `like`, a dense array (in elements): those of its size-1
+    dimensions too, which PyTorch copies and which take part in TensorIterator's later
+    choices of order."""
+    strides = like.strides
+    if data.itemsize != like.itemsize:
+        strides = tuple(st // like.itemsize * data.itemsize for st in strides)
     if data.strides == strides:
         return data
-    return _laid_out(data, sorted(range(data.ndim), key=lambda d: strides[d]))
+    out = _laid_out(data, sorted(range(data.ndim), key=lambda d: strides[d]))
+    if out.strides != strides:  # they differ along size-1 dimensions only
+        out = np.lib.stride_tricks.as_strided(out, strides=strides)
+    return out
+
+
+def plain(a):
+    """Whether PyTorch lays out a result of `a` alone as numpy does: `a` is C-contiguous with
+    PyTorch's strides along its size-1 dimensions too (a view such as a permute keeps other
+    strides there, which PyTorch copies into an elementwise result)."""
+    return a.flags.c_contiguous and (1 not in a.shape or a.base is None  # a fresh array's are
+                                     or a.strides == torch_strides(a))
 
 
 def c_contiguous(data):
@@ -95,11 +112,11 @@ def like_iterator(data, arrays):
     """`data`, an elementwise result of `arrays` (the tensor inputs, in PyTorch's operand
     order), laid out as TensorIterator lays out its output."""
     shape = data.shape
-    if data.ndim < 2 or all(a.flags.c_contiguous and a.shape == shape for a in arrays):
+    if data.ndim < 2 or all(a.shape == shape and plain(a) for a in arrays):
         return c_contiguous(data)
     if all(a.shape == shape and _dense(a) for a in arrays) and \
             len({a.strides for a in arrays}) == 1:
-        return _with_strides(data, arrays[0].strides)
+        return _with_strides(data, arrays[0])
     return _laid_out(data, iteration_order(shape, arrays))
 
 
@@ -110,7 +127,7 @@ def like_input(data, x):
     if data.ndim < 2:
         return c_contiguous(data)
     if _dense(x):
-        return _with_strides(data, x.strides)
+        return _with_strides(data, x)
     return _laid_out(data, iteration_order(data.shape, [x]))
 
 

@@ -16,22 +16,23 @@ BmmBackward0 = node_class("BmmBackward0", "bmm")
 AddmmBackward0 = node_class("AddmmBackward0", "addmm")
 
 
-def _check(a, b, name, ndims):
+def _check(a, b, name, ndims, any_dtypes=False):
     if a._data.ndim != ndims[0] or b._data.ndim != ndims[1]:
         raise RuntimeError(f"{name}() expects {ndims[0]}-D and {ndims[1]}-D tensors, got "
                            f"{a._data.ndim}-D and {b._data.ndim}-D")
-    if a._dtype is not b._dtype:
+    if a._dtype is not b._dtype and not any_dtypes:
         raise RuntimeError(f"{name}() needs both operands to have the same dtype, got "
                            f"{a._dtype} and {b._dtype}")
 
 
-def _product(cls, np_fn, a, b):
+def _product(cls, np_fn, a, b, dt=None):
     try:
         data = np_fn(a._data, b._data)
     except ValueError:
         raise RuntimeError(f"{cls.__name__[:-9].lower()}(): shapes {list(a._data.shape)} and "
                            f"{list(b._data.shape)} cannot be multiplied") from None
-    out = wrap(data, a._dtype)
+    dt = dt or a._dtype
+    out = wrap(data.astype(dt.np, copy=False), dt)
     if any_requires_grad((a, b)):
         ra, rb = requires_grad(a), requires_grad(b)
         args = (save_input(a) if rb else None, save_input(b) if ra else None)
@@ -72,11 +73,16 @@ def mv(a, b):
 
 
 def bmm(a, b):
-    _check(a, b, "bmm", (3, 3))
-    if a._data.shape[0] != b._data.shape[0]:
-        raise RuntimeError(f"bmm(): the batch sizes differ ({a._data.shape[0]} and "
-                           f"{b._data.shape[0]}); bmm does not broadcast, matmul does")
-    return _product(BmmBackward0, numpy_ops.matmul, a, b)
+    """A batch of matrix products. As PyTorch's, a product with nothing to multiply (an
+    empty result or an empty inner dimension) is not checked for dtypes: it is zeros (or
+    nothing) of b's dtype."""
+    sa, sb = a._data.shape, b._data.shape
+    empty = len(sa) == len(sb) == 3 and 0 in (sa[0], sa[1], sa[2], sb[2])
+    _check(a, b, "bmm", (3, 3), any_dtypes=empty)
+    if sa[0] != sb[0]:
+        raise RuntimeError(f"bmm(): the batch sizes differ ({sa[0]} and {sb[0]}); bmm does "
+                           f"not broadcast, matmul does")
+    return _product(BmmBackward0, numpy_ops.matmul, a, b, b._dtype)
 
 
 def matmul(a, b):

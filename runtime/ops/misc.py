@@ -296,8 +296,27 @@ def _check_lerp(x, end, weight):
         if hasattr(t, "_data") and t._dtype is not x._dtype and (name == "end" or t._data.ndim):
             raise RuntimeError(f"lerp(): {name} has dtype {t._dtype}, but the input has "
                                f"{x._dtype}; both must have the same dtype")
+    # shapes are checked before PyTorch looks for a kernel of the dtype
+    shapes = [t._data.shape for t in (x, end, weight) if hasattr(t, "_data")]
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise RuntimeError(f"lerp(): the shapes {', '.join(str(list(s)) for s in shapes)} "
+                           f"cannot be broadcast together") from None
     if not hasattr(weight, "_data"):
         _check_float(x._dtype)
+
+
+def check_lerp_target(x, end, weight):
+    """lerp_ into x: a 0-dim weight of another dtype takes part in the type promotion, and
+    PyTorch refuses a promoted dtype that x cannot hold before it looks for a kernel."""
+    from runtime.ops._core import result_dtype
+
+    if hasattr(weight, "_data") and hasattr(end, "_data"):
+        dt = result_dtype(x, end, weight)
+        if dt.category > x._dtype.category:
+            raise RuntimeError(f"lerp_(): the operands promote to {dt}, which cannot be "
+                               f"stored in the {x._dtype} tensor written in place")
 
 
 def _check_float(dt):

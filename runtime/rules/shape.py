@@ -148,7 +148,11 @@ def embed_add(ops, g, needs, key):
 
 
 @rule("view_replay")
-def view_replay(ops, g, needs, base_shape, steps):
+def view_replay(ops, g, needs, base_shape, steps, empty=False):
+    """AsStridedBackward0: g put back into the base's place. As PyTorch's, a view or base
+    without elements (`empty`) gets plain zeros, which start no graph under create_graph."""
+    if empty:
+        return (ops.zeros(base_shape, g),)
     return (ops.embed_view(g, base_shape, steps),)
 
 
