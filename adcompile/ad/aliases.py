@@ -18,8 +18,13 @@ written somewhere. Reverse mode then treats such a tape as memory (`memory_tapes
 forward sweep pushes each item's shadow on a parallel tape and pops it with the item, so the
 shadows alias exactly as the arrays do and contributions reach every name of the memory
 without adjoint code for the push and the pop; and a write through any member counts as a
-write into all of them (`expand`: activity, snapshots, what may be reloaded). Programs
-without tapes of written arrays (every user program) are left exactly as they were.
+write into all of them (`expand`: activity, snapshots, what may be reloaded).
+
+User programs meet the same sharing without tapes: `a = h[i]` carried by a loop to its next
+trip, or merged by a branch, is memory of `h`, which the loop writes again. `memory_root`
+cannot follow a loop slot or a branch, so a written class with such a slot is kept too:
+every member's contents then count as written, and an adjoint reading `a` gets a snapshot
+of its own time instead of the contents the last trip left.
 """
 
 from adcompile.ir import types as T
@@ -31,16 +36,22 @@ _VIEWS = ("load", "slice", "transpose", "diagonal")
 class TapeAliases:
     def __init__(self, fn):
         self.parent = {}
+        merged = set()  # arrays carried by a loop or merged by a branch
         for op in walk(fn.body):
             for group in _sharing(op):
                 self.union(group)
+            for group in _slots(op):
+                merged.update(group)
         written = {self.find(op.operands[0]) for op in walk(fn.body) if op.prim in WRITES}
         classes = {}
         for v in list(self.parent):
             classes.setdefault(self.find(v), []).append(v)
-        self.classes = {}  # member -> the members of its class (written classes with a tape)
+        # member -> the members of its class: written classes with a tape, or with an array
+        # a loop carries or a branch merges (`a = h[i]` carried to the next trip, h written)
+        self.classes = {}
         for root, members in classes.items():
-            if root in written and any(isinstance(m.type, T.Tape) for m in members):
+            if root in written and any(isinstance(m.type, T.Tape) or m in merged
+                                       for m in members):
                 for m in members:
                     self.classes[m] = members
         self.memory_tapes = {m for m in self.classes if isinstance(m.type, T.Tape)}

@@ -155,6 +155,7 @@ class _Reverse:
         self._find_loops(fn.body, ())
         self.walked = list(walk(fn.body))
         self.order = {op: k for k, op in enumerate(self.walked)}
+        self._refuse_reshape_read_after_write()
         # loops whose reversed copies run each iteration again (see checkpoint.py), and the
         # loads of scratch arrays their adjoints read again from memory
         self.users = checkpoint.users(fn)
@@ -282,6 +283,50 @@ class _Reverse:
                                       "returned from several places (or carried by a loop) "
                                       "yet; return a single value, or assign the items to "
                                       "variables and return the tuple once at the end")
+
+    def _refuse_reshape_read_after_write(self):
+        """Writes through a reshape are refused (its shadow is not the operand's). A reshape is a view of its operand's memory only when the layout allows one, so
+        its adjoint flows back into the operand where the reshape stands. Read after a write
+        into that memory, an active reshape (a view, seeing the write) would send its
+        contribution to the contents before the write: refuse that, located, rather than
+        return a wrong gradient."""
+        uses = {}
+        for op in self.walked:
+            for v in op.operands:
+                uses.setdefault(v, []).append(op)
+            if op.prim in _WRITES and _through_reshape(op.operands[0]) and \
+                    (op.operands[-1] in self.active or _root(op.operands[0]) in self.active):
+                raise CompileError.at(op.loc, "reverse mode does not differentiate writing "
+                                      "through a reshape of an array yet; write into the "
+                                      "array itself")
+        for op in self.walked:
+            if op.prim != "reshape" or op.results[0] not in self.active or \
+                    not isinstance(op.operands[0].type, T.Array):
+                continue
+            memory = self.aliases.expand({_root(op.operands[0])})
+            after = [w for w in self.walked[self.order[op] + 1:]
+                     if w.prim in _WRITES and
+                     self.aliases.expand({_root(w.operands[0])}) & memory]
+            if not after:
+                continue
+            first = self.order[after[0]]
+            # a loop around a write but not the reshape repeats the write before later reads
+            looping = {loop for w in after for loop in self.loops_around[w]} - \
+                set(self.loops_around[op])
+            readers, seen = [op.results[0]], set()
+            while readers:
+                v = readers.pop()
+                for user in uses.get(v, ()):
+                    if user in seen:
+                        continue
+                    seen.add(user)
+                    if user.prim in _VIEWS + ("load", "reshape", "strided") and user.results:
+                        readers.append(user.results[0])
+                    elif self.order[user] > first or looping & set(self.loops_around[user]):
+                        raise CompileError.at(
+                            user.loc, "reverse mode does not differentiate reading a "
+                            "reshape of an array after writing into that array yet; take "
+                            "the reshape after the write")
 
     def _activity(self):
         """Values that depend on a differentiated argument (a fixed point over loops) and,
@@ -1831,6 +1876,16 @@ def _has_shadow(scope, v):
 _MEMORY_USES = frozenset(("load", "store", "add_at", "slice", "transpose", "diagonal",
                           "assign", "iadd", "scatter_add", "mask_add", "take", "mask", "if",
                           "for", "while", "yield", "condition", "tuple", "tape_push"))
+
+
+def _through_reshape(array):
+    """Whether `array` is a reshape, or a view of one (memory_root's chain)."""
+    while array.owner is not None and array.owner.prim in ("load", "slice", "transpose",
+                                                           "diagonal", "strided", "reshape"):
+        if array.owner.prim == "reshape":
+            return True
+        array = array.owner.operands[0]
+    return False
 
 
 def _functional_arrays(fn, active, aliases):

@@ -109,10 +109,11 @@ VIEWS = ("load", "slice", "transpose", "diagonal", "broadcast_to", "reshape", "s
 
 
 def memory_root(array):
-    """The array whose memory `array` is (a view's or a row's operand, followed to the first
-    array that is not one)."""
+    """The array whose memory `array` may be (a view's or a row's operand, followed to the
+    first array that is not one; a reshape counts, as it is a view whenever the layout allows
+    one)."""
     while array.owner is not None and array.owner.prim in ("load", "slice", "transpose",
-                                                           "diagonal", "strided"):
+                                                           "diagonal", "strided", "reshape"):
         array = array.owner.operands[0]
     return array
 

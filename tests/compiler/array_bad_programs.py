@@ -202,3 +202,29 @@ def masked_total(x, mask):
 
 def largest(x):
     return np.max(x)
+
+
+# -- reshapes of arrays written while the reshape is in use (reverse mode refuses them) ------
+
+def reshape_read_after_write(x, h0):
+    h = h0.copy()
+    b = h.reshape(-1)
+    h[0] = np.tanh(h[0] * x)
+    return np.sum(b * b)
+
+
+def reshape_read_in_loop(x, h0):
+    h = h0.copy()
+    b = h.reshape(-1)
+    s = 0.0
+    for t in range(2):
+        s += np.sum(b * b)
+        h[0] = np.tanh(h[0] * x)
+    return s
+
+
+def write_through_reshape(x, h0):
+    h = h0.copy()
+    b = h.reshape(-1)
+    b[0:3] = np.tanh(x)
+    return np.sum(h * h)

@@ -370,6 +370,68 @@ def rows_updated_from_copy(w, x):
     return total
 
 
+def view_read_after_write(x, h0):
+    h = h0.copy()
+    a = h[0]  # a view: it sees the write below
+    h[0] = np.tanh(h[0] * x)
+    return np.sum(a * x)
+
+
+def view_carried_across_writes(x, h0):
+    h = h0.copy()
+    total = 0.0
+    for t in range(3):
+        a = x * 1.0
+        for i in range(2):
+            h[i] = np.tanh(h[i] * a)
+            a = h[i]  # carried to the next layer, then overwritten on the next step
+        total += np.sum(a)
+    return total
+
+
+def view_merged_by_branch(x, h0):
+    h = h0.copy()
+    if x[0] > 0:
+        a = h[0]
+    else:
+        a = h[1]
+    h[0] = np.tanh(h[0] * x)
+    h[1] = np.sin(h[1] * x)
+    return np.sum(a * x)
+
+
+def view_read_in_loop(x, h0):
+    h = h0.copy()
+    a = h[0]
+    for t in range(3):
+        h[0] = np.tanh(h[0] * x)
+        x = x + a
+    return np.sum(x * a)
+
+
+def view_updated_twice(x, h0):
+    h = h0.copy()
+    a = h[0]
+    h[0] += x
+    h[0] = h[0] * a
+    return np.sum(a * h)
+
+
+def reshape_read_before_write(x, h0):
+    h = h0.copy()
+    b = h.reshape(-1)
+    s = np.sum(b * x[0])
+    h[0] = np.tanh(h[0] * x)
+    return s + np.sum(h)
+
+
+def transpose_read_after_write(x, h0):
+    h = h0.copy()
+    b = h.T
+    h[0] = np.tanh(h[0] * x)
+    return np.sum(b[0] * b[1])
+
+
 # -- 2x2 systems and linear algebra -------------------------------------------------------------
 
 def jacobian_2x2(p):
@@ -1142,4 +1204,19 @@ CASES = [
     ("rows_updated_in_place", rows_updated_in_place, lambda: (_n(3), _n(3, seed=1)), (0, 1)),
     ("rows_updated_from_copy", rows_updated_from_copy, lambda: (_n(3), _n(3, seed=1)),
      (0, 1)),
+    # views that see later writes (their adjoints read the contents of their own time)
+    ("view_read_after_write", view_read_after_write, lambda: (_n(3), _n(2, 3, seed=1)),
+     (0, 1)),
+    ("view_carried_across_writes", view_carried_across_writes,
+     lambda: (_n(3), _n(2, 3, seed=1)), (0, 1)),
+    ("view_merged_by_branch", view_merged_by_branch, lambda: (_n(3), _n(2, 3, seed=1)),
+     (0, 1)),
+    ("view_merged_by_branch-else", view_merged_by_branch,
+     lambda: (-np.abs(_n(3)), _n(2, 3, seed=1)), (0, 1)),
+    ("view_read_in_loop", view_read_in_loop, lambda: (_n(3), _n(2, 3, seed=1)), (0, 1)),
+    ("view_updated_twice", view_updated_twice, lambda: (_n(3), _n(2, 3, seed=1)), (0, 1)),
+    ("reshape_read_before_write", reshape_read_before_write,
+     lambda: (_n(3), _n(2, 3, seed=1)), (0, 1)),
+    ("transpose_read_after_write", transpose_read_after_write,
+     lambda: (_n(3), _n(2, 3, seed=1)), (0, 1)),
 ]

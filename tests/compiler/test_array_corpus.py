@@ -57,6 +57,7 @@ LLVM_DERIVATIVES = {
     "dot_matvec", "batched_matmul-broadcast", "ellipsis_ends", "vector_sum_axis0",
     "rebuilt_sum", "rnn_loss", "scaled_state", "nested_carry", "carry_from_slice",
     "stores_then_sum", "rows_updated_in_place", "gmm_by_component", "column_scaled",
+    "view_read_after_write", "view_carried_across_writes", "reshape_read_before_write",
     "chain_ode",
 }
 

@@ -22,11 +22,13 @@ from tests.compiler.test_jvp import PARAMS
 
 NO_SPLIT = frozenset()
 # loops whose reverse sweep accumulates into arrays kept on a tape (in-place writes in a
-# loop, a while loop carrying an array): the forward hands over where their shadows lie
+# loop, a while loop carrying an array), and views of written arrays that a branch merges or
+# a loop carries: the forward hands over where their shadows lie
 SHADOW_MEMORY = {"rk4_energy", "rk4_energy-strided", "oscillator_euler", "normalize_rows_loop",
                  "accumulate_rows", "rows_plus_equal", "carry_with_while",
                  "rows_updated_in_place", "rows_updated_from_copy", "gmm_by_component",
-                 "chain_ode", "chain_ode-strided"}
+                 "chain_ode", "chain_ode-strided", "view_carried_across_writes",
+                 "view_merged_by_branch", "view_merged_by_branch-else", "view_read_in_loop"}
 # on LLVM too (compiling three programs per case costs seconds): one of each kind of those
 # (a column stored per trip, rows added into in place, a while loop carrying an array, a
 # callee's slice stores inside a loop carrying an array); with --time, every case

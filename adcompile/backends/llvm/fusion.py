@@ -35,6 +35,7 @@ per leaf (arrays.loops) and `read` evaluates the tree at those offsets.
 
 import llvmlite.ir as ir
 
+from adcompile.backends.llvm.memory import sum_to_may_alias
 from adcompile.backends.llvm.values import I1, ArrayV, LazyNode, LazyV, Pack, i64
 from adcompile.ir import types as T
 from adcompile.ir.nodes import VIEWS, WRITES, Op, walk, walk_op
@@ -280,10 +281,12 @@ def _consumes(user, n):
 
 
 def _root(v):
-    """The value whose memory v's array is in: views and tuples followed back."""
+    """The value whose memory v's array may be in: views, tuples, and a sum_to that may
+    return its operand itself (memory.sum_to_may_alias) followed back."""
     while v.owner is not None:
         owner = v.owner
-        if owner.prim in VIEWS and isinstance(owner.operands[0].type, T.Array):
+        if (owner.prim in VIEWS and isinstance(owner.operands[0].type, T.Array)) or \
+                (owner.prim == "sum_to" and sum_to_may_alias(owner)):
             v = owner.operands[0]
         elif owner.prim == "tuple_get" and owner.operands[0].owner is not None and \
                 owner.operands[0].owner.prim == "tuple":

@@ -113,7 +113,7 @@ def _visit(op, join, of):
     prim = op.prim
     if prim in _VIEWS and isinstance(op.operands[0].type, T.Array):
         join(op.results[0], of(op.operands[0]))
-    elif prim == "reshape" or (prim == "sum_to" and _may_alias(op)):
+    elif prim == "reshape" or (prim == "sum_to" and sum_to_may_alias(op)):
         # a view when the memory allows one, else a copy; sum_to: g itself when it has the shape
         source = of(op.operands[0])
         join(op.results[0], source if source in ("alloc", _UNKNOWN) else None)
@@ -149,7 +149,7 @@ def _visit(op, join, of):
             join(r, "alloc")
 
 
-def _may_alias(sum_to):
+def sum_to_may_alias(sum_to):
     """Whether a sum_to may return its operand (arrays.py: same rank and dtype)."""
     g, like = sum_to.operands[0].type, sum_to.operands[1].type
     return isinstance(g, T.Array) and isinstance(like, T.Array) and g.ndim == like.ndim and \
