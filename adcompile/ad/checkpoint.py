@@ -109,7 +109,7 @@ def eligible(loop, written):
 
 
 # ops whose adjoint does not read this operand's value (a store's value, not its index)
-_LINEAR = ("add", "sub", "neg", "yield", "cast")
+LINEAR = ("add", "sub", "neg", "yield", "cast")
 
 
 def users(fn):
@@ -127,7 +127,7 @@ def _needed(v, users):
         if op.prim == "store":
             if any(x is v for x in op.operands[1:-1]):
                 return True
-        elif op.prim not in _LINEAR:
+        elif op.prim not in LINEAR:
             return True
     return False
 

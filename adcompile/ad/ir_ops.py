@@ -14,6 +14,9 @@ from adcompile.ir import types as T
 class IROps:
     def __init__(self, builder):
         self.b = builder
+        # the reverse-mode scope the derivative code is emitted in: a libm call of values
+        # it already has the result of (reverse.py's `remember_libm`) is not made again
+        self.scope = None
 
     def _v(self, x):
         if isinstance(x, bool):
@@ -65,7 +68,12 @@ class IROps:
         return self.b.value("neg", (self._v(x),))
 
     def _unary(self, prim, x):
-        return self.b.value(prim, (self._v(x),), {"lib": "numpy"})
+        x = self._v(x)
+        known = None if self.scope is None else self.scope.known_value((prim, (x,)))
+        if known is None or known.type.dtype != x.type.dtype:
+            return self.b.value(prim, (x,), {"lib": "numpy"})
+        strong = T.Scalar(x.type.dtype)  # numpy's result: math.cos(x) is a Python float
+        return known if known.type == strong else self.b.value("cast", (known,), {"to": strong})
 
     def sin(self, x):
         return self._unary("sin", x)

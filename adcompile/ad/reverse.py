@@ -163,8 +163,10 @@ class _Reverse:
         self.rebuilt = {}  # "store" loop -> covering loops the adjoint runs again instead
         # a split program's reverse half runs at backward, apart from its forward: running
         # an iteration again there would be recomputing the primal, so it tapes instead
+        self.taping_loops = set()
         self.checkpoints = {} if self.mode == "split" else \
             checkpoint.choose(fn, self.written, self.recomputable, self.active)
+        self.taping_loops = self._taping_loops()
         self.late_slots = set() if self.mode == "split" else {
             (loop, k) for loop, k in _late_slots(fn, reach, self.functional_slots)
             if loop not in self.checkpoints and loop.results[k] in self.active and
@@ -846,12 +848,13 @@ class _Reverse:
         if entry is None:
             return
         xs = [scope.get(v) for v in op.operands]
-        for v, grad in self.rule_grads(op, entry, xs, scope.get(op.results[0]), g):
+        for v, grad in self.rule_grads(op, entry, xs, scope.get(op.results[0]), g, scope):
             self.accumulate(adj, v, grad)
 
-    def rule_grads(self, op, entry, xs, result, g):
+    def rule_grads(self, op, entry, xs, result, g, scope=None):
         """(operand, contribution) pairs of the op's rule for cotangent `g`, for the active
-        operands; `xs` are the operands' values, `result` the result's."""
+        operands; `xs` are the operands' values, `result` the result's; libm results the
+        adjoint has in `scope` are reused (remember_libm)."""
         rule_name, positions, args_fn = entry
         if op.prim in QUOTIENT:
             args = quotient_args(self.b, op, xs)
@@ -862,7 +865,11 @@ class _Reverse:
         needs = tuple(v in self.active and _float(v.type) for v in diff)
         if not any(needs):
             return []
-        grads = RULES[rule_name](self.ops, g, needs, *args)
+        self.ops.scope = scope
+        try:
+            grads = RULES[rule_name](self.ops, g, needs, *args)
+        finally:
+            self.ops.scope = None
         return [(v, grad) for v, grad in zip(diff, grads) if grad is not None]
 
     # -- whole arrays -------------------------------------------------------------------------
@@ -926,7 +933,7 @@ class _Reverse:
         if entry is None:
             raise CompileError.at(op.loc, f"the gradient of '{prim}' on arrays is not "
                                   f"supported yet")
-        for v, grad in self.rule_grads(op, entry, xs, scope.get(r), g):
+        for v, grad in self.rule_grads(op, entry, xs, scope.get(r), g, scope):
             fitted = grad if _same_shape(v, r) else self.sum_to(grad, scope.get(v))
             self.accumulate_into(v, fitted, adj, scope)
 
@@ -1320,10 +1327,12 @@ class _Reverse:
                 else:
                     self._pop_shadow(r, scope)
                 self.late_shadow(o, scope, recomputed=True)
+                self.remember_libm(o, scope)
                 continue
             for v in o.results:
                 self._pop(v, scope)
             self.late_shadow(o, scope)
+            self.remember_libm(o, scope)
 
     def view_shadow(self, o, scope):
         r = o.results[0]
@@ -1354,9 +1363,14 @@ class _Reverse:
         arithmetic, comparisons, squares, and elements of arrays nothing writes into. On
         whole arrays: views of arrays nothing writes into, and cheap elementwise arithmetic
         (no libm call) of arrays nothing writes into, which the LLVM backend fuses into
-        the adjoint's loops instead of keeping an array per trip on a tape."""
+        the adjoint's loops instead of keeping an array per trip on a tape. A libm call in
+        a loop that tapes other values anyway (`taping_loops`) is taped too: its forward
+        loop runs regardless, and a pop costs far less than a sin or an exp."""
         if op in self.reloadable:  # a scratch array's element, still in memory
             return True
+        if op.prim in _LIBM and self.loops_around.get(op) and \
+                self.loops_around[op][-1] in self.taping_loops:
+            return False
         arrays = [v for v in list(op.results) + list(op.operands) if isinstance(v.type, T.Array)]
         if arrays and op.prim not in ("shape", "size"):
             if any(_root(v) in self.written for v in op.operands if isinstance(v.type, T.Array)):
@@ -1378,6 +1392,43 @@ class _Reverse:
             e = op.operands[1].owner
             return e is not None and e.prim == "const" and e.attrs["value"] == 2
         return False
+
+    def _taping_loops(self):
+        """The loops whose forward pass tapes a value the adjoint reads whatever is done
+        with their libm calls (a float they carry, or a value no recomputable op gives, used
+        by the derivative code of an active op), outside checkpointed loops (which run
+        iterations again)."""
+        found = set()
+        for op in self.walked:
+            around = self.loops_around.get(op, ())
+            if any(loop in self.checkpoints for loop in around + (op,)):
+                continue
+            if op.prim in ("for", "while") and any(
+                    _float(p.type) and isinstance(p.type, T.Scalar) and self._read_by_adjoint(p)
+                    for p in checkpoint.body_of(op).params):
+                found.add(op)  # a float it carries is taped (`p = p * x[i]`)
+            if not around or op.prim in _TERMINATORS + ("const", "for", "while") or \
+                    self.recomputable(op):
+                continue
+            if any(isinstance(r.type, T.Scalar) and self._read_by_adjoint(r)
+                   for r in op.results):
+                found.add(around[-1])
+        return found
+
+    def _read_by_adjoint(self, v):
+        """Whether the derivative code of an active op reads v (its rule is not linear)."""
+        return any(u.prim not in checkpoint.LINEAR and any(r in self.active for r in u.results)
+                   for u in self.users.get(v, ()))
+
+    @staticmethod
+    def remember_libm(o, scope):
+        """A scalar libm result the adjoint has in `scope` (popped or computed again):
+        derivative code in that scope needing the same function of the same value (sin's
+        rule asks for cos(x)) takes it instead of calling libm again (IROps.scope)."""
+        if o.prim in _LIBM and isinstance(o.results[0].type, T.Scalar) and \
+                all(scope.has(x) for x in o.operands) and scope.has(o.results[0]):
+            key = (o.prim, tuple(scope.get(x) for x in o.operands))
+            scope.known[key] = scope.get(o.results[0])
 
     def _pop(self, v, scope):
         tape = self.tapes.get(v)
@@ -1700,6 +1751,7 @@ class _Reverse:
         for o in ops:
             for r in o.results:
                 inner.values[r] = self.val[r]
+            self.remember_libm(o, inner)
         self.depth, self.top_loop, self.top_loop_tapes, self.loop_nest = saved
         self.val.clear()
         self.val.update(saved_val)
@@ -1759,39 +1811,37 @@ class _Scope:
         self.parent = parent
         self.values = values
         self.shadows = {}
+        self.known = {}  # (libm prim, operand values) -> its value here (remember_libm)
+
+    def _find(self, table, key):
+        """(True, value) from the nearest scope whose `table` has `key`, else (False, None)."""
+        scope = self
+        while scope is not None:
+            entries = getattr(scope, table)
+            if key in entries:
+                return True, entries[key]
+            scope = scope.parent
+        return False, None
+
+    def known_value(self, key):
+        return self._find("known", key)[1]
 
     def has(self, v):
-        scope = self
-        while scope is not None:
-            if v in scope.values:
-                return True
-            scope = scope.parent
-        return False
+        return self._find("values", v)[0]
 
     def get(self, v):
-        scope = self
-        while scope is not None:
-            if v in scope.values:
-                return scope.values[v]
-            scope = scope.parent
-        raise CompileError("internal: a value needed by the adjoint is not available")
+        found, value = self._find("values", v)
+        if not found:
+            raise CompileError("internal: a value needed by the adjoint is not available")
+        return value
 
     def shadow(self, array, reverse):
-        scope = self
-        while scope is not None:
-            if array in scope.shadows:
-                return scope.shadows[array]
-            scope = scope.parent
-        return reverse.shadow[array]
+        found, value = self._find("shadows", array)
+        return value if found else reverse.shadow[array]
 
     def get_count(self, op, reverse):
-        key = ("count", op)
-        scope = self
-        while scope is not None:
-            if key in scope.values:
-                return scope.values[key]
-            scope = scope.parent
-        return reverse.counts[op]
+        found, value = self._find("values", ("count", op))
+        return value if found else reverse.counts[op]
 
 
 _NOT_DIFFERENTIABLE = ("eq", "ne", "lt", "le", "gt", "ge", "not", "truth", "shape", "size",
@@ -2250,9 +2300,13 @@ def _fuse_loops(body, pairs):
     """Run a reversed loop's body inside its forward loop when that cannot change what it
     computes, so a loop like Rosenbrock's value+gradient makes one pass over memory instead
     of two. It holds when the reversed loop
-    - pops no tape and reads no array anything writes (it only recomputes from its index and
-      from values defined before the forward loop),
-    - only accumulates into shadow arrays (add_at), which no code between the two loops reads,
+    - reads no array anything writes (it only recomputes from its index, from values
+      defined before the forward loop and from what it pops),
+    - pops only tapes that the forward loop alone pushes (nothing else pushes or pops them):
+      each iteration pops what the same iteration of the forward loop pushed, so run right
+      after it, it pops those very values (the tape then holds one iteration's),
+    - only accumulates into shadow arrays (add_at), or stores at its own index into a 1-d
+      one (each iteration its own element), which no code between the two loops reads,
     - carries adjoints it never changes (s_bar of `s += ...`), initialised before the loop.
     Then iteration order only changes the order of the additions into the shadow arrays.
     `pairs` (forward loop, its reversed loop) are tried in order, each on the program the
@@ -2286,8 +2340,12 @@ class _Fusion:
         self.written = {_root(op.operands[0]) for op in walk(self.body)
                         if op.prim in ("store", "add_at")}
         self.accesses = {}  # written array -> positions of the ops loading or storing it
+        self.tape_uses = {}  # tape -> (position, prim) of each op using it
         for k, op in enumerate(ops):
             for o in walk_op(op):
+                for v in o.operands:
+                    if isinstance(v.type, T.Tape):
+                        self.tape_uses.setdefault(v, []).append((k, o.prim))
                 if o.prim in ("load", "store"):
                     root = _root(o.operands[0])
                     if root in self.written:
@@ -2311,6 +2369,27 @@ class _Fusion:
         self.replace, self.removed = {}, set()
         self.index()
 
+    def own_tape(self, tape, start, end):
+        """Whether `tape` holds scalars, only the forward loop (at `start`) pushes it and only
+        its reversed loop (at `end`) pops it; other uses (its reserve) come before the
+        forward loop."""
+        if not isinstance(tape.type.item, T.Scalar):
+            return False
+        for k, prim in self.tape_uses.get(tape, ()):
+            if (k, prim) not in ((start, "tape_push"), (end, "tape_pop")) and \
+                    not (k < start and prim == "tape_reserve"):
+                return False
+        return True
+
+    def untouched(self, roots, start, end):
+        """Whether no op from the forward loop (at `start`) to before the reversed loop (at
+        `end`) uses an array of `roots` (stored into by the reversed loop at its index)."""
+        for op in self.body.ops[start:end]:
+            for o in walk_op(op):
+                if any(isinstance(v.type, T.Array) and _root(v) in roots for v in o.operands):
+                    return False
+        return True
+
     def fuse(self, forward, backward):
         position = self.position
         if forward not in position or backward not in position or backward in self.removed:
@@ -2330,12 +2409,17 @@ class _Fusion:
         inits = [self.resolve(v) for v in backward.operands[3:]]
         if not all(before(v) or v.owner is None for v in inits):
             return False
-        targets = set()
+        targets, stored = set(), set()
         inside = {index, *carried}
         for op in walk(region):
-            if not PRIMS[op.prim].pure and op.prim not in _FUSABLE_EFFECTS:
+            if op.prim == "tape_pop" and self.own_tape(op.operands[0], start, end):
+                pass
+            elif op.prim == "store" and len(op.operands) == 3 and op.operands[1] is index:
+                stored.add(_root(op.operands[0]))
+            elif not PRIMS[op.prim].pure and op.prim not in _FUSABLE_EFFECTS:
                 return False
-            if op.prim == "load" and _root(op.operands[0]) in self.written:
+            if op.prim == "load" and _root(op.operands[0]) in self.written and \
+                    not isinstance(op.results[0].type, T.Array):  # (a row view reads nothing)
                 return False
             if op.prim == "add_at":
                 targets.add(_root(op.operands[0]))
@@ -2347,11 +2431,13 @@ class _Fusion:
                 v = self.resolve(v)
                 if v not in inside and not before(v) and v.owner is not None:
                     return False  # needs a value computed after the forward loop
-        for root in targets:  # no code between the loops loads or stores a target
+        for root in targets | stored:  # no code between the loops loads or stores a target
             at = self.accesses.get(root, ())
             k = bisect.bisect_right(at, start)
             if k < len(at) and at[k] < end:
                 return False
+        if stored and not self.untouched(stored, start, end):
+            return False
         # substitute: the reversed loop's index is the forward loop's; its adjoints are
         # constant
         fwd_region = forward.regions[0]

@@ -181,32 +181,41 @@ def ba_sparse(obs, n, m, cam_x, point_x, weight_x, cam_y, point_y, weight_y, wei
     return rows, cols, vals
 
 
-def gather(cams, points, obs):
-    """Each observation's own copy of its camera and its point."""
-    return cams[obs[:, 0]], points[obs[:, 1]]
+def gather(cams, points, obs, own_cams, own_points):
+    """Each observation's own copy of its camera and its point, written into row i of
+    own_cams and own_points."""
+    for i in range(obs.shape[0]):
+        for t in range(11):
+            own_cams[i, t] = cams[obs[i, 0], t]
+        for t in range(3):
+            own_points[i, t] = points[obs[i, 1], t]
+    return own_cams, own_points
 
 
 class Jacobian:
     """The compiled pieces of the Jacobian, called in turn: gather the per-observation
     parameters, differentiate the x and then the y residuals, differentiate the weight
-    errors, assemble. The CSR arrays are allocated once, when the problem's size is first
-    seen, and refilled by every call, as GradBench's C++ tools allocate their Jacobian when
-    they prepare (a fresh 16 MB each call costs its page faults again: 6.5 ms of system time
-    per call at ba1, more than the two gradients together)."""
+    errors, assemble. The CSR arrays and the per-observation copies are allocated once, when
+    the problem's size is first seen, and refilled by every call, as GradBench's C++ tools
+    allocate their Jacobian when they prepare (a fresh 16 MB each call costs its page faults
+    again: 6.5 ms of system time per call at ba1, more than the two gradients together; the
+    copies, 100 MB at ba12, past the allocator's 32 MB threshold for reusing memory, cost
+    12% of the derivative's time there)."""
 
     def __init__(self):
         self.gather = adcompile(gather)
         self.residual_grad = ac.grad(adcompile(ba_coordinate), argnums=(0, 1, 2))
         self.weight_error_grad = ac.grad(adcompile(weight_error))
         self.sparse = adcompile(ba_sparse)
-        self.csr = None
+        self.csr = self.own = None
 
     def __call__(self, cams, points, weights, features, obs, n, m):
         p = obs.shape[0]
         if self.csr is None or len(self.csr[0]) != 3 * p + 1:
             self.csr = (np.empty(3 * p + 1, dtype=np.int64), np.empty(31 * p, dtype=np.int64),
                         np.empty(31 * p))
-        own_cams, own_points = self.gather(cams, points, obs)
+            self.own = (np.empty((p, 11)), np.empty((p, 3)))
+        own_cams, own_points = self.gather(cams, points, obs, *self.own)
         rows_x = self.residual_grad(own_cams, own_points, weights, features, 0)
         rows_y = self.residual_grad(own_cams, own_points, weights, features, 1)
         weight_err = self.weight_error_grad(weights)

@@ -868,9 +868,13 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
         return self.b.call(fn, args)
 
     def call_math(self, name, args, dtype):
+        """A libm call, declared `readnone`: the code reads no errno (math_errors tests the
+        result), so LLVM may merge two calls with the same argument (a derivative's
+        `cos(x)` beside the primal's) and drop unused ones."""
         symbol = name + ("f" if dtype == "f32" else "")
         ty = REG[dtype]
         fn = self.libc(symbol, ty, [ty] * len(args))
+        fn.attributes.add("readnone")
         return self.b.call(fn, args)
 
     def assertion(self, op):
