@@ -143,6 +143,17 @@ def layer_norm_moments(rows, eps):
     return mean, rstd
 
 
+def dnnl_gelu(x, slope=False):
+    """dnnl_eltwise.gelu (slope: gelu_slope) of a C-ordered float32 array; None where no
+    compiled kernel is at hand or x is not such an array."""
+    fns = kernels()
+    if fns is None or x.dtype != F32 or not x.flags.c_contiguous:
+        return None
+    out = np.empty_like(x)
+    fns[10 if slope else 9](address(x), address(out), x.size)
+    return out
+
+
 def _common_shape(a, b, c):
     """The one shape of the operands that are arrays of more than one element (() where none
     is); None where they differ."""
@@ -196,8 +207,8 @@ def nll_sum(values, counted, power):
 @functools.cache
 def kernels():
     """(log_softmax forward, its backward, nll_sum, lstm step and its backward, the C
-    library's logf over an array, fma_chain, fma_elements, layer norm's row moments)
-    as ctypes functions, compiled once
+    library's logf over an array, fma_chain, fma_elements, layer norm's row moments,
+    oneDNN's gelu and its slope) as ctypes functions, compiled once
     per process; None where llvmlite cannot compile them."""
     try:
         with _LOCK:
@@ -632,6 +643,119 @@ entry:
 
 # one step's element-wise work on columns (rows by batch): gates from pre (+ the row's bias),
 # then the cell update, for element j of each (H, B) block
+def _dnnl_exp():
+    """dnnl_eltwise.exp of %x: clamped to [ln FLT_MIN, ln FLT_MAX], flushed to 0 below."""
+    from runtime import dnnl_eltwise as d
+    c = [_constant(v) for v in d._EXP_POLY]
+    return f"""
+define internal float @dnnl_exp(float %x) alwaysinline {{
+entry:
+  %flush = fcmp olt float %x, {_constant(d._LN_MIN)}
+  %z0 = select i1 %flush, float {_constant(d._LN_MIN)}, float %x
+  %big = fcmp ogt float %z0, {_constant(d._LN_MAX)}
+  %z = select i1 %big, float {_constant(d._LN_MAX)}, float %z0
+  %t = fmul float %z, {_constant(d._LOG2E)}
+  %t2 = fadd float %t, 0.5
+  %n = call float @llvm.floor.f32(float %t2)
+  %r = call float @llvm.fma.f32(float %n, float {_constant(-d._LN2)}, float %z)
+{_fma_chain("p", c + ["1.0"], "%r")}
+  %nb = fadd float %n, {_constant(d._EXPONENT_FROM_N)}
+  %nbits = bitcast float %nb to i32
+  %sbits = shl i32 %nbits, 23
+  %scale = bitcast i32 %sbits to float
+  %scale0 = select i1 %flush, float 0.0, float %scale
+  %e1 = fmul float %p, %scale0
+  %e = fmul float %e1, 2.0
+  ret float %e
+}}"""
+
+
+def _dnnl_gelu():
+    """dnnl_eltwise.gelu (erf form) of %x: erf(x / sqrt 2) as a degree-5 polynomial in |x| on
+    its interval (the table a global), then (erf + 1) x / 2; and its derivative."""
+    from runtime import dnnl_eltwise as d
+    table = ", ".join(f"float {_constant(v)}" for v in d._GELU_TABLE.reshape(-1))
+    loads = "\n".join(f"""  %i{k} = add i64 %idx, {32 * k}
+  %pc{k} = getelementptr float, ptr @gelu_table, i64 %i{k}
+  %c{k} = load float, ptr %pc{k}""" for k in range(6))
+    poly = [_constant(v) for v in d._AS_POLY]
+    return f"""
+@gelu_table = internal constant [{d._GELU_TABLE.size} x float] [{table}]
+
+define internal float @dnnl_gelu(float %x) alwaysinline {{
+entry:
+  %s = call float @llvm.fabs.f32(float %x)
+  %bits = bitcast float %s to i32
+  %off = add i32 %bits, {int(d._GELU_INDEX_BIAS)}
+  %sh = ashr i32 %off, 21
+  %low = icmp slt i32 %sh, 1
+  %lo = select i1 %low, i32 1, i32 %sh
+  %high = icmp sgt i32 %lo, 24
+  %hi = select i1 %high, i32 24, i32 %lo
+  %right = fcmp ogt float %s, {_constant(d._GELU_RIGHT)}
+  %idx32 = select i1 %right, i32 23, i32 %hi
+  %idx = zext i32 %idx32 to i64
+{loads}
+{_fma_chain("q", [f"%c{k}" for k in range(5, -1, -1)], "%s")}
+  %xbits = bitcast float %x to i32
+  %neg = icmp slt i32 %xbits, 0
+  %nq = fneg float %q
+  %erf = select i1 %neg, float %nq, float %q
+  %e1 = fadd float %erf, 1.0
+  %e2 = fmul float %e1, %x
+  %out = fmul float %e2, 0.5
+  ret float %out
+}}
+
+define internal float @dnnl_gelu_slope(float %x) alwaysinline {{
+entry:
+  %r = fmul float %x, {_constant(d._SQRT_HALF)}
+  %rr = fmul float %r, %r
+  %nrr = fneg float %rr
+  %q = call float @dnnl_exp(float %nrr)
+  %t0 = fmul float %r, {_constant(d._INV_SQRT_PI)}
+  %t1 = fmul float %t0, %q
+  %ar = call float @llvm.fabs.f32(float %r)
+  %den = call float @llvm.fma.f32(float {_constant(d._AS_P)}, float %ar, float 1.0)
+  %w = fdiv float 1.0, %den
+  %nq = fneg float %q
+  %nqw = fmul float %nq, %w
+{_fma_chain("poly", poly, "%w")}
+  %erf0 = call float @llvm.fma.f32(float %nqw, float %poly, float 1.0)
+  %rbits = bitcast float %r to i32
+  %neg = icmp slt i32 %rbits, 0
+  %nerf = fneg float %erf0
+  %erf = select i1 %neg, float %nerf, float %erf0
+  %t2 = fadd float %t1, 0.5
+  %out = call float @llvm.fma.f32(float %erf, float 0.5, float %t2)
+  ret float %out
+}}
+""" + "".join(_map_kernel(name, f"dnnl_{name}") for name in ("gelu", "gelu_slope"))
+
+
+def _map_kernel(name, element):
+    """define void @<name>_map(ptr %x, ptr %out, i64 %n): out[i] = element(x[i])."""
+    return f"""
+define void @{name}_map(ptr %x, ptr %out, i64 %n) {{
+entry:
+  %none = icmp sle i64 %n, 0
+  br i1 %none, label %done, label %loop
+loop:
+  %i = phi i64 [0, %entry], [%next, %loop]
+  %px = getelementptr float, ptr %x, i64 %i
+  %v = load float, ptr %px
+  %y = call float @{element}(float %v)
+  %po = getelementptr float, ptr %out, i64 %i
+  store float %y, ptr %po
+  %next = add i64 %i, 1
+  %again = icmp slt i64 %next, %n
+  br i1 %again, label %loop, label %done
+done:
+  ret void
+}}
+"""
+
+
 _LSTM_STEP = """
 define internal float @gate_input(ptr %pre, ptr %bias, i64 %j, i64 %row) alwaysinline {
 entry:
@@ -911,7 +1035,8 @@ def _module_text():
     return (f"define internal float @sleef_expf(float %d) {{\nentry:{_exp_body()}\n}}\n\n"
             f"define internal float @sleef_logf(float %d) {{\nentry:{_log_body()}\n}}\n"
             + _LANE_SUM + _ROW_MAX + _FORWARD + _BACKWARD + _NLL_LADDER + _lstm_text()
-            + _LIBM_LOGF + _FMA_CHAIN + _FMA_ELEMENTS + simd_layer_norm.MOMENTS
+            + _LIBM_LOGF + _FMA_CHAIN + _FMA_ELEMENTS + simd_layer_norm.MOMENTS + _dnnl_exp()
+            + _dnnl_gelu()
             + _DECLARATIONS)
 
 
@@ -938,6 +1063,7 @@ def _compile():
                .export_symbol("lstm_step").export_symbol("lstm_step_back")
                .export_symbol("libm_logf").export_symbol("fma_chain")
                .export_symbol("fma_elements").export_symbol("ln_moments")
+               .export_symbol("gelu_map").export_symbol("gelu_slope_map")
                .link(lljit, "runtime_simd_softmax"))
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     i32 = ctypes.c_int32
@@ -952,8 +1078,10 @@ def _compile():
         tracker["fma_elements"])
     moments = ctypes.CFUNCTYPE(None, ptr, ptr, ptr, i64, i64, ctypes.c_float)(
         tracker["ln_moments"])
+    gelu, gelu_slope = (ctypes.CFUNCTYPE(None, ptr, ptr, i64)(tracker[f"{name}_map"])
+                        for name in ("gelu", "gelu_slope"))
     _KEEP.extend([lljit, tracker, tm])
-    return fwd, bwd, ladder, step, back, logf, chain, elements, moments
+    return fwd, bwd, ladder, step, back, logf, chain, elements, moments, gelu, gelu_slope
 
 
 _KEEP = []  # the JIT and its code live as long as the process
