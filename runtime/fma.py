@@ -50,9 +50,6 @@ CHUNK = 32768  # elements per pass: the float64 temporaries stay in the cache
 
 def fma(a, b, c, out=None):
     """a * b + c rounded once to float32 (into `out` when given; it may be c itself)."""
-    done = _compiled_fma(a, b, c, out)
-    if done is not None:
-        return done
     sums = getattr(_local, "sums", None)
     if sums is not None:
         return _unrepaired(a, b, c, out, sums)
@@ -66,13 +63,6 @@ def fma(a, b, c, out=None):
         part = slice(start, start + CHUNK)
         _fma(*(x if x.ndim == 0 else x[part] for x in flat))
     return out
-
-
-def _compiled_fma(a, b, c, out):
-    """The hardware's FMA through runtime/simd_compiled.py, or None (the emulation runs)."""
-    from runtime import simd_compiled
-
-    return simd_compiled.fma(a, b, c, out)
 
 
 def deferred_ties(kernel, *args):

@@ -111,35 +111,15 @@ def fma_chain(a, b):
     return out.reshape(lead + out.shape[1:])
 
 
-def fma(a, b, c, out=None):
-    """fma.fma's a * b + c rounded once, by the hardware's fused multiply-add, for float32
-    operands that are numbers or C-ordered arrays of the result's shape (out too, when given:
-    an operand itself or sharing no memory with them); None where that does not hold, for a
-    0-dim result, or where no compiled kernel is at hand (the numpy emulation computes the
-    same bits)."""
-    fns = kernels()
-    shape = _common_shape(a, b, c)
-    if fns is None or not shape or not _fits(out, shape, a, b, c):
-        return None
-    operands = [_operand(x, shape) for x in (a, b, c)]
-    if None in operands:
-        return None
-    if out is None:
-        out = np.empty(shape, F32)
-    (xa, sa), (xb, sb), (xc, sc) = operands
-    fns[7](address(xa), sa, address(xb), sb, address(xc), sc, address(out), out.size)
-    return out
-
-
 def layer_norm_moments(rows, eps):
     """layer_norm_cpu.moments' (mean, rstd) of each row of a C-ordered float32 (M, N) array,
-    (M,) each; None where no compiled kernel is at hand."""
+    (M,) each; None where no compiled kernel is at hand or rows is not such an array."""
     fns = kernels()
-    if fns is None:
+    if fns is None or rows.dtype != F32 or not rows.flags.c_contiguous:
         return None
     mean = np.empty(rows.shape[0], F32)
     rstd = np.empty_like(mean)
-    fns[8](address(rows), address(mean), address(rstd), rows.shape[0], rows.shape[1], eps)
+    fns[7](address(rows), address(mean), address(rstd), rows.shape[0], rows.shape[1], eps)
     return mean, rstd
 
 
@@ -150,42 +130,8 @@ def dnnl_gelu(x, slope=False):
     if fns is None or x.dtype != F32 or not x.flags.c_contiguous:
         return None
     out = np.empty_like(x)
-    fns[10 if slope else 9](address(x), address(out), x.size)
+    fns[9 if slope else 8](address(x), address(out), x.size)
     return out
-
-
-def _common_shape(a, b, c):
-    """The one shape of the operands that are arrays of more than one element (() where none
-    is); None where they differ."""
-    shape = ()
-    for x in (a, b, c):
-        s = getattr(x, "shape", ())
-        if s and s != shape and x.size != 1:
-            if shape:
-                return None
-            shape = s
-    return shape
-
-
-def _operand(x, shape):
-    """(array, element stride) for a float32 operand: a number or a one-element array as a
-    one-element array read at stride 0; None where x does not fit."""
-    if getattr(x, "dtype", None) != F32:
-        return None
-    if x.__class__ is not np.ndarray or x.shape != shape:
-        return np.array(x, F32).reshape(1), 0
-    return (x, 1) if x.flags.c_contiguous else None
-
-
-def _fits(out, shape, *operands):
-    """Whether out (None: a fresh array) can take the result."""
-    if out is None:
-        return True
-    if out.__class__ is not np.ndarray or out.dtype != F32 or out.shape != shape \
-            or not out.flags.c_contiguous:
-        return False
-    return all(x is out or x.__class__ is not np.ndarray or not np.may_share_memory(x, out)
-               for x in operands)
 
 
 def _plain(*arrays):
@@ -207,7 +153,7 @@ def nll_sum(values, counted, power):
 @functools.cache
 def kernels():
     """(log_softmax forward, its backward, nll_sum, lstm step and its backward, the C
-    library's logf over an array, fma_chain, fma_elements, layer norm's row moments,
+    library's logf over an array, fma_chain, layer norm's row moments,
     oneDNN's gelu and its slope) as ctypes functions, compiled once
     per process; None where llvmlite cannot compile them."""
     try:
@@ -990,35 +936,6 @@ done:
 }
 """
 
-# out[i] = fma(a[i * sa], b[i * sb], c[i * sc]) for i < n: an operand's element stride is 1 (an
-# array of the result's shape) or 0 (a number); out may be c itself
-_FMA_ELEMENTS = """
-define void @fma_elements(ptr %a, i64 %sa, ptr %b, i64 %sb, ptr %c, i64 %sc, ptr %o, i64 %n) {
-entry:
-  %none = icmp sle i64 %n, 0
-  br i1 %none, label %done, label %loop
-loop:
-  %i = phi i64 [0, %entry], [%next, %loop]
-  %ia = mul i64 %i, %sa
-  %ib = mul i64 %i, %sb
-  %ic = mul i64 %i, %sc
-  %pa = getelementptr float, ptr %a, i64 %ia
-  %pb = getelementptr float, ptr %b, i64 %ib
-  %pc = getelementptr float, ptr %c, i64 %ic
-  %po = getelementptr float, ptr %o, i64 %i
-  %x = load float, ptr %pa
-  %y = load float, ptr %pb
-  %z = load float, ptr %pc
-  %r = call float @llvm.fma.f32(float %x, float %y, float %z)
-  store float %r, ptr %po
-  %next = add i64 %i, 1
-  %again = icmp slt i64 %next, %n
-  br i1 %again, label %loop, label %done
-done:
-  ret void
-}
-"""
-
 _DECLARATIONS = """
 declare float @llvm.fabs.f32(float)
 declare float @llvm.fma.f32(float, float, float)
@@ -1035,7 +952,7 @@ def _module_text():
     return (f"define internal float @sleef_expf(float %d) {{\nentry:{_exp_body()}\n}}\n\n"
             f"define internal float @sleef_logf(float %d) {{\nentry:{_log_body()}\n}}\n"
             + _LANE_SUM + _ROW_MAX + _FORWARD + _BACKWARD + _NLL_LADDER + _lstm_text()
-            + _LIBM_LOGF + _FMA_CHAIN + _FMA_ELEMENTS + simd_layer_norm.MOMENTS + _dnnl_exp()
+            + _LIBM_LOGF + _FMA_CHAIN + simd_layer_norm.MOMENTS + _dnnl_exp()
             + _dnnl_gelu()
             + _DECLARATIONS)
 
@@ -1062,7 +979,7 @@ def _compile():
                .export_symbol("log_softmax_bwd").export_symbol("nll_ladder")
                .export_symbol("lstm_step").export_symbol("lstm_step_back")
                .export_symbol("libm_logf").export_symbol("fma_chain")
-               .export_symbol("fma_elements").export_symbol("ln_moments")
+               .export_symbol("ln_moments")
                .export_symbol("gelu_map").export_symbol("gelu_slope_map")
                .link(lljit, "runtime_simd_softmax"))
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
@@ -1074,14 +991,12 @@ def _compile():
     back = ctypes.CFUNCTYPE(None, *[ptr] * 10, i64, i64)(tracker["lstm_step_back"])
     logf = ctypes.CFUNCTYPE(None, ptr, ptr, i64)(tracker["libm_logf"])
     chain = ctypes.CFUNCTYPE(None, ptr, ptr, ptr, *[i64] * 10)(tracker["fma_chain"])
-    elements = ctypes.CFUNCTYPE(None, ptr, i64, ptr, i64, ptr, i64, ptr, i64)(
-        tracker["fma_elements"])
     moments = ctypes.CFUNCTYPE(None, ptr, ptr, ptr, i64, i64, ctypes.c_float)(
         tracker["ln_moments"])
     gelu, gelu_slope = (ctypes.CFUNCTYPE(None, ptr, ptr, i64)(tracker[f"{name}_map"])
                         for name in ("gelu", "gelu_slope"))
     _KEEP.extend([lljit, tracker, tm])
-    return fwd, bwd, ladder, step, back, logf, chain, elements, moments, gelu, gelu_slope
+    return fwd, bwd, ladder, step, back, logf, chain, moments, gelu, gelu_slope
 
 
 _KEEP = []  # the JIT and its code live as long as the process
