@@ -106,8 +106,8 @@ def fma_chain(a, b):
     b3 = b.reshape((-1,) + b.shape[-2:])
     out = np.empty((a3.shape[0], a3.shape[1], b3.shape[2]), F32)
     strides = [s // 4 for s in a3.strides + b3.strides]
-    fns[6](a3.ctypes.data, b3.ctypes.data, out.ctypes.data, a3.shape[0], a3.shape[1],
-           a3.shape[2], b3.shape[2], *strides)
+    fns[6](address(a3), address(b3), address(out), a3.shape[0], a3.shape[1], a3.shape[2],
+           b3.shape[2], *strides)
     return out.reshape(lead + out.shape[1:])
 
 
@@ -881,56 +881,83 @@ declare float @logf(float)
 
 # c[t] for t = (batch, row, column) in C order: the chain over i of a[batch, row, i] *
 # b[batch, i, column], the first product rounded, each later one added by a fused
-# multiply-add (MKL's sgemm on the flash attention kernel's small products); element strides
+# multiply-add (MKL's sgemm on the flash attention kernel's small products); element strides.
+# A row of c is the accumulator: each term i is added to all of its columns in turn, so the
+# columns' independent chains overlap (each one still in the order of i)
 _FMA_CHAIN = """
-define void @fma_chain(ptr %a, ptr %b, ptr %c, i64 %batch, i64 %m, i64 %n, i64 %p,
-                       i64 %sab, i64 %sam, i64 %san, i64 %sbb, i64 %sbn, i64 %sbp) {
+define void @fma_chain(ptr noalias %a, ptr noalias %b, ptr noalias %c, i64 %batch, i64 %m,
+                       i64 %n, i64 %p, i64 %sab, i64 %sam, i64 %san, i64 %sbb, i64 %sbn,
+                       i64 %sbp) {
 entry:
   %mp = mul i64 %m, %p
   %total = mul i64 %batch, %mp
   %none = icmp sle i64 %total, 0
-  br i1 %none, label %done, label %outer
-outer:
-  %t = phi i64 [0, %entry], [%tnext, %store]
-  %bi = sdiv i64 %t, %mp
-  %rem = srem i64 %t, %mp
-  %mi = sdiv i64 %rem, %p
-  %pi = srem i64 %rem, %p
-  %oa1 = mul i64 %bi, %sab
+  br i1 %none, label %done, label %batches
+batches:
+  %bi = phi i64 [0, %entry], [%binext, %batch_end]
+  %ob_a = mul i64 %bi, %sab
+  %ob_b = mul i64 %bi, %sbb
+  %ob_c = mul i64 %bi, %mp
+  br label %rows
+rows:
+  %mi = phi i64 [0, %batches], [%minext, %row_end]
   %oa2 = mul i64 %mi, %sam
-  %oa = add i64 %oa1, %oa2
-  %ob1 = mul i64 %bi, %sbb
-  %ob2 = mul i64 %pi, %sbp
-  %ob = add i64 %ob1, %ob2
+  %oa = add i64 %ob_a, %oa2
+  %oc2 = mul i64 %mi, %p
+  %oc = add i64 %ob_c, %oc2
+  %crow = getelementptr float, ptr %c, i64 %oc
   %pa0 = getelementptr float, ptr %a, i64 %oa
-  %pb0 = getelementptr float, ptr %b, i64 %ob
   %a0 = load float, ptr %pa0
+  br label %first
+first:
+  %pf = phi i64 [0, %rows], [%pfnext, %first]
+  %obf2 = mul i64 %pf, %sbp
+  %obf = add i64 %ob_b, %obf2
+  %pb0 = getelementptr float, ptr %b, i64 %obf
   %b0 = load float, ptr %pb0
-  %acc0 = fmul float %a0, %b0
+  %prod = fmul float %a0, %b0
+  %pcf = getelementptr float, ptr %crow, i64 %pf
+  store float %prod, ptr %pcf
+  %pfnext = add i64 %pf, 1
+  %fgo = icmp slt i64 %pfnext, %p
+  br i1 %fgo, label %first, label %terms_check
+terms_check:
   %more0 = icmp sgt i64 %n, 1
-  br i1 %more0, label %inner, label %store
-inner:
-  %i = phi i64 [1, %outer], [%inext, %inner]
-  %acc = phi float [%acc0, %outer], [%accn, %inner]
+  br i1 %more0, label %terms, label %row_end
+terms:
+  %i = phi i64 [1, %terms_check], [%inext, %term_end]
   %ia = mul i64 %i, %san
-  %ib = mul i64 %i, %sbn
   %oai = add i64 %oa, %ia
-  %obi = add i64 %ob, %ib
   %pai = getelementptr float, ptr %a, i64 %oai
-  %pbi = getelementptr float, ptr %b, i64 %obi
   %ai = load float, ptr %pai
+  %ib = mul i64 %i, %sbn
+  %obi = add i64 %ob_b, %ib
+  br label %cols
+cols:
+  %pi = phi i64 [0, %terms], [%pnext, %cols]
+  %ob2 = mul i64 %pi, %sbp
+  %ob = add i64 %obi, %ob2
+  %pbi = getelementptr float, ptr %b, i64 %ob
   %bv = load float, ptr %pbi
+  %pc = getelementptr float, ptr %crow, i64 %pi
+  %acc = load float, ptr %pc
   %accn = call float @llvm.fma.f32(float %ai, float %bv, float %acc)
+  store float %accn, ptr %pc
+  %pnext = add i64 %pi, 1
+  %pgo = icmp slt i64 %pnext, %p
+  br i1 %pgo, label %cols, label %term_end
+term_end:
   %inext = add i64 %i, 1
   %again = icmp slt i64 %inext, %n
-  br i1 %again, label %inner, label %store
-store:
-  %res = phi float [%acc0, %outer], [%accn, %inner]
-  %pc = getelementptr float, ptr %c, i64 %t
-  store float %res, ptr %pc
-  %tnext = add i64 %t, 1
-  %go = icmp slt i64 %tnext, %total
-  br i1 %go, label %outer, label %done
+  br i1 %again, label %terms, label %row_end
+row_end:
+  %minext = add i64 %mi, 1
+  %mgo = icmp slt i64 %minext, %m
+  br i1 %mgo, label %rows, label %batch_end
+batch_end:
+  %binext = add i64 %bi, 1
+  %bgo = icmp slt i64 %binext, %batch
+  br i1 %bgo, label %batches, label %done
 done:
   ret void
 }
