@@ -522,28 +522,14 @@ def _fma_chain(name, coefficients, r):
 
 
 def _dnnl_sigmoid():
-    """dnnl_eltwise.sigmoid of %x (its exp on z = max(-|x|, ln FLT_MIN), flushed below)."""
-    from runtime import dnnl_eltwise as d
-    c = [_constant(v) for v in d._EXP_POLY]
-    return f"""
-define internal float @dnnl_sigmoid(float %x) alwaysinline {{
+    """dnnl_eltwise.sigmoid of %x: e = dnnl_exp(-|x|) (-|x| needs no upper clamp), e / (e + 1)
+    or 1 minus it."""
+    return """
+define internal float @dnnl_sigmoid(float %x) alwaysinline {
 entry:
   %a = call float @llvm.fabs.f32(float %x)
   %z = fneg float %a
-  %flush = fcmp olt float %z, {_constant(d._LN_MIN)}
-  %zc = select i1 %flush, float {_constant(d._LN_MIN)}, float %z
-  %t = fmul float %zc, {_constant(d._LOG2E)}
-  %t2 = fadd float %t, 0.5
-  %n = call float @llvm.floor.f32(float %t2)
-  %r = call float @llvm.fma.f32(float %n, float {_constant(-d._LN2)}, float %zc)
-{_fma_chain("p", c + ["1.0"], "%r")}
-  %nb = fadd float %n, {_constant(d._EXPONENT_FROM_N)}
-  %nbits = bitcast float %nb to i32
-  %sbits = shl i32 %nbits, 23
-  %scale = bitcast i32 %sbits to float
-  %scale0 = select i1 %flush, float 0.0, float %scale
-  %e1 = fmul float %p, %scale0
-  %e = fmul float %e1, 2.0
+  %e = call float @dnnl_exp(float %z)
   %e1p = fadd float %e, 1.0
   %y = fdiv float %e, %e1p
   %xbits = bitcast float %x to i32
@@ -551,7 +537,7 @@ entry:
   %ny = fsub float 1.0, %y
   %out = select i1 %neg, float %y, float %ny
   ret float %out
-}}"""
+}"""
 
 
 def _dnnl_tanh():
