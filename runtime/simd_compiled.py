@@ -134,6 +134,17 @@ def dnnl_gelu(x, slope=False):
     return out
 
 
+def sleef_expf(x):
+    """simd_softmax.sleef_expf of a C-ordered float32 array of finite values; None where no
+    compiled kernel is at hand or x is not such an array."""
+    fns = kernels()
+    if fns is None or x.dtype != F32 or not x.flags.c_contiguous or not np.isfinite(x).all():
+        return None
+    out = np.empty_like(x)
+    fns[10](address(x), address(out), x.size)
+    return out
+
+
 def _plain(*arrays):
     """Whether each array (None: no array) is float32 and C-ordered."""
     return all(a is None or (a.dtype == F32 and a.flags.c_contiguous) for a in arrays)
@@ -154,7 +165,7 @@ def nll_sum(values, counted, power):
 def kernels():
     """(log_softmax forward, its backward, nll_sum, lstm step and its backward, the C
     library's logf over an array, fma_chain, layer norm's row moments,
-    oneDNN's gelu and its slope) as ctypes functions, compiled once
+    oneDNN's gelu and its slope, SLEEF's expf over an array) as ctypes functions, compiled once
     per process; None where llvmlite cannot compile them."""
     try:
         with _LOCK:
@@ -665,6 +676,11 @@ entry:
 """ + "".join(_map_kernel(name, f"dnnl_{name}") for name in ("gelu", "gelu_slope"))
 
 
+def _maps():
+    """The element-wise kernels over arrays: oneDNN's gelu and its slope, SLEEF's expf."""
+    return _dnnl_gelu() + _map_kernel("sleef_expf", "sleef_expf")
+
+
 def _map_kernel(name, element):
     """define void @<name>_map(ptr %x, ptr %out, i64 %n): out[i] = element(x[i])."""
     return f"""
@@ -966,7 +982,7 @@ def _module_text():
             f"define internal float @sleef_logf(float %d) {{\nentry:{_log_body()}\n}}\n"
             + _LANE_SUM + _ROW_MAX + _FORWARD + _BACKWARD + _NLL_LADDER + _lstm_text()
             + _LIBM_LOGF + _FMA_CHAIN + simd_layer_norm.MOMENTS + _dnnl_exp()
-            + _dnnl_gelu()
+            + _maps()
             + _DECLARATIONS)
 
 
@@ -994,6 +1010,7 @@ def _compile():
                .export_symbol("libm_logf").export_symbol("fma_chain")
                .export_symbol("ln_moments")
                .export_symbol("gelu_map").export_symbol("gelu_slope_map")
+               .export_symbol("sleef_expf_map")
                .link(lljit, "runtime_simd_softmax"))
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     i32 = ctypes.c_int32
@@ -1006,10 +1023,10 @@ def _compile():
     chain = ctypes.CFUNCTYPE(None, ptr, ptr, ptr, *[i64] * 10)(tracker["fma_chain"])
     moments = ctypes.CFUNCTYPE(None, ptr, ptr, ptr, i64, i64, ctypes.c_float)(
         tracker["ln_moments"])
-    gelu, gelu_slope = (ctypes.CFUNCTYPE(None, ptr, ptr, i64)(tracker[f"{name}_map"])
-                        for name in ("gelu", "gelu_slope"))
+    gelu, gelu_slope, expf = (ctypes.CFUNCTYPE(None, ptr, ptr, i64)(tracker[f"{name}_map"])
+                              for name in ("gelu", "gelu_slope", "sleef_expf"))
     _KEEP.extend([lljit, tracker, tm])
-    return fwd, bwd, ladder, step, back, logf, chain, moments, gelu, gelu_slope
+    return fwd, bwd, ladder, step, back, logf, chain, moments, gelu, gelu_slope, expf
 
 
 _KEEP = []  # the JIT and its code live as long as the process

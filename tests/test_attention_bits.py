@@ -106,3 +106,21 @@ def test_compiled_fma_chain_equals_the_numpy_one(shape):
         if compiled is None:
             pytest.skip("no compiled kernels (llvmlite missing)")
         np.testing.assert_array_equal(compiled.view(np.uint32), _numpy_chain(x, y).view(np.uint32))
+
+
+def test_compiled_sleef_expf_equals_the_numpy_one():
+    """The compiled expf_u10 over an array (the backward's probabilities) gives
+    simd_softmax.sleef_expf's bits over its whole finite range, past the flush and
+    overflow bounds included."""
+    from runtime import simd_compiled, simd_softmax
+
+    rng = np.random.default_rng(6)
+    x = np.concatenate([rng.uniform(-120, 110, 200_000), rng.standard_normal(20_000) * 5,
+                        [0, -0.0, 88.7, 88.8, -103.9, -104, -104.1, 100, 100.1]]).astype(np.float32)
+    compiled = simd_compiled.sleef_expf(x)
+    if compiled is None:
+        pytest.skip("no compiled kernels (llvmlite missing)")
+    with np.errstate(all="ignore"):
+        reference = simd_softmax.sleef_expf(x)
+    np.testing.assert_array_equal(compiled.view(np.uint32), reference.view(np.uint32))
+    assert simd_compiled.sleef_expf(np.array([np.inf, 0], np.float32)) is None
