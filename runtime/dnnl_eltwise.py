@@ -231,7 +231,16 @@ def gelu_applies(x):
 
 
 def gelu(x):
-    """oneDNN's gelu (erf form) of a float32 array."""
+    """oneDNN's gelu (erf form) of a float32 array: compiled (runtime/simd_compiled.py) where
+    llvmlite is at hand and x is C-ordered, else on numpy."""
+    from runtime import simd_compiled
+
+    out = simd_compiled.dnnl_gelu(x)
+    return out if out is not None else numpy_gelu(x)
+
+
+def numpy_gelu(x):
+    """`gelu` on numpy: the reference."""
     s = np.abs(x)
     index = np.clip((s.view(np.int32) + _GELU_INDEX_BIAS) >> 21, 1, 24)
     index[s > _GELU_RIGHT] = 23
@@ -245,7 +254,17 @@ def gelu(x):
 
 
 def gelu_slope(x):
-    """oneDNN's derivative of gelu (erf form) at a float32 array."""
+    """oneDNN's derivative of gelu (erf form) at a float32 array: compiled where llvmlite is at
+    hand and x is C-ordered (it keeps a nan's sign, as oneDNN; numpy's route loses it), else
+    on numpy."""
+    from runtime import simd_compiled
+
+    out = simd_compiled.dnnl_gelu(x, slope=True)
+    return out if out is not None else numpy_gelu_slope(x)
+
+
+def numpy_gelu_slope(x):
+    """`gelu_slope` on numpy: the reference."""
     with np.errstate(over="ignore"):  # r * r past 1.8e19 is inf, as in oneDNN
         return _gelu_slope(x * _SQRT_HALF)
 

@@ -18,6 +18,8 @@ import threading
 
 import numpy as np
 
+from runtime import simd_layer_norm
+from runtime.mkl import address
 from runtime.simd_softmax import LANES, _EXP_POLY, _INV_LN2, _LN2, _LN2_LOWER, _LN2_UPPER, \
     _LOG_POLY
 
@@ -104,9 +106,43 @@ def fma_chain(a, b):
     b3 = b.reshape((-1,) + b.shape[-2:])
     out = np.empty((a3.shape[0], a3.shape[1], b3.shape[2]), F32)
     strides = [s // 4 for s in a3.strides + b3.strides]
-    fns[6](a3.ctypes.data, b3.ctypes.data, out.ctypes.data, a3.shape[0], a3.shape[1],
-           a3.shape[2], b3.shape[2], *strides)
+    fns[6](address(a3), address(b3), address(out), a3.shape[0], a3.shape[1], a3.shape[2],
+           b3.shape[2], *strides)
     return out.reshape(lead + out.shape[1:])
+
+
+def layer_norm_moments(rows, eps):
+    """layer_norm_cpu.moments' (mean, rstd) of each row of a C-ordered float32 (M, N) array,
+    (M,) each; None where no compiled kernel is at hand or rows is not such an array."""
+    fns = kernels()
+    if fns is None or rows.dtype != F32 or not rows.flags.c_contiguous:
+        return None
+    mean = np.empty(rows.shape[0], F32)
+    rstd = np.empty_like(mean)
+    fns[7](address(rows), address(mean), address(rstd), rows.shape[0], rows.shape[1], eps)
+    return mean, rstd
+
+
+def dnnl_gelu(x, slope=False):
+    """dnnl_eltwise.gelu (slope: gelu_slope) of a C-ordered float32 array; None where no
+    compiled kernel is at hand or x is not such an array."""
+    fns = kernels()
+    if fns is None or x.dtype != F32 or not x.flags.c_contiguous:
+        return None
+    out = np.empty_like(x)
+    fns[9 if slope else 8](address(x), address(out), x.size)
+    return out
+
+
+def sleef_expf(x):
+    """simd_softmax.sleef_expf of a C-ordered float32 array of finite values; None where no
+    compiled kernel is at hand or x is not such an array."""
+    fns = kernels()
+    if fns is None or x.dtype != F32 or not x.flags.c_contiguous or not np.isfinite(x).all():
+        return None
+    out = np.empty_like(x)
+    fns[10](address(x), address(out), x.size)
+    return out
 
 
 def _plain(*arrays):
@@ -128,8 +164,9 @@ def nll_sum(values, counted, power):
 @functools.cache
 def kernels():
     """(log_softmax forward, its backward, nll_sum, lstm step and its backward, the C
-    library's logf over an array, fma_chain) as ctypes functions, compiled once per process; None where
-    llvmlite cannot compile them."""
+    library's logf over an array, fma_chain, layer norm's row moments,
+    oneDNN's gelu and its slope, SLEEF's expf over an array) as ctypes functions, compiled once
+    per process; None where llvmlite cannot compile them."""
     try:
         with _LOCK:
             return _compile()
@@ -496,28 +533,14 @@ def _fma_chain(name, coefficients, r):
 
 
 def _dnnl_sigmoid():
-    """dnnl_eltwise.sigmoid of %x (its exp on z = max(-|x|, ln FLT_MIN), flushed below)."""
-    from runtime import dnnl_eltwise as d
-    c = [_constant(v) for v in d._EXP_POLY]
-    return f"""
-define internal float @dnnl_sigmoid(float %x) alwaysinline {{
+    """dnnl_eltwise.sigmoid of %x: e = dnnl_exp(-|x|) (-|x| needs no upper clamp), e / (e + 1)
+    or 1 minus it."""
+    return """
+define internal float @dnnl_sigmoid(float %x) alwaysinline {
 entry:
   %a = call float @llvm.fabs.f32(float %x)
   %z = fneg float %a
-  %flush = fcmp olt float %z, {_constant(d._LN_MIN)}
-  %zc = select i1 %flush, float {_constant(d._LN_MIN)}, float %z
-  %t = fmul float %zc, {_constant(d._LOG2E)}
-  %t2 = fadd float %t, 0.5
-  %n = call float @llvm.floor.f32(float %t2)
-  %r = call float @llvm.fma.f32(float %n, float {_constant(-d._LN2)}, float %zc)
-{_fma_chain("p", c + ["1.0"], "%r")}
-  %nb = fadd float %n, {_constant(d._EXPONENT_FROM_N)}
-  %nbits = bitcast float %nb to i32
-  %sbits = shl i32 %nbits, 23
-  %scale = bitcast i32 %sbits to float
-  %scale0 = select i1 %flush, float 0.0, float %scale
-  %e1 = fmul float %p, %scale0
-  %e = fmul float %e1, 2.0
+  %e = call float @dnnl_exp(float %z)
   %e1p = fadd float %e, 1.0
   %y = fdiv float %e, %e1p
   %xbits = bitcast float %x to i32
@@ -525,7 +548,7 @@ entry:
   %ny = fsub float 1.0, %y
   %out = select i1 %neg, float %y, float %ny
   ret float %out
-}}"""
+}"""
 
 
 def _dnnl_tanh():
@@ -563,6 +586,124 @@ entry:
 
 # one step's element-wise work on columns (rows by batch): gates from pre (+ the row's bias),
 # then the cell update, for element j of each (H, B) block
+def _dnnl_exp():
+    """dnnl_eltwise.exp of %x: clamped to [ln FLT_MIN, ln FLT_MAX], flushed to 0 below."""
+    from runtime import dnnl_eltwise as d
+    c = [_constant(v) for v in d._EXP_POLY]
+    return f"""
+define internal float @dnnl_exp(float %x) alwaysinline {{
+entry:
+  %flush = fcmp olt float %x, {_constant(d._LN_MIN)}
+  %z0 = select i1 %flush, float {_constant(d._LN_MIN)}, float %x
+  %big = fcmp ogt float %z0, {_constant(d._LN_MAX)}
+  %z = select i1 %big, float {_constant(d._LN_MAX)}, float %z0
+  %t = fmul float %z, {_constant(d._LOG2E)}
+  %t2 = fadd float %t, 0.5
+  %n = call float @llvm.floor.f32(float %t2)
+  %r = call float @llvm.fma.f32(float %n, float {_constant(-d._LN2)}, float %z)
+{_fma_chain("p", c + ["1.0"], "%r")}
+  %nb = fadd float %n, {_constant(d._EXPONENT_FROM_N)}
+  %nbits = bitcast float %nb to i32
+  %sbits = shl i32 %nbits, 23
+  %scale = bitcast i32 %sbits to float
+  %scale0 = select i1 %flush, float 0.0, float %scale
+  %e1 = fmul float %p, %scale0
+  %e = fmul float %e1, 2.0
+  ret float %e
+}}"""
+
+
+def _dnnl_gelu():
+    """dnnl_eltwise.gelu (erf form) of %x: erf(x / sqrt 2) as a degree-5 polynomial in |x| on
+    its interval (the table a global), then (erf + 1) x / 2; and its derivative."""
+    from runtime import dnnl_eltwise as d
+    table = ", ".join(f"float {_constant(v)}" for v in d._GELU_TABLE.reshape(-1))
+    loads = "\n".join(f"""  %i{k} = add i64 %idx, {32 * k}
+  %pc{k} = getelementptr float, ptr @gelu_table, i64 %i{k}
+  %c{k} = load float, ptr %pc{k}""" for k in range(6))
+    poly = [_constant(v) for v in d._AS_POLY]
+    return f"""
+@gelu_table = internal constant [{d._GELU_TABLE.size} x float] [{table}]
+
+define internal float @dnnl_gelu(float %x) alwaysinline {{
+entry:
+  %s = call float @llvm.fabs.f32(float %x)
+  %bits = bitcast float %s to i32
+  %off = add i32 %bits, {int(d._GELU_INDEX_BIAS)}
+  %sh = ashr i32 %off, 21
+  %low = icmp slt i32 %sh, 1
+  %lo = select i1 %low, i32 1, i32 %sh
+  %high = icmp sgt i32 %lo, 24
+  %hi = select i1 %high, i32 24, i32 %lo
+  %right = fcmp ogt float %s, {_constant(d._GELU_RIGHT)}
+  %idx32 = select i1 %right, i32 23, i32 %hi
+  %idx = zext i32 %idx32 to i64
+{loads}
+{_fma_chain("q", [f"%c{k}" for k in range(5, -1, -1)], "%s")}
+  %xbits = bitcast float %x to i32
+  %neg = icmp slt i32 %xbits, 0
+  %nq = fneg float %q
+  %erf = select i1 %neg, float %nq, float %q
+  %e1 = fadd float %erf, 1.0
+  %e2 = fmul float %e1, %x
+  %out = fmul float %e2, 0.5
+  ret float %out
+}}
+
+define internal float @dnnl_gelu_slope(float %x) alwaysinline {{
+entry:
+  %r = fmul float %x, {_constant(d._SQRT_HALF)}
+  %rr = fmul float %r, %r
+  %nrr = fneg float %rr
+  %q = call float @dnnl_exp(float %nrr)
+  %t0 = fmul float %r, {_constant(d._INV_SQRT_PI)}
+  %t1 = fmul float %t0, %q
+  %ar = call float @llvm.fabs.f32(float %r)
+  %den = call float @llvm.fma.f32(float {_constant(d._AS_P)}, float %ar, float 1.0)
+  %w = fdiv float 1.0, %den
+  %nq = fneg float %q
+  %nqw = fmul float %nq, %w
+{_fma_chain("poly", poly, "%w")}
+  %erf0 = call float @llvm.fma.f32(float %nqw, float %poly, float 1.0)
+  %rbits = bitcast float %r to i32
+  %neg = icmp slt i32 %rbits, 0
+  %nerf = fneg float %erf0
+  %erf = select i1 %neg, float %nerf, float %erf0
+  %t2 = fadd float %t1, 0.5
+  %out = call float @llvm.fma.f32(float %erf, float 0.5, float %t2)
+  ret float %out
+}}
+""" + "".join(_map_kernel(name, f"dnnl_{name}") for name in ("gelu", "gelu_slope"))
+
+
+def _maps():
+    """The element-wise kernels over arrays: oneDNN's gelu and its slope, SLEEF's expf."""
+    return _dnnl_gelu() + _map_kernel("sleef_expf", "sleef_expf")
+
+
+def _map_kernel(name, element):
+    """define void @<name>_map(ptr %x, ptr %out, i64 %n): out[i] = element(x[i])."""
+    return f"""
+define void @{name}_map(ptr %x, ptr %out, i64 %n) {{
+entry:
+  %none = icmp sle i64 %n, 0
+  br i1 %none, label %done, label %loop
+loop:
+  %i = phi i64 [0, %entry], [%next, %loop]
+  %px = getelementptr float, ptr %x, i64 %i
+  %v = load float, ptr %px
+  %y = call float @{element}(float %v)
+  %po = getelementptr float, ptr %out, i64 %i
+  store float %y, ptr %po
+  %next = add i64 %i, 1
+  %again = icmp slt i64 %next, %n
+  br i1 %again, label %loop, label %done
+done:
+  ret void
+}}
+"""
+
+
 _LSTM_STEP = """
 define internal float @gate_input(ptr %pre, ptr %bias, i64 %j, i64 %row) alwaysinline {
 entry:
@@ -742,56 +883,83 @@ declare float @logf(float)
 
 # c[t] for t = (batch, row, column) in C order: the chain over i of a[batch, row, i] *
 # b[batch, i, column], the first product rounded, each later one added by a fused
-# multiply-add (MKL's sgemm on the flash attention kernel's small products); element strides
+# multiply-add (MKL's sgemm on the flash attention kernel's small products); element strides.
+# A row of c is the accumulator: each term i is added to all of its columns in turn, so the
+# columns' independent chains overlap (each one still in the order of i)
 _FMA_CHAIN = """
-define void @fma_chain(ptr %a, ptr %b, ptr %c, i64 %batch, i64 %m, i64 %n, i64 %p,
-                       i64 %sab, i64 %sam, i64 %san, i64 %sbb, i64 %sbn, i64 %sbp) {
+define void @fma_chain(ptr noalias %a, ptr noalias %b, ptr noalias %c, i64 %batch, i64 %m,
+                       i64 %n, i64 %p, i64 %sab, i64 %sam, i64 %san, i64 %sbb, i64 %sbn,
+                       i64 %sbp) {
 entry:
   %mp = mul i64 %m, %p
   %total = mul i64 %batch, %mp
   %none = icmp sle i64 %total, 0
-  br i1 %none, label %done, label %outer
-outer:
-  %t = phi i64 [0, %entry], [%tnext, %store]
-  %bi = sdiv i64 %t, %mp
-  %rem = srem i64 %t, %mp
-  %mi = sdiv i64 %rem, %p
-  %pi = srem i64 %rem, %p
-  %oa1 = mul i64 %bi, %sab
+  br i1 %none, label %done, label %batches
+batches:
+  %bi = phi i64 [0, %entry], [%binext, %batch_end]
+  %ob_a = mul i64 %bi, %sab
+  %ob_b = mul i64 %bi, %sbb
+  %ob_c = mul i64 %bi, %mp
+  br label %rows
+rows:
+  %mi = phi i64 [0, %batches], [%minext, %row_end]
   %oa2 = mul i64 %mi, %sam
-  %oa = add i64 %oa1, %oa2
-  %ob1 = mul i64 %bi, %sbb
-  %ob2 = mul i64 %pi, %sbp
-  %ob = add i64 %ob1, %ob2
+  %oa = add i64 %ob_a, %oa2
+  %oc2 = mul i64 %mi, %p
+  %oc = add i64 %ob_c, %oc2
+  %crow = getelementptr float, ptr %c, i64 %oc
   %pa0 = getelementptr float, ptr %a, i64 %oa
-  %pb0 = getelementptr float, ptr %b, i64 %ob
   %a0 = load float, ptr %pa0
+  br label %first
+first:
+  %pf = phi i64 [0, %rows], [%pfnext, %first]
+  %obf2 = mul i64 %pf, %sbp
+  %obf = add i64 %ob_b, %obf2
+  %pb0 = getelementptr float, ptr %b, i64 %obf
   %b0 = load float, ptr %pb0
-  %acc0 = fmul float %a0, %b0
+  %prod = fmul float %a0, %b0
+  %pcf = getelementptr float, ptr %crow, i64 %pf
+  store float %prod, ptr %pcf
+  %pfnext = add i64 %pf, 1
+  %fgo = icmp slt i64 %pfnext, %p
+  br i1 %fgo, label %first, label %terms_check
+terms_check:
   %more0 = icmp sgt i64 %n, 1
-  br i1 %more0, label %inner, label %store
-inner:
-  %i = phi i64 [1, %outer], [%inext, %inner]
-  %acc = phi float [%acc0, %outer], [%accn, %inner]
+  br i1 %more0, label %terms, label %row_end
+terms:
+  %i = phi i64 [1, %terms_check], [%inext, %term_end]
   %ia = mul i64 %i, %san
-  %ib = mul i64 %i, %sbn
   %oai = add i64 %oa, %ia
-  %obi = add i64 %ob, %ib
   %pai = getelementptr float, ptr %a, i64 %oai
-  %pbi = getelementptr float, ptr %b, i64 %obi
   %ai = load float, ptr %pai
+  %ib = mul i64 %i, %sbn
+  %obi = add i64 %ob_b, %ib
+  br label %cols
+cols:
+  %pi = phi i64 [0, %terms], [%pnext, %cols]
+  %ob2 = mul i64 %pi, %sbp
+  %ob = add i64 %obi, %ob2
+  %pbi = getelementptr float, ptr %b, i64 %ob
   %bv = load float, ptr %pbi
+  %pc = getelementptr float, ptr %crow, i64 %pi
+  %acc = load float, ptr %pc
   %accn = call float @llvm.fma.f32(float %ai, float %bv, float %acc)
+  store float %accn, ptr %pc
+  %pnext = add i64 %pi, 1
+  %pgo = icmp slt i64 %pnext, %p
+  br i1 %pgo, label %cols, label %term_end
+term_end:
   %inext = add i64 %i, 1
   %again = icmp slt i64 %inext, %n
-  br i1 %again, label %inner, label %store
-store:
-  %res = phi float [%acc0, %outer], [%accn, %inner]
-  %pc = getelementptr float, ptr %c, i64 %t
-  store float %res, ptr %pc
-  %tnext = add i64 %t, 1
-  %go = icmp slt i64 %tnext, %total
-  br i1 %go, label %outer, label %done
+  br i1 %again, label %terms, label %row_end
+row_end:
+  %minext = add i64 %mi, 1
+  %mgo = icmp slt i64 %minext, %m
+  br i1 %mgo, label %rows, label %batch_end
+batch_end:
+  %binext = add i64 %bi, 1
+  %bgo = icmp slt i64 %binext, %batch
+  br i1 %bgo, label %batches, label %done
 done:
   ret void
 }
@@ -804,6 +972,8 @@ declare float @llvm.rint.f32(float)
 declare float @llvm.ldexp.f32.i32(float, i32)
 declare float @llvm.floor.f32(float)
 declare float @llvm.copysign.f32(float, float)
+declare float @llvm.sqrt.f32(float)
+declare i64 @llvm.ctlz.i64(i64, i1)
 """
 
 
@@ -811,7 +981,9 @@ def _module_text():
     return (f"define internal float @sleef_expf(float %d) {{\nentry:{_exp_body()}\n}}\n\n"
             f"define internal float @sleef_logf(float %d) {{\nentry:{_log_body()}\n}}\n"
             + _LANE_SUM + _ROW_MAX + _FORWARD + _BACKWARD + _NLL_LADDER + _lstm_text()
-            + _LIBM_LOGF + _FMA_CHAIN + _DECLARATIONS)
+            + _LIBM_LOGF + _FMA_CHAIN + simd_layer_norm.MOMENTS + _dnnl_exp()
+            + _maps()
+            + _DECLARATIONS)
 
 
 def _compile():
@@ -836,6 +1008,9 @@ def _compile():
                .export_symbol("log_softmax_bwd").export_symbol("nll_ladder")
                .export_symbol("lstm_step").export_symbol("lstm_step_back")
                .export_symbol("libm_logf").export_symbol("fma_chain")
+               .export_symbol("ln_moments")
+               .export_symbol("gelu_map").export_symbol("gelu_slope_map")
+               .export_symbol("sleef_expf_map")
                .link(lljit, "runtime_simd_softmax"))
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     i32 = ctypes.c_int32
@@ -846,8 +1021,12 @@ def _compile():
     back = ctypes.CFUNCTYPE(None, *[ptr] * 10, i64, i64)(tracker["lstm_step_back"])
     logf = ctypes.CFUNCTYPE(None, ptr, ptr, i64)(tracker["libm_logf"])
     chain = ctypes.CFUNCTYPE(None, ptr, ptr, ptr, *[i64] * 10)(tracker["fma_chain"])
+    moments = ctypes.CFUNCTYPE(None, ptr, ptr, ptr, i64, i64, ctypes.c_float)(
+        tracker["ln_moments"])
+    gelu, gelu_slope, expf = (ctypes.CFUNCTYPE(None, ptr, ptr, i64)(tracker[f"{name}_map"])
+                              for name in ("gelu", "gelu_slope", "sleef_expf"))
     _KEEP.extend([lljit, tracker, tm])
-    return fwd, bwd, ladder, step, back, logf, chain
+    return fwd, bwd, ladder, step, back, logf, chain, moments, gelu, gelu_slope, expf
 
 
 _KEEP = []  # the JIT and its code live as long as the process

@@ -88,3 +88,39 @@ def test_sdpa_gradient_has_no_derivative():
         np.testing.assert_array_equal(g.detach().numpy(), plain.numpy())
         with pytest.raises(RuntimeError):
             g.sum().backward()
+
+
+@pytest.mark.parametrize("shape", [(64, 8, 4, 8), (3, 5, 1, 7), (2, 1, 9, 1), (4, 6, 13, 3)])
+def test_compiled_fma_chain_equals_the_numpy_one(shape):
+    """runtime/simd_compiled.py's fma_chain (each output the FMA chain over n in order) gives
+    the numpy reference's bits, on contiguous and transposed operands."""
+    from runtime import simd_compiled
+    from runtime.rules.flash_attention_cpu import _numpy_chain
+
+    batch, m, n, p = shape
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((batch, m, n)).astype(np.float32)
+    b = rng.standard_normal((batch, p, n)).astype(np.float32).transpose(0, 2, 1)
+    for x, y in ((a, b), (a, np.ascontiguousarray(b))):
+        compiled = simd_compiled.fma_chain(x, y)
+        if compiled is None:
+            pytest.skip("no compiled kernels (llvmlite missing)")
+        np.testing.assert_array_equal(compiled.view(np.uint32), _numpy_chain(x, y).view(np.uint32))
+
+
+def test_compiled_sleef_expf_equals_the_numpy_one():
+    """The compiled expf_u10 over an array (the backward's probabilities) gives
+    simd_softmax.sleef_expf's bits over its whole finite range, past the flush and
+    overflow bounds included."""
+    from runtime import simd_compiled, simd_softmax
+
+    rng = np.random.default_rng(6)
+    x = np.concatenate([rng.uniform(-120, 110, 200_000), rng.standard_normal(20_000) * 5,
+                        [0, -0.0, 88.7, 88.8, -103.9, -104, -104.1, 100, 100.1]]).astype(np.float32)
+    compiled = simd_compiled.sleef_expf(x)
+    if compiled is None:
+        pytest.skip("no compiled kernels (llvmlite missing)")
+    with np.errstate(all="ignore"):
+        reference = simd_softmax.sleef_expf(x)
+    np.testing.assert_array_equal(compiled.view(np.uint32), reference.view(np.uint32))
+    assert simd_compiled.sleef_expf(np.array([np.inf, 0], np.float32)) is None

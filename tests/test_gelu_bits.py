@@ -53,3 +53,23 @@ def test_gelu_module_in_a_graph():
         results.append([p.grad.numpy() for p in net.parameters()])
     for ours, want in zip(*results):
         np.testing.assert_array_equal(ours, want)
+
+
+@pytest.mark.parametrize("route", ["gelu", "gelu_slope"])
+def test_compiled_gelu_equals_the_numpy_reference(route):
+    """The compiled kernels (runtime/simd_compiled.py) give the numpy reference's bits on every
+    kind of float32 (random bit patterns: all exponents, subnormals, infinities), a nan's sign
+    aside (the compiled one keeps it, as oneDNN does)."""
+    from runtime import dnnl_eltwise, simd_compiled
+
+    rng = np.random.default_rng(4)
+    bits = rng.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32)
+    x = np.concatenate([bits.view(np.float32), rng.standard_normal(50_000).astype(np.float32)])
+    compiled = simd_compiled.dnnl_gelu(x, slope=route == "gelu_slope")
+    if compiled is None:
+        pytest.skip("no compiled kernels (llvmlite missing)")
+    with np.errstate(all="ignore"):
+        reference = getattr(dnnl_eltwise, "numpy_" + route)(x)
+    differ = (compiled.view(np.uint32) != reference.view(np.uint32)) \
+        & ~(np.isnan(compiled) & np.isnan(reference))
+    assert not differ.any(), f"{np.count_nonzero(differ)} differ, first at {x[differ][:3]}"

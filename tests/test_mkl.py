@@ -93,6 +93,24 @@ def test_backward_formulas_use_the_same_kernels(op):
 
 
 @needs_mkl
+def test_scalar_kernels_in_threads_keep_their_own_values():
+    """A 0-dim value goes through a one-element buffer while MKL runs without the GIL: each
+    thread has its own, so concurrent calls never see another thread's value."""
+    from concurrent.futures import ThreadPoolExecutor
+    values = np.random.default_rng(3).uniform(-100, 100, 4000).astype(np.float32)
+    kernel = mkl.torch_kernel("sin", np.sin)
+    expected = kernel(values)
+
+    def run(part):
+        return [kernel(v) for v in values[part::4]]
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(run, range(4)))
+    for part, got in enumerate(results):
+        _same_bits(np.array(got, np.float32), expected[part::4])
+
+
+@needs_mkl
 def test_inplace_on_a_strided_view_equals_pytorch():
     data = np.random.default_rng(2).uniform(0, 10, (30, 20)).astype(np.float32)
     ours, theirs = adcompile.tensor(data), torch.tensor(data)

@@ -122,10 +122,19 @@ def _chains(*pairs):
     return _chain(np.stack([a for a, _ in pairs]), np.stack([b for _, b in pairs]))
 
 
+def _expf(x):
+    """SLEEF's expf_u10 of x: compiled (runtime/simd_compiled.py) where llvmlite is at hand,
+    else simd_softmax.sleef_expf on numpy."""
+    from runtime import simd_compiled
+
+    out = simd_compiled.sleef_expf(x)
+    return sleef_expf(x) if out is None else out
+
+
 def _backward(g, q, k, v, out, lse, scale):
     d = _in_order(g * out)
     scores, g_v = _chains((q, _t(k)), (g, _t(v)))
-    a = sleef_expf(scores * scale - lse[..., None])
+    a = _expf(scores * scale - lse[..., None])
     a_bar = a * (g_v - d[..., None])
     v_bar, k_bar = _chains((_t(a), g), (_t(a_bar), q))
     return _chain(a_bar, k) * scale, k_bar * scale, v_bar

@@ -63,6 +63,8 @@ def _merge_vectors(add, into):
     n = count_a + count_b
     if not count_a:
         return add
+    if not count_b:  # an emptied level of the cascade: its vectors hold zeros
+        m1_b = m2_b = np.zeros_like(m1_a)
     c = F32(count_b) / F32(n)
     delta = m1_b - m1_a
     step = c * delta
@@ -119,7 +121,16 @@ def _moments(rows, eps):
 
 
 def moments(rows, eps):
-    """(mean, rstd) of each row of a C-contiguous float32 (M, N) array, (M,) each."""
+    """(mean, rstd) of each row of a C-contiguous float32 (M, N) array, (M,) each: compiled
+    (runtime/simd_layer_norm.py) where llvmlite is at hand, else on numpy."""
+    from runtime import simd_compiled
+
+    compiled = simd_compiled.layer_norm_moments(rows, eps)
+    return compiled if compiled is not None else numpy_moments(rows, eps)
+
+
+def numpy_moments(rows, eps):
+    """`moments` on numpy: the reference."""
     return deferred_ties(_moments, rows, eps)
 
 
