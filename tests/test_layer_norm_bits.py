@@ -11,13 +11,7 @@ import torch
 import adcompile
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """PyTorch single-threaded (the kernel whose order is followed), restored afterwards."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")  # tests/conftest.py
 
 
 SHAPES = [  # (input shape, normalised shape)
