@@ -15,6 +15,7 @@ fails if every program was refused. A wrong value or gradient fails either way.
 """
 
 import importlib.util
+import os
 import itertools
 from collections import Counter
 
@@ -25,6 +26,9 @@ from hypothesis import strategies as st
 
 import adcompile as ac
 from adcompile.errors import CompileError, InternalError
+
+# CI's number of examples; ADCOMPILE_HYPOTHESIS_FULL=1 runs twice as many
+FULL = bool(os.environ.get("ADCOMPILE_HYPOTHESIS_FULL"))
 
 # Set to True once the compiler accepts whole-array code (issue 11): refusals other than
 # "not supported" then fail, and so does a run where no program compiled.
@@ -180,7 +184,7 @@ def _close(ours, expected, what):
     np.testing.assert_allclose(ours, expected, rtol=1e-10, atol=1e-10 * scale, err_msg=what)
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=60 if FULL else 30, **SETTINGS)
 @given(program=programs())
 def test_values_match_numpy(workdir, program):
     expr, shape, x_shape, y_shape, strided, seed = program
@@ -220,7 +224,7 @@ def _numeric_grad(fn, args, k, step):
     return grad.reshape(x.shape)
 
 
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=40 if FULL else 20, **SETTINGS)
 @given(program=programs())
 def test_grad_of_sum_matches_finite_differences(workdir, program):
     expr, shape, x_shape, y_shape, strided, seed = program

@@ -108,7 +108,7 @@ def test_rosenbrock_value_and_grad(n):
 
 # -- random array programs -------------------------------------------------------------------
 
-@settings(max_examples=60 if FULL else 15, **SETTINGS)
+@settings(max_examples=60 if FULL else 8, **SETTINGS)
 @given(program=programs())
 def test_random_programs(tmp_path_factory, program):
     expr, shape, x_shape, y_shape, strided, seed = program
