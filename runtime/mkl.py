@@ -234,8 +234,6 @@ _COL_MAJOR, _NO_TRANS, _TRANS = 102, 111, 112
 _BLAS = {}  # (kind, dtype) -> cblas function or None, emptied by reset()
 
 
-
-
 def _operand(x, rows, cols, transpose_c):
     """(array, transposed, leading dimension) for one factor of addmm, as PyTorch's
     addmm_impl_cpu_ lays it out: used as is when column-major (or row-major, transposed) in
@@ -287,8 +285,7 @@ def gemm(a, b, start=None, alpha=1.0, beta=1.0):
     strides as its addmm_impl_cpu_ chooses them (a product's bits depend on which kernel MKL
     takes). None without MKL, for other dtypes, an empty product, or factors that do not
     fit (the caller raises)."""
-    fn = _blas_ready("gemm", a.dtype, b) if start is None else \
-        _blas_ready("gemm", a.dtype, b, start)
+    fn = _blas_ready("gemm", a.dtype, b, *() if start is None else (start,))
     (m, k), (k_b, n) = a.shape, b.shape
     if fn is None or m * n * k == 0 or k_b != k:  # mismatches: the caller's error
         return None
@@ -322,8 +319,7 @@ def gemv(mat, vec, start=None, alpha=1.0, beta=1.0):
     """alpha * (mat @ vec) plus beta * `start` (addmv's input) as PyTorch's addmv calls MKL's
     ?gemv; None without MKL, for other dtypes, an empty product, factors that do not fit, or
     a vector PyTorch does not hand to BLAS (stride <= 0)."""
-    fn = _blas_ready("gemv", mat.dtype, vec) if start is None else \
-        _blas_ready("gemv", mat.dtype, vec, start)
+    fn = _blas_ready("gemv", mat.dtype, vec, *() if start is None else (start,))
     incx = vec.strides[0] // vec.itemsize
     m, n = mat.shape
     if fn is None or incx <= 0 or mat.size == 0 or vec.shape[0] != n:

@@ -29,7 +29,7 @@ from adcompile.errors import ArgumentError, CompileError
 from adcompile.ir import types as T
 from adcompile.ir.builder import IRBuilder
 from adcompile.ir.nodes import Block, Function, Op, Value, walk, walk_op
-from adcompile.ir.nodes import memory_root as _root
+from adcompile.ir.nodes import MEMORY_VIEWS, memory_root as _root
 from adcompile.ir.prims import ELEMENTWISE, PRIMS
 from adcompile.passes.dce import dead_code
 from adcompile.passes.simplify import constant_fold
@@ -155,15 +155,17 @@ class _Reverse:
         self._find_loops(fn.body, ())
         self.walked = list(walk(fn.body))
         self.order = {op: k for k, op in enumerate(self.walked)}
-        self._refuse_reshape_read_after_write()
+        self._refuse_reshapes_of_written_memory()
         # loops whose reversed copies run each iteration again (see checkpoint.py), and the
         # loads of scratch arrays their adjoints read again from memory
         self.users = checkpoint.users(fn)
         self.reloadable, self.scratch = set(), {}
         self.rebuilt = {}  # "store" loop -> covering loops the adjoint runs again instead
+        # checkpoint.choose asks `recomputable`, which reads the taping loops; those depend on
+        # the checkpoints, so while choosing them no loop counts as taping
+        self.taping_loops = set()
         # a split program's reverse half runs at backward, apart from its forward: running
         # an iteration again there would be recomputing the primal, so it tapes instead
-        self.taping_loops = set()
         self.checkpoints = {} if self.mode == "split" else \
             checkpoint.choose(fn, self.written, self.recomputable, self.active)
         self.taping_loops = self._taping_loops()
@@ -286,12 +288,13 @@ class _Reverse:
                                       "yet; return a single value, or assign the items to "
                                       "variables and return the tuple once at the end")
 
-    def _refuse_reshape_read_after_write(self):
-        """Writes through a reshape are refused (its shadow is not the operand's). A reshape is a view of its operand's memory only when the layout allows one, so
-        its adjoint flows back into the operand where the reshape stands. Read after a write
-        into that memory, an active reshape (a view, seeing the write) would send its
-        contribution to the contents before the write: refuse that, located, rather than
-        return a wrong gradient."""
+    def _refuse_reshapes_of_written_memory(self):
+        """A reshape is a view of its operand's memory only when the layout allows one, so its
+        shadow is an array of its own and its adjoint flows back into the operand where the
+        reshape stands. A write through an active reshape, and an active reshape read after
+        a write into its operand's memory (a view, it sees the write, but its contribution
+        would reach the contents before it), are refused, located, rather than given a wrong
+        gradient."""
         uses = {}
         for op in self.walked:
             for v in op.operands:
@@ -322,7 +325,7 @@ class _Reverse:
                     if user in seen:
                         continue
                     seen.add(user)
-                    if user.prim in _VIEWS + ("load", "reshape", "strided") and user.results:
+                    if user.prim in MEMORY_VIEWS and user.results:
                         readers.append(user.results[0])
                     elif self.order[user] > first or looping & set(self.loops_around[user]):
                         raise CompileError.at(
@@ -1930,8 +1933,7 @@ _MEMORY_USES = frozenset(("load", "store", "add_at", "slice", "transpose", "diag
 
 def _through_reshape(array):
     """Whether `array` is a reshape, or a view of one (memory_root's chain)."""
-    while array.owner is not None and array.owner.prim in ("load", "slice", "transpose",
-                                                           "diagonal", "strided", "reshape"):
+    while array.owner is not None and array.owner.prim in MEMORY_VIEWS:
         if array.owner.prim == "reshape":
             return True
         array = array.owner.operands[0]

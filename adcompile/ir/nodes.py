@@ -108,12 +108,15 @@ WRITES = ("store", "add_at", "assign", "iadd", "scatter_add", "mask_add")
 VIEWS = ("load", "slice", "transpose", "diagonal", "broadcast_to", "reshape", "strided")
 
 
+# ops whose array result may be memory of their first operand (a reshape is a view whenever
+# the layout allows one)
+MEMORY_VIEWS = ("load", "slice", "transpose", "diagonal", "strided", "reshape")
+
+
 def memory_root(array):
     """The array whose memory `array` may be (a view's or a row's operand, followed to the
-    first array that is not one; a reshape counts, as it is a view whenever the layout allows
-    one)."""
-    while array.owner is not None and array.owner.prim in ("load", "slice", "transpose",
-                                                           "diagonal", "strided", "reshape"):
+    first array that is not one: MEMORY_VIEWS)."""
+    while array.owner is not None and array.owner.prim in MEMORY_VIEWS:
         array = array.owner.operands[0]
     return array
 
