@@ -201,6 +201,85 @@ def test_row_sums_of_long_rows():
     assert_same_bits(ac.adcompile(row_sums)(x), np.sum(x, axis=1), "row sums vs numpy")
 
 
+# -- matrix products: bands of rows on one-thread BLAS ----------------------------------------
+
+def product(a, c):
+    return a @ c
+
+
+def product_loss(a, c):
+    return np.sum(np.tanh(a @ c) ** 2)
+
+
+def batched_product(a, c):
+    return np.matmul(a, c)
+
+
+def transposed_product(a, c):
+    return a.T @ c.T
+
+
+PRODUCTS = {  # shapes large enough to cut into bands (linalg.BAND_WORK), and one that is not
+    "banded": (product, [(1000, 64), (64, 96)]),
+    "uneven": (product, [(1037, 130), (130, 70)]),
+    "one band": (product, [(20, 30), (30, 40)]),
+    "transposed": (transposed_product, [(300, 900), (40, 300)]),
+    "batched": (batched_product, [(3, 600, 64), (3, 64, 80)]),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name", sorted(PRODUCTS))
+def test_products_are_the_same_on_every_thread_count(name, dtype):
+    fn, shapes = PRODUCTS[name]
+    rng = np.random.default_rng(7)
+    values = [rng.standard_normal(s).astype(dtype) for s in shapes]
+    if name == "transposed":
+        values = [np.ascontiguousarray(v.T).T for v in values]  # Fortran-ordered operands
+
+    def args():
+        return tuple(v.copy() for v in values)
+
+    each_thread_count(*pair(fn), args, name)
+    np.testing.assert_allclose(pair(fn)[1](*args()), fn(*args()),
+                               rtol=1e-4 if dtype == np.float32 else 1e-12, atol=1e-4)
+
+
+def test_product_gradients_are_the_same_on_every_thread_count():
+    rng = np.random.default_rng(8)
+    a, c = rng.standard_normal((700, 64)), rng.standard_normal((64, 90)) / 8
+    serial, parallel = pair(product_loss)
+    each_thread_count(ac.value_and_grad(serial, argnums=(0, 1)),
+                      ac.value_and_grad(parallel, argnums=(0, 1)),
+                      lambda: (a.copy(), c.copy()), "product_loss")
+
+
+def test_compiled_code_calls_a_private_one_thread_blas():
+    """Compiled code's BLAS is a copy of scipy's OpenBLAS on one thread (blaslib); scipy's
+    own copy keeps its thread count."""
+    import ctypes
+
+    from adcompile.backends.llvm import blaslib, capi
+
+    path = blaslib.library()
+    if path is None:
+        pytest.skip("scipy is not built with its own OpenBLAS here")
+    shared = ctypes.CDLL(path)
+    before = shared.scipy_openblas_get_num_threads()
+    used = capi.blas_symbols()["adc_blas_dgemm"]
+    assert blaslib.threads() == 1
+    assert used != ctypes.cast(shared.scipy_dgemm_, ctypes.c_void_p).value
+    assert shared.scipy_openblas_get_num_threads() == before
+    assert pair(product)[1](np.eye(300), np.eye(300)).tobytes() == np.eye(300).tobytes()
+
+
+def test_private_blas_can_be_turned_off(monkeypatch):
+    from adcompile.backends.llvm import blaslib
+
+    monkeypatch.setenv("ADCOMPILE_PRIVATE_BLAS", "0")
+    assert blaslib.private({"adc_blas_dgemm": 1234}) == {"adc_blas_dgemm": 1234}
+
+
 # -- errors inside pieces --------------------------------------------------------------------
 
 def int_power(a, b):

@@ -16,6 +16,7 @@ import ctypes
 import numpy as np
 
 from adcompile.backends import MISS
+from adcompile.backends.llvm import blaslib
 
 # PyObject / PyFloatObject / PyTupleObject
 OB_TYPE = 8
@@ -180,11 +181,11 @@ T_NUMPY = {"bool": np.bool_, "i64": np.int64, "f32": np.float32, "f64": np.float
 
 def lapack_symbols():
     """{adc_lapack_<name>: address} of the LAPACK routines linalg.py calls, from scipy's
-    cython_lapack; empty without scipy (then compiled code factors matrices itself)."""
+    cython_lapack (in blaslib's private copy); empty without scipy (then compiled code factors matrices itself)."""
     global _lapack
     if _lapack is None:
-        _lapack = _capsules("cython_lapack", ("dgetrf", "sgetrf", "dgetrs", "sgetrs"),
-                            "adc_lapack_")
+        _lapack = blaslib.private(_capsules(
+            "cython_lapack", ("dgetrf", "sgetrf", "dgetrs", "sgetrs"), "adc_lapack_"))
     return _lapack
 
 
@@ -193,11 +194,11 @@ _lapack = None
 
 def blas_symbols():
     """{adc_blas_<name>: address} of the BLAS routines matrix products call (gemm, gemv),
-    from scipy's cython_blas; empty without scipy (then products run our own loops)."""
+    from scipy's cython_blas (in blaslib's private copy); empty without scipy (then products run our own loops)."""
     global _blas
     if _blas is None:
-        _blas = _capsules("cython_blas", ("dgemm", "sgemm", "dgemv", "sgemv"),
-                          "adc_blas_")
+        _blas = blaslib.private(_capsules(
+            "cython_blas", ("dgemm", "sgemm", "dgemv", "sgemv"), "adc_blas_"))
     return _blas
 
 

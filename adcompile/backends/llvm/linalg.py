@@ -20,6 +20,8 @@ from adcompile.backends.llvm.values import I32, I64, PTR, REG, i32, i64, zero
 
 SINGULAR = "Singular matrix"
 BLAS_MIN = 8192  # multiply-adds from which a matrix product calls BLAS
+BAND_WORK = 1 << 21  # multiply-adds: a larger product is computed in bands of rows
+BAND_ROWS = 64  # a band's rows are a multiple of this
 
 
 class LinalgLowering:
@@ -198,10 +200,15 @@ class LinalgLowering:
             with call:
                 with b.if_else(gemm) as (matrices, vector):
                     with matrices:
-                        self.blas_call(f"{p}gemm", [
-                            _char(b, c_trans), _char(b, a_trans), n, m, k, one,
-                            self.element(c, oc), c_ld, self.element(a, oa), a_ld, nothing,
-                            self.element(out, o), o_ld])
+                        def gemm(lo, rows):  # rows [lo, lo + rows) of out = a @ c
+                            at = self.b  # a band's own builder when it runs as a piece
+                            self.blas_call(f"{p}gemm", [
+                                _char(at, c_trans), _char(at, a_trans), n, rows, k, one,
+                                self.element(c, oc), c_ld,
+                                self.element(a, at.add(oa, at.mul(lo, sa_m))), a_ld, nothing,
+                                self.element(out, at.add(o, at.mul(lo, so_m))), o_ld])
+
+                        self.gemm_bands(m, b.mul(n, k), gemm)
                     with vector:
                         with b.if_else(row_gemv) as (row, col):
                             with row:
@@ -212,6 +219,35 @@ class LinalgLowering:
                                           so_m)
             with alone:
                 loops()
+
+    def gemm_bands(self, m, nk, gemm):
+        """gemm(lo, rows) over the m rows of a product with n*k multiply-adds per row: one
+        call, or bands of BAND_ROWS-multiple rows fixed by the shape alone (at least
+        BAND_WORK multiply-adds each) that the pool may run on its threads. BLAS runs on one
+        thread (blaslib), and a band's bits do not depend on who computes it, so the
+        result is the same for every thread count and for parallel=False."""
+        b = self.b
+        rows = b.sdiv(b.add(i64(BAND_WORK - 1), nk), b.select(
+            b.icmp_signed(">", nk, i64(0)), nk, i64(1)))
+        rows = b.mul(b.sdiv(b.add(rows, i64(BAND_ROWS - 1)), i64(BAND_ROWS)), i64(BAND_ROWS))
+        bands = b.sdiv(b.add(m, b.sub(rows, i64(1))), rows)
+
+        def run(first, last):
+            def band(j):
+                at = self.b  # the piece's builder when it runs on the pool
+                lo, hi = at.mul(j, rows), at.add(at.mul(j, rows), rows)
+                gemm(lo, at.sub(at.select(at.icmp_signed("<", hi, m), hi, m), lo))
+
+            self.loop(last, band, start=first, kind="scalar")
+
+        with b.if_else(b.icmp_signed(">", bands, i64(1))) as (split, whole):
+            with split:
+                if self.parallel_cap is None:
+                    run(i64(0), bands)
+                else:
+                    self.parallel_range(bands, b.mul(m, nk), run)
+            with whole:
+                gemm(i64(0), m)
 
     def gemv(self, transposed, rows, cols, matrix, offset, ld, x, x_offset, incx, y, y_offset,
              incy):
