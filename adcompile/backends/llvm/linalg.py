@@ -21,7 +21,7 @@ from adcompile.backends.llvm.values import I32, I64, PTR, REG, i32, i64, zero
 SINGULAR = "Singular matrix"
 BLAS_MIN = 8192  # multiply-adds from which a matrix product calls BLAS
 BAND_WORK = 1 << 21  # multiply-adds: a larger product is computed in bands of rows
-BAND_ROWS = 64  # a band's rows are a multiple of this
+BAND_ROWS = 256  # a band's rows are a multiple of this
 
 
 class LinalgLowering:
