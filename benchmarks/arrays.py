@@ -197,7 +197,9 @@ def matmul_times(repeat):
 
 
 def bench_matmul(summary, repeat):
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")  # read when numpy and scipy load
+    # one thread on both sides (read when numpy, scipy and adcompile's pool load): adcompile's
+    # BLAS is always one thread, but its pool may run a large product's bands on several
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", ADCOMPILE_NUM_THREADS="1")
     child = subprocess.run([sys.executable, os.path.abspath(__file__), "--matmul",
                             str(repeat)], env=env, capture_output=True, text=True, check=True)
     t_ours, t_numpy, same = json.loads(child.stdout.strip().splitlines()[-1])
