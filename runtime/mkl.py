@@ -131,7 +131,7 @@ def address(a):
 
 # -- vector math -------------------------------------------------------------------------------
 
-_VML = []  # each kernel's {dtype: its route (below) or None}, emptied by reset()
+_VML = []  # each kernel's {dtype or scalar type: its route (below) or None}, emptied by reset()
 _ndarray = np.ndarray
 _ONE = ctypes.c_int(1)
 _MODE = ctypes.c_int64(VML_MODE)
@@ -206,16 +206,21 @@ def vml_unary(name, fallback):
     PyTorch calls it) for float32 and float64 arrays and scalars when MKL is used, `fallback`
     for everything else. The result is laid out as numpy's own (`empty_like`)."""
     bound = {}
-    _VML.append(bound)
+    scalars = {}  # numpy scalar type -> route: a 0-dim tensor's value, the hot path
+    _VML.extend((bound, scalars))
 
     def kernel(d):
+        route = scalars.get(d.__class__)
+        if route is not None:
+            return route(d)
         dtype = getattr(d, "dtype", None)
         route = bound.get(dtype, False)
         if route is False:
             route = bound[dtype] = vml_route(name, dtype) if dtype is not None else None
         if route is None:
             return fallback(d)
-        if d.__class__ is not _ndarray:  # a numpy scalar (a 0-dim tensor's value)
+        if d.__class__ is not _ndarray:  # a numpy scalar
+            scalars[d.__class__] = route
             return route(d)
         return _vml_array(route, d)
 
