@@ -40,7 +40,7 @@ _FROM_FUNC_AND_DATA = 1  # PyUFunc_FromFuncAndData's index in numpy's __ufunc_ap
 _PY_UFUNC_NONE = -1  # no identity
 
 _LOCK = threading.Lock()
-_KEEP = []  # the JIT, the loops' code, and every array numpy keeps a pointer into
+_KEEP = []  # every array numpy keeps a pointer into, the library among them
 
 
 def ufunc(lib, name):
@@ -92,25 +92,13 @@ def _from_func_and_data():
 
 
 def _compile():
-    import llvmlite.binding as llvm
+    from runtime.simd_compiled import jit_library
 
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    target = llvm.Target.from_triple(llvm.get_process_triple())
-    tm = target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                      features=llvm.get_host_cpu_features().flatten(), opt=2,
-                                      reloc="static", codemodel="jitdefault", jit=True)
-    mod = llvm.parse_assembly("".join(_loop(t, size) for _, t, size, _ in _TYPES) + _DECLARE)
-    mod.triple = llvm.get_process_triple()
-    mod.data_layout = str(tm.target_data)
-    mod.verify()  # no IR passes: the loops are written as wanted; they would cost ~100 ms
-    lljit = llvm.create_lljit_compiler(tm)
-    builder = llvm.JITLibraryBuilder().add_object_img(tm.emit_object(mod)).add_current_process()
-    for _, t, _, _ in _TYPES:
-        builder = builder.export_symbol(f"vml_loop_{t}")
-    tracker = builder.link(lljit, "runtime_vml_ufunc")
-    _KEEP.append((lljit, tracker, tm))
-    return [tracker[f"vml_loop_{t}"] for _, t, _, _ in _TYPES]
+    text = "".join(_loop(t, size) for _, t, size, _ in _TYPES) + _DECLARE
+    symbols = [f"vml_loop_{t}" for _, t, _, _ in _TYPES]
+    # no IR passes: the loops are written as wanted, and the passes would cost ~100 ms
+    found = jit_library(text, symbols, "runtime_vml_ufunc", opt=2, ir_passes=False)
+    return [found[symbol] for symbol in symbols]
 
 
 _DECLARE = """
@@ -166,35 +154,13 @@ block:
   %count = call i64 @llvm.smin.i64(i64 %rest, i64 {_BLOCK})
   br label %gather
 
-gather:
-  %g = phi i64 [0, %block], [%g_next, %gather]
-  %g_at = add i64 %start, %g
-  %g_off = mul i64 %g_at, %is
-  %g_src = getelementptr i8, ptr %src, i64 %g_off
-  %x = load {t}, ptr %g_src, align 1
-  %g_buf = getelementptr inbounds {t}, ptr %buf, i64 %g
-  store {t} %x, ptr %g_buf
-  %g_next = add i64 %g, 1
-  %g_more = icmp slt i64 %g_next, %count
-  br i1 %g_more, label %gather, label %compute
-
+{_strided_copy(t, "gather", "block", "compute", "src", "is", to_buffer=True)}
 compute:
   %count32 = trunc i64 %count to i32
   call void %vml(i32 %count32, ptr %buf, ptr %buf, i64 {VML_MODE})
   br label %scatter
 
-scatter:
-  %s = phi i64 [0, %compute], [%s_next, %scatter]
-  %s_at = add i64 %start, %s
-  %s_off = mul i64 %s_at, %os
-  %s_dst = getelementptr i8, ptr %dst, i64 %s_off
-  %s_buf = getelementptr inbounds {t}, ptr %buf, i64 %s
-  %y = load {t}, ptr %s_buf
-  store {t} %y, ptr %s_dst, align 1
-  %s_next = add i64 %s, 1
-  %s_more = icmp slt i64 %s_next, %count
-  br i1 %s_more, label %scatter, label %scatter_end
-
+{_strided_copy(t, "scatter", "compute", "scatter_end", "dst", "os", to_buffer=False)}
 scatter_end:
   %start_next = add i64 %start, %count
   br label %blocks
@@ -213,4 +179,23 @@ clear:
 finish:
   ret void
 }}
+"""
+
+
+def _strided_copy(t, label, before, after, base, stride, to_buffer):
+    """Block `label` of the loop: elements start .. start + count of the run at `base` with
+    byte step `stride` copied into the buffer (to_buffer) or back out of it."""
+    strided, buffered = f"%{label}_mem", f"%{label}_buf"
+    source, target = (strided, buffered) if to_buffer else (buffered, strided)
+    return f"""{label}:
+  %{label}_i = phi i64 [0, %{before}], [%{label}_next, %{label}]
+  %{label}_at = add i64 %start, %{label}_i
+  %{label}_off = mul i64 %{label}_at, %{stride}
+  {strided} = getelementptr i8, ptr %{base}, i64 %{label}_off
+  {buffered} = getelementptr inbounds {t}, ptr %buf, i64 %{label}_i
+  %{label}_value = load {t}, ptr {source}, align 1
+  store {t} %{label}_value, ptr {target}, align 1
+  %{label}_next = add i64 %{label}_i, 1
+  %{label}_more = icmp slt i64 %{label}_next, %count
+  br i1 %{label}_more, label %{label}, label %{after}
 """
