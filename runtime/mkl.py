@@ -6,13 +6,15 @@ its vector math (VML: sin, cos, exp, log, sqrt, ... each called on a contiguous 
 Their algorithms are closed, so numpy cannot follow their last bit; calling the same library
 can. With the pip wheel `mkl==2024.2.0` installed (the `mkl` extra), this module finds its
 `libmkl_rt` (in `sys.prefix/lib`, where pip puts it, then wherever the system's loader finds
-it), sets it sequential and hands out ctypes entry points. Sequential is PyTorch's
+it), sets it sequential and calls it: VML's functions as numpy ufuncs (runtime/vml_ufunc.py;
+through ctypes where those cannot be built), BLAS through ctypes. Sequential is PyTorch's
 single-threaded result: its VML results do not depend on threads, but its products do (a
 64x784 by 784x256 product differs between 1 and 2 threads in PyTorch itself), and the
 project follows PyTorch's single-threaded order throughout.
 
 Nothing is loaded at import: the first call of a VML kernel, `gemm` or `gemv` loads the
-library (~5 ms of CPU).
+library (~5 ms of CPU); the first VML call also imports llvmlite and compiles the ufuncs'
+loops (~50 ms of CPU, once per process).
 When MKL is absent, fails to load, is switched off (`ADCOMPILE_MKL=0`), or is another version
 than PyTorch's, every caller keeps its numpy kernel, silently and with unchanged results.
 
