@@ -178,6 +178,24 @@ def test_vml_ufunc_warns_about_nothing(dtype):
             np.log(x)
 
 
+@needs_mkl
+@pytest.mark.parametrize("layout", ["scalar", "strided", "transposed"])
+def test_without_the_ufuncs_the_ctypes_route_gives_the_same_bits(monkeypatch, layout):
+    """Where the ufuncs cannot be built (no llvmlite, another numpy), VML is called through
+    ctypes, with PyTorch's bits still."""
+    monkeypatch.setattr(mkl, "_ufunc", lambda lib, name: None)
+    mkl.reset()
+    try:
+        assert isinstance(mkl.vml_route("Sin", np.dtype(np.float32)), mkl._CtypesRoute)
+        for op in ("sin", "tanh", "exp"):
+            data, expected = _data(layout, *DOMAIN[op], "float32", seed=6)
+            ours = getattr(adcompile, op)(adcompile.from_numpy(data))
+            _same_bits(ours.numpy(), getattr(torch, op)(expected).numpy())
+    finally:
+        monkeypatch.undo()
+        mkl.reset()
+
+
 # name: (m, k, n) of the products (Linear layers of one output, rows, columns, wide ones)
 SHAPES = [(64, 10, 1), (5, 100, 1), (1, 385, 1), (1, 30, 17), (100, 3, 2), (7, 1000, 130),
           (64, 784, 256), (33, 17, 65)]
