@@ -1,11 +1,11 @@
 """MKL's vector-math functions as numpy ufuncs (runtime/mkl.py's fast route to them).
 
 A ctypes call costs ~0.9 us even with prebuilt arguments, against ~0.2 us for a numpy ufunc
-on a 0-dim value, and a 0-dim autograd chain makes three such calls per four ops. So each VML
-function becomes a real ufunc: numpy's `PyUFunc_FromFuncAndData`, reached through the
-`_UFUNC_API` capsule, gets one inner loop per dtype (float32, float64) compiled here with
-llvmlite, and the VML entry point as the loop's data. The loop computes what mkl.py's ctypes
-route computes, bit for bit:
+on a 0-dim value, and benchmarks/eager_overhead.py's 0-dim chain makes three such calls per
+four ops (sin, its backward's cos, tanh). So each VML function becomes a real ufunc:
+numpy's `PyUFunc_FromFuncAndData`, reached through the `_UFUNC_API` capsule, gets one inner
+loop per dtype (float32, float64) compiled here with llvmlite, and the VML entry point as
+the loop's data. The loop computes what mkl.py's ctypes route computes, bit for bit:
 
 - a run dense in input and output is one `vm?<Name>(n, in, out, mode)` call (in runs of at
   most MKL_INT's largest value, as PyTorch does), in place where numpy passes in == out;
@@ -15,8 +15,8 @@ route computes, bit for bit:
 - the loop clears the floating-point exception flags it raised: VML is called with
   VML_ERRMODE_IGNORE (PyTorch warns about nothing), and numpy would otherwise warn about an
   `inf` or `nan` it reads in the flags after the loop. It clears only the flags numpy reads
-  that were not set before it ran (clearing costs ~50 ns, a tenth of a 0-dim call, testing
-  a few).
+  that were not set before it ran, testing them first (clearing them on every call cost
+  ~50 ns, a quarter of a 0-dim call).
 
 `ufunc(name)` is None where llvmlite cannot compile the loops or the capsule's table is not
 the one this module was written for (its first entry must be `np.ufunc` itself): mkl.py then
