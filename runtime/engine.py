@@ -235,7 +235,10 @@ def _run_rule(node, g, ops):
     it runs once per node of every backward pass."""
     args = node._args
     if node._freed is False:
-        args = [a.unpack(ops, node) if a.__class__ is SavedTensor else a for a in args]
+        saved = args
+        args = []
+        for a in saved:  # a loop, not a comprehension: that is a call of its own in 3.11
+            args.append(a.unpack(ops, node) if a.__class__ is SavedTensor else a)
     nf = node.next_functions
     if len(nf) == 1:
         needs = _NEEDS_ONE

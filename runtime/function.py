@@ -132,10 +132,13 @@ class Node:
         hooks[handle.id] = fn
         return handle
 
-    def __getattr__(self, name):
-        if name.startswith("_saved_"):
-            return _saved_attribute(self, name)
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+    # grad_fn._saved_self / _saved_other / _saved_result as properties, not a __getattr__:
+    # a class with __getattr__ has every attribute read go through a slower hook that
+    # CPython 3.11 cannot specialize (~40 ns against ~10), and the engine reads a node's
+    # fields ~15 times per node
+    _saved_self = property(lambda node: _saved_attribute(node, "_saved_self"))
+    _saved_other = property(lambda node: _saved_attribute(node, "_saved_other"))
+    _saved_result = property(lambda node: _saved_attribute(node, "_saved_result"))
 
 
 def _saved_attribute(node, name):
@@ -145,8 +148,8 @@ def _saved_attribute(node, name):
     if node._freed:
         raise_freed()
     tensors = [a for a in node._args if type(a) is SavedTensor]
-    index = {"_saved_self": 0, "_saved_result": -1, "_saved_other": -1}.get(name)
-    if index is None or not tensors:
+    index = {"_saved_self": 0, "_saved_result": -1, "_saved_other": -1}[name]
+    if not tensors:
         raise AttributeError(f"'{type(node).__name__}' object has no attribute '{name}'")
     saved = tensors[index]
     if saved.tensor is not None:

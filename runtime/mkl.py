@@ -6,13 +6,15 @@ its vector math (VML: sin, cos, exp, log, sqrt, ... each called on a contiguous 
 Their algorithms are closed, so numpy cannot follow their last bit; calling the same library
 can. With the pip wheel `mkl==2024.2.0` installed (the `mkl` extra), this module finds its
 `libmkl_rt` (in `sys.prefix/lib`, where pip puts it, then wherever the system's loader finds
-it), sets it sequential and hands out ctypes entry points. Sequential is PyTorch's
+it), sets it sequential and calls it: VML's functions as numpy ufuncs (runtime/vml_ufunc.py;
+through ctypes where those cannot be built), BLAS through ctypes. Sequential is PyTorch's
 single-threaded result: its VML results do not depend on threads, but its products do (a
 64x784 by 784x256 product differs between 1 and 2 threads in PyTorch itself), and the
 project follows PyTorch's single-threaded order throughout.
 
 Nothing is loaded at import: the first call of a VML kernel, `gemm` or `gemv` loads the
-library (~5 ms of CPU).
+library (~5 ms of CPU); the first VML call also imports llvmlite and compiles the ufuncs'
+loops (~50 ms of CPU, once per process).
 When MKL is absent, fails to load, is switched off (`ADCOMPILE_MKL=0`), or is another version
 than PyTorch's, every caller keeps its numpy kernel, silently and with unchanged results.
 
@@ -131,11 +133,13 @@ def address(a):
 
 # -- vector math -------------------------------------------------------------------------------
 
-_VML = []  # each kernel's {dtype: ctypes function or None}, emptied by reset()
+_VML = []  # each kernel's {dtype or scalar type: its route (below) or None}, emptied by reset()
 _ndarray = np.ndarray
 _ONE = ctypes.c_int(1)
 _MODE = ctypes.c_int64(VML_MODE)
 _as_pointer = ctypes.c_void_p
+_UFUNCS = {}  # VML name -> its numpy ufunc (runtime/vml_ufunc.py) or None, for the process
+USE_UFUNCS = [True]  # False: the ctypes route (the reference the ufuncs are tested against)
 
 
 class _Scratch(threading.local):
@@ -155,17 +159,48 @@ def _box(dtype):
     return entry
 
 
-def _vml_function(name, dtype):
-    """vms<name> / vmd<name> as a ctypes prototype; callers pass ctypes values they built
-    (c_int, c_void_p, c_int64), which ctypes takes as they are: a third of the cost of
-    converting Python ints on each call (a 0-dim value's whole call is ~0.9 us, was ~2.5)."""
+class _CtypesRoute:
+    """vms<name> / vmd<name> through ctypes, called as the route's ufunc is called by
+    vml_unary: `route(scalar)`, or `route(x, out=out)` with out dense and x in out's layout.
+    Callers pass ctypes values they built (c_int, c_void_p, c_int64), which ctypes takes as
+    they are: a 0-dim value's whole call is ~0.9 us (was ~2.5 converting Python ints); the
+    ufunc's is ~0.2 us."""
+
+    def __init__(self, lib, name, dtype):
+        fn = ctypes.cast(getattr(lib, _PREFIX[dtype] + name), ctypes.c_void_p).value
+        self.fn = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                                   ctypes.c_int64)(fn)
+
+    def __call__(self, d, out=None):
+        if out is None:  # a numpy scalar (a 0-dim tensor's value)
+            box, at = _scratch.boxes.get(d.dtype) or _box(d.dtype)
+            box[0] = d
+            self.fn(_ONE, at, at, _MODE)
+            return box[0]
+        src, dst, n = address(d), address(out), out.size
+        for start in range(0, n, _INT_MAX):  # in runs of at most MKL_INT's largest, as PyTorch
+            step = start * out.itemsize
+            self.fn(ctypes.c_int(min(_INT_MAX, n - start)), _as_pointer(src + step),
+                    _as_pointer(dst + step), _MODE)
+        return out
+
+
+def _ufunc(lib, name):
+    if name not in _UFUNCS:
+        from runtime import vml_ufunc
+        _UFUNCS[name] = vml_ufunc.ufunc(lib, name)
+    return _UFUNCS[name]
+
+
+def vml_route(name, dtype):
+    """How to call vms<name> / vmd<name> for dtype: its numpy ufunc, or the ctypes route
+    where the ufunc cannot be built or USE_UFUNCS is off; None without MKL or for another
+    dtype."""
     lib = library()
     if lib is None or dtype not in _PREFIX:
         return None
-    fn = ctypes.cast(getattr(lib, _PREFIX[dtype] + name), ctypes.c_void_p).value
-    prototype = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
-                                 ctypes.c_int64)
-    return prototype(fn)
+    ufunc = _ufunc(lib, name) if USE_UFUNCS[0] else None
+    return ufunc if ufunc is not None else _CtypesRoute(lib, name, dtype)
 
 
 def vml_unary(name, fallback):
@@ -173,43 +208,37 @@ def vml_unary(name, fallback):
     PyTorch calls it) for float32 and float64 arrays and scalars when MKL is used, `fallback`
     for everything else. The result is laid out as numpy's own (`empty_like`)."""
     bound = {}
-    _VML.append(bound)
+    scalars = {}  # numpy scalar type -> route: a 0-dim tensor's value, the hot path
+    _VML.extend((bound, scalars))
 
     def kernel(d):
+        route = scalars.get(d.__class__)
+        if route is not None:
+            return route(d)
         dtype = getattr(d, "dtype", None)
-        fn = bound.get(dtype, False)
-        if fn is False:
-            fn = bound[dtype] = _vml_function(name, dtype) if dtype is not None else None
-        if fn is None:
+        route = bound.get(dtype, False)
+        if route is False:
+            route = bound[dtype] = vml_route(name, dtype) if dtype is not None else None
+        if route is None:
             return fallback(d)
-        if d.__class__ is not _ndarray:  # a numpy scalar (a 0-dim tensor's value)
-            box, at = _scratch.boxes.get(dtype) or _box(dtype)
-            box[0] = d
-            fn(_ONE, at, at, _MODE)
-            return box[0]
-        return _vml_array(fn, d)
+        if d.__class__ is not _ndarray:  # a numpy scalar
+            scalars[d.__class__] = route
+            return route(d)
+        return _vml_array(route, d)
 
     kernel.__name__ = f"mkl_{name.lower()}"
     kernel.fallback = fallback
     return kernel
 
 
-def _vml_array(fn, d):
+def _vml_array(route, d):
     out = np.empty_like(d)
-    n = out.size
-    if n == 0:
+    if out.size == 0:
         return out
-    dst = address(out)
-    if out.strides == d.strides:  # d is dense, in out's layout
-        src = address(d)
-    else:  # PyTorch copies a strided input into a buffer first: the values are the same
+    if out.strides != d.strides:  # PyTorch copies a strided input into a buffer first
         np.copyto(out, d)
-        src = dst
-    for start in range(0, n, _INT_MAX):  # in runs of at most MKL_INT's largest value, as PyTorch
-        step = start * out.itemsize
-        fn(ctypes.c_int(min(_INT_MAX, n - start)), _as_pointer(src + step),
-           _as_pointer(dst + step), _MODE)
-    return out
+        d = out
+    return route(d, out=out)
 
 
 # PyTorch 2.13's ops whose CPU kernel is MKL's VML function, float32 and float64, contiguous

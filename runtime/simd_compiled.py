@@ -986,46 +986,56 @@ def _module_text():
             + _DECLARATIONS)
 
 
-def _compile():
+def jit_library(text, symbols, name, opt=3, ir_passes=True):
+    """LLVM IR `text` compiled for this CPU and linked into the process (its undefined
+    symbols resolved there) as library `name`: {symbol: address} for each of `symbols`.
+    The JIT and its code live as long as the process. `ir_passes` False skips the IR
+    optimisation pipeline (~0.1 s on a small module) for code written as wanted."""
     import llvmlite.binding as llvm
 
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     target = llvm.Target.from_triple(llvm.get_process_triple())
     tm = target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                      features=llvm.get_host_cpu_features().flatten(), opt=3,
+                                      features=llvm.get_host_cpu_features().flatten(), opt=opt,
                                       reloc="static", codemodel="jitdefault", jit=True)
-    mod = llvm.parse_assembly(_module_text())
+    mod = llvm.parse_assembly(text)
     mod.triple = llvm.get_process_triple()
     mod.data_layout = str(tm.target_data)
     mod.verify()
-    pto = llvm.create_pipeline_tuning_options(speed_level=2)
-    pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(mod, pb)
+    if ir_passes:
+        pto = llvm.create_pipeline_tuning_options(speed_level=2)
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(mod, pb)
     lljit = llvm.create_lljit_compiler(tm)
-    tracker = (llvm.JITLibraryBuilder().add_object_img(tm.emit_object(mod))
-               .add_current_process().export_symbol("log_softmax_fwd")
-               .export_symbol("log_softmax_bwd").export_symbol("nll_ladder")
-               .export_symbol("lstm_step").export_symbol("lstm_step_back")
-               .export_symbol("libm_logf").export_symbol("fma_chain")
-               .export_symbol("ln_moments")
-               .export_symbol("gelu_map").export_symbol("gelu_slope_map")
-               .export_symbol("sleef_expf_map")
-               .link(lljit, "runtime_simd_softmax"))
+    builder = llvm.JITLibraryBuilder().add_object_img(tm.emit_object(mod)).add_current_process()
+    for symbol in symbols:
+        builder = builder.export_symbol(symbol)
+    tracker = builder.link(lljit, name)
+    _KEEP.extend([lljit, tracker, tm])
+    return {symbol: tracker[symbol] for symbol in symbols}
+
+
+_SYMBOLS = ("log_softmax_fwd", "log_softmax_bwd", "nll_ladder", "lstm_step", "lstm_step_back",
+            "libm_logf", "fma_chain", "ln_moments", "gelu_map", "gelu_slope_map",
+            "sleef_expf_map")
+
+
+def _compile():
+    addresses = jit_library(_module_text(), _SYMBOLS, "runtime_simd_softmax")
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     i32 = ctypes.c_int32
-    fwd = ctypes.CFUNCTYPE(i32, ptr, ptr, i64, i64)(tracker["log_softmax_fwd"])
-    bwd = ctypes.CFUNCTYPE(i32, ptr, ptr, ptr, i64, i64)(tracker["log_softmax_bwd"])
-    ladder = ctypes.CFUNCTYPE(ctypes.c_float, ptr, ptr, i64, i64)(tracker["nll_ladder"])
-    step = ctypes.CFUNCTYPE(None, *[ptr] * 7, i64, i64)(tracker["lstm_step"])
-    back = ctypes.CFUNCTYPE(None, *[ptr] * 10, i64, i64)(tracker["lstm_step_back"])
-    logf = ctypes.CFUNCTYPE(None, ptr, ptr, i64)(tracker["libm_logf"])
-    chain = ctypes.CFUNCTYPE(None, ptr, ptr, ptr, *[i64] * 10)(tracker["fma_chain"])
+    fwd = ctypes.CFUNCTYPE(i32, ptr, ptr, i64, i64)(addresses["log_softmax_fwd"])
+    bwd = ctypes.CFUNCTYPE(i32, ptr, ptr, ptr, i64, i64)(addresses["log_softmax_bwd"])
+    ladder = ctypes.CFUNCTYPE(ctypes.c_float, ptr, ptr, i64, i64)(addresses["nll_ladder"])
+    step = ctypes.CFUNCTYPE(None, *[ptr] * 7, i64, i64)(addresses["lstm_step"])
+    back = ctypes.CFUNCTYPE(None, *[ptr] * 10, i64, i64)(addresses["lstm_step_back"])
+    logf = ctypes.CFUNCTYPE(None, ptr, ptr, i64)(addresses["libm_logf"])
+    chain = ctypes.CFUNCTYPE(None, ptr, ptr, ptr, *[i64] * 10)(addresses["fma_chain"])
     moments = ctypes.CFUNCTYPE(None, ptr, ptr, ptr, i64, i64, ctypes.c_float)(
-        tracker["ln_moments"])
-    gelu, gelu_slope, expf = (ctypes.CFUNCTYPE(None, ptr, ptr, i64)(tracker[f"{name}_map"])
+        addresses["ln_moments"])
+    gelu, gelu_slope, expf = (ctypes.CFUNCTYPE(None, ptr, ptr, i64)(addresses[f"{name}_map"])
                               for name in ("gelu", "gelu_slope", "sleef_expf"))
-    _KEEP.extend([lljit, tracker, tm])
     return fwd, bwd, ladder, step, back, logf, chain, moments, gelu, gelu_slope, expf
 
 

@@ -119,6 +119,83 @@ def test_inplace_on_a_strided_view_equals_pytorch():
     _same_bits(ours.numpy(), theirs.numpy())
 
 
+def _routes(op, dtype):
+    """(the op's numpy ufunc, the ctypes route it replaced) for one dtype."""
+    dtype = np.dtype(dtype)
+    route = mkl.vml_route(mkl.TORCH_VML[op], dtype)
+    assert isinstance(route, np.ufunc), "runtime/vml_ufunc.py could not build the ufunc"
+    return route, mkl._CtypesRoute(mkl.library(), mkl.TORCH_VML[op], dtype)
+
+
+def _ufunc_inputs(op, dtype, seed):
+    """Values over the op's domain and many magnitudes, the special ones and 1300 more."""
+    rng = np.random.default_rng(seed)
+    lo, hi = DOMAIN[op]
+    wide = rng.standard_normal(600) * 10.0 ** rng.uniform(-8, 8, 600)
+    return np.concatenate([SPECIAL, rng.uniform(lo, hi, 700), wide]).astype(dtype)
+
+
+@needs_mkl
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", sorted(DOMAIN))
+def test_vml_ufunc_equals_the_ctypes_route_bits(op, dtype):
+    """Dense runs of every length around the gather block, strided, reversed, transposed,
+    broadcast and in-place runs, 0-dim values and empty arrays: the ufunc's bits are those
+    of one VML call on the contiguous values."""
+    ufunc, reference = _routes(op, dtype)
+    x = _ufunc_inputs(op, dtype, seed=len(op))
+    expected = reference(x, out=np.empty_like(x))
+    for n in (0, 1, 7, 255, 256, 257, 513, x.size):
+        _same_bits(ufunc(x[:n]), expected[:n])
+    _same_bits(ufunc(np.repeat(x, 3)[::3]), expected)
+    _same_bits(ufunc(x[::-1])[::-1], expected)
+    _same_bits(ufunc(x[:1300].reshape(26, 50).T), expected[:1300].reshape(26, 50).T)
+    wide = np.empty((3, 400), dtype)
+    ufunc(x[:400], out=wide[:, ::-1][:, ::-1])
+    _same_bits(wide, np.broadcast_to(expected[:400], (3, 400)))
+    inplace = np.repeat(x[:300], 2)
+    ufunc(inplace[::2], out=inplace[::2])
+    _same_bits(inplace[::2], expected[:300])
+    for i in range(0, x.size, 97):
+        _same_bits(ufunc(x[i]), reference(x[i]))
+        assert type(ufunc(x[i])) is type(x[i])
+
+
+@needs_mkl
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_vml_ufunc_warns_about_nothing(dtype):
+    """PyTorch computes sin(inf), log(-1), exp(1000) quietly; numpy's errstate stays
+    untouched by the ufuncs, which clear the exception flags they raise."""
+    x = np.array([math.inf, -math.inf, math.nan, -1.0, 0.0, 1e30, -1e30, 1e300], "float64")
+    x = x.astype(dtype) if dtype == "float64" else x[:-1].astype(dtype)
+    with np.errstate(all="raise"):
+        for op in sorted(DOMAIN):
+            ufunc, _ = _routes(op, dtype)
+            ufunc(x)
+            for value in x:
+                ufunc(value)
+        with pytest.raises(FloatingPointError):  # numpy's own kernels still report
+            np.log(x)
+
+
+@needs_mkl
+@pytest.mark.parametrize("layout", ["scalar", "strided", "transposed"])
+def test_without_the_ufuncs_the_ctypes_route_gives_the_same_bits(monkeypatch, layout):
+    """Where the ufuncs cannot be built (no llvmlite, another numpy), VML is called through
+    ctypes, with PyTorch's bits still."""
+    monkeypatch.setattr(mkl, "_ufunc", lambda lib, name: None)
+    mkl.reset()
+    try:
+        assert isinstance(mkl.vml_route("Sin", np.dtype(np.float32)), mkl._CtypesRoute)
+        for op in ("sin", "tanh", "exp"):
+            data, expected = _data(layout, *DOMAIN[op], "float32", seed=6)
+            ours = getattr(adcompile, op)(adcompile.from_numpy(data))
+            _same_bits(ours.numpy(), getattr(torch, op)(expected).numpy())
+    finally:
+        monkeypatch.undo()
+        mkl.reset()
+
+
 # name: (m, k, n) of the products (Linear layers of one output, rows, columns, wide ones)
 SHAPES = [(64, 10, 1), (5, 100, 1), (1, 385, 1), (1, 30, 17), (100, 3, 2), (7, 1000, 130),
           (64, 784, 256), (33, 17, 65)]
