@@ -5,7 +5,9 @@ loops with such tapes agree across the backends and with the closed form, call a
 growing and shrinking sizes, after an error exit, and a repeated call faults no fresh pages in.
 """
 
+import importlib.util
 import math
+import pathlib
 import resource
 import sys
 
@@ -18,45 +20,22 @@ from adcompile.backends.llvm import memory
 BACKENDS = ["interp", "python", "llvm"]
 
 
-def det_by_minors(a):
-    """GradBench det's walk (benchmarks/gradbench/det.py): a while loop over an explicit stack,
-    taping the row, the column, the partial product and the last row's column every step."""
-    ell = a.shape[0]
-    last = ell - 1
-    if last == 0:
-        return a[0, 0]
-    after = np.empty(ell + 1, dtype=np.int64)
-    for j in range(ell + 1):
-        after[j] = (j + 1) % (ell + 1)
-    before = np.empty(ell, dtype=np.int64)
-    column = np.empty(ell, dtype=np.int64)
-    product = np.empty(ell)
-    det = 0.0
-    k = 0
-    before[0] = ell
-    product[0] = 1.0
-    while k >= 0:
-        c = after[before[k]]
-        if c == ell:
-            k -= 1
-            if k >= 0:
-                after[before[k]] = column[k]
-                before[k] = column[k]
-                product[k] = -product[k]
-        else:
-            term = product[k] * a[k, c]
-            after[before[k]] = after[c]
-            if k == last - 1:
-                det += term * a[last, after[ell]]
-                after[before[k]] = c
-                before[k] = c
-                product[k] = -product[k]
-            else:
-                column[k] = c
-                k += 1
-                product[k] = term
-                before[k] = ell
-    return det
+def _gradbench_det():
+    """GradBench det's module (benchmarks/gradbench/det.py), whose det_by_minors walks the
+    expansion in a while loop over an explicit stack, taping the row, the column, the partial
+    product and the last row's column every step."""
+    folder = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "gradbench"
+    sys.path.insert(0, str(folder))  # det.py imports its harness
+    try:
+        spec = importlib.util.spec_from_file_location("gradbench_det", folder / "det.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(folder))
+    return module
+
+
+det_by_minors = _gradbench_det().det_by_minors
 
 
 def recurrence_then_index(x, stop):
