@@ -6,8 +6,10 @@ the benchmark. `objective` is the determinant (GradBench's `primal`), `derivativ
 gradient with respect to A, ell*ell numbers in row-major order (`gradient`).
 
 adcompile compiles no recursion, so its version (numba runs the same) walks the expansion's
-tree with an explicit stack of chosen columns, multiplying each row's signed entry into the
-product of the rows above it and adding the products at the last row. JAX and PyTorch
+tree with an explicit stack: for each row, the column it is expanded at and the product of the
+signed entries of the rows above it, which changes sign from one column to the next; the
+columns a minor keeps are a linked list, as in the reference, so the next one is found in one
+step; the last row's 1 x 1 minors are added up without a step of their own. JAX and PyTorch
 expand one row at a time for all minors at once, from the last row up.
 
 Run as a script to check adcompile against JAX and PyTorch at the quick size, or at another:
@@ -54,33 +56,42 @@ def label(ell):
 
 def det_by_minors(a):
     ell = a.shape[0]
-    column = np.full(ell, -1)  # the column row k is expanded at; -1 before its first
-    taken = np.zeros(ell, dtype=np.bool_)  # the columns the rows above row k use
-    terms = np.zeros(ell, dtype=np.int64)  # terms row k has expanded: the parity of its sign
-    product = np.ones(ell + 1)  # product[k]: the signed product of rows 0..k-1's entries
+    last = ell - 1
+    if last == 0:
+        return a[0, 0]
+    # the columns of the current minor, linked in ascending order as the reference keeps them:
+    # after[ell] is the first, after[j] the one after column j, and ell ends the list
+    after = np.empty(ell + 1, dtype=np.int64)
+    for j in range(ell + 1):
+        after[j] = (j + 1) % (ell + 1)
+    before = np.empty(ell, dtype=np.int64)  # before[k]: the entry before row k's column
+    column = np.empty(ell, dtype=np.int64)  # column[k]: row k's column (out of the list)
+    product = np.empty(ell)  # product[k]: rows 0..k-1's entries times row k's next sign
     det = 0.0
     k = 0
+    before[0] = ell
+    product[0] = 1.0
     while k >= 0:
-        c = column[k]
-        if c >= 0:
-            taken[c] = False
-        c += 1
-        while c < ell and taken[c]:
-            c += 1
-        if c == ell:  # row k is expanded over every free column: back up a row
-            column[k] = -1
-            terms[k] = 0
+        c = after[before[k]]
+        if c == ell:  # row k has expanded every column of its minor: on to row k - 1's next
             k -= 1
+            if k >= 0:
+                after[before[k]] = column[k]
+                before[k] = column[k]
+                product[k] = -product[k]
         else:
-            column[k] = c
-            sign = 1.0 if terms[k] % 2 == 0 else -1.0
-            terms[k] += 1
-            product[k + 1] = sign * product[k] * a[k, c]
-            if k == ell - 1:
-                det += product[ell]
+            term = product[k] * a[k, c]
+            after[before[k]] = after[c]
+            if k == last - 1:  # row `last`'s minor is 1 x 1: the one column left
+                det += term * a[last, after[ell]]
+                after[before[k]] = c
+                before[k] = c
+                product[k] = -product[k]
             else:
-                taken[c] = True
+                column[k] = c
                 k += 1
+                product[k] = term
+                before[k] = ell
     return det
 
 

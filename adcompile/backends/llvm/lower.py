@@ -128,7 +128,7 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
         entry = self.func.append_basic_block("entry")
         self.allocas = ir.IRBuilder(entry)
         self.status = alloca(self.allocas, I32, name="status")
-        self.tapes = []
+        self.tapes = {}  # stack slot -> (hint, item size): memory.tape_grow_fn
         self.cleanup_bb = self.func.append_basic_block("cleanup")
         body = self.func.append_basic_block("body")
         self.b = ir.IRBuilder(body)
@@ -138,9 +138,11 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
     def finish(self):
         self.allocas.branch(self.func.blocks[2])
         b = ir.IRBuilder(self.cleanup_bb)
-        for slot in self.tapes:
-            buf = b.load(b.gep(slot, [i64(0), ir.Constant(I32, 0)], source_etype=TAPE), typ=PTR)
-            b.call(self.libc("free", ir.VoidType(), [PTR]), [buf])
+        for slot, (hint, itemsize) in self.tapes.items():
+            buf, _, cap, block = (b.load(b.gep(slot, [i64(0), ir.Constant(I32, k)],
+                                               source_etype=TAPE), typ=t)
+                                  for k, t in enumerate(TAPE.elements))
+            b.call(self.tape_done_fn(), [self.ctx, buf, block, cap, itemsize, hint])
         b.ret(b.load(self.status, typ=I32))
         if not self.b.block.is_terminated:  # the body ended without a return
             self.exit(OK)
@@ -1116,24 +1118,27 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
 
     def tape_new(self, op):
         slot = alloca(self.allocas, TAPE, (op.results[0].name or "tape").replace(".", "_"))
-        self.allocas.store(ir.Constant(TAPE, [None, 0, 0]), slot)
-        self.tapes.append(slot)
+        self.allocas.store(ir.Constant(TAPE, [None, 0, 0, None]), slot)
+        self.tapes[slot] = (self.tape_hint(), self.tape_item_size(op.results[0].type.item))
         # a tape made again (inside a loop) starts empty and keeps its buffer
         self.b.store(i64(0), self.tape_field(slot, 1))
         return TapeV(slot, op.attrs["item"])
 
-    def tape_grow(self, slot, needed, item_type):
+    def tape_item_size(self, item):
+        return i64(self.tape_item_type(item).get_abi_size(self.target_data))
+
+    def tape_grow(self, slot, needed):
         """Make the buffer hold `needed` items (at least double the old capacity)."""
-        cap = self.b.load(self.tape_field(slot, 2), typ=I64)
-        doubled = self.b.add(self.b.mul(cap, i64(2)), i64(16))
-        new_cap = self.b.select(self.b.icmp_signed(">", needed, doubled), needed, doubled)
-        size = self.b.mul(new_cap, i64(item_type.get_abi_size(self.target_data)))
-        old = self.b.load(self.tape_field(slot, 0), typ=PTR)
-        buf = self.b.call(self.libc("realloc", PTR, [PTR, I64]), [old, size])
+        fields = [self.tape_field(slot, k) for k in range(4)]
+        old = [self.b.load(field, typ=t) for field, t in zip(fields, TAPE.elements)]
+        hint, size = self.tapes[slot]
+        hint = self.b.load_atomic(hint, "monotonic", 8, typ=I64)
+        grown = self.b.call(self.tape_grow_fn(), [self.ctx] + old + [needed, hint, size])
+        buf = self.b.extract_value(grown, 0)
         code = self.error("MemoryError", "no memory left for the reverse pass's tape", None)
         self.check(self.b.icmp_unsigned("==", buf, ir.Constant(PTR, None)), code)
-        self.b.store(buf, self.tape_field(slot, 0))
-        self.b.store(new_cap, self.tape_field(slot, 2))
+        for k, field in ((0, fields[0]), (1, fields[2]), (2, fields[3])):
+            self.b.store(self.b.extract_value(grown, k), field)
 
     def tape_push(self, op):
         tape, value = self.v(op.operands[0]), self.v(op.operands[1])
@@ -1141,7 +1146,7 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
         top = self.b.load(self.tape_field(tape.slot, 1), typ=I64)
         cap = self.b.load(self.tape_field(tape.slot, 2), typ=I64)
         with self.b.if_then(self.b.icmp_signed(">=", top, cap), likely=False):
-            self.tape_grow(tape.slot, self.b.add(top, i64(1)), item_type)
+            self.tape_grow(tape.slot, self.b.add(top, i64(1)))
         buf = self.b.load(self.tape_field(tape.slot, 0), typ=PTR)
         slot = self.b.gep(buf, [top], source_etype=item_type)
         value = self.coerce(value, op.operands[0].type.item)
@@ -1178,7 +1183,6 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
     def tape_reserve(self, op):
         tape = self.v(op.operands[0])
         start, stop, step = (self.v(x) for x in op.operands[1:])
-        item_type = self.tape_item_type(op.operands[0].type.item)
         span_up = self.b.sub(stop, start)
         up = self.b.icmp_signed(">", step, i64(0))
         span = self.b.select(up, span_up, self.b.neg(span_up))
@@ -1189,7 +1193,7 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
         needed = self.b.add(top, count)
         cap = self.b.load(self.tape_field(tape.slot, 2), typ=I64)
         with self.b.if_then(self.b.icmp_signed(">", needed, cap), likely=False):
-            self.tape_grow(tape.slot, needed, item_type)
+            self.tape_grow(tape.slot, needed)
 
 
 def _elementwise_or_scalar(rule):

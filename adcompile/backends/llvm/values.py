@@ -20,7 +20,9 @@ F32, F64 = ir.FloatType(), ir.DoubleType()
 REG = {"f64": F64, "f32": F32, "i64": I64, "bool": I1}  # in registers
 MEM = {"f64": F64, "f32": F32, "i64": I64, "bool": I8}  # in memory (arrays, tapes)
 ITEMSIZE = {"f64": 8, "f32": 4, "i64": 8, "bool": 1}
-TAPE = ir.LiteralStructType([PTR, I64, I64])  # buffer, top, capacity
+# a tape: its buffer, top, capacity, and the trailer of the buffer when it is a large block
+# (null while it is realloc's: memory.py's tape_grow_fn)
+TAPE = ir.LiteralStructType([PTR, I64, I64, PTR])
 # buffers of up to POOL_LIMIT bytes (a quarter of a slab) are carved from the call's slabs in
 # POOL_CLASSES size classes (128 bytes, then four per power of two) and reused within the call;
 # larger ones are blocks of their own, kept in the process's cache between calls (memory.py)
