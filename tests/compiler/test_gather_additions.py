@@ -14,6 +14,7 @@ from adcompile.ir.nodes import Block, Function, Op, Value
 from adcompile.ir.origins import Origins
 from adcompile.passes import pipeline
 from tests.compiler.test_accumulate import _same_bits
+from tests.compiler.test_first_store import _compiled, no_ir_cache  # noqa: F401 (a fixture)
 
 # -- user programs: a fresh array, then additions into it -----------------------------------
 
@@ -93,19 +94,9 @@ CASES = [
 IDS = [c[0].__name__ for c in CASES]
 
 
-def _compiled(fn, argnums, backend):
-    f = ac.adcompile(fn, backend=backend)
-    return f if argnums is None else ac.value_and_grad(f, argnums=argnums)
-
-
 def _without_pass(monkeypatch):
     monkeypatch.setattr(pipeline, "PIPELINE",
                         [p for p in pipeline.PIPELINE if p[0] != "gather"])
-
-
-@pytest.fixture
-def no_ir_cache(monkeypatch):
-    monkeypatch.setenv("ADCOMPILE_CACHE_DIR", "off")
 
 
 @pytest.mark.parametrize("n", [1, 2, 5, 64])
