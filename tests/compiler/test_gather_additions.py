@@ -14,7 +14,8 @@ from adcompile.ir.nodes import Block, Function, Op, Value
 from adcompile.ir.origins import Origins
 from adcompile.passes import pipeline
 from tests.compiler.test_accumulate import _same_bits
-from tests.compiler.test_first_store import _compiled, no_ir_cache  # noqa: F401 (a fixture)
+from tests.compiler.test_first_store import (  # noqa: F401 (no_ir_cache: a fixture)
+    _compiled, no_ir_cache, same_bits_without)
 
 # -- user programs: a fresh array, then additions into it -----------------------------------
 
@@ -105,11 +106,7 @@ def _without_pass(monkeypatch):
 def test_same_bits_with_and_without_the_pass(fn, argnums, applies, backend, n, no_ir_cache,
                                              monkeypatch):
     args = _vectors(np.random.default_rng(n), n)
-    with_pass = _compiled(fn, argnums, backend)(*args)
-    if argnums is None:
-        _same_bits(with_pass, fn(*args))  # numpy's own answer
-    _without_pass(monkeypatch)
-    _same_bits(with_pass, _compiled(fn, argnums, backend)(*args))
+    same_bits_without(fn, argnums, backend, args, lambda: _without_pass(monkeypatch))
 
 
 @pytest.mark.parametrize("fn,argnums,applies", CASES, ids=IDS)
