@@ -89,7 +89,7 @@ def _store_instead(block, alloc, add):
         ops += _zero_slice(array, ("slice", False, True, False), bounds.pop(0), zero.result)
     if has_stop:
         ops += _zero_slice(array, ("slice", True, False, False), bounds.pop(0), zero.result)
-    at = block.ops.index(add)
+    at = block.ops.index(add) + 1  # after: the addition may join the stores before it
     block.ops[at:at] = ops
 
 

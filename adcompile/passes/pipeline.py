@@ -13,11 +13,13 @@ from adcompile.passes.accumulate import accumulate_in_registers
 from adcompile.passes.cse import common_subexpressions
 from adcompile.passes.dce import dead_code
 from adcompile.passes.first_store import first_store
+from adcompile.passes.gather_additions import gather_additions
 from adcompile.passes.simplify import constant_fold
 
 PIPELINE = [
     ("accumulate", accumulate_in_registers),
     ("first_store", first_store),
+    ("gather", gather_additions),
     ("fold", constant_fold),
     ("cse", common_subexpressions),
     ("dce", dead_code),

@@ -39,6 +39,7 @@ from adcompile.backends.llvm.memory import sum_to_may_alias
 from adcompile.backends.llvm.values import I1, ArrayV, LazyNode, LazyV, Pack, i64
 from adcompile.ir import types as T
 from adcompile.ir.nodes import VIEWS, WRITES, Op, walk, walk_op
+from adcompile.ir.origins import Origins
 from adcompile.ir.prims import BINARY_MATH, ELEMENTWISE, UNARY_MATH
 
 RECOMPUTE = 8  # scalar ops a lazy value used more than once may cost per element
@@ -60,6 +61,7 @@ class Fusion:
         self.expensive = set()
         self.groups = {}
         self.later = set()
+        self.origins = None  # ir/origins.py: arrays of new buffers known apart
 
 
 NO_FUSION = Fusion()
@@ -67,6 +69,7 @@ NO_FUSION = Fusion()
 
 def plan(fn):
     fusion = Fusion()
+    fusion.origins = Origins(fn)
     blocks = [fn.body] + [region for op in walk(fn.body) for region in op.regions]
     for block in blocks:
         _plan_block(block, set(fn.params), fusion)
@@ -116,8 +119,8 @@ def _plan_block(block, params, fusion):
             continue
         roots = {_root(v) for v in leaves if isinstance(v.type, T.Array)}
         last = max((j for j, _, _ in computing), default=k)  # (a shape reads no element)
-        if any(_may_share(w, leaf, params, position) for j in range(k + 1, last + 1)
-               for w in writes[j] for leaf in roots):
+        if any(_may_share(w, leaf, params, position, fusion.origins)
+               for j in range(k + 1, last + 1) for w in writes[j] for leaf in roots):
             continue
         fusion.lazy.add(r)
         fusion.leaves[r] = leaves
@@ -144,8 +147,8 @@ def _written_before(op, last, k, writes, params, position, fusion):
     the leaves of op's lazy operand."""
     leaves = fusion.leaves[op.operands[0]]
     roots = {_root(v) for v in leaves if isinstance(v.type, T.Array)}
-    return any(_may_share(w, leaf, params, position) for j in range(k + 1, last + 1)
-               for w in writes[j] for leaf in roots)
+    return any(_may_share(w, leaf, params, position, fusion.origins)
+               for j in range(k + 1, last + 1) for w in writes[j] for leaf in roots)
 
 
 def _defer_sum_to(op, fusion):
@@ -223,7 +226,7 @@ def _plan_groups(block, params, fusion):
         if len(group) > 1:
             pairs = [(p, q) for q in range(len(group)) for p in range(q)
                      if _may_share(_root(group[p].operands[0]), _root(group[q].operands[0]),
-                                   params)]
+                                   params, origins=fusion.origins)]
             fusion.groups[group[0]] = (group, pairs)
             fusion.later.update(group[1:])
         k = ops.index(group[-1]) + 1
@@ -242,7 +245,8 @@ def _independent(group, params, fusion):
         for b in group:
             value = b.operands[1]
             reads = fusion.leaves[value] if value in fusion.lazy else {value}
-            if any(isinstance(v.type, T.Array) and _may_share(written, _root(v), params)
+            if any(isinstance(v.type, T.Array) and
+                   _may_share(written, _root(v), params, origins=fusion.origins)
                    for v in reads):
                 return False
     return True
@@ -328,12 +332,16 @@ def _made_here(root):
     return root.owner is not None and root.owner.prim not in _UNKNOWN_OWNERS
 
 
-def _may_share(a, b, params, position=None):
+def _may_share(a, b, params, position=None, origins=None):
     """Whether the arrays rooted at a and b may share memory. `position`: the index of each
     op of the block both are used in, when a new buffer made there (_fresh) cannot be an
-    array that existed before it."""
+    array that existed before it. `origins` (ir/origins.py) knows arrays apart that
+    different new-buffer ops made, through the slots of loops (a reverse-mode loop's
+    carried shadow and the function's other shadows)."""
     if a is b:
         return True
+    if origins is not None and origins.distinct(a, b):
+        return False
     kinds = {_tape_kind(a), _tape_kind(b)}
     if None not in kinds and len(kinds) == 2 and len({k.split(" of ")[1] for k in kinds}) == 1:
         return False
