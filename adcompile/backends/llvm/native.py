@@ -100,7 +100,7 @@ class Variant:
         self.name = fn.name
         self.written = written_params(fn)  # (ours: whole-array writes count too)
         # det/inv/solve call LAPACK when scipy has it, else our own LU (linalg.py)
-        imports = dict(capi.symbols(), **pool.block_symbols())
+        imports = dict(capi.symbols(), **pool.block_symbols(), **pool.runtime_symbols())
         if any(op.prim in _LINALG for op in walk(fn.body)):
             imports.update(capi.lapack_symbols())
         if any(op.prim == "matmul" for op in walk(fn.body)):

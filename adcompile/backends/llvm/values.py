@@ -70,6 +70,21 @@ def external(module, name, typ=I8):
     return g
 
 
+def shared(module, name, fnty, build):
+    """A helper every kernel calls (allocating and releasing buffers, returning slabs, the
+    zero-fill piece): defined once per process in the runtime library (the thread pool's
+    library, pool.py, whose module has `adc_runtime` set), where build(fn) writes its body,
+    and only declared in a kernel's module, linked to that definition (pool.runtime_symbols):
+    re-emitted in every module, these helpers were 5-15 % of a GradBench gradient's LLVM
+    time. Their names carry a dot, like every symbol we define."""
+    fn = module.globals.get(name)
+    if fn is None:
+        fn = ir.Function(module, fnty, name=name)
+        if getattr(module, "adc_runtime", False):
+            build(fn)
+    return fn
+
+
 def loop_hints(module, kind="array"):
     """A loop's own `llvm.loop` node (its first operand is itself), by kind of loop:
     - "array": not unrolled by a trip count known at run time: array loops run what the
