@@ -17,7 +17,9 @@ deadlock. Workers start on first need and sleep on a condition variable between 
 
 The same library holds `adc_block_release`, the destructor of the capsules that own the large
 blocks compiled code hands to numpy (memory.py): it must outlive every kernel, as such a capsule
-may outlive the kernel that made it.
+may outlive the kernel that made it. It is also the runtime library: the helpers every kernel
+calls (`adc.rt.buffer`, `adc.rt.unbuffer`, `adc.rt.slabs_done`, `adc.rt.chunk_zero`; see
+values.shared) are defined here once, and kernels only declare them.
 
 Whether results may depend on where pieces start is the caller's business (parallel.py only
 hands the pool loops whose elements are independent, and fixed pieces of pairwise sums).
