@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("llvmlite")
 
 from adcompile import adcompile, grad  # noqa: E402
-from adcompile.backends.llvm import lower, pool  # noqa: E402
+from adcompile.backends.llvm import lower, pool, values  # noqa: E402
 from adcompile.backends.llvm.values import I64, PTR, i64  # noqa: E402
 
 
@@ -151,3 +151,16 @@ def test_planning_functions_are_optnone():
 
 def _sum_axis_1(a):
     return np.sum(a, axis=1)
+
+
+def test_unshared_helpers_give_the_same_results(monkeypatch):
+    """ADCOMPILE_LLVM_SHARED=0 (values.SHARED False, for comparisons): each module defines
+    its own internal helpers, and the results are the same."""
+    x, y = arrays(40, 30)
+    shared = grad(adcompile(row_norms), argnums=(0, 1))(x, y)
+    monkeypatch.setattr(values, "SHARED", False)
+    text = kernel_module_text(row_norms, x, y)
+    assert defined(text, pool.BUFFER_FN) and defined(text, pool.SLABS_DONE_FN)
+    alone = grad(adcompile(row_norms), argnums=(0, 1))(x, y)
+    for a, b in zip(shared, alone):
+        np.testing.assert_array_equal(a, b)
