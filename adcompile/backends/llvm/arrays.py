@@ -22,7 +22,8 @@ allow; elementwise ops fuse into the loops of their consumers (fusion.py).
 import llvmlite.ir as ir
 
 from adcompile.backends.llvm.fusion import LazyV, Pack
-from adcompile.backends.llvm.pairwise import Cells, Locals, PairwiseLowering, while_loop
+from adcompile.backends.llvm.pairwise import Cells, Locals, PairwiseLowering, planning, \
+    while_loop
 from adcompile.backends.llvm.values import (F64, I1, I8, I64, ITEMSIZE, MEM, PTR, REG,
                                             ArrayV, i64, loop_hints, zero)
 from adcompile.ir import types as T
@@ -577,7 +578,7 @@ class ArrayLowering(PairwiseLowering):
         if fn is not None:
             return fn
         fn = ir.Function(self.module, ir.FunctionType(I1, [I64, PTR, PTR, PTR, PTR]), name=name)
-        fn.linkage = "internal"
+        planning(fn)
         old_n, od, ost, nd, nst = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         v = Locals(b, ("oi", "oj", "ni", "nj", "np", "op", "k"))

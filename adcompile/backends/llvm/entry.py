@@ -22,7 +22,8 @@ from adcompile.backends.llvm.memory import (LARGE_BYTES, LARGE_CACHE, LARGE_KEPT
 from adcompile.backends.llvm.values import (CONTEXT, CTX_ERR, CTX_LARGE, CTX_SLABS, CTX_SPARE,
                                             CTX_TEMPS,
                                             CTX_TSTATE, F32, F64, I1, I8, I32, I64, ITEMSIZE,
-                                            MEM, PTR, alloca, external, flat_types, i64, opaque)
+                                            MEM, PTR, alloca, external, flat_types, i64, opaque,
+                                            shared)
 from adcompile.ir import types as T
 
 METH_FASTCALL = 0x80
@@ -177,68 +178,8 @@ class _Entry:
         """When the call ends, the slabs it used or took go back to the process's cache (at
         most SLABS_KEPT; the others are freed), and so do its free large blocks
         (at most LARGE_KEPT bytes): one exchange each, and whatever another call gave back
-        meanwhile is freed."""
-        fn = self.module.globals.get("adc.slabs_done")
-        if fn is None:
-            fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR]),
-                             name="adc.slabs_done")
-            fn.linkage = "internal"
-            b = ir.IRBuilder(fn.append_basic_block("entry"))
-            free = self.declare("free", ir.VoidType(), [PTR])
-            kept = alloca(b, PTR)
-            count = alloca(b, I64)
-            b.store(ir.Constant(PTR, None), kept)
-            b.store(i64(0), count)
-
-            def keep_or_free(b, slab):
-                room = b.icmp_signed("<", b.load(count, typ=I64), i64(SLABS_KEPT))
-                with b.if_else(room) as (keep, drop):
-                    with keep:
-                        b.store(b.load(kept, typ=PTR), slab)
-                        b.store(slab, kept)
-                        b.store(b.add(b.load(count, typ=I64), i64(1)), count)
-                    with drop:
-                        b.call(free, [slab])
-
-            for k in (CTX_SLABS, CTX_SPARE):
-                field = b.gep(fn.args[0], [i64(0), ir.Constant(I32, k)], source_etype=CONTEXT)
-                self.each_slab(b, b.load(field, typ=PTR), keep_or_free)
-            old = b.atomic_rmw("xchg", self.symbol(SLAB_CACHE), b.load(kept, typ=PTR), "seq_cst")
-            self.each_slab(b, old, lambda b, slab: b.call(free, [slab]))
-            self.give_back_large(b, fn.args[0], free)
-            b.ret_void()
-        self.b.call(fn, [ctx])
-
-    def give_back_large(self, b, ctx, free):
-        """The context's free large blocks to the process's cache, the first LARGE_KEPT bytes of
-        them; the others, and what the cache held, freed."""
-        kept, total = alloca(b, PTR), alloca(b, I64)
-        b.store(ir.Constant(PTR, None), kept)
-        b.store(i64(0), total)
-
-        def next_of(b, trailer):
-            return b.load(b.gep(trailer, [i64(TR_NEXT)], source_etype=I64), typ=PTR)
-
-        def release(b, trailer):
-            b.call(free, [b.load(b.gep(trailer, [i64(TR_BASE)], source_etype=I64), typ=PTR)])
-
-        def keep_or_free(b, trailer):
-            size = b.neg(b.load(b.gep(trailer, [i64(TR_CLASS)], source_etype=I64), typ=I64))
-            more = b.add(b.load(total, typ=I64), size)
-            with b.if_else(b.icmp_signed("<=", more, i64(LARGE_KEPT))) as (keep, drop):
-                with keep:
-                    b.store(b.load(kept, typ=PTR), b.gep(trailer, [i64(TR_NEXT)],
-                                                         source_etype=I64))
-                    b.store(trailer, kept)
-                    b.store(more, total)
-                with drop:
-                    release(b, trailer)
-
-        field = b.gep(ctx, [i64(0), ir.Constant(I32, CTX_LARGE)], source_etype=CONTEXT)
-        self.each_slab(b, b.load(field, typ=PTR), keep_or_free, next_of)
-        old = b.atomic_rmw("xchg", self.symbol(LARGE_CACHE), b.load(kept, typ=PTR), "seq_cst")
-        b.atomic_rmw("xchg", self.symbol(LARGE_BYTES), b.load(total, typ=I64), "seq_cst")
-        self.each_slab(b, old, release, next_of)
+        meanwhile is freed (`adc.rt.slabs_done`, in the runtime library)."""
+        self.b.call(slabs_done_fn(self.module), [ctx])
 
     @staticmethod
     def each_slab(b, first, visit, next_of=lambda b, slab: b.load(slab, typ=PTR)):
@@ -666,3 +607,73 @@ class _Entry:
         result.add_incoming(base, whole_bb)
         result.add_incoming(view, view_end)
         return result
+
+
+SLABS_DONE_FN = "adc.rt.slabs_done"
+
+
+def slabs_done_fn(module):
+    """`void adc.rt.slabs_done(ctx)` (see _Entry.give_back_slabs), declared or defined by
+    values.shared."""
+    return shared(module, SLABS_DONE_FN, ir.FunctionType(ir.VoidType(), [PTR]),
+                  lambda fn: _build_slabs_done(module, fn))
+
+
+def _build_slabs_done(module, fn):
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    free = module.globals.get("free") or ir.Function(
+        module, ir.FunctionType(ir.VoidType(), [PTR]), name="free")
+    kept = alloca(b, PTR)
+    count = alloca(b, I64)
+    b.store(ir.Constant(PTR, None), kept)
+    b.store(i64(0), count)
+
+    def keep_or_free(b, slab):
+        room = b.icmp_signed("<", b.load(count, typ=I64), i64(SLABS_KEPT))
+        with b.if_else(room) as (keep, drop):
+            with keep:
+                b.store(b.load(kept, typ=PTR), slab)
+                b.store(slab, kept)
+                b.store(b.add(b.load(count, typ=I64), i64(1)), count)
+            with drop:
+                b.call(free, [slab])
+
+    for k in (CTX_SLABS, CTX_SPARE):
+        field = b.gep(fn.args[0], [i64(0), ir.Constant(I32, k)], source_etype=CONTEXT)
+        _Entry.each_slab(b, b.load(field, typ=PTR), keep_or_free)
+    old = b.atomic_rmw("xchg", external(module, SLAB_CACHE), b.load(kept, typ=PTR), "seq_cst")
+    _Entry.each_slab(b, old, lambda b, slab: b.call(free, [slab]))
+    _give_back_large(module, b, fn.args[0], free)
+    b.ret_void()
+
+
+def _give_back_large(module, b, ctx, free):
+    """The context's free large blocks to the process's cache, the first LARGE_KEPT bytes of
+    them; the others, and what the cache held, freed."""
+    kept, total = alloca(b, PTR), alloca(b, I64)
+    b.store(ir.Constant(PTR, None), kept)
+    b.store(i64(0), total)
+
+    def next_of(b, trailer):
+        return b.load(b.gep(trailer, [i64(TR_NEXT)], source_etype=I64), typ=PTR)
+
+    def release(b, trailer):
+        b.call(free, [b.load(b.gep(trailer, [i64(TR_BASE)], source_etype=I64), typ=PTR)])
+
+    def keep_or_free(b, trailer):
+        size = b.neg(b.load(b.gep(trailer, [i64(TR_CLASS)], source_etype=I64), typ=I64))
+        more = b.add(b.load(total, typ=I64), size)
+        with b.if_else(b.icmp_signed("<=", more, i64(LARGE_KEPT))) as (keep, drop):
+            with keep:
+                b.store(b.load(kept, typ=PTR), b.gep(trailer, [i64(TR_NEXT)],
+                                                     source_etype=I64))
+                b.store(trailer, kept)
+                b.store(more, total)
+            with drop:
+                release(b, trailer)
+
+    field = b.gep(ctx, [i64(0), ir.Constant(I32, CTX_LARGE)], source_etype=CONTEXT)
+    _Entry.each_slab(b, b.load(field, typ=PTR), keep_or_free, next_of)
+    old = b.atomic_rmw("xchg", external(module, LARGE_CACHE), b.load(kept, typ=PTR), "seq_cst")
+    b.atomic_rmw("xchg", external(module, LARGE_BYTES), b.load(total, typ=I64), "seq_cst")
+    _Entry.each_slab(b, old, release, next_of)

@@ -281,17 +281,8 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
         result's components that are operand components or constants are rebuilt from them;
         the others come back through `out`."""
         values = [self.values.get(x) for x in op.operands]
-        params, index, pattern = [], {}, []
-        for v in values:
-            for c in flat(v):
-                if isinstance(c, ir.Constant):
-                    pattern.append(("c", str(c)))
-                    continue
-                k = index.get(id(c))
-                if k is None:
-                    k = index[id(c)] = len(params)
-                    params.append(c)
-                pattern.append(("p", k))
+        params, index = [], {}
+        pattern = [_param_pattern(c, params, index) for v in values for c in flat(v)]
         key = (op.prim, repr(sorted(op.attrs.items(), key=lambda kv: kv[0])),
                tuple(repr(x.type) for x in op.operands), tuple(repr(r.type) for r in op.results),
                tuple(pattern), tuple(a.origin for v in values for a in arrays_in(v)),
@@ -312,11 +303,16 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
         self.exit(self.located_status(status, errors, op.loc))
         self.b.position_at_end(cont_bb)
         comps = []
+        operand_comps = None
         for kind, x in template[1]:
             if kind == "c":
                 comps.append(x)
             elif kind == "p":
                 comps.append(params[x])
+            elif kind == "f":  # an operand's component the function recomputed
+                if operand_comps is None:
+                    operand_comps = [c for v in values for c in flat(v)]
+                comps.append(operand_comps[x])
             else:
                 comps.append(self.b.load(self.b.gep(out, [i64(0), ir.Constant(I32, x)],
                                                     source_etype=out_type), typ=outputs[x]))
@@ -354,10 +350,15 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
             sub._scopes = self._scopes
         sub.start()
         args = fn.args[1:-1]
-        by_id = {id(p): a for p, a in zip(params, args)}
+        local = _Recomputed(sub.b, {id(p): a for p, a in zip(params, args)})
+        recomputed = {}  # id(a recomputed operand component) -> its index among them all
         for x, v in zip(op.operands, values):
             if v is not None:
-                sub.values[x] = _rebuild(v, iter([by_id.get(id(c), c) for c in flat(v)]))
+                comps = [local(c) for c in flat(v)]
+                sub.values[x] = _rebuild(v, iter(comps))
+        for k, c in enumerate(c for v in values for c in flat(v)):
+            if isinstance(local(c), ir.Instruction):
+                recomputed.setdefault(id(local(c)), k)
         result = handler(sub, op)
         if not hasattr(self, "_scopes") and hasattr(sub, "_scopes"):
             self._scopes = sub._scopes
@@ -368,6 +369,8 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
                 template.append(("c", c))
             elif id(c) in arg_index:
                 template.append(("p", arg_index[id(c)]))
+            elif id(c) in recomputed:
+                template.append(("f", recomputed[id(c)]))
             else:
                 template.append(("o", len(outputs)))
                 outputs.append(c)
@@ -1204,6 +1207,56 @@ def _elementwise_or_scalar(rule):
         return rule(self, op)
 
     return lower
+
+
+# integer arithmetic an outlined function recomputes from its parameters instead of taking
+# the result as one more parameter (see outlined), at most this deep
+_RECOMPUTED = frozenset(["add", "sub", "mul", "shl"])
+_RECOMPUTE_DEPTH = 4
+
+
+def _param_pattern(c, params, index, depth=0):
+    """What an outlined function takes for the operand component c: a constant ("c"), a
+    parameter ("p", its number; `params` and `index` grow), or integer arithmetic on those
+    that the function recomputes ("e", ...), so that what the caller's code knew about c
+    (a C-contiguous array's stride is the product of its later dimensions) is known inside:
+    LLVM then folds layout tests and drops the loops of layouts that cannot occur."""
+    if isinstance(c, ir.Constant):
+        return "c", str(c)
+    if _recomputable(c) and depth < _RECOMPUTE_DEPTH:
+        return ("e", c.opname, tuple(c.flags),
+                tuple(_param_pattern(x, params, index, depth + 1) for x in c.operands))
+    k = index.get(id(c))
+    if k is None:
+        k = index[id(c)] = len(params)
+        params.append(c)
+    return "p", k
+
+
+def _recomputable(c):
+    return type(c) is ir.Instruction and c.opname in _RECOMPUTED and c.type == I64
+
+
+class _Recomputed:
+    """Maps an operand component of the caller to its value inside an outlined function:
+    a parameter to its argument, recomputable arithmetic (_param_pattern) to the same
+    arithmetic on the function's own values, emitted once each."""
+
+    def __init__(self, builder, args):
+        self.b = builder
+        self.mapped = dict(args)  # id(caller's value) -> the function's value
+
+    def __call__(self, c, depth=0):
+        if isinstance(c, ir.Constant):
+            return c
+        found = self.mapped.get(id(c))
+        if found is None:
+            assert _recomputable(c) and depth < _RECOMPUTE_DEPTH, c
+            ops = [self(x, depth + 1) for x in c.operands]
+            found = ir.Instruction(self.b.block, c.type, c.opname, ops, "", flags=c.flags)
+            self.b._insert(found)
+            self.mapped[id(c)] = found
+        return found
 
 
 def _rebuild(value, comps):

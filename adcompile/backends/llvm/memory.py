@@ -59,11 +59,13 @@ from adcompile.ir.nodes import walk, walk_op
 from adcompile.backends.llvm.values import (CONTEXT, CTX_CURSOR, CTX_LARGE, CTX_LIMIT, CTX_POOL,
                                             CTX_SLABS, CTX_SPARE, CTX_TEMPS, I1, I8, I32, I64,
                                             ITEMSIZE, POOL_LIMIT, PTR, ArrayV, TupleV, alloca,
-                                            arrays_in, external, has_arrays, i64)
+                                            arrays_in, external, has_arrays, i64, shared)
 
 # the trailer, in 8-byte slots
 TR_COUNT, TR_TAG, TR_PREV, TR_NEXT, TR_BASE, TR_PYOBJ, TR_NELEMS, TR_CLASS = range(8)
 TRAILER = 64
+BUFFER_FN = "adc.rt.buffer"  # the runtime library's helpers (values.shared)
+UNBUFFER_FN = "adc.rt.unbuffer"
 TAG = "adc_buffer_tag"  # what slot TR_TAG holds: bound to a private object's address
 # a slab: a header (the next slab, the size of its blocks' part), then SLAB bytes of blocks; a
 # call's slabs (at most SLABS_KEPT) go back to the process's cache
@@ -216,11 +218,10 @@ class MemoryLowering:
         context's list; returns its trailer, or null (no memory, or nbytes < 0). A buffer of
         up to POOL_LIMIT bytes comes from the call's pool when one of its size class is free
         there."""
-        fn = self.module.globals.get("adc.buffer")
-        if fn is not None:
-            return fn
-        fn = ir.Function(self.module, ir.FunctionType(PTR, [PTR, I64, I64]), name="adc.buffer")
-        fn.linkage = "internal"
+        return shared(self.module, BUFFER_FN, ir.FunctionType(PTR, [PTR, I64, I64]),
+                      self.build_buffer)
+
+    def build_buffer(self, fn):
         ctx, nbytes, nelems = fn.args
         blocks = {name: fn.append_basic_block(name)
                   for name in ("entry", "fail", "sized", "pool", "reuse", "fresh", "big", "made")}
@@ -267,7 +268,6 @@ class MemoryLowering:
             b.store(trailer, self.slot(first, TR_PREV, b))
         b.store(trailer, head_field)
         b.ret(trailer)
-        return fn
 
     @staticmethod
     def size_class(b, total):
@@ -404,15 +404,13 @@ class MemoryLowering:
         """adc.unbuffer(ctx, trailer): take a buffer off the context's list; a pooled one goes
         on its class's free list for the next buffer of its size, a large one on the context's
         list of free large blocks."""
-        fn = self.module.globals.get("adc.unbuffer")
-        if fn is not None:
-            return fn
-        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR]),
-                         name="adc.unbuffer")
-        fn.linkage = "internal"
         # called where every buffer may die (hundreds of places in a gradient's kernel):
-        # inlined, its copies were a sixth of an LSTM gradient's LLVM time
-        fn.attributes.add("noinline")
+        # inlined, its copies were a sixth of an LSTM gradient's LLVM time; now it is never
+        # inlined, being in the runtime library
+        return shared(self.module, UNBUFFER_FN, ir.FunctionType(ir.VoidType(), [PTR, PTR]),
+                      self.build_unbuffer)
+
+    def build_unbuffer(self, fn):
         ctx, trailer = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         prev = b.load(self.slot(trailer, TR_PREV, b), typ=PTR)
@@ -433,7 +431,6 @@ class MemoryLowering:
         b.store(b.load(head, typ=PTR), self.slot(trailer, TR_NEXT, b))
         b.store(trailer, head)
         b.ret_void()
-        return fn
 
     # -- tapes -----------------------------------------------------------------------------
     def tape_grow_fn(self):

@@ -14,7 +14,7 @@ import linecache
 import llvmlite.ir as ir
 import numpy as np
 
-from adcompile.backends.llvm import capi, jit, merge, pool, reassociate
+from adcompile.backends.llvm import capi, jit, merge, pool, reassociate, values
 from adcompile.backends.llvm.entry import METH_FASTCALL, build_entry
 from adcompile.backends.llvm import lower
 from adcompile.backends.llvm.lower import lower_kernel
@@ -100,7 +100,7 @@ class Variant:
         self.name = fn.name
         self.written = written_params(fn)  # (ours: whole-array writes count too)
         # det/inv/solve call LAPACK when scipy has it, else our own LU (linalg.py)
-        imports = dict(capi.symbols(), **pool.block_symbols())
+        imports = dict(capi.symbols(), **pool.block_symbols(), **pool.runtime_symbols())
         if any(op.prim in _LINALG for op in walk(fn.body)):
             imports.update(capi.lapack_symbols())
         if any(op.prim == "matmul" for op in walk(fn.body)):
@@ -110,7 +110,7 @@ class Variant:
         self.lapack = any(name.startswith("adc_lapack_") for name in imports)
         self.blas = any(name.startswith("adc_blas_") for name in imports)
         key = jit.cache_key(print_function(fn), _locations(fn), layouts, options.key(), exact,
-                            self.lapack, self.blas, lower.OUTLINE, lower.FUSE)
+                            self.lapack, self.blas, lower.OUTLINE, lower.FUSE, values.SHARED)
         obj = jit.cache_load(key)
         self.from_cache = obj is not None
         self._module = None

@@ -39,7 +39,7 @@ of sum, `adc.pairwise_tree.K`, as they share `adc.pairwise.K`).
 import llvmlite.ir as ir
 
 from adcompile.backends.llvm import fpenv
-from adcompile.backends.llvm.pool import CHUNK_FN
+from adcompile.backends.llvm.pool import CHUNK_FN, ZERO_BLOCK, ZERO_ENV, zero_chunk
 from adcompile.backends.llvm.values import I1, I8, I32, I64, ITEMSIZE, OK, PTR, REG, Pack, \
     alloca, i64
 
@@ -156,7 +156,7 @@ class ParallelLowering:
 
     def zero_fill(self, array):
         """All bits zero, in blocks of memset on the pool for a large array (one chunk
-        function per module, `adc.chunk.zero`, whose env is the data and the byte count)."""
+        function, `adc.rt.chunk_zero` in the runtime library; its env: the data and byte count)."""
         if self.parallel_cap is None:
             super().zero_fill(array)
             return
@@ -164,10 +164,10 @@ class ParallelLowering:
         count = self.count(array.shape)
         size = b.mul(count, i64(ITEMSIZE[array.dtype]))
         blocks = b.sdiv(b.add(size, i64(ZERO_BLOCK - 1)), i64(ZERO_BLOCK))
-        env = self.scratch(_ZERO_ENV, "zero.env")
-        b.store(array.data, b.gep(env, [i64(0), ir.Constant(I32, 0)], source_etype=_ZERO_ENV))
-        b.store(size, b.gep(env, [i64(0), ir.Constant(I32, 1)], source_etype=_ZERO_ENV))
-        b.call(self.libc(*_PARALLEL_FOR), [_zero_chunk(self.module), env, blocks, count,
+        env = self.scratch(ZERO_ENV, "zero.env")
+        b.store(array.data, b.gep(env, [i64(0), ir.Constant(I32, 0)], source_etype=ZERO_ENV))
+        b.store(size, b.gep(env, [i64(0), ir.Constant(I32, 1)], source_etype=ZERO_ENV))
+        b.call(self.libc(*_PARALLEL_FOR), [zero_chunk(self.module), env, blocks, count,
                                            i64(self.parallel_cap)])  # it cannot fail
 
     # -- pairwise sums ---------------------------------------------------------------------
@@ -283,31 +283,6 @@ class ParallelLowering:
         b.store(half, width)
         b.branch(head)
         b.position_at_end(done)
-
-
-ZERO_BLOCK = 1 << 16  # bytes one piece of a zero fill sets
-_ZERO_ENV = ir.LiteralStructType([PTR, I64])
-
-
-def _zero_chunk(module):
-    """adc.chunk.zero(env {data, bytes}, lo, hi): memset of blocks lo..hi-1."""
-    fn = module.globals.get("adc.chunk.zero")
-    if fn is not None:
-        return fn
-    fn = ir.Function(module, CHUNK_FN, name="adc.chunk.zero")
-    fn.linkage = "internal"
-    env, lo, hi = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    data = b.load(b.gep(env, [i64(0), ir.Constant(I32, 0)], source_etype=_ZERO_ENV), typ=PTR)
-    size = b.load(b.gep(env, [i64(0), ir.Constant(I32, 1)], source_etype=_ZERO_ENV), typ=I64)
-    start = b.mul(lo, i64(ZERO_BLOCK))
-    end = b.mul(hi, i64(ZERO_BLOCK))
-    end = b.select(b.icmp_signed("<", end, size), end, size)
-    memset = module.declare_intrinsic("llvm.memset", [PTR, I64])
-    b.call(memset, [b.gep(data, [start], source_etype=I8), ir.Constant(I8, 0),
-                    b.sub(end, start), ir.Constant(I1, 0)])
-    b.ret(ir.Constant(I32, OK))
-    return fn
 
 
 def _magnitude(b, s):

@@ -17,7 +17,9 @@ deadlock. Workers start on first need and sleep on a condition variable between 
 
 The same library holds `adc_block_release`, the destructor of the capsules that own the large
 blocks compiled code hands to numpy (memory.py): it must outlive every kernel, as such a capsule
-may outlive the kernel that made it.
+may outlive the kernel that made it. It is also the runtime library: the helpers every kernel
+calls (`adc.rt.buffer`, `adc.rt.unbuffer`, `adc.rt.slabs_done`, `adc.rt.chunk_zero`; see
+values.shared) are defined here once, and kernels only declare them.
 
 Whether results may depend on where pieces start is the caller's business (parallel.py only
 hands the pool loops whose elements are independent, and fixed pieces of pairwise sums).
@@ -37,17 +39,24 @@ import llvmlite.ir as ir
 from adcompile.backends.llvm import fpenv, jit
 from adcompile.backends.llvm.pairwise import while_loop
 from adcompile.backends.llvm import capi
-from adcompile.backends.llvm.memory import (LARGE_BYTES, LARGE_CACHE, LARGE_KEPT, TR_BASE,
-                                            TR_CLASS, TR_NEXT)
-from adcompile.backends.llvm.values import I32, I64, PTR, external, i64, opaque
+from adcompile.backends.llvm.entry import SLABS_DONE_FN, slabs_done_fn
+from adcompile.backends.llvm.memory import (BUFFER_FN, LARGE_BYTES, LARGE_CACHE, LARGE_KEPT,
+                                            SLAB_CACHE, TAG, TR_BASE, TR_CLASS, TR_NEXT,
+                                            UNBUFFER_FN, MemoryLowering)
+from adcompile.backends.llvm.values import I1, I8, I32, I64, OK, PTR, external, i64, opaque, \
+    shared
 
 MAX_WORKERS = 256
 SYNC_BYTES = 128  # room for a pthread_mutex_t / pthread_cond_t (40-64 bytes on the usual ABIs)
 CHUNKS_PER_THREAD = 4  # pieces per thread, for balance on a machine others use too
 DEFAULT_MIN_WORK = 1 << 15  # elements: smaller loops stay in the calling thread
 DEFAULT_UNIT = 1 << 13  # elements: the least size of one piece of a parallel pairwise sum
+ZERO_BLOCK = 1 << 16  # bytes one piece of a zero fill sets
+ZERO_ENV = ir.LiteralStructType([PTR, I64])
+ZERO_CHUNK_FN = "adc.rt.chunk_zero"
+RUNTIME = (BUFFER_FN, UNBUFFER_FN, SLABS_DONE_FN, ZERO_CHUNK_FN)  # values.shared's helpers
 _EXPORTS = ("adc_parallel_for", "adc_parallel_unit", "adc_pool_init", "adc_pool_set",
-            "adc_pool_workers", "adc_block_release")
+            "adc_pool_workers", "adc_block_release", *RUNTIME)
 _GLOBALS = {"threads": 1, "min_work": DEFAULT_MIN_WORK, "unit": DEFAULT_UNIT, "gen": 0,
             "busy": 0, "active": 0, "nworkers": 0, "job_n": 0, "job_size": 0,
             "job_chunks": 0, "next": 0, "fail_chunk": 0}
@@ -70,6 +79,7 @@ class _Pool:
 
     def __init__(self):
         self.m = ir.Module(name="adc.pool")
+        self.m.adc_runtime = True  # values.shared defines the kernels' helpers here
         self.m.triple = llvm.get_process_triple()
         self.m.data_layout = str(jit.target_machine().target_data)
         self.g = {}
@@ -119,11 +129,20 @@ class _Pool:
         self.build_set()
         self.build_for()
         self.build_block_release()
+        self.build_runtime()
         fn, b = self.function("adc_parallel_unit", ir.FunctionType(I64, []))
         b.ret(self.load(b, "unit"))
         fn, b = self.function("adc_pool_workers", ir.FunctionType(I64, []))
         b.ret(self.load(b, "nworkers"))
         return self.m
+
+    def build_runtime(self):
+        """The helpers every kernel calls, defined here once (values.shared)."""
+        helpers = _Helpers(self)
+        helpers.buffer_fn()
+        helpers.unbuffer_fn()
+        slabs_done_fn(self.m)
+        zero_chunk(self.m)
 
     def build_block_release(self):
         """adc_block_release(capsule): a returned large block numpy no longer uses goes on the
@@ -324,6 +343,36 @@ class _Pool:
         while_loop(b, more, one)
 
 
+def zero_chunk(module):
+    """adc.rt.chunk_zero(env {data, bytes}, lo, hi): memset of blocks lo..hi-1 (in the
+    runtime library: values.shared)."""
+    return shared(module, ZERO_CHUNK_FN, CHUNK_FN, _build_zero_chunk)
+
+
+def _build_zero_chunk(fn):
+    module = fn.module
+    env, lo, hi = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    data = b.load(b.gep(env, [i64(0), ir.Constant(I32, 0)], source_etype=ZERO_ENV), typ=PTR)
+    size = b.load(b.gep(env, [i64(0), ir.Constant(I32, 1)], source_etype=ZERO_ENV), typ=I64)
+    start = b.mul(lo, i64(ZERO_BLOCK))
+    end = b.mul(hi, i64(ZERO_BLOCK))
+    end = b.select(b.icmp_signed("<", end, size), end, size)
+    memset = module.declare_intrinsic("llvm.memset", [PTR, I64])
+    b.call(memset, [b.gep(data, [start], source_etype=I8), ir.Constant(I8, 0),
+                    b.sub(end, start), ir.Constant(I1, 0)])
+    b.ret(ir.Constant(I32, OK))
+
+
+
+class _Helpers(MemoryLowering):
+    """The memory helpers' builders (memory.MemoryLowering) on the pool's module."""
+
+    def __init__(self, builder):
+        self.module = builder.m
+        self.libc = builder.libc
+
+
 _state = {}
 _LOCK = threading.Lock()
 
@@ -338,7 +387,7 @@ def _library():
             for name in _EXPORTS:
                 builder.export_symbol(name)
             imports = capi.symbols()
-            for name in (LARGE_CACHE, LARGE_BYTES):
+            for name in (LARGE_CACHE, LARGE_BYTES, SLAB_CACHE, TAG):
                 builder.import_symbol(name, imports[name])
             tracker = builder.link(jit._init()["lljit"], "adcompile_pool")
             addresses = {name: tracker[name] for name in _EXPORTS}
@@ -382,6 +431,12 @@ def symbols():
     """{symbol: address} of the pool functions kernels call."""
     addresses = _library()["addresses"]
     return {name: addresses[name] for name in ("adc_parallel_for", "adc_parallel_unit")}
+
+
+def runtime_symbols():
+    """{symbol: address} of the helpers every kernel calls (values.shared)."""
+    addresses = _library()["addresses"]
+    return {name: addresses[name] for name in RUNTIME}
 
 
 def block_symbols():

@@ -10,6 +10,8 @@ how code that cannot know statically tells them apart. A lazy value (fusion.py) 
 its leaves' data pointers, its scalar operands and its leaves' strides.
 """
 
+import os
+
 import llvmlite.ir as ir
 
 from adcompile.ir import types as T
@@ -70,6 +72,28 @@ def external(module, name, typ=I8):
         g = opaque(ir.GlobalVariable(module, typ, name=name))
         g.linkage = "external"
     return g
+
+
+def shared(module, name, fnty, build):
+    """A helper every kernel calls (allocating and releasing buffers, returning slabs, the
+    zero-fill piece): defined once per process in the runtime library (the thread pool's
+    library, pool.py, whose module has `adc_runtime` set), where build(fn) writes its body,
+    and only declared in a kernel's module, linked to that definition (pool.runtime_symbols):
+    re-emitted in every module, these helpers were 5-15 % of a GradBench gradient's LLVM
+    time. Their names carry a dot, like every symbol we define. ADCOMPILE_LLVM_SHARED=0 (for
+    comparisons): every module defines its own, internal copies, as before."""
+    fn = module.globals.get(name)
+    if fn is None:
+        fn = ir.Function(module, fnty, name=name)
+        if getattr(module, "adc_runtime", False):
+            build(fn)
+        elif not SHARED:
+            fn.linkage = "internal"
+            build(fn)
+    return fn
+
+
+SHARED = os.environ.get("ADCOMPILE_LLVM_SHARED", "1") != "0"
 
 
 def loop_hints(module, kind="array"):

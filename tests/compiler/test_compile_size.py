@@ -1,0 +1,166 @@
+"""What keeps a kernel's LLVM module small (issue 13, compile time): the helpers every kernel
+calls live once per process in the runtime library (values.shared, pool.py), outlined array
+ops recompute the strides a caller derives from shapes (lower._param_pattern), and functions
+that only plan an operation are not optimised (pairwise.planning). The corpora check that
+results do not change; these check the mechanisms themselves."""
+
+import re
+
+import llvmlite.ir as ir
+import numpy as np
+import pytest
+
+pytest.importorskip("llvmlite")
+
+from adcompile import adcompile, grad  # noqa: E402
+from adcompile.backends.llvm import lower, pool, values  # noqa: E402
+from adcompile.backends.llvm.values import I64, PTR, i64  # noqa: E402
+
+
+def row_norms(x, y):
+    z = np.exp(x) * y
+    return np.sum(np.sum(z * z, axis=1) + np.zeros(x.shape[0]))
+
+
+def arrays(n=6, m=5):
+    rng = np.random.default_rng(0)
+    return rng.standard_normal((n, m)), rng.standard_normal((n, m))
+
+
+def kernel_module_text(fn, *args):
+    """The unoptimised LLVM IR of the variant these arguments select."""
+    compiled = adcompile(fn)
+    compiled(*args)
+    native = compiled.specialize(*args).native
+    return str(native.variant(args).llvm_module())
+
+
+def defined(text, name):
+    return re.search(rf'^define[^\n]*@"{re.escape(name)}"\(', text, re.M) is not None
+
+
+def declared(text, name):
+    return re.search(rf'^declare[^\n]*@"{re.escape(name)}"\(', text, re.M) is not None
+
+
+@pytest.mark.parametrize("name", pool.RUNTIME)
+def test_kernels_declare_the_runtime_helpers_and_define_none(name):
+    x, y = arrays(400, 300)  # large enough for a parallel zero fill
+    text = kernel_module_text(row_norms, x, y)
+    assert not defined(text, name)
+    if name != pool.ZERO_CHUNK_FN or "adc_parallel_for" in text:
+        assert declared(text, name)
+
+
+def test_the_runtime_library_defines_each_helper_once():
+    text = str(pool._Pool().build())
+    for name in pool.RUNTIME:
+        assert len(re.findall(rf'^define[^\n]*@"{re.escape(name)}"\(', text, re.M)) == 1, name
+
+
+def test_the_runtime_library_is_linked_once_per_process():
+    first = pool.runtime_symbols()
+    x, y = arrays()
+    adcompile(row_norms)(x, y)
+    grad(adcompile(row_norms), argnums=(0, 1))(x, y)
+    assert pool.runtime_symbols() == first
+    assert all(address for address in first.values())
+    assert pool._library() is pool._library()
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_results_with_the_shared_helpers(parallel, monkeypatch):
+    """Allocations, releases and a zero fill split over the pool (threshold 0) through the
+    runtime library's helpers give numpy's results, and memory is reused across calls."""
+    monkeypatch.setattr(pool, "_settings", dict(pool._settings, min_work=0, threads=2))
+    pool._apply()
+    try:
+        x, y = arrays(300, 70)
+        f = adcompile(row_norms, parallel=parallel)
+        g = grad(adcompile(row_norms, parallel=parallel), argnums=(0, 1))
+        for _ in range(3):
+            assert f(x, y) == pytest.approx(row_norms(x, y), rel=1e-12)
+            gx, gy = g(x, y)
+            np.testing.assert_allclose(gx, 2 * np.exp(2 * x) * y * y, rtol=1e-12)
+            np.testing.assert_allclose(gy, 2 * np.exp(2 * x) * y, rtol=1e-12)
+    finally:
+        monkeypatch.undo()
+        pool._apply()
+
+
+# -- outlined ops: derived strides recomputed inside -------------------------------------------
+
+def test_a_derived_stride_is_recomputed_not_passed():
+    fn = ir.Function(ir.Module(), ir.FunctionType(I64, [I64, I64]), name="caller")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    n, m = fn.args
+    stride = b.mul(b.mul(i64(1), m), n)  # the C stride of axis 0 of an (k, n, m) array
+    params, index = [], {}
+    patterns = [lower._param_pattern(c, params, index) for c in (n, m, stride, i64(7))]
+    assert params == [n, m]
+    assert patterns[:2] == [("p", 0), ("p", 1)]
+    assert patterns[2][0] == "e" and patterns[2][1] == "mul"
+    assert patterns[3] == ("c", "i64 7")
+    callee = ir.Function(fn.module, ir.FunctionType(I64, [I64, I64]), name="callee")
+    cb = ir.IRBuilder(callee.append_basic_block("entry"))
+    local = lower._Recomputed(cb, {id(p): a for p, a in zip(params, callee.args)})
+    inside = local(stride)
+    assert inside is local(stride)  # emitted once
+    cb.ret(inside)
+    body = str(callee)
+    assert body.count(" mul ") == 2 and '%".1"' in body and '%".2"' in body
+
+
+def test_arithmetic_on_loaded_values_stays_a_parameter():
+    fn = ir.Function(ir.Module(), ir.FunctionType(I64, [PTR]), name="caller")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    loaded = b.load(fn.args[0], typ=I64)
+    deep = loaded
+    for _ in range(lower._RECOMPUTE_DEPTH + 2):
+        deep = b.add(deep, i64(1))
+    params, index = [], {}
+    lower._param_pattern(loaded, params, index)
+    lower._param_pattern(deep, params, index)
+    assert params[0] is loaded
+    assert len(params) == 2  # the chain is cut at _RECOMPUTE_DEPTH: its root is passed
+
+
+def test_outlined_op_on_c_contiguous_arrays_takes_no_strides():
+    """exp(x) * y on two C-contiguous (n, m) arguments: the outlined product takes the two
+    shapes (4 integers) and recomputes the strides (m, 1) from them, so LLVM knows the rows
+    are contiguous (before: 6 integers, the stride m of each operand passed on its own)."""
+    x, y = arrays()
+    text = kernel_module_text(row_norms, x, y)
+    products = re.findall(r'^define internal i32 @"adc\.op\.mul\.\d+"\(([^)]*)\)', text, re.M)
+    assert products
+    assert all(params.count("i64") == 4 for params in products), products
+
+
+# -- planning helpers are not optimised ---------------------------------------------------------
+
+def test_planning_functions_are_optnone():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((4, 5, 6)).transpose(2, 0, 1)  # a layout that needs a sum plan
+    text = kernel_module_text(_sum_axis_1, a)
+    planners = re.findall(r'^define[^\n]*@"adc\.(?:sum_plan|axis_order)\.\d+"\([^\n]*', text,
+                          re.M)
+    assert planners
+    assert all("optnone" in line and "noinline" in line for line in planners)
+    np.testing.assert_allclose(adcompile(_sum_axis_1)(a), a.sum(axis=1), rtol=1e-12)
+
+
+def _sum_axis_1(a):
+    return np.sum(a, axis=1)
+
+
+def test_unshared_helpers_give_the_same_results(monkeypatch):
+    """ADCOMPILE_LLVM_SHARED=0 (values.SHARED False, for comparisons): each module defines
+    its own internal helpers, and the results are the same."""
+    x, y = arrays(40, 30)
+    shared = grad(adcompile(row_norms), argnums=(0, 1))(x, y)
+    monkeypatch.setattr(values, "SHARED", False)
+    text = kernel_module_text(row_norms, x, y)
+    assert defined(text, pool.BUFFER_FN) and defined(text, pool.SLABS_DONE_FN)
+    alone = grad(adcompile(row_norms), argnums=(0, 1))(x, y)
+    for a, b in zip(shared, alone):
+        np.testing.assert_array_equal(a, b)
