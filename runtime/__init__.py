@@ -92,7 +92,7 @@ _FUNCTIONS = [
     "ceil", "trunc", "round", "square", "maximum", "minimum", "where", "masked_fill", "eq", "ne",
     "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or", "logical_xor", "isnan",
     "isinf", "isfinite", "sum", "mean", "prod", "max", "min", "argmax", "argmin", "norm", "var",
-    "std", "dot", "mm", "mv", "bmm", "matmul", "outer", "addmm", "reshape", "flatten", "t",
+    "std", "dot", "vdot", "mm", "mv", "bmm", "matmul", "outer", "addmm", "reshape", "flatten", "t",
     "transpose", "permute", "squeeze", "unsqueeze", "select", "narrow", "cat", "stack",
     "split", "chunk", "unsafe_chunk", "unbind", "clone", "diag", "softmax", "log_softmax", "logsumexp",
     "cumsum", "all", "any", "remainder", "floor_divide", "rsub", "addcmul", "addcdiv", "lerp",
@@ -133,6 +133,12 @@ concat = concatenate = cat
 from runtime import breadth as _breadth  # noqa: E402  (issue 16's operator families)
 
 globals().update({name: _with_out(fn) for name, fn in _breadth.TORCH.items()})
+from runtime.ops import contractions as _contractions  # noqa: E402
+
+globals().update({name: _with_out(getattr(_contractions, name))
+                  for name in _contractions.FUNCTIONS})
+for _name in _contractions.METHODS:
+    setattr(Tensor, _name, getattr(_contractions, _name))
 from runtime import special  # noqa: E402
 
 
