@@ -94,9 +94,9 @@ def _chain_matmul(L, *ms):
 CHAINS = {
     "multi_dot_two": op(lambda L, a, b: L.linalg.multi_dot([a, b]), [(2, 3), (3, 4)], "any", D2),
     "multi_dot_tuple": op(lambda L, a, b: L.linalg.multi_dot((a, b)), [(2, 3), (3, 4)]),
-    "multi_dot_three_left": op(lambda L, a, b, c: L.linalg.multi_dot([a, b, c]),
+    "multi_dot_three_bc_first": op(lambda L, a, b, c: L.linalg.multi_dot([a, b, c]),
                                [(10, 3), (3, 40), (40, 2)], "any", D2),
-    "multi_dot_three_right": op(lambda L, a, b, c: L.linalg.multi_dot([a, b, c]),
+    "multi_dot_three_ab_first": op(lambda L, a, b, c: L.linalg.multi_dot([a, b, c]),
                                 [(2, 40), (40, 3), (3, 10)]),
     "multi_dot_four": op(lambda L, a, b, c, d: L.linalg.multi_dot([a, b, c, d]),
                          [(10, 3), (3, 40), (40, 2), (2, 7)]),
@@ -252,3 +252,16 @@ ERRORS = {
 @pytest.mark.parametrize("name", list(ERRORS))
 def test_error_type(name):
     assert_same_error(ERRORS[name])
+
+
+def test_vdot_conjugates_the_first_vector_of_complex_operands():
+    rng = np.random.default_rng(_seed("vdot_complex"))
+    a, b = (rng.standard_normal(4) + 1j * rng.standard_normal(4) for _ in range(2))
+    results = []
+    for L in (torch, adcompile):
+        x, y = L.tensor(a, requires_grad=True), L.tensor(b, requires_grad=True)
+        out = L.vdot(x, y)
+        out.abs().backward()
+        results.append((out.detach().numpy(), x.grad.numpy(), y.grad.numpy()))
+    for ours, theirs in zip(results[1], results[0]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-10)
