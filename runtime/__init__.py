@@ -108,7 +108,7 @@ def _with_out(fn):
         if out is None:
             return fn(*args, **kwargs)
         if is_grad_enabled() and (out.requires_grad or _builtins.any(
-                isinstance(a, Tensor) and a.requires_grad for a in args)):
+                a.requires_grad for a in _tensor_args(args))):
             raise RuntimeError(f"{fn.__name__}(): out= cannot be used when an argument "
                                f"requires grad, since the result could not be differentiated; "
                                f"drop out= or compute under torch.no_grad()")
@@ -123,6 +123,15 @@ def _with_out(fn):
     call.__name__ = fn.__name__
     call.__doc__ = fn.__doc__
     return call
+
+
+def _tensor_args(args):
+    """The Tensors among `args`, also those inside a list or tuple (multi_dot's operands)."""
+    for a in args:
+        if isinstance(a, (list, tuple)):
+            yield from (x for x in a if isinstance(x, Tensor))
+        elif isinstance(a, Tensor):
+            yield a
 
 
 globals().update({name: _with_out(getattr(_ops, name)) for name in _FUNCTIONS})
@@ -148,6 +157,7 @@ from runtime.linalg import toplevel as _linalg_toplevel  # noqa: E402
 from runtime.linalg.toplevel import *  # noqa: E402,F401,F403
 
 _linalg_toplevel.install(Tensor)
+linalg.multi_dot = _with_out(linalg.multi_dot)
 from runtime import func  # noqa: E402
 from runtime.func import vmap  # noqa: E402,F401
 from runtime import batching as _batching  # noqa: E402

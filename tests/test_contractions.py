@@ -85,10 +85,10 @@ OUTER = {
 }
 
 
-def _chain_matmul(L, *ms):
+def _chain_matmul(L, *ms, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return L.chain_matmul(*ms)
+        return L.chain_matmul(*ms, **kwargs)
 
 
 CHAINS = {
@@ -174,6 +174,8 @@ OUT = {
     "ger": lambda L, o: L.ger(L.ones(2), L.arange(4.0), out=o),
     "vdot": lambda L, o: L.vdot(L.ones(3), L.arange(3.0), out=o),
     "kron": lambda L, o: L.kron(L.ones(2, 2), L.arange(2.0), out=o),
+    "multi_dot": lambda L, o: L.linalg.multi_dot([L.ones(2, 3), L.arange(6.0).view(3, 2)], out=o),
+    "chain_matmul": lambda L, o: _chain_matmul(L, L.ones(2, 3), L.arange(6.0).view(3, 2), out=o),
 }
 
 
@@ -244,6 +246,8 @@ ERRORS = {
     "chain_matmul_shapes": lambda L: _chain_matmul(L, _o(L, 2, 3), _o(L, 4, 3)),
     "vdot_out_with_grad": lambda L: L.vdot(L.ones(3, requires_grad=True), L.ones(3),
                                            out=L.empty(0)),
+    "multi_dot_out_with_grad": lambda L: L.linalg.multi_dot(
+        [L.ones(2, 3, requires_grad=True), L.ones(3, 2)], out=L.empty(0)),
     "kron_out_with_grad": lambda L: L.kron(L.ones(3, requires_grad=True), L.ones(3),
                                            out=L.empty(0)),
 }
@@ -265,3 +269,23 @@ def test_vdot_conjugates_the_first_vector_of_complex_operands():
         results.append((out.detach().numpy(), x.grad.numpy(), y.grad.numpy()))
     for ours, theirs in zip(results[1], results[0]):
         np.testing.assert_allclose(ours, theirs, rtol=1e-10)
+
+
+VMAPPED = {
+    "inner": lambda L, x, y: L.inner(x, y),
+    "vdot": lambda L, x, y: L.vdot(x, y),
+    "ger": lambda L, x, y: L.ger(x, y),
+    "kron": lambda L, x, y: L.kron(x, y),
+    "tensordot": lambda L, x, y: L.tensordot(x, y, 1),
+    "multi_dot": lambda L, x, y: L.linalg.multi_dot([x, y]),
+}
+
+
+@pytest.mark.parametrize("name", list(VMAPPED))
+def test_vmap_over_vectors(name):
+    rng = np.random.default_rng(_seed("vmap", name))
+    a, b = rng.standard_normal((5, 3)), rng.standard_normal((5, 3))
+    theirs, ours = (L.func.vmap(lambda x, y, L=L: VMAPPED[name](L, x, y))(L.tensor(a), L.tensor(b))
+                    for L in (torch, adcompile))
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-10)
