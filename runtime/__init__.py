@@ -144,8 +144,32 @@ from runtime import breadth as _breadth  # noqa: E402  (issue 16's operator fami
 globals().update({name: _with_out(fn) for name, fn in _breadth.TORCH.items()})
 from runtime.ops import contractions as _contractions  # noqa: E402
 
-globals().update({name: _with_out(getattr(_contractions, name))
-                  for name in _contractions.FUNCTIONS})
+
+
+def _with_copy_out(fn):
+    """torch.fn(..., out=t) for ops whose PyTorch out= form computes the result, then copies
+    it into `t` as a recorded copy_: `t` joins the graph (CopyBackwards) instead of refusing
+    arguments that require grad."""
+
+    def call(*args, out=None, **kwargs):
+        result = fn(*args, **kwargs)
+        if out is None:
+            return result
+        if out.dtype != result.dtype:
+            raise RuntimeError(f"{fn.__name__}(): out= has dtype {out.dtype} but the result "
+                               f"is {result.dtype}")
+        if tuple(out.shape) != tuple(result.shape):
+            with no_grad():
+                out.data = zeros(result.shape, dtype=out.dtype)
+        return out.copy_(result)
+
+    call.__name__ = fn.__name__
+    call.__doc__ = fn.__doc__
+    return call
+
+
+globals().update({name: (_with_copy_out if name in _contractions.COPY_OUT else _with_out)(
+    getattr(_contractions, name)) for name in _contractions.FUNCTIONS})
 for _name in _contractions.METHODS:
     setattr(Tensor, _name, getattr(_contractions, _name))
 from runtime import special  # noqa: E402

@@ -189,6 +189,22 @@ def test_out_keyword(name):
     np.testing.assert_array_equal(results[1], results[0])
 
 
+@pytest.mark.parametrize("name", ["tensordot", "inner"])
+def test_out_keyword_joins_the_graph(name):
+    """Their out= copies a recorded result into `out`: out gets CopyBackwards and gradients."""
+    facts = []
+    for L in (torch, adcompile):
+        x = L.arange(6.0).view(2, 3).requires_grad_()
+        out = L.empty(0)
+        call = {"tensordot": lambda: L.tensordot(x, L.ones(3, 4), 1, out=out),
+                "inner": lambda: L.inner(x, L.ones(4, 3), out=out)}[name]
+        assert call() is out
+        (out * out).sum().backward()
+        facts.append((type(out.grad_fn).__name__, out.is_leaf, x.grad.numpy().copy()))
+    assert facts[1][:2] == facts[0][:2]
+    np.testing.assert_allclose(facts[1][2], facts[0][2])
+
+
 def test_chain_matmul_warns_deprecation_once():
     from runtime.ops import contractions
 
@@ -244,6 +260,10 @@ ERRORS = {
     "chain_matmul_none": lambda L: _chain_matmul(L),
     "chain_matmul_1d": lambda L: _chain_matmul(L, _o(L, 3), _o(L, 3, 4)),
     "chain_matmul_shapes": lambda L: _chain_matmul(L, _o(L, 2, 3), _o(L, 4, 3)),
+    "tensordot_out_dtype": lambda L: L.tensordot(_o(L, 2, 3), _o(L, 3, 2), 1,
+                                                 out=L.empty(0, dtype=L.float64)),
+    "inner_out_leaf_requires_grad": lambda L: L.inner(_o(L, 2, 3), _o(L, 2, 3),
+                                                      out=L.empty(2, 2, requires_grad=True)),
     "vdot_out_with_grad": lambda L: L.vdot(L.ones(3, requires_grad=True), L.ones(3),
                                            out=L.empty(0)),
     "multi_dot_out_with_grad": lambda L: L.linalg.multi_dot(

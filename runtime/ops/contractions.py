@@ -252,3 +252,4 @@ def chain_matmul(*matrices):
 
 FUNCTIONS = ["tensordot", "inner", "ger", "kron", "chain_matmul"]
 METHODS = ["inner", "ger", "kron"]
+COPY_OUT = {"tensordot", "inner"}  # out= copies the recorded result (so takes grad), as torch's
