@@ -120,7 +120,26 @@ CHAINS = {
     "chain_matmul_empty": op(lambda L, a, b: _chain_matmul(L, a, b), [(2, 0), (0, 3)]),
 }
 
-CASES = {**TENSORDOT, **INNER, **OUTER, **CHAINS}
+EDGES = {
+    "tensordot_empty_contracted": op(lambda L, a, b: L.tensordot(a, b, 1), [(3, 0), (0, 4)]),
+    "tensordot_empty_free": op(lambda L, a, b: L.tensordot(a, b, 1), [(0, 3), (3, 4)]),
+    "tensordot_empty_full": op(lambda L, a, b: L.tensordot(a, b, 1), [(0,), (0,)]),
+    "tensordot_4d": op(lambda L, a, b: L.tensordot(a, b, ([3, 0], [0, 2])),
+                       [(2, 3, 4, 5), (5, 3, 2)]),
+    "tensordot_unit_both_sides": op(lambda L, a, b: L.tensordot(a, b, ([1], [0])),
+                                    [(3, 1), (1, 5)]),
+    "tensordot_unit_full": op(lambda L, a, b: L.tensordot(a, b, 2), [(3, 1), (1, 4)]),
+    "inner_empty": op(lambda L, a, b: L.inner(a, b), [(2, 0), (3, 0)]),
+    "vdot_empty": op(lambda L, a, b: L.vdot(a, b), [(0,), (0,)]),
+    "kron_empty": op(lambda L, a, b: L.kron(a, b), [(2, 0), (3, 2)]),
+    "kron_both_transposed": op(lambda L, a, b: L.kron(a.t(), b.t()), [(2, 2), (3, 2)]),
+    "multi_dot_empty": op(lambda L, a, b, c: L.linalg.multi_dot([a, b, c]),
+                          [(2, 0), (0, 3), (3, 2)]),
+    "multi_dot_empty_four": op(lambda L, *ms: L.linalg.multi_dot(ms),
+                               [(2, 0), (0, 3), (3, 2), (2, 2)]),
+}
+
+CASES = {**TENSORDOT, **INNER, **OUTER, **CHAINS, **EDGES}
 
 
 def _inputs(shapes, domain, dtype, seed):
@@ -242,6 +261,8 @@ ERRORS = {
     "tensordot_repeated_dim": lambda L: L.tensordot(_o(L, 3, 3), _o(L, 3, 3), ([0, 0], [0, 1])),
     "tensordot_dim_out_of_range": lambda L: L.tensordot(_o(L, 3, 4), _o(L, 4, 3), ([2], [0])),
     "tensordot_bare_ints": lambda L: L.tensordot(_o(L, 3, 4), _o(L, 4, 2), (1, 0)),
+    "tensordot_dims_tensor_three_rows": lambda L: L.tensordot(_o(L, 3, 4), _o(L, 4, 3),
+                                                              L.tensor([1, 0, 1])),
     "tensordot_dims_string": lambda L: L.tensordot(_o(L, 3, 4), _o(L, 4, 3), "a"),
     "inner_last_dims": lambda L: L.inner(_o(L, 2, 3), _o(L, 4, 2)),
     "inner_dtype": lambda L: L.inner(_o(L, 2, 3), _o(L, 4, 3, dtype=L.float64)),

@@ -31,7 +31,7 @@ def tensordot(a, b, dims=2):
 
 def _dim_lists(a, b, dims):
     if hasattr(dims, "tolist"):  # a tensor of dims: one count, or two rows of dims
-        dims = dims.tolist() if dims.numel() > 1 else int(dims.item())
+        dims = _tensor_dims(dims)
     if isinstance(dims, (tuple, list)):
         dims_a, dims_b = dims  # ValueError for anything but a pair, as PyTorch's unpacking
         return _int_list(dims_a), _int_list(dims_b)
@@ -41,6 +41,14 @@ def _dim_lists(a, b, dims):
         raise RuntimeError(f"tensordot(): cannot contract {dims} dims of tensors with "
                            f"{a._data.ndim} and {b._data.ndim} dims")
     return list(range(-dims, 0)), list(range(dims))
+
+
+def _tensor_dims(dims):
+    if dims.numel() <= 1:
+        return int(dims.item())
+    if dims.shape[0] != 2:  # PyTorch asserts this (AssertionError, not RuntimeError)
+        raise AssertionError(f"tensordot(): a tensor of dims needs 2 rows, got {dims.shape[0]}")
+    return dims.tolist()
 
 
 def _int_list(dims):
