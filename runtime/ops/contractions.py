@@ -12,6 +12,7 @@ import numpy as np
 
 from runtime.ops import reductions as R
 from runtime.ops import shape as S
+from runtime.ops._core import is_tensor
 from runtime.ops.elementwise import mul
 from runtime.ops.linalg import dot, mm, outer
 
@@ -21,16 +22,14 @@ from runtime.ops.linalg import dot, mm, outer
 def tensordot(a, b, dims=2):
     """Contract `dims` of a with those of b: an int n (a's last n with b's first n), or a pair
     (dims of a, dims of b)."""
-    if isinstance(dims, bool) or not isinstance(dims, (tuple, list, int)) \
-            and not hasattr(dims, "tolist"):
+    if not isinstance(dims, (tuple, list, int)) and not is_tensor(dims):
         raise RuntimeError(f"tensordot(): dims must be an int or a pair of lists of dims, "
                            f"got {dims!r}")
-    dims_a, dims_b = _dim_lists(a, b, dims)
-    return _tensordot(a, b, list(dims_a), list(dims_b))
+    return _tensordot(a, b, *_dim_lists(a, b, dims))
 
 
 def _dim_lists(a, b, dims):
-    if hasattr(dims, "tolist"):  # a tensor of dims: one count, or two rows of dims
+    if is_tensor(dims):  # one count, or two rows of dims
         dims = _tensor_dims(dims)
     if isinstance(dims, (tuple, list)):
         dims_a, dims_b = dims  # ValueError for anything but a pair, as PyTorch's unpacking
