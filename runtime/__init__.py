@@ -92,7 +92,7 @@ _FUNCTIONS = [
     "ceil", "trunc", "round", "square", "maximum", "minimum", "where", "masked_fill", "eq", "ne",
     "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or", "logical_xor", "isnan",
     "isinf", "isfinite", "sum", "mean", "prod", "max", "min", "argmax", "argmin", "norm", "var",
-    "std", "dot", "mm", "mv", "bmm", "matmul", "outer", "addmm", "reshape", "flatten", "t",
+    "std", "dot", "vdot", "mm", "mv", "bmm", "matmul", "outer", "addmm", "reshape", "flatten", "t",
     "transpose", "permute", "squeeze", "unsqueeze", "select", "narrow", "cat", "stack",
     "split", "chunk", "unsafe_chunk", "unbind", "clone", "diag", "softmax", "log_softmax", "logsumexp",
     "cumsum", "all", "any", "remainder", "floor_divide", "rsub", "addcmul", "addcdiv", "lerp",
@@ -108,7 +108,7 @@ def _with_out(fn):
         if out is None:
             return fn(*args, **kwargs)
         if is_grad_enabled() and (out.requires_grad or _builtins.any(
-                isinstance(a, Tensor) and a.requires_grad for a in args)):
+                a.requires_grad for a in _tensor_args(args))):
             raise RuntimeError(f"{fn.__name__}(): out= cannot be used when an argument "
                                f"requires grad, since the result could not be differentiated; "
                                f"drop out= or compute under torch.no_grad()")
@@ -125,6 +125,15 @@ def _with_out(fn):
     return call
 
 
+def _tensor_args(args):
+    """The Tensors among `args`, also those inside a list or tuple (multi_dot's operands)."""
+    for a in args:
+        if isinstance(a, (list, tuple)):
+            yield from (x for x in a if isinstance(x, Tensor))
+        elif isinstance(a, Tensor):
+            yield a
+
+
 globals().update({name: _with_out(getattr(_ops, name)) for name in _FUNCTIONS})
 subtract, multiply, divide, true_divide = sub, mul, div, div
 absolute, negative, clip = abs, neg, clamp
@@ -133,6 +142,36 @@ concat = concatenate = cat
 from runtime import breadth as _breadth  # noqa: E402  (issue 16's operator families)
 
 globals().update({name: _with_out(fn) for name, fn in _breadth.TORCH.items()})
+from runtime.ops import contractions as _contractions  # noqa: E402
+
+
+
+def _with_copy_out(fn):
+    """torch.fn(..., out=t) for ops whose PyTorch out= form computes the result, then copies
+    it into `t` as a recorded copy_: `t` joins the graph (CopyBackwards) instead of refusing
+    arguments that require grad."""
+
+    def call(*args, out=None, **kwargs):
+        result = fn(*args, **kwargs)
+        if out is None:
+            return result
+        if out.dtype != result.dtype:
+            raise RuntimeError(f"{fn.__name__}(): out= has dtype {out.dtype} but the result "
+                               f"is {result.dtype}")
+        if tuple(out.shape) != tuple(result.shape):
+            with no_grad():
+                out.data = zeros(result.shape, dtype=out.dtype)
+        return out.copy_(result)
+
+    call.__name__ = fn.__name__
+    call.__doc__ = fn.__doc__
+    return call
+
+
+globals().update({name: (_with_copy_out if name in _contractions.COPY_OUT else _with_out)(
+    getattr(_contractions, name)) for name in _contractions.FUNCTIONS})
+for _name in _contractions.METHODS:
+    setattr(Tensor, _name, getattr(_contractions, _name))
 from runtime import special  # noqa: E402
 
 
@@ -142,6 +181,7 @@ from runtime.linalg import toplevel as _linalg_toplevel  # noqa: E402
 from runtime.linalg.toplevel import *  # noqa: E402,F401,F403
 
 _linalg_toplevel.install(Tensor)
+linalg.multi_dot = _with_out(linalg.multi_dot)
 from runtime import func  # noqa: E402
 from runtime.func import vmap  # noqa: E402,F401
 from runtime import batching as _batching  # noqa: E402

@@ -888,7 +888,7 @@ def _install_methods():
         "ceil", "trunc", "round", "square", "maximum", "minimum", "masked_fill", "eq", "ne", "lt",
         "le", "gt", "ge", "logical_not", "logical_and", "logical_or", "isnan", "isinf",
         "isfinite", "sum", "mean", "prod", "max", "min", "argmax", "argmin", "norm", "var", "std",
-        "dot", "mm", "mv", "bmm", "matmul", "outer", "view", "reshape", "flatten", "t",
+        "dot", "vdot", "mm", "mv", "bmm", "matmul", "outer", "view", "reshape", "flatten", "t",
         "transpose", "permute", "squeeze", "unsqueeze", "expand", "expand_as", "select",
         "narrow", "split", "chunk", "unbind", "diag", "amax", "amin", "all", "any", "cumsum",
         "softmax", "log_softmax", "remainder", "floor_divide", "addmm", "view_as", "reshape_as",

@@ -1,6 +1,6 @@
 """torch.linalg: the public namespace of adcompile's linear algebra (forward kernels in
 `runtime.ops.decompositions` and `runtime.linalg.norms`, derivative rules in
-`runtime.rules.decompositions`)."""
+`runtime.rules.decompositions`; multi_dot in `runtime.ops.contractions`)."""
 
 from runtime.linalg.norms import matrix_norm, norm, vector_norm  # noqa: F401
 from runtime.ops.decompositions import (  # noqa: F401
@@ -20,6 +20,7 @@ from runtime.ops.decompositions import (  # noqa: F401
     svd,
     svdvals,
 )
+from runtime.ops.contractions import multi_dot  # noqa: F401
 
 
 def matmul(a, b):
@@ -29,5 +30,5 @@ def matmul(a, b):
 
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "det", "eigh", "eigvalsh", "inv",
-           "inv_ex", "lstsq", "matmul", "matrix_norm", "norm", "qr", "slogdet", "solve",
+           "inv_ex", "lstsq", "matmul", "matrix_norm", "multi_dot", "norm", "qr", "slogdet", "solve",
            "solve_ex", "svd", "svdvals", "vector_norm"]

@@ -1,4 +1,4 @@
-"""Forward kernels of products: dot, mm, mv, bmm, matmul, outer, addmm."""
+"""Forward kernels of products: dot, vdot, mm, mv, bmm, matmul, outer, addmm."""
 
 import numpy as np
 
@@ -10,6 +10,7 @@ from runtime.ops.layout import torch_strides
 from runtime.rules import numpy_ops
 
 DotBackward0 = node_class("DotBackward0", "dot")
+VdotBackward0 = node_class("VdotBackward0", "vdot")
 MmBackward0 = node_class("MmBackward0", "mm")
 MvBackward0 = node_class("MvBackward0", "mv")
 BmmBackward0 = node_class("BmmBackward0", "bmm")
@@ -49,11 +50,25 @@ def _colmajor(t):
 
 
 def dot(a, b):
-    _check(a, b, "dot", (1, 1))
-    if a._data.shape != b._data.shape:
-        raise RuntimeError(f"dot(): the vectors have different lengths, {a._data.shape[0]} and "
-                           f"{b._data.shape[0]}")
+    _check_vectors(a, b, "dot")
     return _product(DotBackward0, _dot, a, b)
+
+
+def vdot(a, b):
+    """dot with the first vector conjugated; recorded as its own node, as PyTorch's is."""
+    _check_vectors(a, b, "vdot")
+    return _product(VdotBackward0, _vdot, a, b)
+
+
+def _check_vectors(a, b, name):
+    _check(a, b, name, (1, 1))
+    if a._data.shape != b._data.shape:
+        raise RuntimeError(f"{name}(): the vectors have different lengths, "
+                           f"{a._data.shape[0]} and {b._data.shape[0]}")
+
+
+def _vdot(a, b):
+    return _dot(np.conj(a), b) if a.dtype.kind == "c" else _dot(a, b)
 
 
 def _dot(a, b):

@@ -10,6 +10,12 @@ def dot(ops, g, needs, a, b):
     return (ops.mul(g, b) if needs[0] else None, ops.mul(g, a) if needs[1] else None)
 
 
+@rule("vdot")
+def vdot(ops, g, needs, a, b):
+    """vdot(a, b) = sum(conj(a) * b): a's gradient conjugates g (for real tensors, dot's)."""
+    return (ops.mul(ops.conj(g), b) if needs[0] else None, ops.mul(g, a) if needs[1] else None)
+
+
 @rule("mm", "bmm")
 def mm(ops, g, needs, a, b, a_colmajor=False, b_colmajor=False):
     ga = _product(ops, g, ops.mT(b), a_colmajor) if needs[0] else None
