@@ -69,7 +69,9 @@ TAG = "adc_buffer_tag"  # what slot TR_TAG holds: bound to a private object's ad
 SLAB, SLAB_HEADER, SLABS_KEPT = 1 << 16, 64, 256
 SLAB_CACHE = "adc_slab_cache"
 # the free large blocks (trailers linked through TR_NEXT; TR_CLASS holds minus the block's size)
-LARGE_CACHE, LARGE_KEPT = "adc_large_cache", 1 << 28
+# (1 GiB: GradBench ba13-14's Jacobian values, one 270-311 MB result computed again each call,
+# were freed at 256 MiB and faulted in anew, 40% of the derivative's time at ba14)
+LARGE_CACHE, LARGE_KEPT = "adc_large_cache", 1 << 30
 LARGE_BYTES = "adc_large_bytes"  # about how many bytes the cache holds (an i64)
 
 _VIEWS = ("load", "slice", "transpose", "broadcast_to", "diagonal", "strided")
