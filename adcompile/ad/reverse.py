@@ -28,7 +28,7 @@ from adcompile.ad.ir_ops import IROps
 from adcompile.errors import ArgumentError, CompileError
 from adcompile.ir import types as T
 from adcompile.ir.builder import IRBuilder
-from adcompile.ir.nodes import Block, Function, Op, Value, walk, walk_op
+from adcompile.ir.nodes import Block, Function, Op, Value, export_from_if, walk, walk_op
 from adcompile.ir.nodes import MEMORY_VIEWS, memory_root as _root
 from adcompile.ir.prims import ELEMENTWISE, PRIMS
 from adcompile.passes.dce import dead_code
@@ -243,7 +243,9 @@ class _Reverse:
             shadows = set(self.shadow.values()) | self.shadow_tapes
             return split(result, forward_ids, shadows, self.shadow_allocs)
         constant_fold(result)  # e.g. adjoints passed unchanged through branches
-        _fuse_loops(body, self.fusable)
+        if _forward_tapes(body, _fuse_loops(body, self.fusable)):
+            while _prune_tapes(body):
+                dead_code(result)
         _forget_loop_params(fn)
         return result
 
@@ -2312,11 +2314,64 @@ def _fuse_loops(body, pairs):
     - carries adjoints it never changes (s_bar of `s += ...`), initialised before the loop.
     Then iteration order only changes the order of the additions into the shadow arrays.
     `pairs` (forward loop, its reversed loop) are tried in order, each on the program the
-    earlier fusions left; `_Fusion` does it in time linear in the size of `body`."""
+    earlier fusions left; `_Fusion` does it in time linear in the size of `body`.
+    Returns the tapes such a fusion left pushed and popped in one trip, with their loops."""
     fusion = _Fusion(body)
     for forward, backward in pairs:
         fusion.fuse(forward, backward)
     fusion.flush()
+    return fusion.one_trip
+
+
+def _forward_tapes(body, one_trip):
+    """A fused loop's trip pops what the same trip pushed (`_fuse_loops`): a scalar tape that
+    the loop's body pushes once and pops once, each at most inside `if`s, carries one value
+    from the push to the pop. The pop's result becomes the pushed value itself, brought out of
+    the `if`s around the push as an extra result of each (the other branch yields a zero it
+    never uses: the pop runs in the trips the push did), and push and pop go; `_prune_tapes`
+    then drops the tape, its reservation of a slot per trip and its bookkeeping per trip (ten
+    tapes per observation in GradBench ba's gradient). Returns whether any tape went."""
+    replace = {}
+    for loop, tape in one_trip:
+        push, pop = _tape_ops(loop.regions[0], tape)
+        if push is None:
+            continue
+        value = push[0].operands[1]
+        for op, branch in reversed(push[1]):  # innermost `if` first
+            value = export_from_if(op, branch, value)
+        replace[pop[0].results[0]] = value
+        push[2].ops.remove(push[0])
+        pop[2].ops.remove(pop[0])
+    if replace:
+        for op in walk(body):
+            op.operands = [replace.get(v, v) for v in op.operands]
+    return bool(replace)
+
+
+def _tape_ops(region, tape):
+    """The one push and the one pop of `tape` in the loop body `region`, each as (op, the `if`s
+    around it with the branch it lies in, its block), when there is one of each, only `if`s
+    lie between them and the body, and the push's top-level op comes before the pop's;
+    otherwise (None, None)."""
+    found = {"tape_push": [], "tape_pop": []}
+
+    def visit(block, ifs, top):  # ifs: None inside a nested loop
+        for op in block.ops:
+            here = op if top is None else top
+            if op.prim in found and op.operands[0] is tape:
+                found[op.prim].append((op, ifs, block, here))
+            for k, r in enumerate(op.regions):
+                visit(r, ifs + [(op, k)] if ifs is not None and op.prim == "if" else None,
+                      here)
+
+    visit(region, [], None)
+    pushes, pops = found["tape_push"], found["tape_pop"]
+    if len(pushes) != 1 or len(pops) != 1 or pushes[0][1] is None or pops[0][1] is None:
+        return None, None
+    order = {op: k for k, op in enumerate(region.ops)}
+    if order[pushes[0][3]] >= order[pops[0][3]]:
+        return None, None
+    return pushes[0][:3], pops[0][:3]
 
 
 class _Fusion:
@@ -2333,6 +2388,7 @@ class _Fusion:
         self.body = body
         self.replace = {}     # results of removed reversed loops -> their initial values
         self.removed = set()  # the reversed loops fused so far
+        self.one_trip = []    # (forward loop, tape its trips now push and pop), for _forward_tapes
         self.index()
 
     def index(self):
@@ -2411,11 +2467,11 @@ class _Fusion:
         inits = [self.resolve(v) for v in backward.operands[3:]]
         if not all(before(v) or v.owner is None for v in inits):
             return False
-        targets, stored = set(), set()
+        targets, stored, popped = set(), set(), []
         inside = {index, *carried}
         for op in walk(region):
             if op.prim == "tape_pop" and self.own_tape(op.operands[0], start, end):
-                pass
+                popped.append(op.operands[0])
             elif op.prim == "store" and len(op.operands) == 3 and op.operands[1] is index:
                 stored.add(_root(op.operands[0]))
             elif not PRIMS[op.prim].pure and op.prim not in _FUSABLE_EFFECTS:
@@ -2451,6 +2507,7 @@ class _Fusion:
         fwd_region.ops[-1:-1] = moved
         self.replace.update(zip(backward.results, inits))
         self.removed.add(backward)
+        self.one_trip += [(forward, tape) for tape in popped]
         if not all(isinstance(r.type, T.Scalar) for r in backward.results):
             self.flush()
         return True

@@ -168,3 +168,24 @@ def _params_under(fn, array, pushed, tapes):
             found |= under
         tapes[tape] = found
     return tapes[tape]
+
+
+def export_from_if(op, branch, value):
+    """A new result of the `if` op: the scalar `value`, computed in its region `branch`, from
+    that branch, and a zero from the other (for callers whose readers run only when `branch`
+    did). Returns the new result."""
+    for k, region in enumerate(op.regions):
+        if k == branch:
+            region.terminator.operands.append(value)
+        else:
+            zero = Op("const", [], [value.type], {"value": _ZERO.get(value.type.dtype, 0.0),
+                                                  "type": value.type})
+            region.ops.insert(len(region.ops) - 1, zero)
+            region.terminator.operands.append(zero.results[0])
+    op.attrs["result_types"] = list(op.attrs["result_types"]) + [value.type]
+    result = Value(value.type, value.name, op)
+    op.results.append(result)
+    return result
+
+
+_ZERO = {"bool": False, "i64": 0}

@@ -3,17 +3,20 @@ primitive, operands and attributes, except attributes that only drop a check: th
 op stands for a later one unless that would lose the later one's check) is replaced by the
 earlier op's result.
 
-Loads can see stores, so a load is merged only when it reads an array parameter and the
-function stores into no parameter (one parameter may be a view of another, so a store into any
-of them could change what a load reads). The reverse pass recomputes from reloaded elements,
-and this is what folds those reloads back into the forward pass's own.
+Loads can see stores, so a load is merged only when it reads an array parameter, or a view
+of one (a row, a slice: `memory_root`), and the function stores into no parameter (one
+parameter may be a view of another, so a store into any of them could change what a load
+reads). The reverse pass recomputes from reloaded elements, and this is what folds those
+reloads back into the forward pass's own, and then what it computes from them (in GradBench
+ba's gradient, whose projection reads the rows `cams[obs[i, 0]]`, the rotation's square root
+and divisions: 38 divisions per observation went to 18).
 
 Whole-array ops read memory too, and make new arrays: they are merged only in functions that
 write no array at all. Views (slice, transpose) are always merged: two views of the same
 memory with the same index see the same elements, written or not."""
 
 from adcompile.ir import types as T
-from adcompile.ir.nodes import walk, written_params
+from adcompile.ir.nodes import export_from_if, memory_root, walk, written_params
 from adcompile.ir.prims import PRIMS
 
 _NEVER = {"alloc", "tuple"}  # allocations are distinct objects
@@ -27,38 +30,100 @@ def common_subexpressions(fn):
     replace = {}
     readonly = set() if written_params(fn) else set(fn.params)
     arrays_frozen = not any(op.prim in _WRITES for op in walk(fn.body))
-    _block(fn.body, {}, replace, readonly, arrays_frozen)
+    _Scope(replace, readonly, arrays_frozen).block(fn.body, [])
     return fn
 
 
-def _block(block, seen, replace, readonly, arrays_frozen):
-    """`seen` holds the keys of the ops that dominate this point; the keys this block adds
-    are removed again when it ends (a scoped table: no copy per region)."""
-    added = []
-    for op in block.ops:
-        op.operands = [replace.get(v, v) for v in op.operands]
-        for region in op.regions:
-            _block(region, seen, replace, readonly, arrays_frozen)
+class _Scope:
+    """`seen` holds the keys of the ops that dominate this point; the keys a block adds are
+    removed again when it ends (a scoped table: no copy per region); `ifs` likewise holds the
+    dominating `if` op of each condition."""
+
+    def __init__(self, replace, readonly, arrays_frozen):
+        self.replace, self.readonly, self.arrays_frozen = replace, readonly, arrays_frozen
+        self.seen, self.ifs = {}, {}
+        self.local_of = {}  # a result an earlier `if` exports -> the value it yields
+
+    def block(self, block, offers):
+        added, added_ifs = [], []
+        for op in block.ops:
+            op.operands = [self.replace.get(v, v) for v in op.operands]
+            earlier = self.ifs.get(op.operands[0]) if op.prim == "if" else None
+            for k, region in enumerate(op.regions):
+                inner = offers + [_Offer(earlier, k, self)] if earlier is not None else offers
+                self.block(region, inner)
+            if op.prim == "if" and earlier is None:
+                self.ifs[op.operands[0]] = op
+                added_ifs.append(op.operands[0])
+            key = self.key(op)
+            if key is None:
+                continue
+            found = self.seen.get(key)
+            if found is None:
+                found = self.offered(op, offers)
+                if found is None:
+                    self.seen[key] = op.result
+                    added.append(key)
+                    continue
+            if not _drops_a_check(found.owner, op):
+                self.replace[op.result] = found
+        for key in added:
+            del self.seen[key]
+        for cond in added_ifs:
+            del self.ifs[cond]
+
+    def key(self, op, operands=None):
+        """The op's key, or None when it is not merged."""
         prim = PRIMS[op.prim]
         if op.prim == "load":
-            if op.operands[0] not in readonly:
-                continue
+            if memory_root(op.operands[0]) not in self.readonly:
+                return None
         elif not prim.pure or op.prim in _NEVER or op.regions or len(op.results) != 1:
-            continue
-        elif not arrays_frozen and op.prim not in _VIEWS and (
+            return None
+        elif not self.arrays_frozen and op.prim not in _VIEWS and (
                 isinstance(op.result.type, T.Array) or
                 any(isinstance(v.type, T.Array) for v in op.operands)):
-            continue
-        key = (op.prim, tuple(op.operands), _freeze(op.attrs), op.result.type)
-        earlier = seen.get(key)
-        if earlier is not None:
-            if not _drops_a_check(earlier.owner, op):
-                replace[op.result] = earlier
-        else:
-            seen[key] = op.result
-            added.append(key)
-    for key in added:
-        del seen[key]
+            return None
+        return (op.prim, tuple(op.operands if operands is None else operands),
+                _freeze(op.attrs), op.result.type)
+
+    def offered(self, op, offers):
+        """A result an earlier `if` on this `if`'s condition exports for `op`: the value the
+        same branch of that `if` computed (it ran when this branch runs)."""
+        if not isinstance(op.result.type, T.Scalar):
+            return None
+        operands = [self.local_of.get(v, v) for v in op.operands]
+        key = self.key(op, operands)
+        for offer in reversed(offers):
+            local = offer.table.get(key)
+            if local is not None and not _drops_a_check(local.owner, op):
+                result = offer.export(local)
+                self.local_of[result] = local
+                return result
+        return None
+
+
+class _Offer:
+    """The scalar values computed at the top level of branch `k` of the `if` op `earlier`, by
+    key: a later `if` on the same condition takes what its same branch would compute again
+    from them, as new results of `earlier` (the other branch yields a zero no one reads).
+    The reverse pass's recomputation under a tested condition (GradBench ba's rotation under
+    `theta2 != 0`: its square root and three divisions) then reuses the forward pass's."""
+
+    def __init__(self, earlier, k, scope):
+        self.earlier, self.k, self.exported = earlier, k, {}
+        self.table = {}
+        for op in earlier.regions[k].ops[:-1]:
+            if op.results and isinstance(op.results[0].type, T.Scalar):
+                key = scope.key(op)
+                if key is not None:
+                    self.table.setdefault(key, op.result)
+
+    def export(self, local):
+        result = self.exported.get(local)
+        if result is None:
+            result = self.exported[local] = export_from_if(self.earlier, self.k, local)
+        return result
 
 
 # attributes that only say a check is not needed (the derivative code's loads at indices the

@@ -8,11 +8,11 @@ Jacobian (31p entries) and returns GradBench's excerpt of it (the first 30 entri
 array, then its last).
 
 adcompile's residuals are a loop over the observations with scalar code for the projection,
-as the reference does. The Jacobian differentiates the same loop on per-observation copies of
-the camera and point parameters: every observation then has parameters of its own, so one
-gradient of the sum of the x residuals gives all the x rows of the Jacobian, and one of the y
-residuals all the y rows. A compiled loop assembles the CSR arrays. JAX maps jacrev over the
-observations (vmap); PyTorch runs two backward passes over the same per-observation copies.
+as the reference does. The Jacobian's values are one gradient: of the sum of all 3p
+residuals, each row with its parameters moved by entries of its own in a vector of 31p zeros
+laid out as the values are, so the gradient in that vector is the values in CSR order. A
+compiled loop writes the row pointers and column indices. JAX maps jacrev over the
+observations (vmap); PyTorch runs two backward passes over per-observation copies.
 """
 
 import functools
@@ -107,15 +107,23 @@ def rotate(r0, r1, r2, x0, x1, x2):
     return y0, y1, y2
 
 
-def project(cam, point):
-    """Where the camera sees the point: rotation, perspective division, radial distortion."""
-    y0, y1, y2 = rotate(cam[0], cam[1], cam[2],
-                        point[0] - cam[3], point[1] - cam[4], point[2] - cam[5])
+def image(y0, y1, y2, f, c0, c1, k0, k1):
+    """Where the camera-frame point y lands in the image: perspective division, radial
+    distortion (k0, k1), focal length f, principal point (c0, c1)."""
     u0 = y0 / y2
     u1 = y1 / y2
     rho = u0 * u0 + u1 * u1
-    distortion = 1.0 + cam[9] * rho + cam[10] * rho * rho
-    return cam[6] * u0 * distortion + cam[7], cam[6] * u1 * distortion + cam[8]
+    distortion = 1.0 + k0 * rho + k1 * rho * rho
+    return f * u0 * distortion + c0, f * u1 * distortion + c1
+
+
+def project(cam, point):
+    """Where the camera sees the point: rotation about its centre, then image(). (The camera's
+    last five parameters are read after the rotation, which calls cos and sin: read before,
+    they are kept on the stack across the calls, 7% of the objective's time.)"""
+    y0, y1, y2 = rotate(cam[0], cam[1], cam[2],
+                        point[0] - cam[3], point[1] - cam[4], point[2] - cam[5])
+    return image(y0, y1, y2, cam[6], cam[7], cam[8], cam[9], cam[10])
 
 
 def ba_objective(cams, points, weights, features, obs):
@@ -130,97 +138,90 @@ def ba_objective(cams, points, weights, features, obs):
     return reproj, w_err
 
 
-def ba_coordinate(cams, points, weights, features, coordinate):
-    """The sum over observations of one coordinate of the residuals, each observation with
-    its own camera and point (row i of cams and points)."""
+def shifted_projection(cam, point, shift):
+    """project(cam + shift[0:11], point + shift[11:14])."""
+    y0, y1, y2 = rotate(cam[0] + shift[0], cam[1] + shift[1], cam[2] + shift[2],
+                        point[0] + shift[11] - (cam[3] + shift[3]),
+                        point[1] + shift[12] - (cam[4] + shift[4]),
+                        point[2] + shift[13] - (cam[5] + shift[5]))
+    return image(y0, y1, y2, cam[6] + shift[6], cam[7] + shift[7], cam[8] + shift[8],
+                 cam[9] + shift[9], cam[10] + shift[10])
+
+
+def ba_rows(shift, cams, points, weights, features, obs):
+    """The sum of all 3p residuals, each row's parameters moved by entries of its own in
+    `shift` (31p zeros, laid out as the Jacobian's values): row 2i's camera, point and
+    weight by shift[30i:30i + 15], row 2i + 1's by shift[30i + 15:30i + 30], weight error
+    i's weight by shift[30p + i]. Its gradient in `shift` is therefore the CSR values."""
+    p = weights.shape[0]
     total = 0.0
-    for i in range(weights.shape[0]):
-        proj0, proj1 = project(cams[i], points[i])
-        proj = proj0 if coordinate == 0 else proj1
-        total += weights[i] * (proj - features[i, coordinate])
+    for i in range(p):
+        cam = cams[obs[i, 0]]
+        point = points[obs[i, 1]]
+        row = 30 * i
+        proj0, _ = shifted_projection(cam, point, shift[row:row + 15])
+        _, proj1 = shifted_projection(cam, point, shift[row + 15:row + 30])
+        total += (weights[i] + shift[row + 14]) * (proj0 - features[i, 0])
+        total += (weights[i] + shift[row + 29]) * (proj1 - features[i, 1])
+    for i in range(p):
+        w = weights[i] + shift[30 * p + i]
+        total += 1.0 - w * w
     return total
 
 
-def weight_error(weights):
-    return np.sum(1.0 - weights * weights)
-
-
-def fill_row(cols, vals, start, cam, point, weight, cam_col, point_col, weight_col):
-    """One residual row: 11 camera entries, 3 point entries, the weight entry."""
-    for t in range(11):
-        cols[start + t] = cam_col + t
-        vals[start + t] = cam[t]
-    for t in range(3):
-        cols[start + 11 + t] = point_col + t
-        vals[start + 11 + t] = point[t]
-    cols[start + 14] = weight_col
-    vals[start + 14] = weight
-
-
-def ba_sparse(obs, n, m, cam_x, point_x, weight_x, cam_y, point_y, weight_y, weight_err,
-              rows, cols, vals):
-    """The Jacobian's CSR arrays (rows: 3p + 1, cols and vals: 31p), filled in from each
-    observation's gradients of its x and y residual and the weight errors' derivatives."""
+def ba_structure(obs, n, m, rows, cols):
+    """The Jacobian's row pointers (3p + 1) and column indices (31p), written into rows and
+    cols: 15 entries in each residual row (11 camera, 3 point, 1 weight column), then one in
+    each weight error row."""
     p = obs.shape[0]
+    weight_col = 11 * n + 3 * m
     for i in range(p):
         start = 30 * i
         rows[2 * i] = start
         rows[2 * i + 1] = start + 15
         cam_col = 11 * obs[i, 0]
         point_col = 11 * n + 3 * obs[i, 1]
-        weight_col = 11 * n + 3 * m + i
-        fill_row(cols, vals, start, cam_x[i], point_x[i], weight_x[i], cam_col, point_col,
-                 weight_col)
-        fill_row(cols, vals, start + 15, cam_y[i], point_y[i], weight_y[i], cam_col,
-                 point_col, weight_col)
+        for row in range(start, start + 30, 15):
+            for t in range(11):
+                cols[row + t] = cam_col + t
+            for t in range(3):
+                cols[row + 11 + t] = point_col + t
+            cols[row + 14] = weight_col + i
     for i in range(p):
         rows[2 * p + i] = 30 * p + i
-        cols[30 * p + i] = 11 * n + 3 * m + i
-        vals[30 * p + i] = weight_err[i]
+        cols[30 * p + i] = weight_col + i
     rows[3 * p] = 31 * p
-    return rows, cols, vals
-
-
-def gather(cams, points, obs, own_cams, own_points):
-    """Each observation's own copy of its camera and its point, written into row i of
-    own_cams and own_points."""
-    for i in range(obs.shape[0]):
-        for t in range(11):
-            own_cams[i, t] = cams[obs[i, 0], t]
-        for t in range(3):
-            own_points[i, t] = points[obs[i, 1], t]
-    return own_cams, own_points
+    return rows, cols
 
 
 class Jacobian:
-    """The compiled pieces of the Jacobian, called in turn: gather the per-observation
-    parameters, differentiate the x and then the y residuals, differentiate the weight
-    errors, assemble. The CSR arrays and the per-observation copies are allocated once, when
-    the problem's size is first seen, and refilled by every call, as GradBench's C++ tools
-    allocate their Jacobian when they prepare (a fresh 16 MB each call costs its page faults
-    again: 6.5 ms of system time per call at ba1, more than the two gradients together; the
-    copies, 100 MB at ba12, past the allocator's 32 MB threshold for reusing memory, cost
-    12% of the derivative's time there)."""
+    """The Jacobian in two compiled calls: the gradient of ba_rows in its shift (zeros), which
+    is the CSR values in order, and ba_structure, which writes the row pointers and column
+    indices. The shift (zeros; read, never written) and the index arrays are allocated once,
+    when the problem's size is first seen, and the indices rewritten by every call (a fresh
+    16 MB each call costs its page faults again: 6.5 ms of system time per call at ba1;
+    GradBench's C++ tools allocate their scratch buffers when they prepare, and reserve their
+    output's vectors anew in each call). The values are a new array each call, whose memory
+    the compiled code's cache of large blocks gives back warm. Perturbing each
+    row's parameters, rather than differentiating per-observation copies of them, writes no
+    copies and no separate gradients to be copied into the values: the version that did
+    (gather the copies, a gradient for the x rows and one for the y rows, assemble) spent,
+    in units of the objective's time at ba7, 0.6 gathering and 2.5 assembling besides 2.7 per
+    gradient."""
 
     def __init__(self):
-        self.gather = adcompile(gather)
-        self.residual_grad = ac.grad(adcompile(ba_coordinate), argnums=(0, 1, 2))
-        self.weight_error_grad = ac.grad(adcompile(weight_error))
-        self.sparse = adcompile(ba_sparse)
-        self.csr = self.own = None
+        self.values = ac.grad(adcompile(ba_rows))
+        self.structure = adcompile(ba_structure)
+        self.shift = self.index = None
 
     def __call__(self, cams, points, weights, features, obs, n, m):
         p = obs.shape[0]
-        if self.csr is None or len(self.csr[0]) != 3 * p + 1:
-            self.csr = (np.empty(3 * p + 1, dtype=np.int64), np.empty(31 * p, dtype=np.int64),
-                        np.empty(31 * p))
-            self.own = (np.empty((p, 11)), np.empty((p, 3)))
-        own_cams, own_points = self.gather(cams, points, obs, *self.own)
-        rows_x = self.residual_grad(own_cams, own_points, weights, features, 0)
-        rows_y = self.residual_grad(own_cams, own_points, weights, features, 1)
-        weight_err = self.weight_error_grad(weights)
-        self.sparse(obs, n, m, *rows_x, *rows_y, weight_err, *self.csr)
-        return self.csr
+        if self.shift is None or len(self.shift) != 31 * p:
+            self.shift = np.zeros(31 * p)
+            self.index = (np.empty(3 * p + 1, dtype=np.int64), np.empty(31 * p, dtype=np.int64))
+        vals = self.values(self.shift, cams, points, weights, features, obs)
+        rows, cols = self.structure(obs, n, m, *self.index)
+        return rows, cols, vals
 
 
 class Adcompile:
@@ -380,9 +381,8 @@ class Numba:
 @functools.cache
 def _numba_objective():
     """ba_objective for numba, which calls only compiled functions: the same code with
-    `project` and `rotate` bound to numba's compilations of them."""
-    rotate_nb = njit(rotate)
-    project_nb = njit(_with_globals(project, rotate=rotate_nb))
+    `project`, `rotate` and `image` bound to numba's compilations of them."""
+    project_nb = njit(_with_globals(project, rotate=njit(rotate), image=njit(image)))
     return njit(_with_globals(ba_objective, project=project_nb))
 
 

@@ -1,16 +1,22 @@
 """Reverse mode on loops that tape values (results of an `if`, libm calls): a libm call in
 such a loop is taped instead of recomputed, the derivative code asking for the same function
 of the same value (sin's rule asks for cos(x)) reuses what it has, and a reversed loop that
-pops only its forward loop's tapes runs inside that loop. The programs' values and gradients
+pops only its forward loop's tapes runs inside that loop, where the values it pops are the
+ones the same trip pushed, taken without a tape. The programs' values and gradients
 agree across the interpreter, the Python backend and the LLVM backend and with finite
 differences; the derivative sources show the fused loop and no second libm call."""
 
+import contextlib
 import math
+import os
+import tempfile
+from unittest import mock
 
 import numpy as np
 import pytest
 
 import adcompile as ac
+from adcompile.ad import reverse
 from adcompile.ir.nodes import walk
 
 BACKENDS = ["interp", "python", "llvm"]
@@ -62,6 +68,20 @@ def product_branch(x):
     return p
 
 
+def nested_branches(x, w):
+    """exp and sin taped two `if`s deep, and the `if`s' result taped at the body's top level."""
+    s = 0.0
+    for i in range(x.shape[0]):
+        y = x[i]
+        if x[i] > -0.5:
+            if x[i] > 0.0:
+                y = math.exp(x[i]) * x[i]
+            else:
+                y = math.sin(x[i]) * x[i]
+        s += w[i] * y * y
+    return s
+
+
 def _rows(seed, n, zero_row):
     rng = np.random.default_rng(seed)
     r = rng.uniform(-1.0, 1.0, (n, 3))
@@ -76,6 +96,8 @@ CASES = [
     (exp_branch, lambda: (np.random.default_rng(3).uniform(-1, 1, 9),
                           np.random.default_rng(4).uniform(0.5, 1.5, 9)), (0, 1)),
     (product_branch, lambda: (np.random.default_rng(5).uniform(-1, 1, 8),), (0,)),
+    (nested_branches, lambda: (np.random.default_rng(6).uniform(-1, 1, 12),
+                               np.random.default_rng(7).uniform(0.5, 1.5, 12)), (0, 1)),
 ]
 IDS = [fn.__name__ for fn, _, _ in CASES]
 
@@ -134,3 +156,41 @@ def test_a_changing_adjoint_keeps_two_loops():
     # is the primal's cos; -sin(x) for cos's derivative is the taped sin
     calls = sorted(op.prim for op in walk(program.body) if op.prim in ("sin", "cos"))
     assert calls == ["cos", "sin"]
+
+
+def _tapes(program):
+    return [op for op in walk(program.body) if op.prim == "tape_new"]
+
+
+@pytest.mark.parametrize("k", [0, 1, 3], ids=[IDS[k] for k in (0, 1, 3)])
+def test_a_fused_loop_hands_its_taped_values_over_without_tapes(k):
+    """In the fused loop each trip pops what it pushed: the pops become the pushed values
+    (brought out of the `if`s around the push as results of theirs), and no tape is left.
+    Without that step the same programs keep their tapes."""
+    fn, make, argnums = CASES[k]
+    args = make()
+    program = ac.grad(ac.adcompile(fn), argnums=argnums).specialize(*args).ir
+    assert _tapes(program) == []
+    with _without_forwarding():
+        taped = ac.grad(ac.adcompile(fn), argnums=argnums).specialize(*args).ir
+    assert _tapes(taped)
+
+
+def test_a_loop_that_is_not_fused_keeps_its_tapes():
+    fn, make, argnums = CASES[2]
+    assert _tapes(ac.grad(ac.adcompile(fn)).specialize(*make()).ir)
+
+
+@contextlib.contextmanager
+def _without_forwarding():
+    """Compile with the tapes of fused loops left alone (and an empty cache, so the programs
+    are built again)."""
+    real = reverse._forward_tapes
+    reverse._forward_tapes = lambda body, one_trip: False
+    try:
+        with tempfile.TemporaryDirectory() as directory, \
+                mock.patch.dict(os.environ, {"ADCOMPILE_CACHE_DIR": directory}):
+            yield
+    finally:
+        reverse._forward_tapes = real
+

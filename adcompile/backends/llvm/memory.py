@@ -52,6 +52,8 @@ the gradient's CPU time. A tape's buffer past TAPE_SMALL bytes is such a large b
 given back when the tape outgrows it or the call ends (tape_grow_fn).
 """
 
+import os
+
 import llvmlite.ir as ir
 
 from adcompile.ir import types as T
@@ -72,7 +74,20 @@ TAG = "adc_buffer_tag"  # what slot TR_TAG holds: bound to a private object's ad
 SLAB, SLAB_HEADER, SLABS_KEPT = 1 << 16, 64, 256
 SLAB_CACHE = "adc_slab_cache"
 # the free large blocks (trailers linked through TR_NEXT; TR_CLASS holds minus the block's size)
-LARGE_CACHE, LARGE_KEPT = "adc_large_cache", 1 << 28
+# (1 GiB, or a sixteenth of the machine's memory where that is less, at least 256 MiB:
+# GradBench ba13-14's Jacobian values, one 270-311 MB result computed again each call, were
+# freed at 256 MiB and faulted in anew, 40% of the derivative's time at ba14)
+
+
+def _kept_bytes():
+    try:
+        ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return 1 << 28
+    return max(1 << 28, min(1 << 30, ram // 16))
+
+
+LARGE_CACHE, LARGE_KEPT = "adc_large_cache", _kept_bytes()
 LARGE_BYTES = "adc_large_bytes"  # about how many bytes the cache holds (an i64)
 # a tape's buffer past this many bytes is a large block (tape_grow_fn)
 TAPE_SMALL = 1 << 16
