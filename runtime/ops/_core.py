@@ -92,6 +92,14 @@ def data_of(x, np_dtype):
 _wrap_tensor = None  # Tensor._wrap, installed by runtime.tensor (which imports this module)
 
 
+def wrap_reduced(data, dtype):
+    """A reduction's result: PyTorch allocates it C-contiguous whatever the input's layout
+    (numpy's reductions keep the input's order), so `view` works on it as on PyTorch's."""
+    if data.__class__ is np.ndarray and not data.flags.c_contiguous:
+        data = np.array(data, order="C")  # (ascontiguousarray would make a 0-dim array 1-dim)
+    return wrap(data, dtype)
+
+
 def wrap(data, dtype):
     """A new result tensor (0-dim numpy scalars become 0-dim arrays); dtype None: from data."""
     if data.__class__ is not np.ndarray:

@@ -8,7 +8,7 @@ from runtime.fma import fma
 from runtime import dtypes, simd_softmax
 from runtime.autograd_meta import _state, any_requires_grad, record, requires_grad
 from runtime.function import node_class, save_input, save_output
-from runtime.ops._core import float_dtype, wrap
+from runtime.ops._core import float_dtype, wrap, wrap_reduced
 from runtime.ops.reductions import _axes, _rule_dims, normalize_dims
 
 SoftmaxBackward0 = node_class("SoftmaxBackward0", "softmax")
@@ -90,7 +90,7 @@ def logsumexp(x, dim, keepdim=False):
     r = np.log(np.sum(np.exp(d - m), axis=ax, keepdims=True)) + m
     if not keepdim and ax is not None:
         r = np.squeeze(r, axis=ax)
-    out = wrap(r, float_dtype(x))
+    out = wrap_reduced(r, float_dtype(x))
     if any_requires_grad((x,)):
         record(LogsumexpBackward0, (x,), out,
                (save_input(x), save_output(out, "LogsumexpBackward0"), _rule_dims(dims, x),
@@ -134,7 +134,7 @@ def _logical_reduce(np_fn, x, dim, keepdim):
     ax = None if dim is None else normalize_dims(dim, x._data.ndim)
     if x._data.ndim == 0:
         ax = None  # dim 0 / -1 of a 0-dim tensor is the tensor itself
-    return wrap(np_fn(x._data, axis=ax, keepdims=keepdim), dtypes.bool_)
+    return wrap_reduced(np_fn(x._data, axis=ax, keepdims=keepdim), dtypes.bool_)
 
 
 def full_like_scalar(x, value):

@@ -9,7 +9,7 @@ from runtime import dtypes
 from runtime.cascade_sum import mean_like_torch, sum_like_torch
 from runtime.autograd_meta import any_requires_grad, record
 from runtime.function import node_class, save_input, save_output
-from runtime.ops._core import wrap
+from runtime.ops._core import wrap, wrap_reduced
 
 SumBackward0 = node_class("SumBackward0", "sum")
 SumBackward1 = node_class("SumBackward1", "sum")
@@ -64,7 +64,7 @@ def sum(x, dim=None, keepdim=False, dtype=None):
     dims = normalize_dims(dim, x._data.ndim)
     dt = _sum_dtype(x, dtype)
     data = x._data if dt.np == x._data.dtype else x._data.astype(dt.np)
-    out = wrap(np.asarray(sum_like_torch(data, _axes(dims, data.ndim), keepdim), dt.np), dt)
+    out = wrap_reduced(np.asarray(sum_like_torch(data, _axes(dims, data.ndim), keepdim), dt.np), dt)
     if any_requires_grad((x,)):
         cls = SumBackward0 if dim is None else SumBackward1
         record(cls, (x,), out, (x._data.shape, _rule_dims(dims, x), keepdim))
@@ -83,7 +83,7 @@ def mean(x, dim=None, keepdim=False, dtype=None):
     dt = dtype or x._dtype
     data = x._data if dt.np == x._data.dtype else x._data.astype(dt.np)
     data = np.asarray(mean_like_torch(data, _axes(dims, data.ndim), keepdim), dt.np)
-    out = wrap(data, dt)
+    out = wrap_reduced(data, dt)
     if any_requires_grad((x,)):
         count = x._data.size // builtins.max(out._data.size, 1) if x._data.size else 0
         cls = MeanBackward0 if dim is None else MeanBackward1
@@ -94,7 +94,7 @@ def mean(x, dim=None, keepdim=False, dtype=None):
 def prod(x, dim=None, keepdim=False, dtype=None):
     dims = normalize_dims(dim, x._data.ndim)
     dt = _sum_dtype(x, dtype)
-    out = wrap(np.prod(x._data, axis=_axes(dims, x._data.ndim), keepdims=keepdim, dtype=dt.np), dt)
+    out = wrap_reduced(np.prod(x._data, axis=_axes(dims, x._data.ndim), keepdims=keepdim, dtype=dt.np), dt)
     if any_requires_grad((x,)):
         cls = ProdBackward0 if dim is None else ProdBackward1
         record(cls, (x,), out, (save_input(x), save_output(out, cls.__name__),
@@ -136,8 +136,8 @@ def _extreme(x, dim, keepdim, is_max):
     out_shape = idx.shape if keepdim else src.shape[:axis] + src.shape[axis + 1:]
     if d.ndim == 0:
         out_shape = ()
-    values = wrap(vals.reshape(out_shape), x._dtype)
-    indices = wrap(idx.reshape(out_shape).astype(np.int64), dtypes.int64)
+    values = wrap_reduced(vals.reshape(out_shape), x._dtype)
+    indices = wrap_reduced(idx.reshape(out_shape).astype(np.int64), dtypes.int64)
     if any_requires_grad((x,)):
         cls = MaxBackward0 if is_max else MinBackward0
         record(cls, (x,), values, (idx, idx.shape, src.shape, axis, d.shape))
@@ -161,7 +161,8 @@ def _arg(fn, x, dim, keepdim):
         return wrap(np.asarray(fn(x._data), np.int64), dtypes.int64)
     axis = normalize_dims(dim, x._data.ndim)[0]
     _check_reducible(x._data, axis, fn.__name__ + "()")
-    return wrap(fn(x._data, axis=axis, keepdims=keepdim).astype(np.int64), dtypes.int64)
+    return wrap_reduced(fn(x._data, axis=axis, keepdims=keepdim).astype(np.int64),
+                        dtypes.int64)
 
 
 def _check_reducible(d, axis, name):
@@ -197,7 +198,7 @@ def norm(x, p="fro", dim=None, keepdim=False):
     else:
         with np.errstate(divide="ignore"):
             r = np.sum(np.abs(d) ** p, axis=ax, keepdims=keepdim) ** (1.0 / p)
-    out = wrap(r, x._dtype)
+    out = wrap_reduced(r, x._dtype)
     if any_requires_grad((x,)):
         record(NormBackward, (x,), out, (save_input(x), save_output(out, NormBackward.__name__),
                                          p, _rule_dims(dims, x), keepdim))
@@ -230,7 +231,7 @@ def _moment(x, dim, unbiased, keepdim, correction, is_std):
         if is_std:
             r = np.sqrt(r)
     r = r.astype(d.dtype, copy=False)
-    out = wrap(r, x._dtype)
+    out = wrap_reduced(r, x._dtype)
     if any_requires_grad((x,)):
         if is_std:
             record(StdBackward0, (x,), out, (save_input(x), save_output(out, "StdBackward0"),

@@ -19,7 +19,7 @@ from runtime.function import save_input, save_output
 from runtime.ops._family import node, record_freed
 from runtime.ops import introsort
 from runtime.ops import shape as S
-from runtime.ops._core import check_operand, is_tensor, wrap
+from runtime.ops._core import check_operand, is_tensor, wrap, wrap_reduced
 from runtime.ops.reductions import _axes, _rule_dims, normalize_dims
 
 
@@ -88,7 +88,7 @@ def _amax(x, dim, keepdim, is_max):
     kernel = np.max if is_max else np.min
     axes = _axes(dims, x._data.ndim)
     data = _first_zero_sign(x._data, axes, keepdim, kernel(x._data, axis=axes, keepdims=keepdim))
-    out = wrap(data, x._dtype)
+    out = wrap_reduced(data, x._dtype)
     if any_requires_grad((x,)):
         cls = AmaxBackward0 if is_max else AminBackward0
         record(cls, (x,), out, (save_input(x), save_output(out, cls.__name__),
@@ -129,7 +129,7 @@ def nansum(x, dim=None, keepdim=False, dtype=None):
         # not numpy's)
         data = np.where(np.isnan(data), data.dtype.type(0), data)
     data = sum_like_torch(data, _axes(dims, x._data.ndim), keepdim)
-    out = wrap(np.asarray(data, dt.np), dt)
+    out = wrap_reduced(np.asarray(data, dt.np), dt)
     if any_requires_grad((x,)):
         record(NansumBackward0, (x,), out, (save_input(x), _rule_dims(dims, x), keepdim))
     return out
@@ -175,7 +175,7 @@ def logcumsumexp(x, dim):
     if data.ndim and data.shape[d]:
         with np.errstate(all="ignore"):
             data = np.logaddexp.accumulate(data, axis=d)
-    out = wrap(np.array(data, copy=True), x._dtype)
+    out = wrap(np.array(data, copy=True, order="C"), x._dtype)
     if any_requires_grad((x,)):
         record(LogcumsumexpBackward0, (x,), out,
                (save_input(x), save_output(out, "LogcumsumexpBackward0"), d))
@@ -493,7 +493,7 @@ def _mode_index(row):
 def count_nonzero(x, dim=None):
     dims = normalize_dims(dim, x._data.ndim)
     data = np.count_nonzero(x._data, axis=_axes(dims, x._data.ndim))
-    return wrap(np.asarray(data, np.int64), dtypes.int64)
+    return wrap_reduced(np.asarray(data, np.int64), dtypes.int64)
 
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
