@@ -228,6 +228,26 @@ PRODUCTS = {  # shapes large enough to cut into bands (linalg.BAND_WORK), and on
 }
 
 
+def bands(m, k, n):
+    """How many bands linalg.gemm_bands cuts an (m x k) @ (k x n) product into, by the rule
+    architecture.md states: rows in multiples of BAND_ROWS, each at least BAND_WORK
+    multiply-adds."""
+    from adcompile.backends.llvm.linalg import BAND_ROWS, BAND_WORK
+
+    rows = -(-BAND_WORK // (n * k))
+    rows = -(-rows // BAND_ROWS) * BAND_ROWS
+    return -(-m // rows)
+
+
+def test_the_product_table_cuts_where_it_says():
+    """The shapes above still reach the banded path (and "one band" does not), whatever
+    BAND_WORK and BAND_ROWS become."""
+    for name, (fn, shapes) in PRODUCTS.items():
+        (*_, m, k), (*_, k2, n) = shapes if name != "transposed" else [s[::-1] for s in shapes]
+        assert k == k2
+        assert (bands(m, k, n) > 1) == (name != "one band"), name
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("name", sorted(PRODUCTS))
 def test_products_are_the_same_on_every_thread_count(name, dtype):
