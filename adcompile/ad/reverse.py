@@ -1801,8 +1801,8 @@ def _constant_increment(p, y, body):
     a, c = owner.operands
     if owner.prim == "add" and c is p:
         a, c = c, a
-    if a is not p or c.type != p.type:
-        return None
+    if a is not p or c.type != p.type or any(c is q for q in body.params):
+        return None  # p + p, or p + the index: not a constant step
     inside = c.owner is not None and c.owner in body.ops
     if inside and c.owner.prim != "const":
         return None

@@ -637,6 +637,56 @@ def recurrence_break(x, a):
         s = math.sin(s * a + x[i]) + 0.5 * s
     return s
 
+
+def integer_doubled_nested(a, b, c):
+    """An integer doubled in a nested loop and read by a float: its update `c += c` is no
+    constant step, so reverse mode tapes c rather than recomputing it from the trip count
+    (found by the random-program test: the zero-trip form once failed to build)."""
+    for i in range(3):
+        for j in range(2):
+            c += c
+            a = 0.5 * a + min(a + c, 5.5)
+    return a + b + c
+
+
+def integer_doubled_zero_trip(a, b, c):
+    """The random-program test's case: the same doubling in loops that never run."""
+    for i in range(0):
+        for i in range(0):
+            c += c
+            a = (((0.5 + 0.5) + (0.5 + 0.5)) + min((a + c), 0.5))
+    return a + b + c
+
+
+def integer_plus_index(a, b, c):
+    """An integer grown by the loop's own index: not a constant step either."""
+    for i in range(4):
+        c += i
+        a = a * 0.5 + a * c
+    return a + b
+
+
+def integer_plus_inner_index(a, b, c):
+    """An integer grown by a triangular inner loop's index."""
+    for i in range(3):
+        for j in range(i):
+            c += j
+            a = a * 0.5 + a * c
+    return a * b
+
+
+def integer_doubled_outer(a, b, c, n):
+    """An integer doubled in the outer loop and read by an inner loop."""
+    for i in range(n):
+        c = c + c
+        for j in range(2):
+            a = a * 0.25 + c * a
+    for i in range(n):
+        for i in range(n):
+            c += c
+            a = 4.0 + min(a + c, 0.5)
+    return a + b + c
+
 R = np.random.default_rng(0)
 V = R.standard_normal(7)
 W = R.standard_normal(7)
@@ -723,4 +773,9 @@ CASES = [
     (scratch_while, [(V[:4], M), (V[:4], M[:0])]),
     (scratch_break, [(V[:4], M, 1.0), (V[:4], M, 100.0)]),
     (recurrence_break, [(V, 0.7), (np.abs(V) + 0.5, 0.7)]),
+    (integer_doubled_nested, [(0.3, 0.7, 1), (0.3, 0.7, -2)]),
+    (integer_doubled_zero_trip, [(0.0, 0.0, 0)]),
+    (integer_plus_index, [(0.3, 0.7, 1)]),
+    (integer_plus_inner_index, [(0.3, 0.7, 1)]),
+    (integer_doubled_outer, [(0.3, 0.7, 1, 3), (0.0, 0.0, 0, 0)]),
 ]
