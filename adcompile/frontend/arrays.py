@@ -602,7 +602,9 @@ def _cast_elements(lw, v, element, node):
 def _clip(lw, node, args, kw):
     x, lo, hi = (lw.as_value(a, node) for a in args)
     numpy = {"lib": "numpy", "keep_int": True}  # clip of integers by integers stays integer
-    return lw.b.value("minimum", (lw.b.value("maximum", (x, lo), numpy, node), hi), numpy, node)
+    # bounds first: numpy's clip keeps x where it equals a bound (-0.0 clipped at 0 stays -0.0),
+    # and np.maximum(a, b) returns b on a tie
+    return lw.b.value("minimum", (hi, lw.b.value("maximum", (lo, x), numpy, node)), numpy, node)
 
 
 def _square(lw, node, args, kw):

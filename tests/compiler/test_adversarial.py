@@ -1069,6 +1069,23 @@ def test_clip_of_integers_by_integers_stays_integer(backend):
     same(compiled(clipped_product, backend)(a.copy()), clipped_product(a.copy()))
 
 
+
+def clip_bounds(x, lo, hi):
+    return np.clip(x, lo, hi), x.clip(lo, hi)
+
+
+CLIP_BOUNDS = [(0.0, 5.0), (-0.0, 5.0), (-5.0, 0.0), (-5.0, -0.0), (np.nan, 1.0), (0.0, np.nan),
+               (2.0, 1.0)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("lo,hi", CLIP_BOUNDS, ids=range(len(CLIP_BOUNDS)))
+def test_clip_keeps_a_value_equal_to_its_bound(lo, hi, backend):
+    """numpy's clip keeps x where it equals a bound (-0.0 clipped at 0.0 stays -0.0, 0.0 at
+    -0.0 stays 0.0), propagates a NaN value or bound, and gives hi where lo > hi."""
+    x = np.array([-0.0, 0.0, np.nan, -7.0, 7.0, 1.0, 1.5, -0.0, 0.0])
+    same(compiled(clip_bounds, backend)(x, lo, hi), clip_bounds(x, lo, hi))
+
 def zero_maxima(a, m):
     return np.max(a), np.min(a), np.max(m, axis=0), np.min(m, axis=1, keepdims=True)
 
