@@ -15,6 +15,8 @@ Whole-array ops read memory too, and make new arrays: they are merged only in fu
 write no array at all. Views (slice, transpose) are always merged: two views of the same
 memory with the same index see the same elements, written or not."""
 
+import math
+
 from adcompile.ir import types as T
 from adcompile.ir.nodes import export_from_if, memory_root, walk, written_params
 from adcompile.ir.prims import PRIMS
@@ -140,4 +142,12 @@ def _drops_a_check(earlier, op):
 def _freeze(attrs):
     if not attrs:
         return ()
-    return tuple(sorted((k, repr(v)) for k, v in attrs.items() if k not in _RELAXING))
+    return tuple(sorted((k, _frozen(v)) for k, v in attrs.items() if k not in _RELAXING))
+
+
+def _frozen(value):
+    """An attribute's value as a key: its repr, which tells -0.0 from 0.0 but not a NaN with
+    its sign bit set (inf - inf on x86) from one without."""
+    if isinstance(value, float) and value != value:
+        return f"nan{math.copysign(1.0, value):+.0f}"
+    return repr(value)

@@ -99,8 +99,8 @@ def _pw(a, b):
 # plain oracle). BLAS orders a product's terms its own way, where compiled code adds in order
 # (@ adds k = 0, 1, ... in the result's dtype: _rmm). And where numpy has its own SIMD code
 # for np.tanh, np.sin... the LLVM backend calls the C library (sin, or sinf of float32): _libm
-# gives numpy's results with each finite element computed so (render(checked="seq") spells
-# np.tanh(x) _libm.tanh(x)).
+# gives numpy's results with each element of a finite argument computed so, a NaN's sign
+# included (render(checked="seq") spells np.tanh(x) _libm.tanh(x)).
 SEQUENTIAL = '''
 
 import ctypes as _ctypes
@@ -135,9 +135,9 @@ class _Libm:
             out = np.array(exact)
             flat, args = out.reshape(-1), np.broadcast_to(np.asarray(x, out.dtype),
                                                           out.shape).reshape(-1)
-            for k in range(flat.size):
-                if np.isfinite(flat[k]) and np.isfinite(args[k]):
-                    flat[k] = c_fn(float(args[k]))
+            for k in range(flat.size):  # a NaN of a finite argument too: its sign is
+                if np.isfinite(args[k]) and not np.isinf(flat[k]):  # libm's (acos(2) +nan,
+                    flat[k] = c_fn(float(args[k]))  # numpy's arccos(2.0) -nan)
             return out[()] if out.ndim == 0 else out
 
         return apply

@@ -224,7 +224,9 @@ class _Emitter:
         return self.call(_CASTS[(t.dtype, t.weak)], [node])
 
     def literal(self, value, type):
-        if isinstance(value, float) and not math.isfinite(value):
+        if isinstance(value, float) and math.isnan(value) and math.copysign(1.0, value) < 0:
+            node = ast.UnaryOp(ast.USub(), self.call("float", [ast.Constant("nan")]))
+        elif isinstance(value, float) and not math.isfinite(value):  # the NaN keeps its sign
             node = self.call("float", [ast.Constant(repr(value))])
         elif not isinstance(value, bool) and math.copysign(1.0, value) < 0:
             # a unary minus, so that astor parenthesises it: (-2.0) ** y, not -2.0 ** y
