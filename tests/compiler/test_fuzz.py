@@ -31,7 +31,8 @@ agrees if it is bit for bit one of the outcomes of some order of additions, and 
 that backend is specified to use (the ulp allowance above still applies otherwise).
 Gradients of array programs are compared between backends to 1e-12 of each element plus
 1e-12 of the largest element of that argument's gradient (terms that cancel leave rounding
-that depends on the order of additions).
+that depends on the order of additions); 1e-5 where float32 values are summed (in float32,
+in another order on each backend).
 
 Programs returning one finite float are also differentiated: `grad` on all three backends
 (equal to 1e-12), one of value_and_grad/jvp/vjp on LLVM (its value equal to numpy's or to the
@@ -495,8 +496,11 @@ def check_gradients(result, program, checked, compiled, k, expected, thorough=Tr
             return
         grads[backend] = got.value
     reference = grads["interp"]
+    # float32 sums in another order (LLVM's @ adds in order, numpy's BLAS does not) differ by
+    # float32 rounding, which the gradient carries
+    rtol = 1e-5 if program.uses_float32() and program.reorders() else 1e-12
     for backend in ("python", "llvm"):
-        if not _close(grads[backend], reference, 1e-12, program.arrays):
+        if not _close(grads[backend], reference, rtol, program.arrays):
             result.findings.append(Finding("grad differs between backends", backend, k,
                                            f"interp {show(reference)}; {backend} "
                                            f"{show(grads[backend])}"))
