@@ -54,8 +54,8 @@ def infer(op, known):
     prim = op.prim
     if prim in ELEMENTWISE:
         return broadcast(args, r.ndim)
-    if prim == "alloc":
-        return tuple(const_int(d) for d in op.operands[: op.attrs["ndim"]])
+    if prim == "alloc":  # a negative length raises ValueError when it runs, as in numpy
+        return tuple(_length(const_int(d)) for d in op.operands[: op.attrs["ndim"]])
     if prim == "reshape":
         return _reshape(args[0], [const_int(d) for d in op.operands[1:]])
     if prim == "transpose" and args[0] is not None:
@@ -91,6 +91,10 @@ def infer(op, known):
     if prim == "linspace":
         return (const_int(op.operands[2]),)
     return None
+
+
+def _length(n):
+    return None if n is None or n < 0 else n
 
 
 def _element(shape, indices, r):

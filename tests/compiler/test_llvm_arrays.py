@@ -547,6 +547,11 @@ def sized(n):
     return np.zeros(n)
 
 
+def sized_minus_one(x):
+    t = np.zeros(-1)  # a constant length too: numpy's ValueError when it runs, no refusal
+    return t[0] + x
+
+
 def counted(n, step):
     return np.arange(0, n, step)
 
@@ -597,6 +602,7 @@ ERRORS = [
     (stacked, (_n(3), _n(4)), ValueError),
     (assign_rows, (_n(4, 3), _n(2, 3)), ValueError),
     (sized, (-1,), ValueError),
+    (sized_minus_one, (1.0,), ValueError),
     (counted, (5, 0), ZeroDivisionError),
     (spaced, (-2,), ValueError),
     (largest, (np.zeros((3, 0)),), ValueError),
