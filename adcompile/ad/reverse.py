@@ -499,9 +499,6 @@ class _Reverse:
         if op.prim == "alloc" and op.results[0] in self.active:
             r = op.results[0]
             ndim = op.attrs["ndim"]
-            if op.attrs["fill"] == "value" and op.operands[ndim] in self.active:
-                raise CompileError.at(op.loc, "reverse mode does not differentiate np.full's "
-                                      "fill value yet; fill the array with a loop instead")
             dims = [self.val[v] for v in op.operands[:ndim]]
             self.shadow[r] = self.zeros(dims, r.type, f"{r.name or 'a'}_bar")
         elif op.prim in _VIEWS + ("load",) and isinstance(op.results[0].type, T.Array):
@@ -878,11 +875,30 @@ class _Reverse:
         return [(v, grad) for v, grad in zip(diff, grads) if grad is not None]
 
     # -- whole arrays -------------------------------------------------------------------------
+    def fill_adjoint(self, op, adj, scope):
+        """np.full(shape, v): v gets the sum of what reached the array's elements (its
+        shadow holds, by now, the cotangent of the values the allocation wrote)."""
+        ndim = op.attrs["ndim"]
+        if op.attrs["fill"] != "value" or op.operands[ndim] not in self.active:
+            return
+        r = op.results[0]
+        if r in self.functional:
+            g = self.array_adj.get(r)
+        elif r in self.shadow or _has_shadow(scope, r):
+            g = scope.shadow(r, self)
+        else:
+            return
+        if g is not None:
+            self.accumulate(adj, op.operands[ndim], self.ops.sum(g))
+
     def reverse_array_op(self, op, adj, scope):
         """The adjoint of an op on whole arrays: its cotangent is its shadow array (or, for a
         scalar result, its adjoint); contributions go into the operands' shadows in place."""
         r = op.results[0]
-        if op.prim in _VIEWS or op.prim in ("alloc", "load", "shape", "size"):
+        if op.prim == "alloc":
+            self.fill_adjoint(op, adj, scope)
+            return
+        if op.prim in _VIEWS or op.prim in ("load", "shape", "size"):
             return  # a view's shadow is a view of its operand's: already accumulated there
         if r in self.functional:
             g = self.array_adj.get(r)

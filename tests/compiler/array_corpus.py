@@ -707,6 +707,23 @@ def log_exp_chain(x):
     return np.log(np.exp(x) + 1.0) - np.log10(2.0 + x * x)
 
 
+def filled_then_written(x, v):
+    """np.full of a differentiated value, partly overwritten: the value's gradient is the sum
+    of what reaches the elements it still fills."""
+    a = np.full((3, x.shape[0]), v * v)
+    a[1] = x
+    return np.sum(np.sin(a) * x)
+
+
+def filled_in_a_loop(x, v):
+    s = 0.0
+    for i in range(x.shape[0]):
+        a = np.full(2, v + i)
+        a[0] += x[i]
+        s += np.sum(a * a)
+    return s
+
+
 def clip_loss(x):
     return np.sum(np.clip(x, -0.5, 0.5) ** 2)
 
@@ -1127,6 +1144,8 @@ CASES = [
     ("inverse_trig", inverse_trig, lambda: (_n(2, 3),), (0,)),
     ("log_exp_chain", log_exp_chain, lambda: (_n(5),), (0,)),
     ("clip_loss", clip_loss, lambda: (_n(8),), (0,)),
+    ("filled_then_written", filled_then_written, lambda: (_n(4), 0.7), (0, 1)),
+    ("filled_in_a_loop", filled_in_a_loop, lambda: (_n(3), -0.4), (0, 1)),
     ("sign_sqrt", sign_sqrt, lambda: (_n(5),), (0,)),
     ("maximum_minimum", maximum_minimum, lambda: (_n(6), _n(6, seed=1)), (0, 1)),
     ("maximum_minimum-broadcast", maximum_minimum, lambda: (_n(2, 3), _n(3, seed=1)), (0, 1)),

@@ -28,7 +28,8 @@ SHADOW_MEMORY = {"rk4_energy", "rk4_energy-strided", "oscillator_euler", "normal
                  "accumulate_rows", "rows_plus_equal", "carry_with_while",
                  "rows_updated_in_place", "rows_updated_from_copy", "gmm_by_component",
                  "chain_ode", "chain_ode-strided", "view_carried_across_writes",
-                 "view_merged_by_branch", "view_merged_by_branch-else", "view_read_in_loop"}
+                 "view_merged_by_branch", "view_merged_by_branch-else", "view_read_in_loop",
+                 "filled_in_a_loop"}
 # on LLVM too (compiling three programs per case costs seconds): one of each kind of those
 # (a column stored per trip, rows added into in place, a while loop carrying an array, a
 # callee's slice stores inside a loop carrying an array); with --time, every case
