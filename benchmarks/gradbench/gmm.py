@@ -7,7 +7,11 @@ GradBench's `{alpha, mu, q, l}` object.
 
 The adcompile version is numpy code: Q_k is filled from l by loops, as the reference does,
 and the likelihood is array code over the N points, one pass per component (no K x N x D
-temporary). JAX and PyTorch compute all components at once with einsum.
+temporary). It writes Q_k (x_i - mu_k) as x_i Q_k^T - mu_k Q_k^T: the same function, whose
+gradient in mu_k is then one vector-matrix product (-sum_i y_i_bar) Q_k instead of the N x D
+product y_bar Q_k summed over the points, so the derivative makes two N x D x D products per
+component where it made three (the objective still one). JAX and PyTorch compute all
+components at once with einsum.
 """
 
 import math
@@ -106,7 +110,8 @@ def gmm_objective(alpha, mu, q, l, x, gamma, m, constant):
     sum_q = np.sum(q, axis=1)
     beta = np.zeros((n, k_count))
     for k in range(k_count):
-        y = (x - mu[k]) @ qs[k].T
+        q_t = qs[k].T
+        y = x @ q_t - mu[k] @ q_t
         beta[:, k] = alpha[k] + sum_q[k] - 0.5 * np.sum(y * y, axis=1)
     top = np.max(beta, axis=1, keepdims=True)
     likelihood = np.sum(top[:, 0] + np.log(np.sum(np.exp(beta - top), axis=1)))

@@ -10,6 +10,10 @@ kmeans and the fusion of reductions with their producers).
 - `x_bar[...] += sum_to(g, x.shape)` of reverse mode, g an expression: when g has x's shape
   at run time, the store reads g in place (no array summed into, no zero fill); otherwise g is
   summed into a new array first, as before.
+- `sum_to(g, x.shape)` of an expression g read by something else than a store (a product:
+  `x @ w - v`, whose adjoint `x.T @ sum_to(y_bar, (x @ w).shape)`): when g has the shape at run
+  time, g is written into a new array once (no zero fill, no read of what is written), the
+  array the Python backend returns; otherwise summed as before.
 - A tape whose pops nothing live reads is dropped with its pushes (dce): forward mode over the
   gradient of kmeans' cost tapes no tangents.
 
@@ -24,7 +28,7 @@ import pytest
 
 import adcompile as ac
 from adcompile import api
-from adcompile.backends.llvm import lower
+from adcompile.backends.llvm import arrays, lower
 
 # -- the functions -------------------------------------------------------------------------------
 
@@ -191,6 +195,50 @@ def test_gradients_summed_in_their_stores(fn, shapes):
     bumped = a + step
     slope = (fn(bumped, b) - fn(a - step, b)) / (2 * step)
     np.testing.assert_allclose(np.sum(results["fused"][1][0]), slope, rtol=1e-5, atol=1e-8)
+
+
+# -- sum_to read by a product -----------------------------------------------------------------------
+
+
+def shifted_squares(w, v, x):
+    y = x @ w - v
+    return np.sum(y * y * 0.5)
+
+
+# (x, w, v) shapes: y has (x @ w)'s shape (a copy), or more columns (summed); products of our
+# own loops and of BLAS (at least 8192 multiply-adds)
+SHIFTS = [((7, 3), (3, 3), (3,)), ((7, 3), (3, 3), (7, 3)), ((7, 3), (3, 3), (1,)),
+          ((7, 3), (3, 1), (4,)), ((300, 8), (8, 8), (8,)), ((300, 8), (8, 1), (5,))]
+
+
+def _signed(*shape, seed):
+    """Wide values with zeros of both signs among them."""
+    a = _wide(*shape, seed=seed)
+    a.flat[::3] = 0.0
+    a.flat[1::5] = -0.0
+    return a
+
+
+@pytest.mark.parametrize("shapes", SHIFTS, ids=str)
+def test_sums_to_a_shape_read_by_a_product(shapes, monkeypatch, tmp_path):
+    monkeypatch.setenv("ADCOMPILE_CACHE_DIR", str(tmp_path))  # lowered here, not loaded
+    copies = []
+    lazy_sum_to = arrays.ArrayLowering.lazy_sum_to
+    monkeypatch.setattr(arrays.ArrayLowering, "lazy_sum_to",
+                        lambda self, *a: copies.append(1) or lazy_sum_to(self, *a))
+    x, w, v = (_signed(*shape, seed=k) for k, shape in enumerate(shapes))
+    results = {name: _call(name, ac.value_and_grad(f, argnums=(0, 1)), w, v, x)
+               for name, f in _variants(shifted_squares).items()}
+    assert copies, "the fused gradient no longer sums an expression read by a product"
+    # the fused and unfused LLVM programs agree bit for bit (a copy of g is g computed alone);
+    # numpy's matmul and sums add in their own orders
+    _check_bits(results["fused"], results["unfused"], "fused against unfused")
+    _check_bits(results["interp"], results["python"], "interp against python")
+    _check_bits(results["fused"], results["python"], "fused against python", rounding=True)
+    step = 1e-7 * np.abs(w).max()
+    bumped = [w + step, w - step]
+    slope = (shifted_squares(bumped[0], v, x) - shifted_squares(bumped[1], v, x)) / (2 * step)
+    np.testing.assert_allclose(np.sum(results["fused"][1][0]), slope, rtol=1e-4)
 
 
 # -- kmeans: value, gradient, Newton direction -----------------------------------------------------

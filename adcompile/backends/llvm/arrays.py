@@ -1255,12 +1255,12 @@ class ArrayLowering(PairwiseLowering):
         lead = g.ndim - like.ndim
         if lead < 0:
             raise NotImplementedError("sum_to of an array to a shape of more dimensions")
-        if lead or not isinstance(g, ArrayV) or g.dtype != t.dtype:
+        if lead or g.dtype != t.dtype:
             return self.summed_to(g, like, t, lead, op.loc)
+        if isinstance(g, LazyV):
+            return self.lazy_sum_to(g, like, t, op.loc)
         b = self.b
-        same = ir.Constant(I1, 1)
-        for n, d in zip(like.shape, g.shape):
-            same = b.and_(same, b.icmp_signed("==", n, d))
+        same = self.same_shape(g, like)
         alias_bb = self.func.append_basic_block("sum_to.same")
         sum_bb = self.func.append_basic_block("sum_to.sum")
         done = self.func.append_basic_block("sum_to.end")
@@ -1275,6 +1275,29 @@ class ArrayLowering(PairwiseLowering):
         b.branch(done)
         b.position_at_end(done)
         return self.merged_array(g, (g.obj, g.data, g.strides), alias_end,
+                                 (out.obj, out.data, out.strides), sum_end, like.shape)
+
+    def same_shape(self, g, like):
+        """i1: g has like's shape (the same number of axes)."""
+        same = ir.Constant(I1, 1)
+        for n, d in zip(like.shape, g.shape):
+            same = self.b.and_(same, self.b.icmp_signed("==", n, d))
+        return same
+
+    def lazy_sum_to(self, g, like, t, loc):
+        """sum_to of an expression (reverse mode's `sum_to(g, x.shape)` read by a product, not
+        by a store): when g has like's shape at run time its elements are written into a new
+        array once, the array the Python backend's `_sum_to` returns (-0.0 stays -0.0), with
+        no zero fill and no read of what is written; otherwise g is summed as before."""
+        b = self.b
+        with b.if_else(self.same_shape(g, like), likely=True) as (same, summed):
+            with same:
+                copied = self.copy_of(g, loc)
+                copied_end = b.block
+            with summed:
+                out = self.summed_to(g, like, t, 0, loc)
+                sum_end = b.block
+        return self.merged_array(copied, (copied.obj, copied.data, copied.strides), copied_end,
                                  (out.obj, out.data, out.strides), sum_end, like.shape)
 
     def summed_to(self, g, like, t, lead, loc):
