@@ -22,6 +22,10 @@ Each element starts from the same 0.0 and receives the same additions in the sam
 Since the loop then stores every element of a known range exactly once, the array is
 allocated empty instead of zero-filled, and only the elements outside that range are zeroed
 after the loop (all of them if it did not run): one pass over the array's memory fewer.
+
+A loop whose trip i alone adds into elements s*i + k (s >= 2, the offsets k spanning exactly
+s: a block per trip, as a Jacobian's values are laid out per observation) is rewritten the same
+way without carrying anything from trip to trip (`_block_plan`, below).
 """
 
 from adcompile.ir import types as T
@@ -160,6 +164,132 @@ def _carry_element(block, loop, add):
     block.ops[at:at + 1] = [ran, zero, first, loop, last]
 
 
+# -- a block of elements per trip ---------------------------------------------------------------
+#
+# A loop over i adds into elements s*i + k of a fresh shadow array, directly or through a view
+# `a_bar[s*i + k0:s*i + k1]` at constant indices, the offsets k spanning exactly s (GradBench
+# ba's values: on trip i, the thirty entries of observation i's two Jacobian rows). Each
+# element then belongs to one trip, so its additions are carried in a scalar within the trip
+# and it is stored once, after its last; an element of the block that nothing adds into
+# (there, the x residual's entry for the principal point's y) is stored 0.0. The array is
+# allocated empty and only what lies outside the blocks is zeroed, after the loop. Each element
+# receives the same additions in the same order from the same 0.0: the same bits.
+
+_PLAIN_SLICE = (("slice", True, True, False),)
+
+
+def _lowest(loop):
+    """The lowest index a step 1 or -1 loop takes, when it is a constant."""
+    start, stop, step = (_const(v) for v in loop.operands[:3])
+    return start if step == 1 else stop + 1 if step == -1 and isinstance(stop, int) else None
+
+
+def _block_plan(loop, array):
+    """({add_at: offset k}, stride s, lowest k, step) when every use of `array` in the loop's
+    body is, at its top level, an add_at at s*i + k or a plain slice from s*i + k0 to s*i + k1
+    used only by add_ats at constant indices c >= 0 (element s*i + k0 + c), one s >= 2 for all
+    and the offsets k spanning exactly s, none of them negative on the lowest trip."""
+    lowest = _lowest(loop)
+    if not isinstance(lowest, int):
+        return None
+    body = loop.regions[0]
+    views = {op.results[0]: (op.operands[1], op.operands[2]) for op in body.ops
+             if op.prim == "slice" and op.operands[0] is array and
+             op.attrs.get("index") == _PLAIN_SLICE}
+    bounds = [_affine(v, body.params[0]) for pair in views.values() for v in pair]
+    offsets = {op: _element_of(op, array, views, body.params[0]) for op in body.ops
+               if op.prim == "add_at" and (op.operands[0] is array or op.operands[0] in views)}
+    uses = sum(v is array or v in views for o in walk(body) for v in o.operands)
+    found = bounds + list(offsets.values())
+    if not offsets or None in found or uses != len(views) + len(offsets) or \
+            any(op.operands[-1].type != array.type.element for op in offsets):
+        return None
+    strides = {s for s, _ in found}
+    ks = [k for _, k in offsets.values()]
+    stride, lo = max(strides), min(ks)
+    if len(strides) != 1 or stride < 2 or max(ks) - lo + 1 != stride or \
+            stride * lowest + min(k for _, k in found) < 0:
+        return None
+    return {op: k for op, (_, k) in offsets.items()}, stride, lo, _const(loop.operands[2])
+
+
+def _element_of(add, array, views, index):
+    """(s, k) when the add_at's element of `array` is s*index + k."""
+    if len(add.operands) != 3:
+        return None
+    target, idx, _ = add.operands
+    if target is array:
+        return _affine(idx, index)
+    c = _const(idx)
+    start = _affine(views[target][0], index)
+    if not isinstance(c, int) or c < 0 or start is None:
+        return None
+    return start[0], start[1] + c
+
+
+def _affine(v, index, depth=8):
+    """(s, k) when the int v is s*index + k for constant ints s and k, else None."""
+    if v is index:
+        return (1, 0)
+    c = _const(v)
+    if isinstance(c, int):
+        return (0, c)
+    if depth == 0 or v.owner is None or v.owner.prim not in ("add", "sub", "mul"):
+        return None
+    a, b = (_affine(x, index, depth - 1) for x in v.owner.operands)
+    if a is None or b is None:
+        return None
+    if v.owner.prim == "add":
+        return (a[0] + b[0], a[1] + b[1])
+    if v.owner.prim == "sub":
+        return (a[0] - b[0], a[1] - b[1])
+    if a[0] and b[0]:
+        return None
+    factor, other = (a[1], b) if not a[0] else (b[1], a)
+    return (factor * other[0], factor * other[1])
+
+
+def _rewrite_blocks(loop, array, offsets, stride, lo, step):
+    """Carry each element's additions in a scalar within the trip and store it after its last
+    one; store 0.0 at the block's elements nothing adds into. Returns the constant 0.0 that
+    goes before the loop and the ops that go after it."""
+    element = array.type.element
+    body = loop.regions[0]
+    zero = Op("const", [], [element], {"value": 0.0, "type": element})
+    last = {k: op for op, k in offsets.items()}
+    totals, ops = {}, []
+    for op in body.ops[:-1]:
+        k = offsets.get(op)
+        if k is None:
+            ops.append(op)
+            continue
+        target, idx, value = op.operands
+        total = Op("add", [totals.get(k, zero.result), value], [element], loc=op.loc,
+                   names=(f"{array.name or 'a'}_acc",))
+        totals[k] = total.result
+        ops.append(total)
+        if last[k] is op:
+            ops.append(Op("store", [target, idx, total.result], attrs=_IN_BOUNDS, loc=op.loc))
+    for k in range(lo, lo + stride):
+        if k not in totals:  # between two stored elements of the trip: in bounds
+            ops += _store_zero(array, stride, body.params[0], k, zero.result)
+    body.ops = ops + [body.terminator]
+    start, stop = loop.operands[:2]
+    ran = Op("lt", [start, stop] if step == 1 else [stop, start], [T.BOOL])
+    covered = ((start, lo), (stop, lo)) if step == 1 else \
+        ((stop, stride + lo), (start, stride + lo))
+    return zero, [ran] + _zero_the_rest(array, covered, ran, zero.result, scale=stride)
+
+
+def _store_zero(array, stride, index, k, zero):
+    """array[stride * index + k] = zero"""
+    s = Op("const", [], [T.INT], {"value": stride, "type": T.INT})
+    scaled = Op("mul", [s.result, index], [T.INT])
+    c = Op("const", [], [T.INT], {"value": k, "type": T.INT})
+    at = Op("add", [scaled.result, c.result], [T.INT])
+    return [s, scaled, c, at, Op("store", [array, at.result, zero], attrs=_IN_BOUNDS)]
+
+
 def _block_of(ops, yielded):
     block = Block()
     block.ops = list(ops) + [Op("yield", list(yielded))]
@@ -177,9 +307,9 @@ def _block(block):
             _block(region)
         if op.prim == "for" and pending:
             for array in _candidates(op, pending):
-                plan = _plan(op, array)
-                if plan is not None:
-                    zero, ops = _rewrite(op, array, *plan)
+                rewritten = _rewrite_for(op, array)
+                if rewritten is not None:
+                    zero, ops = rewritten
                     before.setdefault(op, []).append(zero)
                     after[op] = ops + after.get(op, [])
         if pending:
@@ -207,15 +337,27 @@ def _candidates(loop, pending):
     """The arrays of `pending` (zero-filled, 1-d, allocated before `loop` in its block and
     unused until it) that the top level of the loop's body adds into, in allocation order:
     `_plan` refuses the others."""
-    targets = {op.operands[0] for op in loop.regions[0].ops if op.prim == "add_at"}
+    targets = {_root(op.operands[0]) for op in loop.regions[0].ops if op.prim == "add_at"}
     return sorted((a for a in targets if a in pending), key=pending.__getitem__)
+
+
+def _rewrite_for(loop, array):
+    """The window rewrite, else the block rewrite, of `array`'s additions in `loop`: (the
+    constant 0.0 that goes before the loop, the ops that go after it), or None."""
+    plan = _plan(loop, array)
+    if plan is not None:
+        return _rewrite(loop, array, *plan)
+    plan = _block_plan(loop, array)
+    if plan is not None:
+        return _rewrite_blocks(loop, array, *plan)
+    return None
 
 
 def _plan(loop, array):
     """(offsets of each add_at by op, lo, hi, step) when every use of `array` in the loop
     qualifies."""
-    start, stop, step = (_const(v) for v in loop.operands[:3])
-    first = start if step == 1 else stop + 1 if step == -1 and isinstance(stop, int) else None
+    step = _const(loop.operands[2])
+    first = _lowest(loop)
     if not isinstance(first, int):  # the lowest index the loop takes, before the offsets
         return None
     body = loop.regions[0]
@@ -302,7 +444,9 @@ def _rewrite(loop, array, offsets, lo, hi, step):
     after = [ran]
     if finals:
         after += _flush(loop, array, finals, edge, step, loc_of, ran)
-    after += _zero_the_rest(loop, array, lo, hi, step, ran, zero.result)
+    start, stop = loop.operands[:2]
+    covered = ((start, lo), (stop, hi)) if step == 1 else ((stop, lo + 1), (start, hi + 1))
+    after += _zero_the_rest(array, covered, ran, zero.result)
     return zero, after
 
 
@@ -326,15 +470,14 @@ def _flush(loop, array, finals, edge, step, loc_of, ran):
     return [Op("if", [ran.result], [], {"result_types": []}, regions=[then, other])]
 
 
-def _zero_the_rest(loop, array, lo, hi, step, ran, zero):
-    """The loop stores every element from its lowest index + lo to its highest + hi exactly
-    once, so the array need not be zero-filled first (a pass over memory saved): it is
-    allocated empty and only the elements outside that range are zeroed, all of them when
-    the loop did not run."""
+def _zero_the_rest(array, covered, ran, zero, scale=1):
+    """The loop stores every element from `scale * v + c` of covered[0] (its first) to the one
+    before that of covered[1] exactly once, so the array need not be zero-filled first (a pass
+    over memory saved): it is allocated empty and only the elements outside that range are
+    zeroed, all of them when the loop did not run."""
     alloc = array.owner
     alloc.attrs = dict(alloc.attrs, fill=None)
     size = alloc.operands[0]
-    start, stop = loop.operands[:2]
     ops = []
 
     def emit(prim, *operands, result=T.INT, value=None):
@@ -343,12 +486,12 @@ def _zero_the_rest(loop, array, lo, hi, step, ran, zero):
         ops.append(op)
         return op.result
 
-    if step == 1:
-        first, after_last = (start, lo), (stop, hi)
-    else:
-        first, after_last = (stop, lo + 1), (start, hi + 1)
-    first = emit("add", first[0], emit("const", value=first[1]))
-    after_last = emit("add", after_last[0], emit("const", value=after_last[1]))
+    def element(value, offset):
+        if scale != 1:
+            value = emit("mul", emit("const", value=scale), value)
+        return emit("add", value, emit("const", value=offset))
+
+    first, after_last = (element(*bound) for bound in covered)
     head_end = emit("min", emit("select", ran.result, first, size), size)
     tail_start = emit("max", emit("select", ran.result, after_last, size), head_end)
     ops += _fill(array, emit("const", value=0), head_end, zero)

@@ -10,8 +10,8 @@ array, then its last).
 adcompile's residuals are a loop over the observations with scalar code for the projection,
 as the reference does. The Jacobian's values are one gradient: of the sum of all 3p
 residuals, each row with its parameters moved by entries of its own in a vector of 31p zeros
-laid out as the values are, so the gradient in that vector is the values in CSR order. A
-compiled loop writes the row pointers and column indices. JAX maps jacrev over the
+laid out as the values are, so the gradient in that vector is the values in CSR order; the
+function writes the row pointers and column indices as it goes. JAX maps jacrev over the
 observations (vmap); PyTorch runs two backward passes over per-observation copies.
 """
 
@@ -148,12 +148,15 @@ def shifted_projection(cam, point, shift):
                  cam[9] + shift[9], cam[10] + shift[10])
 
 
-def ba_rows(shift, cams, points, weights, features, obs):
+def ba_rows(shift, cams, points, weights, features, obs, n, m, rows, cols):
     """The sum of all 3p residuals, each row's parameters moved by entries of its own in
     `shift` (31p zeros, laid out as the Jacobian's values): row 2i's camera, point and
     weight by shift[30i:30i + 15], row 2i + 1's by shift[30i + 15:30i + 30], weight error
-    i's weight by shift[30p + i]. Its gradient in `shift` is therefore the CSR values."""
+    i's weight by shift[30p + i]. Its gradient in `shift` is therefore the CSR values. On
+    its way over the observations it writes the Jacobian's structure, the row pointers
+    (3p + 1) into `rows` and the column indices (31p) into `cols`."""
     p = weights.shape[0]
+    weight_col = 11 * n + 3 * m
     total = 0.0
     for i in range(p):
         cam = cams[obs[i, 0]]
@@ -163,55 +166,49 @@ def ba_rows(shift, cams, points, weights, features, obs):
         _, proj1 = shifted_projection(cam, point, shift[row + 15:row + 30])
         total += (weights[i] + shift[row + 14]) * (proj0 - features[i, 0])
         total += (weights[i] + shift[row + 29]) * (proj1 - features[i, 1])
+        residual_structure(i, 11 * obs[i, 0], 11 * n + 3 * obs[i, 1], weight_col + i, rows, cols)
     for i in range(p):
         w = weights[i] + shift[30 * p + i]
         total += 1.0 - w * w
-    return total
-
-
-def ba_structure(obs, n, m, rows, cols):
-    """The Jacobian's row pointers (3p + 1) and column indices (31p), written into rows and
-    cols: 15 entries in each residual row (11 camera, 3 point, 1 weight column), then one in
-    each weight error row."""
-    p = obs.shape[0]
-    weight_col = 11 * n + 3 * m
-    for i in range(p):
-        start = 30 * i
-        rows[2 * i] = start
-        rows[2 * i + 1] = start + 15
-        cam_col = 11 * obs[i, 0]
-        point_col = 11 * n + 3 * obs[i, 1]
-        for row in range(start, start + 30, 15):
-            for t in range(11):
-                cols[row + t] = cam_col + t
-            for t in range(3):
-                cols[row + 11 + t] = point_col + t
-            cols[row + 14] = weight_col + i
-    for i in range(p):
         rows[2 * p + i] = 30 * p + i
         cols[30 * p + i] = weight_col + i
     rows[3 * p] = 31 * p
-    return rows, cols
+    return total
+
+
+def residual_structure(i, cam_col, point_col, weight_col, rows, cols):
+    """Residual rows 2i and 2i + 1: where each starts in the values, and its 15 columns (11
+    camera, 3 point, 1 weight)."""
+    for row in range(30 * i, 30 * i + 30, 15):
+        rows[row // 15] = row
+        for t in range(11):
+            cols[row + t] = cam_col + t
+        for t in range(3):
+            cols[row + 11 + t] = point_col + t
+        cols[row + 14] = weight_col
 
 
 class Jacobian:
-    """The Jacobian in two compiled calls: the gradient of ba_rows in its shift (zeros), which
-    is the CSR values in order, and ba_structure, which writes the row pointers and column
-    indices. The shift (zeros; read, never written) and the index arrays are allocated once,
-    when the problem's size is first seen, and the indices rewritten by every call (a fresh
-    16 MB each call costs its page faults again: 6.5 ms of system time per call at ba1;
+    """The Jacobian in one compiled call: the gradient of ba_rows in its shift (zeros), which
+    is the CSR values in order, while ba_rows writes the row pointers and column indices as
+    it goes. The loop is compute-bound (two projections and their adjoints per observation),
+    and the structure's 8 bytes per value ride along: written by a compiled loop of their own
+    they cost about 1.4x the objective at ba11-14, in the same loop about 0.9x.
+    The shift (zeros; read, never written) and the index arrays are allocated once, when the
+    problem's size is first seen, and the indices rewritten by every call (a fresh 16 MB
+    each call costs its page faults again: 6.5 ms of system time per call at ba1;
     GradBench's C++ tools allocate their scratch buffers when they prepare, and reserve their
     output's vectors anew in each call). The values are a new array each call, whose memory
-    the compiled code's cache of large blocks gives back warm. Perturbing each
-    row's parameters, rather than differentiating per-observation copies of them, writes no
-    copies and no separate gradients to be copied into the values: the version that did
-    (gather the copies, a gradient for the x rows and one for the y rows, assemble) spent,
-    in units of the objective's time at ba7, 0.6 gathering and 2.5 assembling besides 2.7 per
-    gradient."""
+    the compiled code's cache of large blocks gives back warm; the accumulate pass stores
+    each of its elements once, from registers, without filling it with zeros first.
+    Perturbing each row's parameters, rather than differentiating per-observation copies of
+    them, writes no copies and no separate gradients to be copied into the values: the
+    version that did (gather the copies, a gradient for the x rows and one for the y rows,
+    assemble) spent, in units of the objective's time at ba7, 0.6 gathering and 2.5
+    assembling besides 2.7 per gradient."""
 
     def __init__(self):
         self.values = ac.grad(adcompile(ba_rows))
-        self.structure = adcompile(ba_structure)
         self.shift = self.index = None
 
     def __call__(self, cams, points, weights, features, obs, n, m):
@@ -219,9 +216,8 @@ class Jacobian:
         if self.shift is None or len(self.shift) != 31 * p:
             self.shift = np.zeros(31 * p)
             self.index = (np.empty(3 * p + 1, dtype=np.int64), np.empty(31 * p, dtype=np.int64))
-        vals = self.values(self.shift, cams, points, weights, features, obs)
-        rows, cols = self.structure(obs, n, m, *self.index)
-        return rows, cols, vals
+        vals = self.values(self.shift, cams, points, weights, features, obs, n, m, *self.index)
+        return (*self.index, vals)
 
 
 class Adcompile:

@@ -1,8 +1,10 @@
 """The `accumulate` pass (shadow-array additions carried in scalars: a window of offsets from
-the loop's index, or one element at an index the loop does not change): where it applies, the
+the loop's index, a block of elements s*i + k that one trip alone adds into, or one element at
+an index the loop does not change): where it applies, the
 derivative programs give exactly the bits they give without it, on every backend and for every
 trip count (including loops that never run); where it does not apply, it changes nothing."""
 
+import math
 import re
 
 import numpy as np
@@ -43,6 +45,36 @@ def triangle(x, y):  # the reversed inner loop adds into x_bar[c], an index it d
     return s
 
 
+def blocks(x):  # trip i adds into elements 3i, 3i + 1, 3i + 2 only: stored once each
+    s = 0.0
+    for i in range(x.shape[0] // 3):
+        s += x[3 * i] * x[3 * i + 1] + math.sin(x[3 * i + 2]) * x[3 * i]
+    return s
+
+
+def block_views(x, w):  # through views of a block of four; element 4i + 1 is never reached
+    s = 0.0
+    for i in range(x.shape[0] // 4):
+        a = x[4 * i:4 * i + 2]
+        b = x[4 * i + 2:4 * i + 4]
+        s += w[0] * a[0] * b[1] + math.sin(b[0]) + b[0] * w[1] + (w[2] + b[1]) ** 2
+    return s
+
+
+def blocks_reversed(x):  # the carried s is taped: the adjoint loop counts down
+    s = 0.0
+    for i in range(x.shape[0] // 2):
+        s = math.sin(s) * x[2 * i] + x[2 * i + 1] ** 2
+    return s
+
+
+def overlapping(x):  # offsets 0..2 at stride 2: neighbouring trips share an element
+    s = 0.0
+    for i in range(x.shape[0] // 2 - 1):
+        s += x[2 * i] * x[2 * i + 2] + x[2 * i + 1]
+    return s
+
+
 def _one(rng, n):
     return (rng.uniform(-1.5, 1.5, n),)
 
@@ -57,7 +89,9 @@ def _weights(rng, n):
 
 CASES = [(rosenbrock, (0,), _one, True), (stencil, (0,), _one, True), (dot, (0, 1), _two, True),
          (gapped, (0,), _one, False), (windowed, (0,), _weights, True),
-         (triangle, (0,), _two, True)]
+         (triangle, (0,), _two, True), (blocks, (0,), _one, True),
+         (block_views, (0,), _weights, True), (blocks_reversed, (0,), _one, True),
+         (overlapping, (0,), _one, False)]
 IDS = [c[0].__name__ for c in CASES]
 
 

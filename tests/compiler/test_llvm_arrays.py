@@ -912,6 +912,44 @@ def test_large_results_go_back_to_the_cache():
     assert _growth(lambda: f(x, 0.5), 10_000, 100) < 32 * 2**20
 
 
+def zeros_result(n):
+    return np.zeros(n)
+
+
+NEWEST_KEPT = """
+import resource, sys
+sys.path.insert(0, {root!r})
+import adcompile as ac
+from adcompile.backends.llvm.memory import LARGE_KEPT
+from tests.compiler import test_llvm_arrays as t
+f = ac.adcompile(t.zeros_result, backend="llvm")
+older = [int(LARGE_KEPT * share) // 8 for share in (0.35, 0.5)]
+newest = int(LARGE_KEPT * 0.2) // 8
+for n in (*older, newest, newest):  # three size classes, together past LARGE_KEPT
+    f(n)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(3):
+    f(newest)
+print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) // 3, newest * 8 // 4096)
+"""
+
+
+def test_the_cache_keeps_the_blocks_released_last():
+    """A process whose results grow (GradBench ba1 to ba14 in one run) fills the cache of large
+    blocks with its first sizes': a block released past LARGE_KEPT goes at the head of the
+    cache and the oldest go, so the size the process now calls again and again takes its
+    block back without page faults (it was freed on every call, and faulted in again). In a
+    process of its own: the cache ends up holding about LARGE_KEPT bytes."""
+    import os
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-c", NEWEST_KEPT.format(root=root)],
+                         capture_output=True, text=True, check=True, cwd=root)
+    faults, pages = (int(v) for v in out.stdout.split()[-2:])
+    assert faults < pages // 20, f"{faults} page faults per call of a {pages}-page result"
+
+
 def test_large_results_dying_on_other_threads():
     """Results die (and their blocks go back to the cache) on several threads while other
     calls run without the GIL and take blocks from it: values stay right, memory bounded."""

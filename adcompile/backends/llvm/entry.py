@@ -650,30 +650,47 @@ def _build_slabs_done(module, fn):
 def _give_back_large(module, b, ctx, free):
     """The context's free large blocks to the process's cache, the first LARGE_KEPT bytes of
     them; the others, and what the cache held, freed."""
-    kept, total = alloca(b, PTR), alloca(b, I64)
-    b.store(ir.Constant(PTR, None), kept)
+    field = b.gep(ctx, [i64(0), ir.Constant(I32, CTX_LARGE)], source_etype=CONTEXT)
+    keep_newest_large(module, b, b.load(field, typ=PTR), free)
+
+
+def keep_newest_large(module, b, first, free):
+    """The list of free large blocks from `first` (most recently freed first) becomes the
+    process's cache, cut after its first LARGE_KEPT bytes (the rest freed); whatever the cache
+    held meanwhile is freed."""
+    null = ir.Constant(PTR, None)
+    kept, last, total = alloca(b, PTR), alloca(b, PTR), alloca(b, I64)
+    b.store(null, kept)
+    b.store(null, last)
     b.store(i64(0), total)
 
+    def link(trailer):
+        return b.gep(trailer, [i64(TR_NEXT)], source_etype=I64)
+
     def next_of(b, trailer):
-        return b.load(b.gep(trailer, [i64(TR_NEXT)], source_etype=I64), typ=PTR)
+        return b.load(link(trailer), typ=PTR)
 
     def release(b, trailer):
         b.call(free, [b.load(b.gep(trailer, [i64(TR_BASE)], source_etype=I64), typ=PTR)])
 
-    def keep_or_free(b, trailer):
+    def keep_or_free(b, trailer):  # kept in the list's order: the newest stay at its head
         size = b.neg(b.load(b.gep(trailer, [i64(TR_CLASS)], source_etype=I64), typ=I64))
         more = b.add(b.load(total, typ=I64), size)
         with b.if_else(b.icmp_signed("<=", more, i64(LARGE_KEPT))) as (keep, drop):
             with keep:
-                b.store(b.load(kept, typ=PTR), b.gep(trailer, [i64(TR_NEXT)],
-                                                     source_etype=I64))
-                b.store(trailer, kept)
+                b.store(null, link(trailer))
+                tail = b.load(last, typ=PTR)
+                with b.if_else(b.icmp_unsigned("==", tail, null)) as (empty, after):
+                    with empty:
+                        b.store(trailer, kept)
+                    with after:
+                        b.store(trailer, link(tail))
+                b.store(trailer, last)
                 b.store(more, total)
             with drop:
                 release(b, trailer)
 
-    field = b.gep(ctx, [i64(0), ir.Constant(I32, CTX_LARGE)], source_etype=CONTEXT)
-    _Entry.each_slab(b, b.load(field, typ=PTR), keep_or_free, next_of)
+    _Entry.each_slab(b, first, keep_or_free, next_of)
     old = b.atomic_rmw("xchg", external(module, LARGE_CACHE), b.load(kept, typ=PTR), "seq_cst")
     b.atomic_rmw("xchg", external(module, LARGE_BYTES), b.load(total, typ=I64), "seq_cst")
     _Entry.each_slab(b, old, release, next_of)

@@ -40,7 +40,8 @@ returned array whose buffer lies in a slab is copied into memory of its own when
 to numpy (entry.py). A larger buffer is a block of its own, of its size class's size (the
 same classes, continued): released, it goes on the context's list of free large blocks, where
 the next large buffer of its class is taken from, and when the call ends these blocks go to a
-process-wide cache as the slabs do (at most LARGE_KEPT bytes; the rest freed). So a call that
+process-wide cache as the slabs do (at most LARGE_KEPT bytes, those released last; the rest
+freed: a process whose workloads grow keeps the blocks its current size needs). So a call that
 makes the same large temporaries as the last one takes them back without malloc, and the kernel
 does not fault their pages in again (glibc gives freed memory back to the system and takes it
 anew: page faults were a fifth of GradBench gmm's derivative time); a large result's block
