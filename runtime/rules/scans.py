@@ -9,8 +9,10 @@ from runtime.rules.reductions import _unreduce, _var_backward
 
 @rule("nansum")
 def nansum(ops, g, needs, x, dims, keepdim):
+    """Multiplied by the not-nan mask (x == x), as PyTorch: an inf cotangent gives nan at nan
+    inputs (nanmean of an all-nan row divides by a zero count)."""
     g = _unreduce(ops, g, ops.shape(x), dims, keepdim)
-    return (ops.where(ops.isnan(x), 0.0, g),)
+    return (ops.mul(g, ops.cast_like(ops.eq(x, x), g)),)
 
 
 def _moment_cotangents(gs):
