@@ -164,6 +164,16 @@ def cumsum(x, dim):
     return F.cumsum(x, dim)
 
 
+def logcumsumexp(x, dim):
+    from runtime.ops.scans import logcumsumexp as kernel
+
+    return kernel(x, dim)
+
+
+def lowest(x):
+    return numpy_ops.lowest(x._data)
+
+
 def cumprod(x, dim):
     return F.cumprod(x, dim)
 

@@ -22,6 +22,7 @@ from test_ops import (
     AWAY,
     D2,
     DISTINCT,
+    LARGE,
     POS,
     ONEZERO,
     SMALLINT,
@@ -178,6 +179,7 @@ SCANS = {
     "logcumsumexp": op(lambda L, x: x.logcumsumexp(1), [(3, 4)], ANY, D2),
     "logcumsumexp_fn": op(lambda L, x: L.logcumsumexp(x, 0), [(5,)], ANY, D2),
     "logcumsumexp_0d": op(lambda L, x: x.logcumsumexp(0), [()], ANY),
+    "logcumsumexp_large": op(lambda L, x: x.logcumsumexp(0), [(6,)], LARGE, D2),
     "cummax": op(lambda L, x: x.cummax(1), [(3, 5)], ANY),
     "cummax_values": op(lambda L, x: L.cummax(x, 0).values, [(6,)], ANY, D2),
     "cummax_ties": op(lambda L, x: x.cummax(0), [(8,)], SMALLINT),
@@ -1008,3 +1010,21 @@ def test_selection_indices_on_ties(name):
                for L in (torch, adcompile)]
         for want, ours in zip(*got):
             np.testing.assert_array_equal(ours, want, err_msg=f"{shape} dim={d} k={k}\n{a}")
+
+
+@pytest.mark.parametrize("cotangent", [[0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, -2.0, 0.5]])
+def test_logcumsumexp_double_backward_in_the_cotangent(cotangent):
+    """PyTorch's logcumsumexp derivative works in log space (log|g|), so its derivative in g
+    is nan where g is 0: the same values, nans included."""
+    results = []
+    for L in (torch, adcompile):
+        x = L.tensor([0.5, -1.0, 2.0], dtype=L.float64, requires_grad=True)
+        v = L.tensor(cotangent, dtype=L.float64, requires_grad=True)
+        (g,) = L.autograd.grad(L.logcumsumexp(x, 0), x, v, create_graph=True)
+        weighted = (g * L.tensor([1.0, 2.0, 3.0], dtype=L.float64)).sum()
+        hx, hv = L.autograd.grad(weighted, (x, v))
+        results.append((type(g.grad_fn).__name__, hx.numpy(), hv.numpy()))
+    (t_name, t_hx, t_hv), (o_name, o_hx, o_hv) = results
+    assert o_name == t_name
+    np.testing.assert_allclose(o_hx, t_hx, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(o_hv, t_hv, rtol=1e-10, atol=1e-12)

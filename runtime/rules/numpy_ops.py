@@ -609,6 +609,16 @@ def cumsum(x, dim):
     return np.cumsum(x, axis=dim)
 
 
+def logcumsumexp(x, dim):
+    with np.errstate(all="ignore"):
+        return np.logaddexp.accumulate(x, axis=dim)
+
+
+def lowest(x):
+    """The most negative finite value of x's dtype (PyTorch's stand-in for log 0)."""
+    return x.dtype.type(np.finfo(x.dtype).min)
+
+
 def cumprod(x, dim):
     return np.cumprod(x, axis=dim)
 
