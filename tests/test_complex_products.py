@@ -1,12 +1,14 @@
 """Complex operands of the products (dot, mv, mm, bmm, matmul, the add* fused forms and the
-contractions built on them), differential against PyTorch 2.13.
+contractions built on them) and of abs/sgn, differential against PyTorch 2.13.
 
 PyTorch's gradients of a product take the conjugate transpose of the other operand
 (d(a b) gives a the cotangent g conj(b)), and a complex alpha or beta enters conjugated; a rule
 that forgets a conjugate is right on real inputs and wrong on complex ones, so these rows run
 complex128 and complex64 only. Each row compares values, dtypes, the backward graph and the
 leaves' gradients for a complex cotangent, then first and second derivatives with
-create_graph=True. A `Const` shape is an operand that does not require grad.
+create_graph=True. A `Const` shape is an operand that does not require grad. abs's derivative
+is g sgn(z), and sgn = z / |z| has a derivative of its own (SgnBackward0), which the second
+derivatives of abs need.
 """
 
 import numpy as np
@@ -50,6 +52,15 @@ PRODUCTS = {
     "multi_dot": (lambda L, a, b, c: L.linalg.multi_dot([a, b, c]), [(3, 4), (4, 2), (2, 5)]),
     "kron": (lambda L, a, b: L.kron(a, b), [(2, 2), (3,)]),
 }
+MAGNITUDES = {
+    "abs": (lambda L, z: z.abs(), [(5,)]),
+    "abs_of_product": (lambda L, a, b: L.mm(a, b).abs(), [(3, 4), (4, 2)]),
+    "sgn": (lambda L, z: L.sgn(z), [(5,)]),
+    "sgn_method_with_zero": (lambda L, z: (z * L.tensor([1.0, 0.0, 1.0], dtype=z.dtype)).sgn(),
+                             [(3,)]),
+    "abs_with_zero": (lambda L, z: (z * L.tensor([1.0, 0.0, 1.0], dtype=z.dtype)).abs(), [(3,)]),
+}
+CASES = {**PRODUCTS, **MAGNITUDES}
 
 
 def _draw(shapes, seed):
@@ -68,10 +79,11 @@ def _leaves(L, arrays, shapes, dtype):
 
 
 def _first_order(L, name, dtype):
-    fn, shapes = PRODUCTS[name]
+    fn, shapes = CASES[name]
     xs = _leaves(L, _draw(shapes, _seed(name)), shapes, dtype)
     out = fn(L, *xs)
     (cot,) = _draw([tuple(out.shape)], _seed(name, "cotangent"))
+    cot = cot if out.is_complex() else cot.real  # abs: a real output
     out.backward(L.tensor(cot, dtype=out.dtype))
     node = out.grad_fn
     return (_array(out), str(out.dtype), _name(node), _graph(node),
@@ -79,7 +91,7 @@ def _first_order(L, name, dtype):
 
 
 @pytest.mark.parametrize("dtype", ["complex128", "complex64"])
-@pytest.mark.parametrize("name", list(PRODUCTS))
+@pytest.mark.parametrize("name", list(CASES))
 def test_complex_product(name, dtype):
     theirs, ours = (_first_order(L, name, dtype) for L in (torch, adcompile))
     np.testing.assert_allclose(ours[0], theirs[0], rtol=TOL[dtype], atol=TOL[dtype])
@@ -95,7 +107,7 @@ def test_complex_product(name, dtype):
 def _second_order(L, name):
     """Gradients of a complex-weighted real part, then the gradients of a second such form of
     those gradients (create_graph=True): checks each rule's derivative as a recorded graph."""
-    fn, shapes = PRODUCTS[name]
+    fn, shapes = CASES[name]
     xs = _leaves(L, _draw(shapes, _seed(name, "d2")), shapes, "complex128")
     leaves = [x for x in xs if x.requires_grad]
     out = fn(L, *xs)
@@ -110,7 +122,7 @@ def _second_order(L, name):
     return first, [None if s is None else _array(s) for s in second]
 
 
-@pytest.mark.parametrize("name", list(PRODUCTS))
+@pytest.mark.parametrize("name", list(CASES))
 def test_complex_product_second_derivative(name):
     (t_first, t_second), (o_first, o_second) = (_second_order(L, name)
                                                 for L in (torch, adcompile))

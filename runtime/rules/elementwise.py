@@ -113,7 +113,19 @@ def neg(ops, g, needs):
 
 @rule("abs")
 def abs_(ops, g, needs, x):
-    return (ops.mul(g, ops.sign(x)),)
+    """g sign(x); for complex x, g sgn(x) = g x / |x| (sgn has a derivative of its own)."""
+    return (ops.mul(g, ops.sgn(x) if ops.is_complex(x) else ops.sign(x)),)
+
+
+@rule("sgn")
+def sgn(ops, g, needs, x, result):
+    """sgn(z) = z / |z|: the cotangent less its radial part, over |z| (0 at z = 0); real
+    sgn is a step, of derivative 0."""
+    if not ops.is_complex(x):
+        return (ops.zeros_like(g),)
+    magnitude = ops.abs(x)
+    radial = ops.mul(result, ops.real(ops.mul(g, ops.conj(result))))
+    return (ops.where(ops.eq(magnitude, 0), 0j, ops.div(ops.sub(g, radial), magnitude)),)
 
 
 @rule("exp")
