@@ -1,5 +1,5 @@
 """Complex operands of the products (dot, mv, mm, bmm, matmul, the add* fused forms and the
-contractions built on them) and of abs/sgn, differential against PyTorch 2.13.
+contractions built on them) and of abs/sgn/norms, differential against PyTorch 2.13.
 
 PyTorch's gradients of a product take the conjugate transpose of the other operand
 (d(a b) gives a the cotangent g conj(b)), and a complex alpha or beta enters conjugated; a rule
@@ -59,6 +59,13 @@ MAGNITUDES = {
     "sgn_method_with_zero": (lambda L, z: (z * L.tensor([1.0, 0.0, 1.0], dtype=z.dtype)).sgn(),
                              [(3,)]),
     "abs_with_zero": (lambda L, z: (z * L.tensor([1.0, 0.0, 1.0], dtype=z.dtype)).abs(), [(3,)]),
+    "norm": (lambda L, z: z.norm(), [(2, 3)]),
+    "vector_norm_1": (lambda L, z: L.linalg.vector_norm(z, 1), [(4,)]),
+    "vector_norm_1_5_dim": (lambda L, z: L.linalg.vector_norm(z, 1.5, dim=1), [(2, 3)]),
+    "vector_norm_3": (lambda L, z: L.linalg.vector_norm(z, 3), [(4,)]),
+    "vector_norm_inf": (lambda L, z: L.linalg.vector_norm(z, float("inf")), [(4,)]),
+    "vector_norm_half": (lambda L, z: L.linalg.vector_norm(z, 0.5, dim=0, keepdim=True),
+                         [(3, 2)]),
 }
 CASES = {**PRODUCTS, **MAGNITUDES}
 

@@ -111,10 +111,15 @@ def neg(ops, g, needs):
     return (ops.neg(g),)
 
 
+def signum(ops, x):
+    """sign(x), or sgn(x) = x / |x| for complex x (which has a derivative of its own), as
+    PyTorch's formulas use it (abs, norms)."""
+    return ops.sgn(x) if ops.is_complex(x) else ops.sign(x)
+
+
 @rule("abs")
 def abs_(ops, g, needs, x):
-    """g sign(x); for complex x, g sgn(x) = g x / |x| (sgn has a derivative of its own)."""
-    return (ops.mul(g, ops.sgn(x) if ops.is_complex(x) else ops.sign(x)),)
+    return (ops.mul(g, signum(ops, x)),)
 
 
 @rule("sgn")
