@@ -234,9 +234,7 @@ def div(a, b, rounding_mode=None):
         dt = get_default_dtype()
         ad, bd = data_of(a, dt.np), data_of(b, dt.np)
     try:
-        with np.errstate(divide="ignore", invalid="ignore"):  # inf and nan, quietly as PyTorch
-            quotient = np.true_divide(ad, bd)
-        out = _laid_out_result(quotient, dt, a, b, ad, bd)
+        out = _laid_out_result(np.true_divide(ad, bd), dt, a, b, ad, bd)
     except ValueError:
         raise _shape_error(a, b) from None
     if _grad_on(a, b):

@@ -151,7 +151,8 @@ def nanmean(x, dim=None, keepdim=False, dtype=None):
                                f"{dt}")
     with no_grad():
         count = sum_(logical_not(isnan(x)), dim, keepdim)
-    return div(nansum(x, dim, keepdim, dtype), count)
+    with np.errstate(divide="ignore", invalid="ignore"):  # an all-nan slice: 0 / 0, quietly
+        return div(nansum(x, dim, keepdim, dtype), count)
 
 
 # -- var_mean / std_mean -----------------------------------------------------------------------
