@@ -5,7 +5,6 @@ This package is the foundation (it depends only on numpy). Its public names mirr
 `adcompile/__init__.py` re-exports everything listed in `__all__`.
 """
 
-import builtins as _builtins
 import sys as _sys
 
 from runtime import autograd, dtypes, nn, optim
@@ -60,6 +59,7 @@ from runtime.grad_mode import (
     set_grad_enabled,
 )
 from runtime.ops._core import get_default_dtype, set_default_dtype
+from runtime.out_param import with_copy_out as _with_copy_out, with_out as _with_out
 from runtime.serialization import load, save
 from runtime.random import manual_seed, seed, initial_seed, get_rng_state, set_rng_state
 from runtime.tensor import Size, Tensor
@@ -101,39 +101,6 @@ _FUNCTIONS = [
 ]
 
 
-def _with_out(fn):
-    """torch.fn(..., out=t): compute, then copy into `t`; refused while recording."""
-
-    def call(*args, out=None, **kwargs):
-        if out is None:
-            return fn(*args, **kwargs)
-        if is_grad_enabled() and (out.requires_grad or _builtins.any(
-                a.requires_grad for a in _tensor_args(args))):
-            raise RuntimeError(f"{fn.__name__}(): out= cannot be used when an argument "
-                               f"requires grad, since the result could not be differentiated; "
-                               f"drop out= or compute under torch.no_grad()")
-        result = fn(*args, **kwargs)
-        with no_grad():
-            if tuple(out.shape) != tuple(result.shape):
-                out.data = result.detach().clone()
-            else:
-                out.copy_(result)
-        return out
-
-    call.__name__ = fn.__name__
-    call.__doc__ = fn.__doc__
-    return call
-
-
-def _tensor_args(args):
-    """The Tensors among `args`, also those inside a list or tuple (multi_dot's operands)."""
-    for a in args:
-        if isinstance(a, (list, tuple)):
-            yield from (x for x in a if isinstance(x, Tensor))
-        elif isinstance(a, Tensor):
-            yield a
-
-
 globals().update({name: _with_out(getattr(_ops, name)) for name in _FUNCTIONS})
 subtract, multiply, divide, true_divide = sub, mul, div, div
 absolute, negative, clip = abs, neg, clamp
@@ -144,28 +111,6 @@ from runtime import breadth as _breadth  # noqa: E402  (issue 16's operator fami
 globals().update({name: _with_out(fn) for name, fn in _breadth.TORCH.items()})
 from runtime.ops import contractions as _contractions  # noqa: E402
 
-
-
-def _with_copy_out(fn):
-    """torch.fn(..., out=t) for ops whose PyTorch out= form computes the result, then copies
-    it into `t` as a recorded copy_: `t` joins the graph (CopyBackwards) instead of refusing
-    arguments that require grad."""
-
-    def call(*args, out=None, **kwargs):
-        result = fn(*args, **kwargs)
-        if out is None:
-            return result
-        if out.dtype != result.dtype:
-            raise RuntimeError(f"{fn.__name__}(): out= has dtype {out.dtype} but the result "
-                               f"is {result.dtype}")
-        if tuple(out.shape) != tuple(result.shape):
-            with no_grad():
-                out.data = zeros(result.shape, dtype=out.dtype)
-        return out.copy_(result)
-
-    call.__name__ = fn.__name__
-    call.__doc__ = fn.__doc__
-    return call
 
 
 globals().update({name: (_with_copy_out if name in _contractions.COPY_OUT else _with_out)(
@@ -181,6 +126,7 @@ from runtime.linalg import toplevel as _linalg_toplevel  # noqa: E402
 from runtime.linalg.toplevel import *  # noqa: E402,F401,F403
 
 _linalg_toplevel.install(Tensor)
+addbmm, addmv, baddbmm = _with_out(addbmm), _with_out(addmv), _with_out(baddbmm)
 linalg.multi_dot = _with_out(linalg.multi_dot)
 from runtime import func  # noqa: E402
 from runtime.func import vmap  # noqa: E402,F401
@@ -193,6 +139,7 @@ from runtime.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled  # 
 
 equal = _ops.equal
 real, imag, conj, angle = _ops.real, _ops.imag, _ops.conj, _ops.angle
+sgn = _with_out(_ops.sgn)
 view_as_real, view_as_complex = _ops.view_as_real, _ops.view_as_complex
 
 

@@ -402,6 +402,7 @@ def _entry_zero(x):
 
 
 _plan = []  # (owner, name, original, dispatching wrapper), built on the first vmap
+_wrapper_of = {}  # id(original) -> its dispatching wrapper, for the functions in _plan
 
 
 def patch():
@@ -418,6 +419,7 @@ def _build_plan():
     when one of them was rebound since)."""
     original_methods()
     _plan.clear()
+    _wrapper_of.clear()
     for module in NAMESPACES:
         for name, value in list(vars(module).items()):
             if (isinstance(value, types.FunctionType) and not name.startswith("_")
@@ -426,6 +428,13 @@ def _build_plan():
     for name, value in list(vars(Tensor).items()):
         if isinstance(value, types.FunctionType) and name not in _TENSOR_PASS:
             _plan.append((Tensor, name, value, _dispatching(name, value)))
+    _wrapper_of.update((id(original), wrapper) for _, _, original, wrapper in _plan)
+
+
+def dispatching_form(fn):
+    """What stands for `fn` while a vmap runs: a namespace function or Tensor method passed
+    by value (`vmap(torch.dot)`) was read before the swap, so it is swapped here."""
+    return _wrapper_of.get(id(fn), fn) if _sizes else fn
 
 
 def unpatch():

@@ -5,7 +5,7 @@ import numbers
 
 import numpy as np
 
-from runtime import dtypes, grad_mode
+from runtime import dtypes, grad_mode, out_param
 from runtime.ops._core import get_default_dtype, is_tensor, wrap
 from runtime.ops.layout import like_input
 
@@ -124,8 +124,10 @@ def _shape(size):
 def _factory(fill):
     def make(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
         check_device(device)
-        dt = dtype or get_default_dtype()
+        dt = dtype or (get_default_dtype() if out is None else out.dtype)
         data = fill(_shape(size), dt.np)
+        if out is not None:
+            return out_param.factory_out(out, data)
         return _finish(wrap(data, dt), requires_grad)
 
     return make

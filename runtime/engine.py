@@ -48,7 +48,8 @@ def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None,
     prev = grad_mode.snapshot()
     grad_mode.apply(create_graph, _state.inference)
     try:
-        task.run(root_edges, root_grads, ops, retain_graph)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            task.run(root_edges, root_grads, ops, retain_graph)  # inf and nan, quietly
     finally:
         grad_mode.restore(prev)
     return task.captured

@@ -314,7 +314,8 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         def call():
             flat = [a if d is None else batching.to_level(a, d, size)
                     for a, d in zip(_flatten(args), _flatten(dims))]
-            out = func(*_unflatten(list(args), flat), **kwargs)
+            body = batching.dispatching_form(func)
+            out = body(*_unflatten(list(args), flat), **kwargs)
             return _unbatch_results(out, out_dims, size)
 
         return batching.run_level(size, call, randomness)

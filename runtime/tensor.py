@@ -159,7 +159,11 @@ class Tensor:
         return self._data.flags.c_contiguous
 
     def stride(self, dim=None):
-        strides = tuple(s // self._data.itemsize for s in self._data.strides)
+        data = self._data
+        if data.size == 0 and data.ndim and not any(data.strides) and data.flags.writeable:
+            # numpy zeroes them (a read-only array is a broadcast, whose zeros are real)
+            data = F.with_contiguous_strides(data)
+        strides = tuple(s // data.itemsize for s in data.strides)
         return strides if dim is None else strides[dim]
 
     def data_ptr(self):
@@ -362,6 +366,9 @@ class Tensor:
 
     def angle(self):
         return F.angle(self)
+
+    def sgn(self):
+        return F.sgn(self)
 
     def resolve_conj(self):
         return self

@@ -35,6 +35,7 @@ def is_complex(x):
     return x.is_complex() if is_tensor(x) else isinstance(x, complex)
 log = F.log
 sign = F.sign
+sgn = F.sgn
 abs = F.abs
 eq = F.eq
 gt = F.gt
@@ -93,6 +94,8 @@ def cast_like(x, like):
 def cast(x, np_dtype):
     from runtime import dtypes
 
+    if x._dtype.is_complex and np.dtype(np_dtype).kind != "c":
+        x = F.real(x)  # a real input's share of a complex gradient (as numpy_ops.cast)
     return F.to_dtype(x, dtypes.from_numpy(np_dtype))
 
 
@@ -162,6 +165,16 @@ def any_zero(x):
 
 def cumsum(x, dim):
     return F.cumsum(x, dim)
+
+
+def logcumsumexp(x, dim):
+    from runtime.ops.scans import logcumsumexp as kernel
+
+    return kernel(x, dim)
+
+
+def lowest(x):
+    return numpy_ops.lowest(x._data)
 
 
 def cumprod(x, dim):

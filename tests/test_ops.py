@@ -48,6 +48,12 @@ def op(fn, shapes, domain=ANY, *flags):
     return Case(fn, shapes, domain, frozenset(flags))
 
 
+def _implicit(fn, x, **kwargs):
+    """fn(x) without dim=: PyTorch picks the dimension and warns (deprecated); so must we."""
+    with pytest.warns(UserWarning):
+        return fn(x, **kwargs)
+
+
 # ------------------------------------------------------------------------------------------
 # The op table
 # ------------------------------------------------------------------------------------------
@@ -336,6 +342,17 @@ REDUCE = {
     "log_softmax_large": op(lambda L, x: x.log_softmax(-1), [(2, 4)], LARGE),
     "logsumexp_large": op(lambda L, x: x.logsumexp(-1), [(2, 4)], LARGE),
     "log_softmax_F": op(lambda L, x: L.nn.functional.log_softmax(x, dim=1), [(2, 4)], ANY),
+    # nn.functional's implicit dim (deprecated, warns): 0 for 0-, 1- and 3-dim input, else 1
+    "softmax_F_implicit_2d": op(lambda L, x: _implicit(L.nn.functional.softmax, x), [(2, 4)]),
+    "softmax_F_implicit_3d": op(lambda L, x: _implicit(L.nn.functional.softmax, x),
+                                [(2, 3, 2)]),
+    "softmax_F_implicit_4d": op(lambda L, x: _implicit(L.nn.functional.softmax, x),
+                                [(2, 3, 2, 2)]),
+    "log_softmax_F_implicit_1d": op(lambda L, x: _implicit(L.nn.functional.log_softmax, x),
+                                    [(4,)]),
+    "softmin_F": op(lambda L, x: L.nn.functional.softmin(x, 1), [(2, 4)], ANY, D2),
+    "softmin_F_implicit_dtype": op(lambda L, x: _implicit(L.nn.functional.softmin, x,
+                                                          dtype=L.float64), [(3, 2)]),
     "sum_dim_kw_tuple": op(lambda L, x: x.sum(dim=(0, 1)), [(2, 3, 4)], ANY, D2),
     "sum_fn_dim_list_keepdim": op(lambda L, x: L.sum(x, dim=[0, 2], keepdim=True), [(2, 3, 4)]),
     "sum_fn_positional_keepdim": op(lambda L, x: L.sum(x, 1, True), [(2, 3)], ANY),

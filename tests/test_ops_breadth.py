@@ -22,6 +22,7 @@ from test_ops import (
     AWAY,
     D2,
     DISTINCT,
+    LARGE,
     POS,
     ONEZERO,
     SMALLINT,
@@ -156,6 +157,17 @@ SCANS = {
     "nansum": op(lambda L, x: x.nansum(), [(8,)], NONFINITE),
     "nansum_dim": op(lambda L, x: L.nansum(x, 1, keepdim=True), [(3, 4)], ANY, D2),
     "nansum_empty": op(lambda L, x: x.nansum(0), [(0, 3)], ANY),
+    "nanmean": op(lambda L, x: x.nanmean(), [(8,)], NONFINITE),
+    "nanmean_dim_nonfinite": op(lambda L, x: L.nanmean(x, 1), [(3, 4)], NONFINITE),
+    "nanmean_dim": op(lambda L, x: L.nanmean(x, 1, keepdim=True), [(3, 4)], ANY, D2),
+    "nanmean_dims": op(lambda L, x: x.nanmean((0, 2)), [(2, 3, 2)], ANY, D2),
+    "nanmean_dtype": op(lambda L, x: L.nanmean(x, 0, dtype=L.float64), [(3, 2)], ANY),
+    "nanmean_keepdim_dtype": op(lambda L, x: x.nanmean(-1, True, dtype=L.float32), [(2, 3)],
+                                ANY),
+    # a row of nans: 0/0 = nan, and the gradient nan (an inf cotangent times the 0 mask)
+    "nanmean_all_nan_row": op(lambda L, x: (x * L.tensor([[np.nan], [1.0]])).nanmean(1),
+                              [(2, 3)], ANY),
+    "nanmean_0d": op(lambda L, x: x.nanmean(), [()], ANY),
     "var_mean": op(lambda L, x: L.var_mean(x, 1), [(3, 4)], ANY),
     "var_mean_all": op(lambda L, x: L.var_mean(x), [(5,)], ANY),
     "var_mean_correction": op(lambda L, x: L.var_mean(x, 0, correction=0, keepdim=True),
@@ -167,6 +179,7 @@ SCANS = {
     "logcumsumexp": op(lambda L, x: x.logcumsumexp(1), [(3, 4)], ANY, D2),
     "logcumsumexp_fn": op(lambda L, x: L.logcumsumexp(x, 0), [(5,)], ANY, D2),
     "logcumsumexp_0d": op(lambda L, x: x.logcumsumexp(0), [()], ANY),
+    "logcumsumexp_large": op(lambda L, x: x.logcumsumexp(0), [(6,)], LARGE, D2),
     "cummax": op(lambda L, x: x.cummax(1), [(3, 5)], ANY),
     "cummax_values": op(lambda L, x: L.cummax(x, 0).values, [(6,)], ANY, D2),
     "cummax_ties": op(lambda L, x: x.cummax(0), [(8,)], SMALLINT),
@@ -808,6 +821,9 @@ EMPTY = {
     "amax0": lambda L, x: x.amax(0),
     "nansum": lambda L, x: x.nansum(),
     "nansum0": lambda L, x: x.nansum(0),
+    "nanmean": lambda L, x: x.nanmean(),
+    "nanmean0": lambda L, x: x.nanmean(0),
+    "nanmean1": lambda L, x: x.nanmean(1),
     "var_mean": lambda L, x: L.var_mean(x, 1),
     "std_mean_all": lambda L, x: L.std_mean(x),
     "logcumsumexp": lambda L, x: x.logcumsumexp(1),
@@ -922,6 +938,13 @@ ERRORS = {
     "leaf_t_": lambda L: L.ones(2, 3, requires_grad=True).t_(),
     "leaf_acos_": lambda L: L.ones(2, requires_grad=True).acos_(),
     "int_acos_": lambda L: L.tensor([1, 2]).acos_(),
+    "nanmean_int": lambda L: L.tensor([1, 2]).nanmean(),
+    "nanmean_bool": lambda L: L.tensor([True]).nanmean(),
+    "nanmean_int_dtype": lambda L: L.ones(3).nanmean(dtype=L.int64),
+    "nanmean_complex": lambda L: L.tensor([1 + 1j, 2]).nanmean(),
+    "nanmean_dim_out_of_range": lambda L: L.ones(3).nanmean(1),
+    "nanmean_out_with_grad": lambda L: L.nanmean(L.ones(3, requires_grad=True), out=L.empty(0)),
+    "nansum_complex": lambda L: L.tensor([1 + 1j, 2]).nansum(),
 }
 
 
@@ -987,3 +1010,21 @@ def test_selection_indices_on_ties(name):
                for L in (torch, adcompile)]
         for want, ours in zip(*got):
             np.testing.assert_array_equal(ours, want, err_msg=f"{shape} dim={d} k={k}\n{a}")
+
+
+@pytest.mark.parametrize("cotangent", [[0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, -2.0, 0.5]])
+def test_logcumsumexp_double_backward_in_the_cotangent(cotangent):
+    """PyTorch's logcumsumexp derivative works in log space (log|g|), so its derivative in g
+    is nan where g is 0: the same values, nans included."""
+    results = []
+    for L in (torch, adcompile):
+        x = L.tensor([0.5, -1.0, 2.0], dtype=L.float64, requires_grad=True)
+        v = L.tensor(cotangent, dtype=L.float64, requires_grad=True)
+        (g,) = L.autograd.grad(L.logcumsumexp(x, 0), x, v, create_graph=True)
+        weighted = (g * L.tensor([1.0, 2.0, 3.0], dtype=L.float64)).sum()
+        hx, hv = L.autograd.grad(weighted, (x, v))
+        results.append((type(g.grad_fn).__name__, hx.numpy(), hv.numpy()))
+    (t_name, t_hx, t_hv), (o_name, o_hx, o_hv) = results
+    assert o_name == t_name
+    np.testing.assert_allclose(o_hx, t_hx, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(o_hv, t_hv, rtol=1e-10, atol=1e-12)

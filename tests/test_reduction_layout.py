@@ -21,6 +21,7 @@ REDUCTIONS = {
     "var_mean": lambda t, x: t.var_mean(x, 1)[0], "std_mean": lambda t, x: t.std_mean(x, 1)[1],
     "vector_norm": lambda t, x: t.linalg.vector_norm(x, dim=1),
     "logcumsumexp": lambda t, x: x.logcumsumexp(1),
+    "nanmean": lambda t, x: x.nanmean(1), "nanmean_all": lambda t, x: x.nanmean(),
 }
 PERMUTATIONS = [(2, 0, 1), (1, 2, 0), (2, 1, 0)]
 

@@ -69,6 +69,12 @@ CASES = {
     "cross_entropy": (lambda L: lambda x: (
         L.nn.functional.cross_entropy(x, L.tensor([1, 0])),
         L.nn.functional.cross_entropy(x[0], L.tensor(2), reduction="sum")), [(4, 2, 3)], 0, 0),
+    # namespace functions and methods passed by value, read before vmap swaps them
+    "function_itself": (lambda L: L.dot, [(4, 3), (4, 3)], 0, 0),
+    "method_itself": (lambda L: L.Tensor.mm, [(4, 2, 3), (4, 3, 2)], 0, 0),
+    "functional_itself": (lambda L: L.nn.functional.silu, [(4, 3)], 0, 0),
+    "linalg_itself": (lambda L: L.linalg.vector_norm, [(4, 3)], 0, 0),
+    "nested_function_itself": (lambda L: L.func.vmap(L.mul), [(4, 2, 3), (4, 2, 3)], 0, 0),
 }
 
 

@@ -7,6 +7,8 @@ in nn/loss.py, is nll_loss over log_softmax). The layer families register their 
 forms at the end of this module.
 """
 
+import warnings
+
 import numpy as np
 
 from runtime import dtypes
@@ -25,8 +27,29 @@ BinaryCrossEntropyWithLogitsBackward0 = node_class("BinaryCrossEntropyWithLogits
 relu = F.relu
 tanh = F.tanh
 sigmoid = F.sigmoid
-softmax = F.softmax
-log_softmax = F.log_softmax
+
+
+def _softmax_dim(name, x, dim):
+    """PyTorch's implicit dimension when dim is None (deprecated, with a warning): 0 for 0-,
+    1- and 3-dim input, else 1."""
+    if dim is not None:
+        return dim
+    warnings.warn(f"{name}() without dim= picks a dimension implicitly, which is deprecated; "
+                  f"pass dim=", UserWarning, stacklevel=3)
+    return 0 if x.dim() in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    return F.softmax(input, _softmax_dim("softmax", input, dim), dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    return F.log_softmax(input, _softmax_dim("log_softmax", input, dim), dtype)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """softmax of -input (SoftmaxBackward0 over NegBackward0, as PyTorch records it)."""
+    return F.softmax(F.neg(input), _softmax_dim("softmin", input, dim), dtype)
 
 
 def linear(input, weight, bias=None):

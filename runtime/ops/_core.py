@@ -108,4 +108,16 @@ def wrap(data, dtype):
         dtype = dtypes.from_numpy(data.dtype)
     elif data.dtype != dtype.np:
         data = data.astype(dtype.np)
+    if data.size == 0 and data.ndim and not any(data.strides) and data.flags.writeable:
+        data = with_contiguous_strides(data)  # (a read-only one is a broadcast: kept)
     return _wrap_tensor(data, dtype)
+
+
+def with_contiguous_strides(data):
+    """An empty array with the strides PyTorch gives an empty tensor: C order, a dimension
+    of size 0 counting as 1 (numpy sets them all to 0, which stride() would show)."""
+    strides, step = [], data.itemsize
+    for size in reversed(data.shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return np.lib.stride_tricks.as_strided(data, data.shape, tuple(reversed(strides)))

@@ -1,5 +1,5 @@
-"""Complex tensors' own operations: conj, angle, real/imag (views through view_as_real, as in
-PyTorch), view_as_real and view_as_complex.
+"""Complex tensors' own operations: conj, angle, sgn, real/imag (views through view_as_real, as
+in PyTorch), view_as_real and view_as_complex.
 
 Gradients follow PyTorch's convention for complex numbers: the gradient of a real loss L with
 respect to z = x + iy is dL/dx + i dL/dy, so rules multiply by conjugates (runtime/rules).
@@ -11,12 +11,14 @@ import numpy as np
 
 from runtime import dtypes
 from runtime.autograd_meta import any_requires_grad, make_view, record
-from runtime.function import node_class, save_input
+from runtime.function import node_class, save_input, save_output
 from runtime.ops._core import is_tensor, wrap
+from runtime.rules import numpy_ops
 from runtime.rules.numpy_ops import as_real_view
 
 ConjBackward0 = node_class("ConjBackward0", "conj")
 AngleBackward0 = node_class("AngleBackward0", "angle")
+SgnBackward0 = node_class("SgnBackward0", "sgn")
 ViewAsRealBackward0 = node_class("ViewAsRealBackward0", "view_as_real")
 ViewAsComplexBackward0 = node_class("ViewAsComplexBackward0", "view_as_complex")
 
@@ -31,6 +33,14 @@ def conj(x):
     out = wrap(np.conj(x._data), x._dtype)
     if any_requires_grad((x,)):
         record(ConjBackward0, (x,), out, ())
+    return out
+
+
+def sgn(x):
+    """z / |z| (0 at 0) for complex z; for real tensors sign's values, as SgnBackward0."""
+    out = wrap(numpy_ops.sgn(x._data), x._dtype)
+    if any_requires_grad((x,)):
+        record(SgnBackward0, (x,), out, (save_input(x), save_output(out, "SgnBackward0")))
     return out
 
 

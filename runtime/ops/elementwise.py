@@ -638,7 +638,14 @@ sigmoid = _define_unary("sigmoid", _sigmoid, "SigmoidBackward0", "sigmoid", "res
 relu = _define_unary("relu", _relu, "ReluBackward0", "relu", "result", keep_dtype=True)
 reciprocal = _define_unary("reciprocal", _reciprocal, "ReciprocalBackward0", "reciprocal",
                            "result")
-sign = _define_unary("sign", numpy_ops.sign, "SignBackward0", "sign", None, keep_dtype=True)
+def _real_sign(d):
+    if d.dtype.kind == "c":
+        raise NotImplementedError("sign() is not defined for complex tensors (numpy's is "
+                                  "z / |z|); use sgn()")
+    return numpy_ops.sign(d)
+
+
+sign = _define_unary("sign", _real_sign, "SignBackward0", "sign", None, keep_dtype=True)
 floor = _define_unary("floor", _no_bool(np.floor, "floor"), "FloorBackward0", "floor", None,
                       keep_dtype=True)
 ceil = _define_unary("ceil", _no_bool(np.ceil, "ceil"), "CeilBackward0", "ceil", None,

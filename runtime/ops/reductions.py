@@ -184,6 +184,10 @@ def norm(x, p="fro", dim=None, keepdim=False):
         raise RuntimeError(f"norm() needs a floating point input, got {x._dtype}")
     dims = normalize_dims(dim, x._data.ndim)
     d = x._data
+    out_dtype = x._dtype
+    if x._dtype.is_complex:  # the norm of the magnitudes, a real tensor
+        d = np.abs(d)
+        out_dtype = dtypes.from_numpy(d.dtype)
     ax = _axes(dims, d.ndim)
     if p == 2:
         r = np.sqrt(np.sum(d * d, axis=ax, keepdims=keepdim))
@@ -198,7 +202,7 @@ def norm(x, p="fro", dim=None, keepdim=False):
     else:
         with np.errstate(divide="ignore"):
             r = np.sum(np.abs(d) ** p, axis=ax, keepdims=keepdim) ** (1.0 / p)
-    out = wrap_reduced(r, x._dtype)
+    out = wrap_reduced(r, out_dtype)
     if any_requires_grad((x,)):
         record(NormBackward, (x,), out, (save_input(x), save_output(out, NormBackward.__name__),
                                          p, _rule_dims(dims, x), keepdim))

@@ -123,6 +123,9 @@ def amin(x, dim=(), keepdim=False):
 def nansum(x, dim=None, keepdim=False, dtype=None):
     dims = normalize_dims(dim, x._data.ndim)
     dt = dtype or (x._dtype if x._dtype.category == dtypes.FLOAT else dtypes.int64)
+    if dt.is_complex or x._dtype.is_complex:
+        raise RuntimeError("nansum(): complex tensors are not supported (PyTorch's CPU "
+                           "kernel has none)")
     data = x._data.astype(dt.np, copy=False)
     if data.dtype.kind in "fc":
         # nan counts as 0 in PyTorch's summation, which goes in sum()'s order (float32's is
@@ -133,6 +136,23 @@ def nansum(x, dim=None, keepdim=False, dtype=None):
     if any_requires_grad((x,)):
         record(NansumBackward0, (x,), out, (save_input(x), _rule_dims(dims, x), keepdim))
     return out
+
+
+def nanmean(x, dim=None, keepdim=False, dtype=None):
+    """PyTorch's composition: nansum over the count of non-nan elements (an int64 tensor that
+    does not require grad), so the graph is DivBackward0 over NansumBackward0."""
+    from runtime.grad_mode import no_grad
+    from runtime.ops.elementwise import div, isnan, logical_not
+    from runtime.ops.reductions import sum as sum_
+
+    for dt in (x._dtype, dtype or x._dtype):
+        if not (dt.is_floating_point or dt.is_complex):
+            raise RuntimeError(f"nanmean(): needs a floating point input and dtype=, got "
+                               f"{dt}")
+    with no_grad():
+        count = sum_(logical_not(isnan(x)), dim, keepdim)
+    with np.errstate(divide="ignore", invalid="ignore"):  # an all-nan slice: 0 / 0, quietly
+        return div(nansum(x, dim, keepdim, dtype), count)
 
 
 # -- var_mean / std_mean -----------------------------------------------------------------------
@@ -536,6 +556,6 @@ def diff(x, n=1, dim=-1, prepend=None, append=None):
     return x
 
 
-FUNCTIONS = ["amax", "amin", "nansum", "var_mean", "std_mean", "logcumsumexp", "cummax",
+FUNCTIONS = ["amax", "amin", "nansum", "nanmean", "var_mean", "std_mean", "logcumsumexp", "cummax",
              "cummin", "median", "nanmedian", "mode", "kthvalue", "sort", "argsort", "msort",
              "topk", "count_nonzero", "isclose", "allclose", "diff"]

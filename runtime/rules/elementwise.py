@@ -111,9 +111,26 @@ def neg(ops, g, needs):
     return (ops.neg(g),)
 
 
+def signum(ops, x):
+    """sign(x), or sgn(x) = x / |x| for complex x (which has a derivative of its own), as
+    PyTorch's formulas use it (abs, norms)."""
+    return ops.sgn(x) if ops.is_complex(x) else ops.sign(x)
+
+
 @rule("abs")
 def abs_(ops, g, needs, x):
-    return (ops.mul(g, ops.sign(x)),)
+    return (ops.mul(g, signum(ops, x)),)
+
+
+@rule("sgn")
+def sgn(ops, g, needs, x, result):
+    """sgn(z) = z / |z|: the cotangent less its radial part, over |z| (0 at z = 0); real
+    sgn is a step, of derivative 0."""
+    if not ops.is_complex(x):
+        return (ops.zeros_like(g),)
+    magnitude = ops.abs(x)
+    radial = ops.mul(result, ops.real(ops.mul(g, ops.conj(result))))
+    return (ops.where(ops.eq(magnitude, 0), 0j, ops.div(ops.sub(g, radial), magnitude)),)
 
 
 @rule("exp")

@@ -1,4 +1,9 @@
-"""Derivative rules of linear-algebra primitives: each states its transpose."""
+"""Derivative rules of linear-algebra primitives: each states its transpose.
+
+For complex operands the transpose is the conjugate transpose, as PyTorch's: d(a b) gives
+a the cotangent g conj(b) (`_mH` and `ops.conj` below; on real values, and on the compiler's
+real IR values, both are the plain transpose and no code).
+"""
 
 import numpy as np
 
@@ -7,7 +12,8 @@ from runtime.rules import rule
 
 @rule("dot")
 def dot(ops, g, needs, a, b):
-    return (ops.mul(g, b) if needs[0] else None, ops.mul(g, a) if needs[1] else None)
+    return (ops.mul(g, ops.conj(b)) if needs[0] else None,
+            ops.mul(g, ops.conj(a)) if needs[1] else None)
 
 
 @rule("vdot")
@@ -16,10 +22,15 @@ def vdot(ops, g, needs, a, b):
     return (ops.mul(ops.conj(g), b) if needs[0] else None, ops.mul(g, a) if needs[1] else None)
 
 
+def _mH(ops, x):
+    """The conjugate transpose of the last two axes (the transpose of real values)."""
+    return ops.conj(ops.mT(x))
+
+
 @rule("mm", "bmm")
 def mm(ops, g, needs, a, b, a_colmajor=False, b_colmajor=False):
-    ga = _product(ops, g, ops.mT(b), a_colmajor) if needs[0] else None
-    gb = _product(ops, ops.mT(a), g, b_colmajor) if needs[1] else None
+    ga = _product(ops, g, _mH(ops, b), a_colmajor) if needs[0] else None
+    gb = _product(ops, _mH(ops, a), g, b_colmajor) if needs[1] else None
     return ga, gb
 
 
@@ -33,21 +44,22 @@ def _product(ops, x, y, colmajor):
 
 @rule("mv")
 def mv(ops, g, needs, m, v):
-    gm = ops.outer(g, v) if needs[0] else None
-    gv = ops.matmul(ops.mT(m), g) if needs[1] else None
+    gm = ops.outer(g, ops.conj(v)) if needs[0] else None
+    gv = ops.matmul(_mH(ops, m), g) if needs[1] else None
     return gm, gv
 
 
 @rule("addmm")
 def addmm(ops, g, needs, m1, m2, beta, alpha, m1_colmajor=False, m2_colmajor=False):
     gbias = _scale(ops, g, beta) if needs[0] else None
-    g1 = _scale(ops, _product(ops, g, ops.mT(m2), m1_colmajor), alpha) if needs[1] else None
-    g2 = _scale(ops, _product(ops, ops.mT(m1), g, m2_colmajor), alpha) if needs[2] else None
+    g1 = _scale(ops, _product(ops, g, _mH(ops, m2), m1_colmajor), alpha) if needs[1] else None
+    g2 = _scale(ops, _product(ops, _mH(ops, m1), g, m2_colmajor), alpha) if needs[2] else None
     return gbias, g1, g2
 
 
 def _scale(ops, g, factor):
-    return g if factor == 1 else ops.mul(g, factor)
+    """g times the conjugate of a scalar factor (beta, alpha) of the forward."""
+    return g if factor == 1 else ops.mul(g, ops.conj(factor))
 
 
 @rule("matmul")
@@ -56,9 +68,9 @@ def matmul(ops, g, needs, a, b):
     they add is not in the result. (Batch axes that were broadcast are summed by the caller.)"""
     ga = gb = None
     if ops.ndim(a) == 1 and ops.ndim(b) == 1:
-        ga = ops.mul(g, b) if needs[0] else None
-        gb = ops.mul(g, a) if needs[1] else None
-    elif ops.ndim(a) == 1:
+        return dot(ops, g, needs, a, b)
+    a, b = ops.conj(a), ops.conj(b)
+    if ops.ndim(a) == 1:
         ga = ops.matmul(b, g) if needs[0] else None  # b (k, n) @ g (n,)
         gb = ops.outer(a, g) if needs[1] else None
     elif ops.ndim(b) == 1:
@@ -96,16 +108,16 @@ def solve(ops, g, needs, a, x):
 @rule("addmv")
 def addmv(ops, g, needs, mat, vec, beta, alpha):
     gin = _scale(ops, g, beta) if needs[0] else None
-    gmat = _scale(ops, ops.outer(g, vec), alpha) if needs[1] else None
-    gvec = _scale(ops, ops.matmul(ops.mT(mat), g), alpha) if needs[2] else None
+    gmat = _scale(ops, ops.outer(g, ops.conj(vec)), alpha) if needs[1] else None
+    gvec = _scale(ops, ops.matmul(_mH(ops, mat), g), alpha) if needs[2] else None
     return gin, gmat, gvec
 
 
 @rule("baddbmm")
 def baddbmm(ops, g, needs, b1, b2, beta, alpha):
     gin = _scale(ops, g, beta) if needs[0] else None
-    g1 = _scale(ops, ops.matmul(g, ops.mT(b2)), alpha) if needs[1] else None
-    g2 = _scale(ops, ops.matmul(ops.mT(b1), g), alpha) if needs[2] else None
+    g1 = _scale(ops, ops.matmul(g, _mH(ops, b2)), alpha) if needs[1] else None
+    g2 = _scale(ops, ops.matmul(_mH(ops, b1), g), alpha) if needs[2] else None
     return gin, g1, g2
 
 
@@ -115,8 +127,8 @@ def addbmm(ops, g, needs, b1, b2, beta, alpha, batch):
     gin = _scale(ops, g, beta) if needs[0] else None
     shape = ops.shape(g)
     gb = ops.expand(ops.unsqueeze(g, 0), (batch,) + tuple(shape))
-    g1 = _scale(ops, ops.matmul(gb, ops.mT(b2)), alpha) if needs[1] else None
-    g2 = _scale(ops, ops.matmul(ops.mT(b1), gb), alpha) if needs[2] else None
+    g1 = _scale(ops, ops.matmul(gb, _mH(ops, b2)), alpha) if needs[1] else None
+    g2 = _scale(ops, ops.matmul(_mH(ops, b1), gb), alpha) if needs[2] else None
     return gin, g1, g2
 
 

@@ -181,6 +181,15 @@ def _small_bmm(a, b):
 outer = np.outer
 
 
+def sgn(d):
+    """PyTorch's sgn: sign for real arrays, z / |z| (0 at 0) for complex ones."""
+    if d.dtype.kind != "c":
+        return sign(d)
+    magnitude = np.abs(d)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(magnitude == 0, d.dtype.type(0), d / magnitude).astype(d.dtype)
+
+
 def sign(d):
     """PyTorch's sign: 0 at nan (numpy's is nan), and a bool stays itself."""
     if d.dtype == np.bool_:
@@ -607,6 +616,16 @@ def flip(x, dim):
 
 def cumsum(x, dim):
     return np.cumsum(x, axis=dim)
+
+
+def logcumsumexp(x, dim):
+    with np.errstate(all="ignore"):
+        return np.logaddexp.accumulate(x, axis=dim)
+
+
+def lowest(x):
+    """The most negative finite value of x's dtype (PyTorch's stand-in for log 0)."""
+    return x.dtype.type(np.finfo(x.dtype).min)
 
 
 def cumprod(x, dim):

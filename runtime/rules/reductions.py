@@ -1,6 +1,7 @@
 """Derivative rules of reductions: the cotangent is broadcast back over the reduced axes."""
 
 from runtime.rules import rule
+from runtime.rules.elementwise import signum
 
 
 def _unreduce(ops, g, shape, dims, keepdim):
@@ -55,7 +56,7 @@ def norm(ops, g, needs, x, result, p, dims, keepdim):
     g = _unreduce(ops, g, shape, dims, keepdim)
     result = _unreduce(ops, result, shape, dims, keepdim)
     if p == 1:
-        return (ops.mul(ops.sign(x), g),)
+        return (ops.mul(signum(ops, x), g),)
     if p == 2:
         return (ops.mul(g, ops.where(ops.eq(result, 0), 0.0, ops.div(x, result))),)
     if p in (float("inf"), float("-inf")):
@@ -63,13 +64,13 @@ def norm(ops, g, needs, x, result, p, dims, keepdim):
         magnitude = ops.abs(x)
         hit = ops.logical_or(ops.eq(magnitude, result), ops.isnan(magnitude))
         count = ops.sum_dim(ops.cast_like(hit, g), dims, True)
-        return (ops.mul(ops.sign(x), ops.mul(ops.div(g, count), ops.cast_like(hit, g))),)
+        return (ops.mul(signum(ops, x), ops.mul(ops.div(g, count), ops.cast_like(hit, g))),)
     if p < 1:
         powered = ops.where(ops.eq(x, 0), 0.0, ops.pow(ops.abs(x), p - 1))
-        return (ops.mul(ops.mul(ops.mul(ops.sign(x), powered), g), ops.pow(result, 1 - p)),)
+        return (ops.mul(ops.mul(ops.mul(signum(ops, x), powered), g), ops.pow(result, 1 - p)),)
     scale = ops.where(ops.eq(result, 0), 0.0, ops.div(g, ops.pow(result, p - 1)))
     if p < 2:
-        return (ops.mul(ops.mul(ops.sign(x), ops.pow(ops.abs(x), p - 1)), scale),)
+        return (ops.mul(ops.mul(signum(ops, x), ops.pow(ops.abs(x), p - 1)), scale),)
     return (ops.mul(ops.mul(x, ops.pow(ops.abs(x), p - 2)), scale),)
 
 

@@ -9,8 +9,10 @@ from runtime.rules.reductions import _unreduce, _var_backward
 
 @rule("nansum")
 def nansum(ops, g, needs, x, dims, keepdim):
+    """Multiplied by the not-nan mask (x == x), as PyTorch: an inf cotangent gives nan at nan
+    inputs (nanmean of an all-nan row divides by a zero count)."""
     g = _unreduce(ops, g, ops.shape(x), dims, keepdim)
-    return (ops.where(ops.isnan(x), 0.0, g),)
+    return (ops.mul(g, ops.cast_like(ops.eq(x, x), g)),)
 
 
 def _moment_cotangents(gs):
@@ -47,12 +49,27 @@ def evenly_distribute(ops, g, needs, x, result):
 
 @rule("logcumsumexp")
 def logcumsumexp(ops, g, needs, x, result, dim):
-    """d out_j / d x_i = exp(x_i - out_j) for j >= i: a reversed cumulative sum."""
+    """d out_j / d x_i = exp(x_i - out_j) for j >= i: a reversed cumulative sum of
+    g_j exp(-out_j), times exp(x_i). Real cotangents go as PyTorch's, in log space (nothing
+    overflows where out is large): the positive and the negative part of g each through a
+    reversed logcumsumexp of log|g| - out, a zero entry being the dtype's lowest value; so
+    the derivative in g at a zero g is nan, as PyTorch's."""
     if ops.ndim(x) == 0:
         return (g,)
-    weighted = ops.mul(g, ops.exp(ops.neg(result)))
-    tail = ops.flip(ops.cumsum(ops.flip(weighted, dim), dim), dim)
-    return (ops.mul(tail, ops.exp(x)),)
+    if ops.is_complex(g):
+        weighted = ops.mul(g, ops.exp(ops.neg(result)))
+        tail = ops.flip(ops.cumsum(ops.flip(weighted, dim), dim), dim)
+        return (ops.mul(tail, ops.exp(x)),)
+    log_abs, lowest = ops.log(ops.abs(g)), ops.lowest(g)
+    positive = _log_space_tail(ops, ops.where(ops.gt(g, 0), log_abs, lowest), x, result, dim)
+    negative = _log_space_tail(ops, ops.where(ops.lt(g, 0), log_abs, lowest), x, result, dim)
+    return (ops.sub(positive, negative),)
+
+
+def _log_space_tail(ops, log_g, x, result, dim):
+    """exp(x_i + log sum_{j >= i} exp(log_g_j - out_j))."""
+    shifted = ops.flip(ops.sub(log_g, result), dim)
+    return ops.exp(ops.add(ops.flip(ops.logcumsumexp(shifted, dim), dim), x))
 
 
 @rule("cummax")

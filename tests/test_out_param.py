@@ -1,0 +1,119 @@
+"""The out= keyword (runtime/out_param.py), differential against PyTorch 2.13.
+
+Each op of OPS is called with each kind of `out` of OUTS: an empty one (resized silently), one
+of the wrong shape (resized with a UserWarning), one of the right shape (no warning), and ones
+of another dtype (cast into when the result's dtype can be, refused by the ops that need the
+exact dtype, whatever the shape). We compare the returned object's identity, out's dtype,
+shape and values, whether a UserWarning came, or the exception class.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import adcompile
+
+
+def _ops(L):
+    a, b, v = L.arange(6.0).view(2, 3), L.ones(3, 2), L.tensor([0.5, -1.0, 2.0])
+    return {
+        "add": lambda o: L.add(v, v, out=o),
+        "exp": lambda o: L.exp(v, out=o),
+        "mul_scalar": lambda o: L.mul(v, 2, out=o),
+        "eq": lambda o: L.eq(v, v, out=o),
+        "sum": lambda o: L.sum(a, 1, out=o),
+        "mean": lambda o: L.mean(a, 1, out=o),
+        "prod": lambda o: L.prod(a, 1, out=o),
+        "cumsum": lambda o: L.cumsum(v, 0, out=o),
+        "nansum": lambda o: L.nansum(a, 1, out=o),
+        "nanmean": lambda o: L.nanmean(a, 1, out=o),
+        "logsumexp": lambda o: L.logsumexp(a, 1, out=o),
+        "var": lambda o: L.var(a, 1, out=o),
+        "amax": lambda o: L.amax(a, 1, out=o),
+        "norm": lambda o: L.norm(a, dim=1, out=o),
+        "abs": lambda o: L.abs(v, out=o),
+        "clamp": lambda o: L.clamp(v, 0, 1, out=o),
+        "where": lambda o: L.where(v > 0, v, v, out=o),
+        "softmax": lambda o: L.softmax(v, 0, out=o),
+        "cat": lambda o: L.cat([v, v], out=o),
+        "stack": lambda o: L.stack([v, v], out=o),
+        "index_select": lambda o: L.index_select(v, 0, L.tensor([0, 2]), out=o),
+        "lerp": lambda o: L.lerp(v, v * 2, 0.5, out=o),
+        "mm": lambda o: L.mm(a, b, out=o),
+        "matmul": lambda o: L.matmul(a, b, out=o),
+        "dot": lambda o: L.dot(v, v, out=o),
+        "vdot": lambda o: L.vdot(v, v, out=o),
+        "mv": lambda o: L.mv(a, v, out=o),
+        "bmm": lambda o: L.bmm(a[None], b[None], out=o),
+        "addmm": lambda o: L.addmm(L.ones(2, 2), a, b, out=o),
+        "addmv": lambda o: L.addmv(L.ones(2), a, v, out=o),
+        "baddbmm": lambda o: L.baddbmm(L.ones(1, 2, 2), a[None], b[None], out=o),
+        "addbmm": lambda o: L.addbmm(L.ones(2, 2), a[None], b[None], out=o),
+        "outer": lambda o: L.outer(v, v, out=o),
+        "kron": lambda o: L.kron(v, v, out=o),
+        "inner": lambda o: L.inner(v, v, out=o),
+        "tensordot": lambda o: L.tensordot(a, b, 1, out=o),
+        "multi_dot": lambda o: L.linalg.multi_dot([a, b], out=o),
+        "logcumsumexp": lambda o: L.logcumsumexp(v, 0, out=o),
+        "gather": lambda o: L.gather(a, 1, L.zeros(2, 1, dtype=L.int64), out=o),
+        "zeros": lambda o: L.zeros(2, 2, out=o),
+        "ones": lambda o: L.ones(3, out=o),
+    }
+
+
+OUTS = {
+    "empty": lambda L: L.empty(0),
+    "wrong_shape": lambda L: L.empty(5),
+    "wrong_rank": lambda L: L.empty(1, 1, 1, 1),
+    "float64_empty": lambda L: L.empty(0, dtype=L.float64),
+    "float64_wrong_shape": lambda L: L.empty(7, dtype=L.float64),
+    "int64_empty": lambda L: L.empty(0, dtype=L.int64),
+    "float16_empty": lambda L: L.empty(0, dtype=L.float16),
+}
+# torch's integer out of these computes in integers or raises NotImplementedError: not ours
+_SKIP = {("nansum", "int64_empty"), ("nanmean", "int64_empty"), ("cat", "int64_empty"),
+         ("stack", "int64_empty")}
+
+
+def _outcome(L, op, kind):
+    out = OUTS[kind](L)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            returned = _ops(L)[op](out)
+        except Exception as e:  # noqa: BLE001 - the class is what we compare
+            return type(e).__name__
+    warned = any(issubclass(w.category, UserWarning) for w in caught
+                 if "deprecated" not in str(w.message) or "resiz" in str(w.message))
+    return (returned is out, str(out.dtype), tuple(out.shape), warned,
+            np.asarray(out.tolist(), dtype=np.float64))
+
+
+@pytest.mark.parametrize("kind", list(OUTS))
+@pytest.mark.parametrize("op", list(_ops(torch)))
+def test_out_argument(op, kind):
+    if (op, kind) in _SKIP:
+        pytest.skip("integer out of a floating op: torch computes in integers")
+    theirs, ours = _outcome(torch, op, kind), _outcome(adcompile, op, kind)
+    if isinstance(theirs, str) or isinstance(ours, str):
+        assert ours == theirs
+        return
+    assert ours[:4] == theirs[:4], "(returned out, out dtype, out shape, warned)"
+    np.testing.assert_allclose(ours[4], theirs[4], rtol=1e-3)
+
+
+def test_right_shape_keeps_the_storage_and_warns_nothing():
+    out = adcompile.empty(3)
+    data = out._data
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        adcompile.exp(adcompile.zeros(3), out=out)
+    assert out._data is data and out.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_resize_warning_names_the_call_site():
+    with pytest.warns(UserWarning) as caught:
+        adcompile.add(adcompile.ones(2), 1, out=adcompile.empty(3))
+    assert caught[0].filename == __file__
