@@ -33,16 +33,21 @@ stands, and one stride per leaf and axis (a Pack); the consumer's loops advance 
 per leaf (arrays.loops) and `read` evaluates the tree at those offsets.
 """
 
+import math
+
 import llvmlite.ir as ir
 
 from adcompile.backends.llvm.memory import sum_to_may_alias
-from adcompile.backends.llvm.values import I1, ArrayV, LazyNode, LazyV, Pack, i64
+from adcompile.backends.llvm.values import I1, MEM, ArrayV, JoinV, LazyNode, LazyV, Pack, \
+    i64
 from adcompile.ir import types as T
 from adcompile.ir.nodes import VIEWS, WRITES, Op, walk, walk_op
 from adcompile.ir.origins import Origins
 from adcompile.ir.prims import BINARY_MATH, ELEMENTWISE, UNARY_MATH
 
 RECOMPUTE = 8  # scalar ops a lazy value used more than once may cost per element
+JOIN = True  # lazy concatenations (joins.py); False: every concatenation is copied
+PIECES = 4  # loops at most that a consumer of a lazy concatenation runs (one per piece)
 _EXPENSIVE = frozenset(UNARY_MATH + BINARY_MATH)
 _REDUCTIONS = ("sum", "mean", "prod", "amax", "amin", "argmax", "argmin")
 _UNKNOWN_OWNERS = ("if", "for", "while", "tuple_get", "tape_pop")
@@ -55,6 +60,8 @@ class Fusion:
 
     def __init__(self):
         self.lazy = set()
+        self.joins = set()  # lazy concatenations and lazy values over them (joins.py)
+        self.pieces = {}  # a join -> how many loops at most its consumers run
         self.deferred = set()  # sum_to results lowered with their store (_defer_sum_to)
         self.leaves = {}
         self.cost = {}
@@ -106,6 +113,10 @@ def _plan_block(block, params, fusion):
         found = _element_uses(r, uses)
         if not found:
             continue
+        joined = op.prim == "concatenate" or any(x in fusion.joins for x in op.operands)
+        pieces = _pieces(op, fusion)
+        if joined and (pieces > PIECES or not _join_uses(r, uses)):
+            continue
         leaves, cost, expensive = set(), 1, _expensive(op)
         for x in op.operands:
             if x in fusion.lazy:
@@ -127,6 +138,16 @@ def _plan_block(block, params, fusion):
         fusion.cost[r] = cost
         if expensive:
             fusion.expensive.add(r)
+        if joined:
+            fusion.joins.add(r)
+            fusion.pieces[r] = pieces
+
+
+def _pieces(op, fusion):
+    """How many loops at most a consumer of op's lazy value runs (joins.py): a join, one per
+    piece of each part; an elementwise op over joins, the product of theirs."""
+    counts = [fusion.pieces.get(x, 1) for x in op.operands]
+    return sum(counts) if op.prim == "concatenate" else math.prod(counts)
 
 
 def _stored_sum_to(op, fusion):
@@ -177,6 +198,46 @@ def _view_of_lazy(op, fusion):
     fusion.cost[r] = fusion.cost[x]
     if x in fusion.expensive:
         fusion.expensive.add(r)
+    if x in fusion.joins:
+        fusion.joins.add(r)
+        fusion.pieces[r] = fusion.pieces[x]
+
+
+def _join_uses(v, uses, depth=0):
+    """Whether every use of v (a concatenation, or a value over one) reads it where a join
+    can be read piece by piece (joins.py): an elementwise op or a concatenation with a
+    one-dimensional result, the value of a store, a slice without a step (whose uses
+    qualify in turn), its shape."""
+    for _, user, n in uses.get(v, ()):
+        if user is None:
+            return False
+        if user.prim == "slice" and n == 0:
+            if depth >= 16 or not _stepless(user) or \
+                    not _join_uses(user.results[0], uses, depth + 1):
+                return False
+        elif user.prim in ELEMENTWISE or user.prim == "concatenate":
+            t = user.results[0].type
+            if not (isinstance(t, T.Array) and t.ndim == 1):
+                return False
+        elif not _is_store_value(user, n) and user.prim not in ("shape", "size"):
+            return False
+    return True
+
+
+def _stepless(op):
+    """A slice of one axis without a step (a view of a join that keeps it one piece per
+    part)."""
+    index = op.attrs["index"]
+    return len(index) == 1 and index[0][0] == "slice" and not index[0][3] and \
+        isinstance(op.results[0].type, T.Array)
+
+
+def _joinable(op):
+    """A one-dimensional concatenation of parts of its own dtype (joins.py)."""
+    t = op.results[0].type
+    return isinstance(t, T.Array) and t.ndim == 1 and all(
+        isinstance(x.type, T.Array) and x.type.ndim == 1 and x.type.dtype == t.dtype
+        for x in op.operands)
 
 
 def _element_uses(v, uses, depth=0):
@@ -255,6 +316,8 @@ def _independent(group, params, fusion):
 def _fusible(op):
     if op.prim == "copy":  # elementwise too: each element is its operand's
         return isinstance(op.results[0].type, T.Array)
+    if op.prim == "concatenate":
+        return JOIN and _joinable(op)
     if op.prim not in ELEMENTWISE or len(op.results) != 1:
         return False
     t = op.results[0].type
@@ -392,6 +455,16 @@ class FusionLowering:
         identity = Op("cast", [op.operands[0]], [t], {"to": t}, loc=op.loc)
         return self.lazy_value(identity, [x], x.shape, [x.strides])
 
+    def lazy_at(self, lazy, offsets, shape, strides):
+        """`lazy` with its leaves moved on by `offsets` (a Pack), of that shape and those
+        strides: a view of a lazy value is the same tree over views of its leaves."""
+        leaves = [leaf.view(self.b.gep(leaf.data, [o], source_etype=MEM[leaf.dtype]),
+                            leaf.shape, leaf.strides)
+                  for leaf, o in zip(lazy.node.leaves(), offsets.items)]
+        registers = [reg for node in lazy.node.walk() for _, reg in node.scalars]
+        return LazyV(lazy.dtype, shape, strides,
+                     lazy.node.rebuilt(iter(leaves), iter(registers)))
+
     def lazy_element(self, lazy, offsets):
         """The element of `lazy` at `offsets` (a Pack), as a register of its dtype."""
         if not isinstance(offsets, Pack):  # a 0-d value: every leaf at its offset 0
@@ -453,7 +526,8 @@ class FusionLowering:
         dsts = [self.v(op.operands[0]) for op in ops]
         values = [self.v(op.operands[1]) for op in ops]
         shape = dsts[0].shape
-        if any(d.ndim != len(shape) for d in dsts) or any(v.ndim > len(shape) for v in values):
+        if any(d.ndim != len(shape) for d in dsts) or any(v.ndim > len(shape) for v in values) \
+                or any(isinstance(v, JoinV) for v in values):  # (a join: a loop per piece)
             for op in ops:
                 self.lower_alone(op)
             return

@@ -29,11 +29,12 @@ import llvmlite.ir as ir
 from adcompile.backends.llvm import fpenv
 from adcompile.backends.llvm.arrays import ARRAY_RULES, ArrayLowering
 from adcompile.backends.llvm.fusion import FusionLowering, LazyV, plan
+from adcompile.backends.llvm.joins import JoinLowering
 from adcompile.backends.llvm.linalg import LINALG_RULES, LinalgLowering
 from adcompile.backends.llvm.memory import MemoryLowering, origins
 from adcompile.backends.llvm.parallel import ParallelLowering, enable as enable_parallel
 from adcompile.backends.llvm.values import (CONTEXT, CTX_ERR, F32, F64, I1, I8, I32, I64, MEM,
-                                            OK, PTR, REG, TAPE, ArrayV, TapeV, TupleV, alloca,
+                                            OK, PTR, REG, TAPE, ArrayV, JoinV, TapeV, TupleV, alloca,
                                             arrays_in, external, flat, flat_types, i64, unflat,
                                             zero)
 from adcompile.ir import types as T
@@ -107,7 +108,7 @@ class ErrorTable(dict):
 
 
 class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
-                FusionLowering):
+                FusionLowering, JoinLowering):
     def __init__(self, module, func, fastmath, boundscheck):
         self.module = module
         self.func = func
@@ -256,6 +257,8 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
             return False
         if op.results and op.results[0] in self.fusion.lazy:
             return False
+        if any(isinstance(self.values.get(x), JoinV) for x in op.operands):
+            return False  # (a join is lowered piece by piece where it is read: joins.py)
         if op.prim in _OUTLINED:
             pass
         elif op.prim in ELEMENTWISE and len(op.results) == 1:
