@@ -24,6 +24,11 @@ When an op stays lazy (`plan`), decided per block in program order:
   tape) may.
 A leaf lives until the last consumer of its lazy value (see memory.deaths).
 
+A one-dimensional concatenation of parts of its dtype is lazy too (a *join*, joins.py)
+where every use reads it piece by piece (`_join_uses`) and no consumer would run more than
+PIECES loops; `_plan_joined_block` plans a block again without the joins that kept an
+elementwise op over them from being lazy, so joins never add an array to the plan.
+
 `sum_to(g, like)` of a lazy g whose one use is the value of a store (reverse mode's
 `x_bar[...] += sum_to(g, x.shape)`) is lazy too, with g's leaves (`deferred`): the store runs
 with g itself when g has like's shape at run time, else with g summed into a new array.
@@ -62,6 +67,7 @@ class Fusion:
         self.lazy = set()
         self.joins = set()  # lazy concatenations and lazy values over them (joins.py)
         self.pieces = {}  # a join -> how many loops at most its consumers run
+        self.join_roots = {}  # a join -> the concatenations in it
         self.deferred = set()  # sum_to results lowered with their store (_defer_sum_to)
         self.leaves = {}
         self.cost = {}
@@ -70,7 +76,16 @@ class Fusion:
         self.later = set()
         self.origins = None  # ir/origins.py: arrays of new buffers known apart
 
+    def saved(self):
+        """A copy of what _plan_block decides, to plan a block again from."""
+        return {name: type(getattr(self, name))(getattr(self, name)) for name in _PLANNED}
 
+    def restore(self, saved):
+        for name, value in saved.items():
+            setattr(self, name, value)
+
+
+_PLANNED = ("lazy", "joins", "pieces", "join_roots", "deferred", "leaves", "cost", "expensive")
 NO_FUSION = Fusion()
 
 
@@ -79,12 +94,30 @@ def plan(fn):
     fusion.origins = Origins(fn)
     blocks = [fn.body] + [region for op in walk(fn.body) for region in op.regions]
     for block in blocks:
-        _plan_block(block, set(fn.params), fusion)
+        _plan_joined_block(block, set(fn.params), fusion)
         _plan_groups(block, set(fn.params), fusion)
     return fusion
 
 
-def _plan_block(block, params, fusion):
+def _plan_joined_block(block, params, fusion):
+    """_plan_block, again without the lazy concatenations that kept an elementwise op over
+    them from being lazy (too many pieces, a use a join cannot have), until there are none:
+    a concatenation is lazy only where that takes no array away from the plan without
+    joins."""
+    blocked = set()
+    while True:
+        saved = fusion.saved()
+        refused = _plan_block(block, params, fusion, blocked)
+        if refused <= blocked:
+            return
+        blocked |= refused
+        fusion.restore(saved)
+
+
+def _plan_block(block, params, fusion, blocked=frozenset()):
+    """Decide which values of `block` are lazy; returns the concatenations (of `blocked`
+    none) whose joins kept an elementwise op from being lazy."""
+    refused = set()
     uses = {}
     writes = []
     position = {op: k for k, op in enumerate(block.ops)}
@@ -107,40 +140,62 @@ def _plan_block(block, params, fusion):
                     not _written_before(op, found[0][0], k, writes, params, position, fusion):
                 _defer_sum_to(op, fusion)
             continue
-        if not _fusible(op):
+        if not _fusible(op) or op in blocked:
             continue
         r = op.results[0]
         found = _element_uses(r, uses)
         if not found:
             continue
         joined = op.prim == "concatenate" or any(x in fusion.joins for x in op.operands)
-        pieces = _pieces(op, fusion)
-        if joined and (pieces > PIECES or not _join_uses(r, uses)):
+        tree = _lazy_tree(op, k, found, uses, writes, params, position, fusion, joined)
+        if tree is None:
+            if joined and op.prim != "concatenate":  # (an array only for its joins)
+                refused.update(c for x in op.operands for c in fusion.join_roots.get(x, ()))
             continue
-        leaves, cost, expensive = set(), 1, _expensive(op)
-        for x in op.operands:
-            if x in fusion.lazy:
-                leaves |= fusion.leaves[x]
-                cost += fusion.cost[x]
-                expensive = expensive or x in fusion.expensive
-            else:
-                leaves.add(x)
-        computing = [u for u in found if u[1].prim not in ("shape", "size")]
-        if len(computing) > 1 and (expensive or cost > RECOMPUTE):
-            continue
-        roots = {_root(v) for v in leaves if isinstance(v.type, T.Array)}
-        last = max((j for j, _, _ in computing), default=k)  # (a shape reads no element)
-        if any(_may_share(w, leaf, params, position, fusion.origins)
-               for j in range(k + 1, last + 1) for w in writes[j] for leaf in roots):
-            continue
-        fusion.lazy.add(r)
-        fusion.leaves[r] = leaves
-        fusion.cost[r] = cost
-        if expensive:
-            fusion.expensive.add(r)
-        if joined:
-            fusion.joins.add(r)
-            fusion.pieces[r] = pieces
+        _make_lazy(op, tree, joined, fusion)
+    return refused
+
+
+def _lazy_tree(op, k, found, uses, writes, params, position, fusion, joined):
+    """(leaves, cost, expensive, pieces) of op's result as a lazy value, or None where it
+    must be computed where it stands (see the module's docstring; joins.py for joins)."""
+    r = op.results[0]
+    pieces = _pieces(op, fusion)
+    if joined and (pieces > PIECES or not _join_uses(r, uses)):
+        return None
+    leaves, cost, expensive = set(), 1, _expensive(op)
+    for x in op.operands:
+        if x in fusion.lazy:
+            leaves |= fusion.leaves[x]
+            cost += fusion.cost[x]
+            expensive = expensive or x in fusion.expensive
+        else:
+            leaves.add(x)
+    computing = [u for u in found if u[1].prim not in ("shape", "size")]
+    if len(computing) > 1 and (expensive or cost > RECOMPUTE):
+        return None
+    roots = {_root(v) for v in leaves if isinstance(v.type, T.Array)}
+    last = max((j for j, _, _ in computing), default=k)  # (a shape reads no element)
+    if any(_may_share(w, leaf, params, position, fusion.origins)
+           for j in range(k + 1, last + 1) for w in writes[j] for leaf in roots):
+        return None
+    return leaves, cost, expensive, pieces
+
+
+def _make_lazy(op, tree, joined, fusion):
+    r = op.results[0]
+    leaves, cost, expensive, pieces = tree
+    fusion.lazy.add(r)
+    fusion.leaves[r] = leaves
+    fusion.cost[r] = cost
+    if expensive:
+        fusion.expensive.add(r)
+    if joined:
+        fusion.joins.add(r)
+        fusion.pieces[r] = pieces
+        fusion.join_roots[r] = frozenset(
+            c for x in op.operands for c in fusion.join_roots.get(x, ())) | \
+            ({op} if op.prim == "concatenate" else set())
 
 
 def _pieces(op, fusion):
@@ -201,6 +256,7 @@ def _view_of_lazy(op, fusion):
     if x in fusion.joins:
         fusion.joins.add(r)
         fusion.pieces[r] = fusion.pieces[x]
+        fusion.join_roots[r] = fusion.join_roots[x]
 
 
 def _join_uses(v, uses, depth=0):
