@@ -84,15 +84,18 @@ def written_under_product(x, y):  # the product would be an array: the join is o
     return z + y
 
 
-def rk4_last(x, y):  # the ode eval's steps: a join would make the stage sum an array
-    h = 0.5
-    for _ in range(2):
+def rk4_steps(x, y, h, steps):  # the ode eval's steps
+    for _ in range(steps):
         k1 = np.concatenate((x[:1], x[1:] * y[:-1]))
         k2 = np.concatenate((x[:1], x[1:] * (y + h / 2 * k1)[:-1]))
         k3 = np.concatenate((x[:1], x[1:] * (y + h / 2 * k2)[:-1]))
         k4 = np.concatenate((x[:1], x[1:] * (y + h * k3)[:-1]))
         y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
     return y
+
+
+def rk4_last(x, y):  # a join would make the stage sum an array: none
+    return rk4_steps(x, y, 0.5, 2)
 
 
 # (function, whether some concatenation of it stays lazy)
@@ -196,16 +199,8 @@ def test_errors_of_a_join_as_before(backend, no_ir_cache, monkeypatch):
                 _run(fn, backend, (x, y), joins, monkeypatch)
 
 
-def ode_primal(x, s):  # the eval's primal: its joins would make the stage sum an array
-    h = 2.0 / s
-    y = np.zeros(x.shape[0])
-    for _ in range(s):
-        k1 = np.concatenate((x[:1], x[1:] * y[:-1]))
-        k2 = np.concatenate((x[:1], x[1:] * (y + h / 2 * k1)[:-1]))
-        k3 = np.concatenate((x[:1], x[1:] * (y + h / 2 * k2)[:-1]))
-        k4 = np.concatenate((x[:1], x[1:] * (y + h * k3)[:-1]))
-        y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-    return y
+def ode_primal(x, s):  # the eval's primal
+    return rk4_steps(x, np.zeros(x.shape[0]), 2.0 / s, s)
 
 
 @pytest.mark.parametrize("fn", [c[0] for c in CASES] + [ode_primal])
