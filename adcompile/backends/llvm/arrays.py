@@ -25,7 +25,7 @@ from adcompile.backends.llvm.fusion import LazyV, Pack
 from adcompile.backends.llvm.pairwise import Cells, Locals, PairwiseLowering, planning, \
     while_loop
 from adcompile.backends.llvm.values import (F64, I1, I8, I64, ITEMSIZE, MEM, PTR, REG,
-                                            ArrayV, i64, loop_hints, zero)
+                                            ArrayV, JoinV, i64, loop_hints, zero)
 from adcompile.ir import types as T
 from adcompile.ir.nodes import Op, Value
 from adcompile.ir.prims import PRIMS
@@ -280,6 +280,8 @@ class ArrayLowering(PairwiseLowering):
     def elementwise(self, op):
         t = op.results[0].type
         values = [self.v(x) for x in op.operands]
+        if any(isinstance(v, JoinV) for v in values):
+            return self.join_elementwise(op, values)
         arrays = [v for v in values if isinstance(v, (ArrayV, LazyV))]
         shape, strides = self.broadcast(arrays, t.ndim, op.loc)
         if op.results[0] in self.fusion.lazy:
@@ -361,16 +363,20 @@ class ArrayLowering(PairwiseLowering):
     def slice(self, op):
         """Basic indexing: integers (checked, wrapped), slices (clipped like Python's),
         new axes; trailing axes whole. A slice of a lazy value (fusion.py) is lazy: the same
-        tree over the same views of its leaves."""
+        tree over the same views of its leaves; a slice of a join (joins.py), its pieces
+        clipped."""
         x = self.v(op.operands[0])
         if isinstance(x, LazyV):
             offset, shape, strides = self.indexed(op, x, [Pack([i64(0)] * x.width)] +
                                                   list(x.strides))
-            leaves = [leaf.view(self.b.gep(leaf.data, [o], source_etype=MEM[leaf.dtype]),
-                                leaf.shape, leaf.strides)
-                      for leaf, o in zip(x.node.leaves(), offset.items)]
-            registers = [reg for node in x.node.walk() for _, reg in node.scalars]
-            return LazyV(x.dtype, shape, strides, x.node.rebuilt(iter(leaves), iter(registers)))
+            return self.lazy_at(x, offset, shape, strides)
+        if isinstance(x, JoinV):  # one axis, no step (fusion.py)
+            bounds = iter(self.v(v) for v in op.operands[1:])
+            _, has_start, has_stop, _ = op.attrs["index"][0]
+            start = next(bounds) if has_start else None
+            stop = next(bounds) if has_stop else None
+            first, length, _ = self.slice_bounds(x.shape[0], start, stop, None, op.loc)
+            return self.join_slice(x, first, length)
         offset, shape, strides = self.indexed(op, x, [i64(0)] + list(x.strides))
         data = self.b.gep(x.data, [offset], source_etype=MEM[x.dtype])
         if isinstance(op.results[0].type, T.Scalar):
@@ -683,6 +689,8 @@ class ArrayLowering(PairwiseLowering):
         axis = op.attrs["axis"]
         t = op.results[0].type
         arrays = [self.v(x) for x in op.operands]
+        if op.results[0] in self.fusion.lazy:
+            return self.lazy_join(op, arrays)
         first = arrays[0]
         total = i64(0)
         for k, a in enumerate(arrays):
@@ -703,7 +711,10 @@ class ArrayLowering(PairwiseLowering):
             data = self.at(out, self.b.mul(start, out.strides[axis]))
             part_shape = list(shape)
             part_shape[axis] = a.shape[axis]
-            self.copy_into(out.view(data, part_shape, out.strides), a)
+            if isinstance(a, JoinV):
+                self.join_into(out.view(data, part_shape, out.strides), a, self.copy_into)
+            else:
+                self.copy_into(out.view(data, part_shape, out.strides), a)
             start = self.b.add(start, a.shape[axis])
         return out
 
@@ -983,11 +994,18 @@ class ArrayLowering(PairwiseLowering):
         """dst[...] = value (broadcast into dst)."""
         dst = self.v(op.operands[0])
         value, vtype = self.v(op.operands[1]), op.operands[1].type
+        if isinstance(value, JoinV):
+            self.join_store(op, dst, value, lambda d, v: self.assign_array(op, d, v),
+                            "assignment")
+            return
         if not isinstance(value, (ArrayV, LazyV)):
             if vtype.is_float and dst.dtype == "i64" and vtype.weak:
                 value, vtype = self.float_to_int(value, True, op.loc), T.I64
             self.fill(dst, value, vtype)
             return
+        self.assign_array(op, dst, value)
+
+    def assign_array(self, op, dst, value):
         read, strides, overlap = self.source(dst, value, op.loc, "assignment")
         self.parallel_loops(dst.shape, [dst.strides, strides], lambda offs: self.write(
             dst, offs[0], self.read(read, offs[1]), read.dtype), [dst])
@@ -1000,11 +1018,18 @@ class ArrayLowering(PairwiseLowering):
         value = self.v(op.operands[1])
         name = op.attrs.get("op", "add")
         combine = self.combiner(name, dst.dtype, op.operands[1], op.loc)
+        if isinstance(value, JoinV):
+            self.join_store(op, dst, value, lambda d, v: self.iadd_array(op, d, v, combine),
+                            "augmented assignment")
+            return
         if not isinstance(value, (ArrayV, LazyV)):
             self.parallel_loops(dst.shape, [dst.strides], lambda offs: self.write(
                 dst, offs[0], combine(self.old_element(op, dst, offs[0]), value),
                 combine.dtype), [dst])
             return
+        self.iadd_array(op, dst, value, combine)
+
+    def iadd_array(self, op, dst, value, combine):
         read, strides, overlap = self.source(dst, value, op.loc, "augmented assignment")
         self.parallel_loops(dst.shape, [dst.strides, strides], lambda offs: self.write(
             dst, offs[0], combine(self.old_element(op, dst, offs[0]), self.read(read, offs[1])),

@@ -24,6 +24,11 @@ When an op stays lazy (`plan`), decided per block in program order:
   tape) may.
 A leaf lives until the last consumer of its lazy value (see memory.deaths).
 
+A one-dimensional concatenation of parts of its dtype is lazy too (a *join*, joins.py)
+where every use reads it piece by piece (`_join_uses`) and no consumer would run more than
+PIECES loops; `_plan_joined_block` plans a block again without the joins that kept an
+elementwise op over them from being lazy, so joins never add an array to the plan.
+
 `sum_to(g, like)` of a lazy g whose one use is the value of a store (reverse mode's
 `x_bar[...] += sum_to(g, x.shape)`) is lazy too, with g's leaves (`deferred`): the store runs
 with g itself when g has like's shape at run time, else with g summed into a new array.
@@ -33,16 +38,21 @@ stands, and one stride per leaf and axis (a Pack); the consumer's loops advance 
 per leaf (arrays.loops) and `read` evaluates the tree at those offsets.
 """
 
+import math
+
 import llvmlite.ir as ir
 
 from adcompile.backends.llvm.memory import sum_to_may_alias
-from adcompile.backends.llvm.values import I1, ArrayV, LazyNode, LazyV, Pack, i64
+from adcompile.backends.llvm.values import I1, MEM, ArrayV, JoinV, LazyNode, LazyV, Pack, \
+    i64
 from adcompile.ir import types as T
 from adcompile.ir.nodes import VIEWS, WRITES, Op, walk, walk_op
 from adcompile.ir.origins import Origins
 from adcompile.ir.prims import BINARY_MATH, ELEMENTWISE, UNARY_MATH
 
 RECOMPUTE = 8  # scalar ops a lazy value used more than once may cost per element
+JOIN = True  # lazy concatenations (joins.py); False: every concatenation is copied
+PIECES = 4  # loops at most that a consumer of a lazy concatenation runs (one per piece)
 _EXPENSIVE = frozenset(UNARY_MATH + BINARY_MATH)
 _REDUCTIONS = ("sum", "mean", "prod", "amax", "amin", "argmax", "argmin")
 _UNKNOWN_OWNERS = ("if", "for", "while", "tuple_get", "tape_pop")
@@ -55,6 +65,9 @@ class Fusion:
 
     def __init__(self):
         self.lazy = set()
+        self.joins = set()  # lazy concatenations and lazy values over them (joins.py)
+        self.pieces = {}  # a join -> how many loops at most its consumers run
+        self.join_roots = {}  # a join -> the concatenations in it
         self.deferred = set()  # sum_to results lowered with their store (_defer_sum_to)
         self.leaves = {}
         self.cost = {}
@@ -63,7 +76,16 @@ class Fusion:
         self.later = set()
         self.origins = None  # ir/origins.py: arrays of new buffers known apart
 
+    def saved(self):
+        """A copy of what _plan_block decides, to plan a block again from."""
+        return {name: type(getattr(self, name))(getattr(self, name)) for name in _PLANNED}
 
+    def restore(self, saved):
+        for name, value in saved.items():
+            setattr(self, name, value)
+
+
+_PLANNED = ("lazy", "joins", "pieces", "join_roots", "deferred", "leaves", "cost", "expensive")
 NO_FUSION = Fusion()
 
 
@@ -72,12 +94,30 @@ def plan(fn):
     fusion.origins = Origins(fn)
     blocks = [fn.body] + [region for op in walk(fn.body) for region in op.regions]
     for block in blocks:
-        _plan_block(block, set(fn.params), fusion)
+        _plan_joined_block(block, set(fn.params), fusion)
         _plan_groups(block, set(fn.params), fusion)
     return fusion
 
 
-def _plan_block(block, params, fusion):
+def _plan_joined_block(block, params, fusion):
+    """_plan_block, again without the lazy concatenations that kept an elementwise op over
+    them from being lazy (too many pieces, a use a join cannot have), until there are none:
+    a concatenation is lazy only where that takes no array away from the plan without
+    joins."""
+    blocked = set()
+    while True:
+        saved = fusion.saved()
+        refused = _plan_block(block, params, fusion, blocked)
+        if refused <= blocked:
+            return
+        blocked |= refused
+        fusion.restore(saved)
+
+
+def _plan_block(block, params, fusion, blocked=frozenset()):
+    """Decide which values of `block` are lazy; returns the concatenations (of `blocked`
+    none) whose joins kept an elementwise op from being lazy."""
+    refused = set()
     uses = {}
     writes = []
     position = {op: k for k, op in enumerate(block.ops)}
@@ -100,33 +140,69 @@ def _plan_block(block, params, fusion):
                     not _written_before(op, found[0][0], k, writes, params, position, fusion):
                 _defer_sum_to(op, fusion)
             continue
-        if not _fusible(op):
+        if not _fusible(op) or op in blocked:
             continue
         r = op.results[0]
         found = _element_uses(r, uses)
         if not found:
             continue
-        leaves, cost, expensive = set(), 1, _expensive(op)
-        for x in op.operands:
-            if x in fusion.lazy:
-                leaves |= fusion.leaves[x]
-                cost += fusion.cost[x]
-                expensive = expensive or x in fusion.expensive
-            else:
-                leaves.add(x)
-        computing = [u for u in found if u[1].prim not in ("shape", "size")]
-        if len(computing) > 1 and (expensive or cost > RECOMPUTE):
+        joined = op.prim == "concatenate" or any(x in fusion.joins for x in op.operands)
+        tree = _lazy_tree(op, k, found, uses, writes, params, position, fusion, joined)
+        if tree is None:
+            if joined and op.prim != "concatenate":  # (an array only for its joins)
+                refused.update(c for x in op.operands for c in fusion.join_roots.get(x, ()))
             continue
-        roots = {_root(v) for v in leaves if isinstance(v.type, T.Array)}
-        last = max((j for j, _, _ in computing), default=k)  # (a shape reads no element)
-        if any(_may_share(w, leaf, params, position, fusion.origins)
-               for j in range(k + 1, last + 1) for w in writes[j] for leaf in roots):
-            continue
-        fusion.lazy.add(r)
-        fusion.leaves[r] = leaves
-        fusion.cost[r] = cost
-        if expensive:
-            fusion.expensive.add(r)
+        _make_lazy(op, tree, joined, fusion)
+    return refused
+
+
+def _lazy_tree(op, k, found, uses, writes, params, position, fusion, joined):
+    """(leaves, cost, expensive, pieces) of op's result as a lazy value, or None where it
+    must be computed where it stands (see the module's docstring; joins.py for joins)."""
+    r = op.results[0]
+    pieces = _pieces(op, fusion)
+    if joined and (pieces > PIECES or not _join_uses(r, uses)):
+        return None
+    leaves, cost, expensive = set(), 1, _expensive(op)
+    for x in op.operands:
+        if x in fusion.lazy:
+            leaves |= fusion.leaves[x]
+            cost += fusion.cost[x]
+            expensive = expensive or x in fusion.expensive
+        else:
+            leaves.add(x)
+    computing = [u for u in found if u[1].prim not in ("shape", "size")]
+    if len(computing) > 1 and (expensive or cost > RECOMPUTE):
+        return None
+    roots = {_root(v) for v in leaves if isinstance(v.type, T.Array)}
+    last = max((j for j, _, _ in computing), default=k)  # (a shape reads no element)
+    if any(_may_share(w, leaf, params, position, fusion.origins)
+           for j in range(k + 1, last + 1) for w in writes[j] for leaf in roots):
+        return None
+    return leaves, cost, expensive, pieces
+
+
+def _make_lazy(op, tree, joined, fusion):
+    r = op.results[0]
+    leaves, cost, expensive, pieces = tree
+    fusion.lazy.add(r)
+    fusion.leaves[r] = leaves
+    fusion.cost[r] = cost
+    if expensive:
+        fusion.expensive.add(r)
+    if joined:
+        fusion.joins.add(r)
+        fusion.pieces[r] = pieces
+        fusion.join_roots[r] = frozenset(
+            c for x in op.operands for c in fusion.join_roots.get(x, ())) | \
+            ({op} if op.prim == "concatenate" else set())
+
+
+def _pieces(op, fusion):
+    """How many loops at most a consumer of op's lazy value runs (joins.py): a join, one per
+    piece of each part; an elementwise op over joins, the product of theirs."""
+    counts = [fusion.pieces.get(x, 1) for x in op.operands]
+    return sum(counts) if op.prim == "concatenate" else math.prod(counts)
 
 
 def _stored_sum_to(op, fusion):
@@ -177,6 +253,47 @@ def _view_of_lazy(op, fusion):
     fusion.cost[r] = fusion.cost[x]
     if x in fusion.expensive:
         fusion.expensive.add(r)
+    if x in fusion.joins:
+        fusion.joins.add(r)
+        fusion.pieces[r] = fusion.pieces[x]
+        fusion.join_roots[r] = fusion.join_roots[x]
+
+
+def _join_uses(v, uses, depth=0):
+    """Whether every use of v (a concatenation, or a value over one) reads it where a join
+    can be read piece by piece (joins.py): an elementwise op or a concatenation with a
+    one-dimensional result, the value of a store, a slice without a step (whose uses
+    qualify in turn), its shape."""
+    for _, user, n in uses.get(v, ()):
+        if user is None:
+            return False
+        if user.prim == "slice" and n == 0:
+            if depth >= 16 or not _stepless(user) or \
+                    not _join_uses(user.results[0], uses, depth + 1):
+                return False
+        elif user.prim in ELEMENTWISE or user.prim == "concatenate":
+            t = user.results[0].type
+            if not (isinstance(t, T.Array) and t.ndim == 1):
+                return False
+        elif not _is_store_value(user, n) and user.prim not in ("shape", "size"):
+            return False
+    return True
+
+
+def _stepless(op):
+    """A slice of one axis without a step (a view of a join that keeps it one piece per
+    part)."""
+    index = op.attrs["index"]
+    return len(index) == 1 and index[0][0] == "slice" and not index[0][3] and \
+        isinstance(op.results[0].type, T.Array)
+
+
+def _joinable(op):
+    """A one-dimensional concatenation of parts of its own dtype (joins.py)."""
+    t = op.results[0].type
+    return isinstance(t, T.Array) and t.ndim == 1 and all(
+        isinstance(x.type, T.Array) and x.type.ndim == 1 and x.type.dtype == t.dtype
+        for x in op.operands)
 
 
 def _element_uses(v, uses, depth=0):
@@ -255,6 +372,8 @@ def _independent(group, params, fusion):
 def _fusible(op):
     if op.prim == "copy":  # elementwise too: each element is its operand's
         return isinstance(op.results[0].type, T.Array)
+    if op.prim == "concatenate":
+        return JOIN and _joinable(op)
     if op.prim not in ELEMENTWISE or len(op.results) != 1:
         return False
     t = op.results[0].type
@@ -392,6 +511,16 @@ class FusionLowering:
         identity = Op("cast", [op.operands[0]], [t], {"to": t}, loc=op.loc)
         return self.lazy_value(identity, [x], x.shape, [x.strides])
 
+    def lazy_at(self, lazy, offsets, shape, strides):
+        """`lazy` with its leaves moved on by `offsets` (a Pack), of that shape and those
+        strides: a view of a lazy value is the same tree over views of its leaves."""
+        leaves = [leaf.view(self.b.gep(leaf.data, [o], source_etype=MEM[leaf.dtype]),
+                            leaf.shape, leaf.strides)
+                  for leaf, o in zip(lazy.node.leaves(), offsets.items)]
+        registers = [reg for node in lazy.node.walk() for _, reg in node.scalars]
+        return LazyV(lazy.dtype, shape, strides,
+                     lazy.node.rebuilt(iter(leaves), iter(registers)))
+
     def lazy_element(self, lazy, offsets):
         """The element of `lazy` at `offsets` (a Pack), as a register of its dtype."""
         if not isinstance(offsets, Pack):  # a 0-d value: every leaf at its offset 0
@@ -453,7 +582,8 @@ class FusionLowering:
         dsts = [self.v(op.operands[0]) for op in ops]
         values = [self.v(op.operands[1]) for op in ops]
         shape = dsts[0].shape
-        if any(d.ndim != len(shape) for d in dsts) or any(v.ndim > len(shape) for v in values):
+        if any(d.ndim != len(shape) for d in dsts) or any(v.ndim > len(shape) for v in values) \
+                or any(isinstance(v, JoinV) for v in values):  # (a join: a loop per piece)
             for op in ops:
                 self.lower_alone(op)
             return

@@ -29,13 +29,14 @@ import llvmlite.ir as ir
 from adcompile.backends.llvm import fpenv
 from adcompile.backends.llvm.arrays import ARRAY_RULES, ArrayLowering
 from adcompile.backends.llvm.fusion import FusionLowering, LazyV, plan
+from adcompile.backends.llvm.joins import JoinLowering
 from adcompile.backends.llvm.linalg import LINALG_RULES, LinalgLowering
 from adcompile.backends.llvm.memory import MemoryLowering, origins
 from adcompile.backends.llvm.parallel import ParallelLowering, enable as enable_parallel
 from adcompile.backends.llvm.values import (CONTEXT, CTX_ERR, F32, F64, I1, I8, I32, I64, MEM,
-                                            OK, PTR, REG, TAPE, ArrayV, TapeV, TupleV, alloca,
-                                            arrays_in, external, flat, flat_types, i64, unflat,
-                                            zero)
+                                            OK, PTR, REG, TAPE, ArrayV, JoinV, TapeV, TupleV,
+                                            alloca, arrays_in, external, flat, flat_types, i64,
+                                            unflat, zero)
 from adcompile.ir import types as T
 from adcompile.ir.prims import ELEMENTWISE
 
@@ -107,7 +108,7 @@ class ErrorTable(dict):
 
 
 class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
-                FusionLowering):
+                FusionLowering, JoinLowering):
     def __init__(self, module, func, fastmath, boundscheck):
         self.module = module
         self.func = func
@@ -286,7 +287,7 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
         key = (op.prim, repr(sorted(op.attrs.items(), key=lambda kv: kv[0])),
                tuple(repr(x.type) for x in op.operands), tuple(repr(r.type) for r in op.results),
                tuple(pattern), tuple(a.origin for v in values for a in arrays_in(v)),
-               tuple(v.signature() for v in values if isinstance(v, LazyV)),
+               tuple(v.signature() for v in values if isinstance(v, (LazyV, JoinV))),
                tuple(p.type for p in params))
         made = self.outlined_fns.get(key)
         if made is None:
@@ -1263,6 +1264,10 @@ def _rebuild(value, comps):
     """A value of value's structure (dtypes, owner kinds) holding the components `comps`."""
     if isinstance(value, LazyV):
         return value.rebuilt(comps)
+    if isinstance(value, JoinV):
+        shape = [next(comps)]
+        return JoinV(value.dtype, shape, [(next(comps), next(comps), _rebuild(v, comps))
+                                          for _, _, v in value.pieces])
     if isinstance(value, ArrayV):
         obj, data = next(comps), next(comps)
         shape = [next(comps) for _ in value.shape]

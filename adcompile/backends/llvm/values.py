@@ -250,8 +250,33 @@ class LazyV:
         return self.dtype, len(self.shape), self.node.signature()
 
 
+class JoinV:
+    """A lazy one-dimensional np.concatenate (fusion.py): `pieces`, (start, length, value)
+    in order, cover [0, shape[0]) without overlapping; each value is an ArrayV or LazyV of
+    shape [length] whose element 0 is the join's element `start`. A consumer reads it piece
+    by piece (joins.py), each piece over its own index range. It holds no reference of its
+    own (its arrays are the concatenation's operands, alive until its last consumer).
+    Flattened (for an outlined consumer) as its length and each piece's start, length and
+    value."""
+
+    __slots__ = ("dtype", "shape", "pieces")
+    ndim = 1
+
+    def __init__(self, dtype, shape, pieces):
+        self.dtype, self.shape, self.pieces = dtype, list(shape), list(pieces)
+
+    def flat(self):
+        return [*self.shape, *(c for start, length, value in self.pieces
+                               for c in [start, length, *value.flat()])]
+
+    def signature(self):
+        return ("join", self.dtype, tuple(value.signature() if isinstance(value, LazyV) else
+                                          ("array", value.dtype, value.origin)
+                                          for _, _, value in self.pieces))
+
+
 def flat(value):
-    return value.flat() if isinstance(value, (ArrayV, TupleV, TapeV, LazyV)) else \
+    return value.flat() if isinstance(value, (ArrayV, TupleV, TapeV, LazyV, JoinV)) else \
         ([] if value is None else [value])
 
 
