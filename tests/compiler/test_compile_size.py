@@ -1,8 +1,10 @@
 """What keeps a kernel's LLVM module small (issue 13, compile time): the helpers every kernel
 calls live once per process in the runtime library (values.shared, pool.py), outlined array
 ops recompute the strides a caller derives from shapes (lower._param_pattern), and functions
-that only plan an operation are not optimised (pairwise.planning). The corpora check that
-results do not change; these check the mechanisms themselves."""
+that only plan an operation are not optimised (pairwise.planning), integer arithmetic that is
+one of its operands is not emitted (values.Builder), and elementwise loops are vectorised
+without interleaving (values.loop_hints, "map"). The corpora check that results do not
+change; these check the mechanisms themselves."""
 
 import re
 
@@ -14,7 +16,7 @@ pytest.importorskip("llvmlite")
 
 from adcompile import adcompile, grad  # noqa: E402
 from adcompile.backends.llvm import lower, pool, values  # noqa: E402
-from adcompile.backends.llvm.values import I64, PTR, i64  # noqa: E402
+from adcompile.backends.llvm.values import F64, I1, I64, PTR, i64  # noqa: E402
 
 
 def row_norms(x, y):
@@ -163,4 +165,88 @@ def test_unshared_helpers_give_the_same_results(monkeypatch):
     assert defined(text, pool.BUFFER_FN) and defined(text, pool.SLABS_DONE_FN)
     alone = grad(adcompile(row_norms), argnums=(0, 1))(x, y)
     for a, b in zip(shared, alone):
+        np.testing.assert_array_equal(a, b)
+
+
+# -- integer identities are not emitted ----------------------------------------------------------
+
+def test_the_builder_folds_integer_identities_only():
+    fn = ir.Function(ir.Module(), ir.FunctionType(I64, [I64, I1, F64]), name="f")
+    b = values.Builder(fn.append_basic_block("entry"))
+    x, c, y = fn.args
+    true, false = ir.Constant(I1, 1), ir.Constant(I1, 0)
+    assert b.add(x, i64(0)) is x and b.add(i64(0), x) is x and b.sub(x, i64(0)) is x
+    assert b.mul(x, i64(1)) is x and b.mul(i64(1), x) is x
+    assert str(b.mul(x, i64(0))) == "i64 0" and str(b.mul(i64(0), x)) == "i64 0"
+    assert b.and_(true, c) is c and b.and_(c, true) is c
+    assert b.or_(false, c) is c and b.or_(c, false) is c
+    assert b.select(true, x, i64(5)) is x and b.select(false, i64(5), x) is x
+    assert not fn.blocks[0].instructions
+    kept = [b.add(x, i64(1)), b.sub(i64(0), x), b.mul(x, i64(2)), b.and_(c, false),
+            b.or_(c, true), b.select(c, x, i64(0)), b.fadd(y, ir.Constant(F64, 0.0)),
+            b.fmul(y, ir.Constant(F64, 1.0))]  # -0.0 + 0.0 is +0.0; 1.0 * sNaN is quiet
+    assert fn.blocks[0].instructions == kept
+
+
+def _kernel_functions(text):
+    """{name: body} of the functions the kernel lowering builds (not the entry point)."""
+    found = re.findall(r'^define[^\n]*@"(adc\.(?:fn|op|chunk)\.[^"]+)"\((.*?)^}', text,
+                       re.M | re.S)
+    return dict(found)
+
+
+_IDENTITY = re.compile(r'= (?:add|mul) i64 (?:0|1), |= (?:add i64 %"[^"]+", 0|mul i64 %"[^"]+", '
+                       r'[01])$|= and i1 (?:1, |%"[^"]+", 1$)|= or i1 (?:0, |%"[^"]+", 0$)', re.M)
+
+
+def test_kernels_carry_no_integer_identities():
+    x, y = arrays(400, 300)
+    functions = _kernel_functions(kernel_module_text(row_norms, x, y))
+    assert len(functions) > 3
+    for name, body in functions.items():
+        assert not _IDENTITY.search(body), (name, _IDENTITY.search(body).group(0))
+
+
+# -- elementwise loops: vectorised, not interleaved ----------------------------------------------
+
+def _loop_nodes(text):
+    """{metadata number: its hint strings} of every llvm.loop node of the module."""
+    nodes = dict(re.findall(r"^!(\d+) = (?:distinct )?!\{(.*)\}$", text, re.M))
+    loops = {}
+    for number, body in nodes.items():
+        refs = re.findall(r"!(\d+)", body)
+        if refs and refs[0] == number:  # a loop node is its own first operand
+            loops[number] = [nodes.get(r, "") for r in refs[1:]]
+    return loops
+
+
+def test_elementwise_loops_are_not_interleaved_and_reductions_are():
+    x, y = arrays(40, 30)
+    interleave = values._LOOP_HINTS["map"][1]
+    count = f'!"{interleave[0]}", i32 {interleave[1].constant}'
+    map_loops = [h for h in _loop_nodes(kernel_module_text(_scaled_exp, x, y)).values()
+                 if any(count in item for item in h) and
+                 not any("vectorize.enable" in item for item in h)]
+    assert map_loops
+    sums = _loop_nodes(kernel_module_text(_int_sum, (10 * x).astype(np.int64)))
+    assert sums and not any(count in item for h in sums.values() for item in h)
+
+
+def _scaled_exp(x, y):
+    return np.exp(x) * y + 1.0
+
+
+def _int_sum(a):
+    return np.sum(a * a)
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_the_loop_hints_do_not_change_results(parallel, monkeypatch):
+    """The gradient with elementwise loops interleaved as LLVM likes (before) has the same
+    bits: interleaving copies a loop's body, never reorders one element's arithmetic."""
+    x, y = arrays(300, 70)
+    new = grad(adcompile(row_norms, parallel=parallel), argnums=(0, 1))(x, y)
+    monkeypatch.setitem(values._LOOP_HINTS, "map", values._LOOP_HINTS["array"])
+    old = grad(adcompile(row_norms, parallel=parallel), argnums=(0, 1))(x, y)
+    for a, b in zip(new, old):
         np.testing.assert_array_equal(a, b)

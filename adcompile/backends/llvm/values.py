@@ -61,6 +61,58 @@ def opaque(value):
     return value
 
 
+class Builder(ir.IRBuilder):
+    """llvmlite's builder, except that integer arithmetic whose result is one of its operands
+    or a constant emits nothing: `x + 0`, `x - 0`, `x * 1`, `x * 0`, `b and true`,
+    `b or false`, a select on a constant. Array lowering makes such arithmetic at every
+    offset (a base of 0, a unit or zero stride, a check that is always true); LLVM folds it
+    in its first pass, but a tenth of a gradient's instructions were these, each built,
+    printed and parsed for nothing. Only integers: floating-point `x + 0.0` is not x (-0.0)."""
+
+    def add(self, lhs, rhs, name="", flags=()):
+        if _is_int(rhs, 0):
+            return lhs
+        if _is_int(lhs, 0):
+            return rhs
+        return super().add(lhs, rhs, name=name, flags=flags)
+
+    def sub(self, lhs, rhs, name="", flags=()):
+        if _is_int(rhs, 0):
+            return lhs
+        return super().sub(lhs, rhs, name=name, flags=flags)
+
+    def mul(self, lhs, rhs, name="", flags=()):
+        for one, other in ((lhs, rhs), (rhs, lhs)):
+            if _is_int(one, 1):
+                return other
+            if _is_int(one, 0):
+                return one
+        return super().mul(lhs, rhs, name=name, flags=flags)
+
+    def and_(self, lhs, rhs, name="", flags=()):
+        for one, other in ((lhs, rhs), (rhs, lhs)):
+            if _is_int(one, 1) and one.type == I1:
+                return other
+        return super().and_(lhs, rhs, name=name, flags=flags)
+
+    def or_(self, lhs, rhs, name="", flags=()):
+        for one, other in ((lhs, rhs), (rhs, lhs)):
+            if _is_int(one, 0) and one.type == I1:
+                return other
+        return super().or_(lhs, rhs, name=name, flags=flags)
+
+    def select(self, cond, lhs, rhs, name="", flags=()):
+        if isinstance(cond, ir.Constant) and isinstance(cond.constant, (bool, int)):
+            return lhs if cond.constant else rhs
+        return super().select(cond, lhs, rhs, name=name, flags=flags)
+
+
+def _is_int(value, number):
+    """Whether `value` is the integer constant `number` (of any width)."""
+    return isinstance(value, ir.Constant) and isinstance(value.type, ir.IntType) and \
+        isinstance(value.constant, (bool, int)) and value.constant == number
+
+
 def alloca(builder, typ, name=""):
     return opaque(builder.alloca(typ, name=name))
 
@@ -101,6 +153,11 @@ def loop_hints(module, kind="array"):
     - "array": not unrolled by a trip count known at run time: array loops run what the
       vectoriser leaves scalar (broadcast strides, strict reductions, libm calls), where
       unrolling gains nothing and LLVM's remainder loops cost compile time;
+    - "map": the innermost loop of an elementwise nest (each iteration its own elements, no
+      value carried from one to the next): vectorised but not interleaved, since out-of-order
+      execution already overlaps independent iterations, while LLVM's four interleaved copies
+      of the vector body (and the code generation of each) were a tenth of a gradient's
+      compile time;
     - "scalar": an array loop kept scalar (the generic-stride loop of a split nest,
       arrays.loops);
     - "control": bookkeeping in array code (the loop handing out the pieces of a parallel
@@ -114,9 +171,11 @@ def loop_hints(module, kind="array"):
 
 
 _NO_RUNTIME_UNROLL = ("llvm.loop.unroll.runtime.disable",)
-_SCALAR = (("llvm.loop.vectorize.enable", ir.Constant(ir.IntType(1), 0)),
-           ("llvm.loop.interleave.count", ir.Constant(ir.IntType(32), 1)))
-_LOOP_HINTS = {"array": (_NO_RUNTIME_UNROLL,), "scalar": (_NO_RUNTIME_UNROLL, *_SCALAR),
+_ONE_COPY = ("llvm.loop.interleave.count", ir.Constant(ir.IntType(32), 1))
+_SCALAR = (("llvm.loop.vectorize.enable", ir.Constant(ir.IntType(1), 0)), _ONE_COPY)
+_TWO_COPIES = ("llvm.loop.interleave.count", ir.Constant(ir.IntType(32), 2))
+_LOOP_HINTS = {"array": (_NO_RUNTIME_UNROLL,), "map": (_NO_RUNTIME_UNROLL, _TWO_COPIES),
+               "scalar": (_NO_RUNTIME_UNROLL, *_SCALAR),
                "control": (*_SCALAR, ("llvm.loop.unroll.disable",))}
 
 
