@@ -170,7 +170,7 @@ def test_unshared_helpers_give_the_same_results(monkeypatch):
 
 # -- integer identities are not emitted ----------------------------------------------------------
 
-def test_the_builder_folds_integer_identities_only():
+def test_the_builder_folds_integer_identities_and_constants_only():
     fn = ir.Function(ir.Module(), ir.FunctionType(I64, [I64, I1, F64]), name="f")
     b = values.Builder(fn.append_basic_block("entry"))
     x, c, y = fn.args
@@ -181,8 +181,12 @@ def test_the_builder_folds_integer_identities_only():
     assert b.and_(true, c) is c and b.and_(c, true) is c
     assert b.or_(false, c) is c and b.or_(c, false) is c
     assert b.select(true, x, i64(5)) is x and b.select(false, i64(5), x) is x
+    assert str(b.sub(i64(0), i64(1))) == "i64 -1" and str(b.mul(i64(3), i64(8))) == "i64 24"
+    assert str(b.icmp_signed("<", i64(1), i64(0))) == "i1 0"
+    assert str(b.icmp_signed(">=", i64(1), i64(1))) == "i1 1"
     assert not fn.blocks[0].instructions
-    kept = [b.add(x, i64(1)), b.sub(i64(0), x), b.mul(x, i64(2)), b.and_(c, false),
+    kept = [b.mul(i64(1 << 62), i64(4)),  # wraps: left to LLVM
+            b.add(x, i64(1)), b.sub(i64(0), x), b.mul(x, i64(2)), b.and_(c, false),
             b.or_(c, true), b.select(c, x, i64(0)), b.fadd(y, ir.Constant(F64, 0.0)),
             b.fmul(y, ir.Constant(F64, 1.0))]  # -0.0 + 0.0 is +0.0; 1.0 * sNaN is quiet
     assert fn.blocks[0].instructions == kept

@@ -64,12 +64,17 @@ def opaque(value):
 class Builder(ir.IRBuilder):
     """llvmlite's builder, except that integer arithmetic whose result is one of its operands
     or a constant emits nothing: `x + 0`, `x - 0`, `x * 1`, `x * 0`, `b and true`,
-    `b or false`, a select on a constant. Array lowering makes such arithmetic at every
+    `b or false`, a select on a constant, +, -, * and signed comparisons of two constants
+    (when the i64 result does not wrap). Array lowering makes such arithmetic at every
     offset (a base of 0, a unit or zero stride, a check that is always true); LLVM folds it
     in its first pass, but a tenth of a gradient's instructions were these, each built,
-    printed and parsed for nothing. Only integers: floating-point `x + 0.0` is not x (-0.0)."""
+    printed and parsed for nothing, and the strides they hid from arrays.loops made it emit
+    a second, generic loop nest. Only integers: floating-point `x + 0.0` is not x (-0.0)."""
 
     def add(self, lhs, rhs, name="", flags=()):
+        folded = _fold(lhs, rhs, lhs.constant + rhs.constant if _both(lhs, rhs) else None)
+        if folded is not None:
+            return folded
         if _is_int(rhs, 0):
             return lhs
         if _is_int(lhs, 0):
@@ -77,11 +82,17 @@ class Builder(ir.IRBuilder):
         return super().add(lhs, rhs, name=name, flags=flags)
 
     def sub(self, lhs, rhs, name="", flags=()):
+        folded = _fold(lhs, rhs, lhs.constant - rhs.constant if _both(lhs, rhs) else None)
+        if folded is not None:
+            return folded
         if _is_int(rhs, 0):
             return lhs
         return super().sub(lhs, rhs, name=name, flags=flags)
 
     def mul(self, lhs, rhs, name="", flags=()):
+        folded = _fold(lhs, rhs, lhs.constant * rhs.constant if _both(lhs, rhs) else None)
+        if folded is not None:
+            return folded
         for one, other in ((lhs, rhs), (rhs, lhs)):
             if _is_int(one, 1):
                 return other
@@ -105,6 +116,30 @@ class Builder(ir.IRBuilder):
         if isinstance(cond, ir.Constant) and isinstance(cond.constant, (bool, int)):
             return lhs if cond.constant else rhs
         return super().select(cond, lhs, rhs, name=name, flags=flags)
+
+
+    def icmp_signed(self, cmpop, lhs, rhs, name=""):
+        if _both(lhs, rhs):
+            return ir.Constant(I1, int(_COMPARE[cmpop](lhs.constant, rhs.constant)))
+        return super().icmp_signed(cmpop, lhs, rhs, name=name)
+
+
+_COMPARE = {"==": int.__eq__, "!=": int.__ne__, "<": int.__lt__, "<=": int.__le__,
+            ">": int.__gt__, ">=": int.__ge__}
+
+
+def _both(lhs, rhs):
+    """Whether both operands are i64 constants (Python ints)."""
+    return all(isinstance(v, ir.Constant) and v.type == I64 and type(v.constant) is int
+               for v in (lhs, rhs))
+
+
+def _fold(lhs, rhs, result):
+    """The i64 constant `result` of two constant operands, or None (not constants, or the
+    result wraps, which is left to LLVM)."""
+    if result is None or not -(1 << 63) <= result < (1 << 63):
+        return None
+    return ir.Constant(I64, result)
 
 
 def _is_int(value, number):
@@ -154,10 +189,11 @@ def loop_hints(module, kind="array"):
       vectoriser leaves scalar (broadcast strides, strict reductions, libm calls), where
       unrolling gains nothing and LLVM's remainder loops cost compile time;
     - "map": the innermost loop of an elementwise nest (each iteration its own elements, no
-      value carried from one to the next): vectorised but not interleaved, since out-of-order
-      execution already overlaps independent iterations, while LLVM's four interleaved copies
-      of the vector body (and the code generation of each) were a tenth of a gradient's
-      compile time;
+      value carried from one to the next): two interleaved copies of the vector body, not
+      LLVM's four. Out-of-order execution overlaps independent iterations anyway; the copies
+      only save loop overhead, while each costs code generation (no interleaving at all
+      saved 5-10 % of a gradient's compile time, and made GradBench ode's n = 1000
+      gradient 2-5 % slower);
     - "scalar": an array loop kept scalar (the generic-stride loop of a split nest,
       arrays.loops);
     - "control": bookkeeping in array code (the loop handing out the pieces of a parallel
