@@ -1,10 +1,9 @@
 """What keeps a kernel's LLVM module small (issue 13, compile time): the helpers every kernel
 calls live once per process in the runtime library (values.shared, pool.py), outlined array
-ops recompute the strides a caller derives from shapes (lower._param_pattern), and functions
-that only plan an operation are not optimised (pairwise.planning), integer arithmetic that is
-one of its operands is not emitted (values.Builder), and elementwise loops are vectorised
-without interleaving (values.loop_hints, "map"). The corpora check that results do not
-change; these check the mechanisms themselves."""
+ops recompute the strides a caller derives from shapes (lower._param_pattern), functions that
+only plan an operation are not optimised (pairwise.planning), and integer arithmetic that is
+one of its operands or a constant is not emitted (values.Builder). The corpora check that
+results do not change; these check the mechanisms themselves."""
 
 import re
 
@@ -209,48 +208,3 @@ def test_kernels_carry_no_integer_identities():
     assert len(functions) > 3
     for name, body in functions.items():
         assert not _IDENTITY.search(body), (name, _IDENTITY.search(body).group(0))
-
-
-# -- elementwise loops: vectorised, not interleaved ----------------------------------------------
-
-def _loop_nodes(text):
-    """{metadata number: its hint strings} of every llvm.loop node of the module."""
-    nodes = dict(re.findall(r"^!(\d+) = (?:distinct )?!\{(.*)\}$", text, re.M))
-    loops = {}
-    for number, body in nodes.items():
-        refs = re.findall(r"!(\d+)", body)
-        if refs and refs[0] == number:  # a loop node is its own first operand
-            loops[number] = [nodes.get(r, "") for r in refs[1:]]
-    return loops
-
-
-def test_elementwise_loops_are_not_interleaved_and_reductions_are():
-    x, y = arrays(40, 30)
-    interleave = values._LOOP_HINTS["map"][1]
-    count = f'!"{interleave[0]}", i32 {interleave[1].constant}'
-    map_loops = [h for h in _loop_nodes(kernel_module_text(_scaled_exp, x, y)).values()
-                 if any(count in item for item in h) and
-                 not any("vectorize.enable" in item for item in h)]
-    assert map_loops
-    sums = _loop_nodes(kernel_module_text(_int_sum, (10 * x).astype(np.int64)))
-    assert sums and not any(count in item for h in sums.values() for item in h)
-
-
-def _scaled_exp(x, y):
-    return np.exp(x) * y + 1.0
-
-
-def _int_sum(a):
-    return np.sum(a * a)
-
-
-@pytest.mark.parametrize("parallel", [True, False])
-def test_the_loop_hints_do_not_change_results(parallel, monkeypatch):
-    """The gradient with elementwise loops interleaved as LLVM likes (before) has the same
-    bits: interleaving copies a loop's body, never reorders one element's arithmetic."""
-    x, y = arrays(300, 70)
-    new = grad(adcompile(row_norms, parallel=parallel), argnums=(0, 1))(x, y)
-    monkeypatch.setitem(values._LOOP_HINTS, "map", values._LOOP_HINTS["array"])
-    old = grad(adcompile(row_norms, parallel=parallel), argnums=(0, 1))(x, y)
-    for a, b in zip(new, old):
-        np.testing.assert_array_equal(a, b)

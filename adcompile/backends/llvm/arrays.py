@@ -51,17 +51,6 @@ def _unknown_inner(strides):
     return list(found.values())
 
 
-def _no_zero_inner(strides):
-    """Whether no innermost stride (of any operand, any leaf of a lazy one) is the constant
-    0: an elementwise body then reads and writes a different element each iteration."""
-    for s in strides:
-        inner = s[-1]
-        for x in inner.items if isinstance(inner, Pack) else [inner]:
-            if isinstance(x, ir.Constant) and x.constant == 0:
-                return False
-    return True
-
-
 def _replace_inner(stride, by):
     """An innermost stride with its run-time parts x replaced by by[id(x)]."""
     if isinstance(stride, Pack):
@@ -112,9 +101,8 @@ class ArrayLowering(PairwiseLowering):
         checks and remainders, for strides that are 1 at nearly every call."""
         offsets = list(bases) if bases is not None else [i64(0)] * len(strides)
         unknown = _unknown_inner(strides) if split and shape else []
-        inner = "map" if split and _no_zero_inner(strides) else "array"
         if not unknown:
-            self.loop_nest(shape, strides, body, offsets, inner=inner)
+            self.loop_nest(shape, strides, body, offsets)
             return
         unit = ir.Constant(I1, 1)
         for stride in unknown:
@@ -123,7 +111,7 @@ class ArrayLowering(PairwiseLowering):
             with fast:
                 ones = {id(x): i64(1) for x in unknown}
                 self.loop_nest(shape, [s[:-1] + [_replace_inner(s[-1], ones)] for s in strides],
-                               body, offsets, inner=inner)
+                               body, offsets)
             with other:
                 hidden = {id(x): self.unknown_to_llvm(x) for x in unknown}
                 self.loop_nest(shape, [s[:-1] + [_replace_inner(s[-1], hidden)]

@@ -67,7 +67,7 @@ class Builder(ir.IRBuilder):
     `b or false`, a select on a constant, +, -, * and signed comparisons of two constants
     (when the i64 result does not wrap). Array lowering makes such arithmetic at every
     offset (a base of 0, a unit or zero stride, a check that is always true); LLVM folds it
-    in its first pass, but a tenth of a gradient's instructions were these, each built,
+    in its first pass, but 7 % of a gradient's instructions were these, each built,
     printed and parsed for nothing, and the strides they hid from arrays.loops made it emit
     a second, generic loop nest. Only integers: floating-point `x + 0.0` is not x (-0.0)."""
 
@@ -188,12 +188,6 @@ def loop_hints(module, kind="array"):
     - "array": not unrolled by a trip count known at run time: array loops run what the
       vectoriser leaves scalar (broadcast strides, strict reductions, libm calls), where
       unrolling gains nothing and LLVM's remainder loops cost compile time;
-    - "map": the innermost loop of an elementwise nest (each iteration its own elements, no
-      value carried from one to the next): two interleaved copies of the vector body, not
-      LLVM's four. Out-of-order execution overlaps independent iterations anyway; the copies
-      only save loop overhead, while each costs code generation (no interleaving at all
-      saved 5-10 % of a gradient's compile time, and made GradBench ode's n = 1000
-      gradient 2-5 % slower);
     - "scalar": an array loop kept scalar (the generic-stride loop of a split nest,
       arrays.loops);
     - "control": bookkeeping in array code (the loop handing out the pieces of a parallel
@@ -207,11 +201,9 @@ def loop_hints(module, kind="array"):
 
 
 _NO_RUNTIME_UNROLL = ("llvm.loop.unroll.runtime.disable",)
-_ONE_COPY = ("llvm.loop.interleave.count", ir.Constant(ir.IntType(32), 1))
-_SCALAR = (("llvm.loop.vectorize.enable", ir.Constant(ir.IntType(1), 0)), _ONE_COPY)
-_TWO_COPIES = ("llvm.loop.interleave.count", ir.Constant(ir.IntType(32), 2))
-_LOOP_HINTS = {"array": (_NO_RUNTIME_UNROLL,), "map": (_NO_RUNTIME_UNROLL, _TWO_COPIES),
-               "scalar": (_NO_RUNTIME_UNROLL, *_SCALAR),
+_SCALAR = (("llvm.loop.vectorize.enable", ir.Constant(ir.IntType(1), 0)),
+           ("llvm.loop.interleave.count", ir.Constant(ir.IntType(32), 1)))
+_LOOP_HINTS = {"array": (_NO_RUNTIME_UNROLL,), "scalar": (_NO_RUNTIME_UNROLL, *_SCALAR),
                "control": (*_SCALAR, ("llvm.loop.unroll.disable",))}
 
 
