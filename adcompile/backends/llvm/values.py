@@ -10,6 +10,7 @@ how code that cannot know statically tells them apart. A lazy value (fusion.py) 
 its leaves' data pointers, its scalar operands and its leaves' strides.
 """
 
+import operator
 import os
 
 import llvmlite.ir as ir
@@ -72,33 +73,22 @@ class Builder(ir.IRBuilder):
     a second, generic loop nest. Only integers: floating-point `x + 0.0` is not x (-0.0)."""
 
     def add(self, lhs, rhs, name="", flags=()):
-        folded = _fold(lhs, rhs, lhs.constant + rhs.constant if _both(lhs, rhs) else None)
-        if folded is not None:
-            return folded
-        if _is_int(rhs, 0):
-            return lhs
-        if _is_int(lhs, 0):
-            return rhs
-        return super().add(lhs, rhs, name=name, flags=flags)
+        if _is_int(rhs, 0) or _is_int(lhs, 0):
+            return lhs if _is_int(rhs, 0) else rhs
+        return _fold(lhs, rhs, operator.add) or super().add(lhs, rhs, name=name, flags=flags)
 
     def sub(self, lhs, rhs, name="", flags=()):
-        folded = _fold(lhs, rhs, lhs.constant - rhs.constant if _both(lhs, rhs) else None)
-        if folded is not None:
-            return folded
         if _is_int(rhs, 0):
             return lhs
-        return super().sub(lhs, rhs, name=name, flags=flags)
+        return _fold(lhs, rhs, operator.sub) or super().sub(lhs, rhs, name=name, flags=flags)
 
     def mul(self, lhs, rhs, name="", flags=()):
-        folded = _fold(lhs, rhs, lhs.constant * rhs.constant if _both(lhs, rhs) else None)
-        if folded is not None:
-            return folded
         for one, other in ((lhs, rhs), (rhs, lhs)):
             if _is_int(one, 1):
                 return other
             if _is_int(one, 0):
                 return one
-        return super().mul(lhs, rhs, name=name, flags=flags)
+        return _fold(lhs, rhs, operator.mul) or super().mul(lhs, rhs, name=name, flags=flags)
 
     def and_(self, lhs, rhs, name="", flags=()):
         for one, other in ((lhs, rhs), (rhs, lhs)):
@@ -117,7 +107,6 @@ class Builder(ir.IRBuilder):
             return lhs if cond.constant else rhs
         return super().select(cond, lhs, rhs, name=name, flags=flags)
 
-
     def icmp_signed(self, cmpop, lhs, rhs, name=""):
         if _both(lhs, rhs):
             return ir.Constant(I1, int(_COMPARE[cmpop](lhs.constant, rhs.constant)))
@@ -134,12 +123,13 @@ def _both(lhs, rhs):
                for v in (lhs, rhs))
 
 
-def _fold(lhs, rhs, result):
-    """The i64 constant `result` of two constant operands, or None (not constants, or the
-    result wraps, which is left to LLVM)."""
-    if result is None or not -(1 << 63) <= result < (1 << 63):
+def _fold(lhs, rhs, op):
+    """The i64 constant op(lhs, rhs) of two constant operands, or None (not constants, or
+    the result wraps, which is left to LLVM)."""
+    if not _both(lhs, rhs):
         return None
-    return ir.Constant(I64, result)
+    result = op(lhs.constant, rhs.constant)
+    return ir.Constant(I64, result) if -(1 << 63) <= result < (1 << 63) else None
 
 
 def _is_int(value, number):
