@@ -1,7 +1,8 @@
 """What keeps a kernel's LLVM module small (issue 13, compile time): the helpers every kernel
 calls live once per process in the runtime library (values.shared, pool.py), outlined array
-ops recompute the strides a caller derives from shapes (lower._param_pattern), and functions
-that only plan an operation are not optimised (pairwise.planning). The corpora check that
+ops recompute the strides a caller derives from shapes (lower._param_pattern), functions that
+only plan an operation are not optimised (pairwise.planning), and integer arithmetic that is
+one of its operands or a constant is not emitted (values.Builder). The corpora check that
 results do not change; these check the mechanisms themselves."""
 
 import re
@@ -14,7 +15,7 @@ pytest.importorskip("llvmlite")
 
 from adcompile import adcompile, grad  # noqa: E402
 from adcompile.backends.llvm import lower, pool, values  # noqa: E402
-from adcompile.backends.llvm.values import I64, PTR, i64  # noqa: E402
+from adcompile.backends.llvm.values import F64, I1, I64, PTR, i64  # noqa: E402
 
 
 def row_norms(x, y):
@@ -164,3 +165,46 @@ def test_unshared_helpers_give_the_same_results(monkeypatch):
     alone = grad(adcompile(row_norms), argnums=(0, 1))(x, y)
     for a, b in zip(shared, alone):
         np.testing.assert_array_equal(a, b)
+
+
+# -- integer identities are not emitted ----------------------------------------------------------
+
+def test_the_builder_folds_integer_identities_and_constants_only():
+    fn = ir.Function(ir.Module(), ir.FunctionType(I64, [I64, I1, F64]), name="f")
+    b = values.Builder(fn.append_basic_block("entry"))
+    x, c, y = fn.args
+    true, false = ir.Constant(I1, 1), ir.Constant(I1, 0)
+    assert b.add(x, i64(0)) is x and b.add(i64(0), x) is x and b.sub(x, i64(0)) is x
+    assert b.mul(x, i64(1)) is x and b.mul(i64(1), x) is x
+    assert str(b.mul(x, i64(0))) == "i64 0" and str(b.mul(i64(0), x)) == "i64 0"
+    assert b.and_(true, c) is c and b.and_(c, true) is c
+    assert b.or_(false, c) is c and b.or_(c, false) is c
+    assert b.select(true, x, i64(5)) is x and b.select(false, i64(5), x) is x
+    assert str(b.sub(i64(0), i64(1))) == "i64 -1" and str(b.mul(i64(3), i64(8))) == "i64 24"
+    assert str(b.icmp_signed("<", i64(1), i64(0))) == "i1 0"
+    assert str(b.icmp_signed(">=", i64(1), i64(1))) == "i1 1"
+    assert not fn.blocks[0].instructions
+    kept = [b.mul(i64(1 << 62), i64(4)),  # wraps: left to LLVM
+            b.add(x, i64(1)), b.sub(i64(0), x), b.mul(x, i64(2)), b.and_(c, false),
+            b.or_(c, true), b.select(c, x, i64(0)), b.fadd(y, ir.Constant(F64, 0.0)),
+            b.fmul(y, ir.Constant(F64, 1.0))]  # -0.0 + 0.0 is +0.0; 1.0 * sNaN is quiet
+    assert fn.blocks[0].instructions == kept
+
+
+def _kernel_functions(text):
+    """{name: body} of the functions the kernel lowering builds (not the entry point)."""
+    found = re.findall(r'^define[^\n]*@"(adc\.(?:fn|op|chunk)\.[^"]+)"\((.*?)^}', text,
+                       re.M | re.S)
+    return dict(found)
+
+
+_IDENTITY = re.compile(r'= (?:add|mul) i64 (?:0|1), |= (?:add i64 %"[^"]+", 0|mul i64 %"[^"]+", '
+                       r'[01])$|= and i1 (?:1, |%"[^"]+", 1$)|= or i1 (?:0, |%"[^"]+", 0$)', re.M)
+
+
+def test_kernels_carry_no_integer_identities():
+    x, y = arrays(400, 300)
+    functions = _kernel_functions(kernel_module_text(row_norms, x, y))
+    assert len(functions) > 3
+    for name, body in functions.items():
+        assert not _IDENTITY.search(body), (name, _IDENTITY.search(body).group(0))

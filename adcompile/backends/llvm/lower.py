@@ -34,9 +34,9 @@ from adcompile.backends.llvm.linalg import LINALG_RULES, LinalgLowering
 from adcompile.backends.llvm.memory import MemoryLowering, origins
 from adcompile.backends.llvm.parallel import ParallelLowering, enable as enable_parallel
 from adcompile.backends.llvm.values import (CONTEXT, CTX_ERR, F32, F64, I1, I8, I32, I64, MEM,
-                                            OK, PTR, REG, TAPE, ArrayV, JoinV, TapeV, TupleV,
-                                            alloca, arrays_in, external, flat, flat_types, i64,
-                                            unflat, zero)
+                                            OK, PTR, REG, TAPE, ArrayV, Builder, JoinV, TapeV,
+                                            TupleV, alloca, arrays_in, external, flat,
+                                            flat_types, i64, unflat, zero)
 from adcompile.ir import types as T
 from adcompile.ir.prims import ELEMENTWISE
 
@@ -132,7 +132,7 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
         self.tapes = {}  # stack slot -> (hint, item size): memory.tape_grow_fn
         self.cleanup_bb = self.func.append_basic_block("cleanup")
         body = self.func.append_basic_block("body")
-        self.b = ir.IRBuilder(body)
+        self.b = Builder(body)
         self.ctx = self.func.args[0]
         self.out = self.func.args[-1]
 

@@ -40,7 +40,7 @@ import llvmlite.ir as ir
 
 from adcompile.backends.llvm import fpenv
 from adcompile.backends.llvm.pool import CHUNK_FN, ZERO_BLOCK, ZERO_ENV, zero_chunk
-from adcompile.backends.llvm.values import I1, I8, I32, I64, ITEMSIZE, OK, PTR, REG, Pack, \
+from adcompile.backends.llvm.values import I1, I8, I32, I64, ITEMSIZE, OK, PTR, REG, Builder, Pack, \
     alloca, i64
 
 MAX_DEPTH = 6  # a parallel pairwise sum has at most 2**6 pieces
@@ -103,7 +103,7 @@ class ParallelLowering:
             self.status = alloca(self.allocas, I32, name="status")
             self.cleanup_bb = fn.append_basic_block("cleanup")
             start = fn.append_basic_block("body")
-            self.b = ir.IRBuilder(start)
+            self.b = Builder(start)
             self.exits = {}
             self.in_chunk = True
             _, lo, hi = fn.args

@@ -10,6 +10,7 @@ how code that cannot know statically tells them apart. A lazy value (fusion.py) 
 its leaves' data pointers, its scalar operands and its leaves' strides.
 """
 
+import operator
 import os
 
 import llvmlite.ir as ir
@@ -59,6 +60,82 @@ def opaque(value):
     """llvmlite still types the pointers of allocas and globals; make them plain `ptr`."""
     value.type = PTR
     return value
+
+
+class Builder(ir.IRBuilder):
+    """llvmlite's builder, except that integer arithmetic whose result is one of its operands
+    or a constant emits nothing: `x + 0`, `x - 0`, `x * 1`, `x * 0`, `b and true`,
+    `b or false`, a select on a constant, +, -, * and signed comparisons of two constants
+    (when the i64 result does not wrap). Array lowering makes such arithmetic at every
+    offset (a base of 0, a unit or zero stride, a check that is always true); LLVM folds it
+    in its first pass, but 7 % of a gradient's instructions were these, each built,
+    printed and parsed for nothing, and the strides they hid from arrays.loops made it emit
+    a second, generic loop nest. Only integers: floating-point `x + 0.0` is not x (-0.0)."""
+
+    def add(self, lhs, rhs, name="", flags=()):
+        if _is_int(rhs, 0) or _is_int(lhs, 0):
+            return lhs if _is_int(rhs, 0) else rhs
+        return _fold(lhs, rhs, operator.add) or super().add(lhs, rhs, name=name, flags=flags)
+
+    def sub(self, lhs, rhs, name="", flags=()):
+        if _is_int(rhs, 0):
+            return lhs
+        return _fold(lhs, rhs, operator.sub) or super().sub(lhs, rhs, name=name, flags=flags)
+
+    def mul(self, lhs, rhs, name="", flags=()):
+        for one, other in ((lhs, rhs), (rhs, lhs)):
+            if _is_int(one, 1):
+                return other
+            if _is_int(one, 0):
+                return one
+        return _fold(lhs, rhs, operator.mul) or super().mul(lhs, rhs, name=name, flags=flags)
+
+    def and_(self, lhs, rhs, name="", flags=()):
+        for one, other in ((lhs, rhs), (rhs, lhs)):
+            if _is_int(one, 1) and one.type == I1:
+                return other
+        return super().and_(lhs, rhs, name=name, flags=flags)
+
+    def or_(self, lhs, rhs, name="", flags=()):
+        for one, other in ((lhs, rhs), (rhs, lhs)):
+            if _is_int(one, 0) and one.type == I1:
+                return other
+        return super().or_(lhs, rhs, name=name, flags=flags)
+
+    def select(self, cond, lhs, rhs, name="", flags=()):
+        if isinstance(cond, ir.Constant) and isinstance(cond.constant, (bool, int)):
+            return lhs if cond.constant else rhs
+        return super().select(cond, lhs, rhs, name=name, flags=flags)
+
+    def icmp_signed(self, cmpop, lhs, rhs, name=""):
+        if _both(lhs, rhs):
+            return ir.Constant(I1, int(_COMPARE[cmpop](lhs.constant, rhs.constant)))
+        return super().icmp_signed(cmpop, lhs, rhs, name=name)
+
+
+_COMPARE = {"==": int.__eq__, "!=": int.__ne__, "<": int.__lt__, "<=": int.__le__,
+            ">": int.__gt__, ">=": int.__ge__}
+
+
+def _both(lhs, rhs):
+    """Whether both operands are i64 constants (Python ints)."""
+    return all(isinstance(v, ir.Constant) and v.type == I64 and type(v.constant) is int
+               for v in (lhs, rhs))
+
+
+def _fold(lhs, rhs, op):
+    """The i64 constant op(lhs, rhs) of two constant operands, or None (not constants, or
+    the result wraps, which is left to LLVM)."""
+    if not _both(lhs, rhs):
+        return None
+    result = op(lhs.constant, rhs.constant)
+    return ir.Constant(I64, result) if -(1 << 63) <= result < (1 << 63) else None
+
+
+def _is_int(value, number):
+    """Whether `value` is the integer constant `number` (of any width)."""
+    return isinstance(value, ir.Constant) and isinstance(value.type, ir.IntType) and \
+        isinstance(value.constant, (bool, int)) and value.constant == number
 
 
 def alloca(builder, typ, name=""):
