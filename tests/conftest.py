@@ -1,6 +1,5 @@
 """Test-session settings: compiled code is cached in a directory of this session only, so the
-tests neither depend on nor fill the user's compile cache; with `-n`, each test file runs on
-one worker (see pytest_xdist_make_scheduler)."""
+tests neither depend on nor fill the user's compile cache."""
 
 import gc
 import os
@@ -20,21 +19,6 @@ def pytest_addoption(parser):
                          "fixed slice of seeds (each fuzzer selected)")
     group.addoption("--fuzz-seed", type=int, default=None, metavar="N",
                     help="replay the fuzzer's program of seed N (prints it; use -s)")
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config, log):
-    """`-n N` sends whole files to the workers (xdist's `--dist loadfile`), unless `--dist` is
-    given: a file's tests share what they compile (module-level compiled functions, cached
-    specializations and their derivative programs), and tests of one file spread over two
-    workers compile most of it twice (the session's on-disk cache only helps a worker that
-    comes second). No file is more than about a sixth of the suite, so the workers stay
-    balanced."""
-    if any(a == "-d" or a.startswith("--dist") for a in config.invocation_params.args):
-        return None
-    from xdist.scheduler import LoadFileScheduling
-
-    return LoadFileScheduling(config, log)
 
 
 @pytest.fixture(autouse=True, scope="module")
