@@ -44,6 +44,16 @@ def _differentiable(type):
         isinstance(type, T.Tuple)
 
 
+def _tangent_type(type):
+    """The type of a tangent of a `type` value: an integer's is a float zero (zero_of), so a
+    tuple (f32, int)'s is (f32, float)."""
+    if isinstance(type, T.Tuple):
+        return T.Tuple(tuple(_tangent_type(t) for t in type.items))
+    if isinstance(type, T.Scalar) and not type.is_float:
+        return T.FLOAT
+    return type
+
+
 class _Transform:
     def __init__(self, fn, active):
         self.fn = fn
@@ -457,8 +467,8 @@ class _Transform:
             values += [self.tangent_or_zero(v) for v, on in zip(region_yields, active) if on]
             self.b.emit("yield", values)
         self.b.block = outer
-        types = [r.type for r in op.results] + [r.type for r, on in zip(op.results, active)
-                                                if on]
+        types = [r.type for r in op.results] + [_tangent_type(r.type)
+                                                for r, on in zip(op.results, active) if on]
         names = [r.name for r in op.results] + [_dot(r) for r, on in zip(op.results, active)
                                                 if on]
         new = self.b.emit("if", [cond], {"result_types": types}, names=names, loc=op.loc,
@@ -513,7 +523,7 @@ class _Transform:
             self.val[p] = new
         for p, on in zip(params, active):
             if on:
-                t = Value(p.type, _dot(p))
+                t = Value(_tangent_type(p.type), _dot(p))
                 block.params.append(t)
                 self.tan[p] = t
             else:
@@ -526,8 +536,8 @@ class _Transform:
         self.b.emit("yield", values)
 
     def _emit_loop(self, op, kind, operands, regions, active):
-        types = [r.type for r in op.results] + [r.type for r, on in zip(op.results, active)
-                                                if on]
+        types = [r.type for r in op.results] + [_tangent_type(r.type)
+                                                for r, on in zip(op.results, active) if on]
         names = [r.name for r in op.results] + [_dot(r) for r, on in zip(op.results, active)
                                                 if on]
         new = self.b.emit(kind, operands, {"result_types": types}, names=names, loc=op.loc,

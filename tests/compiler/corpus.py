@@ -687,6 +687,20 @@ def integer_doubled_outer(a, b, c, n):
             a = 4.0 + min(a + c, 0.5)
     return a + b + c
 
+def _value_and_count(p, q):
+    if p > q[0]:
+        return -1.5, -7
+    return p * 2.0, 10 * math.ceil(p)
+
+
+def tuple_with_an_int_from_two_returns(m, x):
+    """A callee returning (float, int) from two places: forward mode's tangent of the pair is
+    (float, float) on both paths (the fuzzer found an int-typed tangent on one). Reverse mode
+    refuses a tuple returned from several places, so tests/compiler/test_jvp.py runs it."""
+    u, k = _value_and_count(x, m)
+    return float(u ** 3) + k
+
+
 R = np.random.default_rng(0)
 V = R.standard_normal(7)
 W = R.standard_normal(7)

@@ -74,3 +74,17 @@ def test_int_argument_cannot_be_differentiated():
 
     with pytest.raises(TypeError, match="cannot differentiate with respect to 'n'"):
         ac.jvp(sum_range, (3,), (1.0,))
+
+
+@pytest.mark.parametrize("backend", ["interp", "python", "llvm"])
+@pytest.mark.parametrize("x", [0.3, 0.9])
+def test_jvp_of_a_pair_with_an_int_returned_from_two_places(x, backend):
+    from tests.compiler.corpus import tuple_with_an_int_from_two_returns as fn
+
+    m = np.array([0.5, 1.0])
+    compiled = ac.adcompile(fn, backend=backend, verify=True)
+    value, value_dot = ac.jvp(compiled, (m, x), (None, 1.0))
+    eps = 1e-6
+    assert value == fn(m, x)
+    assert value_dot == pytest.approx((fn(m, x + eps) - fn(m, x - eps)) / (2 * eps), rel=1e-6,
+                                      abs=1e-9)
