@@ -408,8 +408,8 @@ NODE_CASES = [(t, n) for t in ("func.hessian", "func.jvp") for n in ("rnn", "ite
                                                          "scan_write", "carry_and_write")]
 
 
-# (native code: the four and one second order; tests/test_bridge.py runs hvp of rnn and
-# iterated, third order, there)
+# (native code: the four and one second order; tests/test_bridge.py runs the third-order hvp
+# of rnn natively with --time)
 NODE_ALL = [(t, n, b) for t, n in NODE_CASES for b in ("interp", "python")] + \
     [(t, n, "llvm") for t, n in NODE_CASES[:4] + [("double_backward", "while_carry")]]
 
