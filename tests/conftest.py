@@ -7,6 +7,8 @@ import tempfile
 
 import pytest
 
+from tests import slices
+
 os.environ.setdefault("ADCOMPILE_CACHE_DIR",
                       tempfile.mkdtemp(prefix="adcompile-test-cache-"))
 
@@ -17,8 +19,23 @@ def pytest_addoption(parser):
     group.addoption("--time", type=float, default=None, metavar="SECONDS",
                     help="fuzz with fresh random seeds for SECONDS instead of running the "
                          "fixed slice of seeds (each fuzzer selected)")
+    group.addoption("--full", action="store_true",
+                    help="also run the cases CI leaves out of the large tables (tests/slices.py)")
     group.addoption("--fuzz-seed", type=int, default=None, metavar="N",
                     help="replay the fuzzer's program of seed N (prints it; use -s)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "full_only: a case CI skips; --full (or --time) runs it")
+
+
+def pytest_collection_modifyitems(config, items):
+    if slices.full(config):
+        return
+    skip = pytest.mark.skip(reason="CI leaves this case out (tests/slices.py); run with --full")
+    for item in items:
+        if item.get_closest_marker("full_only"):
+            item.add_marker(skip)
 
 
 @pytest.fixture(autouse=True, scope="module")

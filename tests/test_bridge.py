@@ -18,6 +18,7 @@ import torch as real_torch
 import adcompile as torch
 from adcompile import adcompile, grad
 from adcompile.bridge import Derived
+from tests.slices import FULL_ONLY, full, sliced
 
 # -- the functions, compiled and as Tensor operations ------------------------------------------
 
@@ -379,8 +380,9 @@ def test_retain_graph_and_inputs(name, mode):
         assert got[2] == ref[2]
 
 
-SECOND_ORDER = [(n, lay) for n in FUNCTIONS for lay in ("plain", "strided", "y_const")
-                if n != "halving"]
+# CI: every function plain, and every other one of the other layouts
+SECOND_ORDER = sliced([(n, lay) for n in FUNCTIONS for lay in ("plain", "strided", "y_const")
+                       if n != "halving"], every=2, keep=lambda case: case[1] == "plain")
 
 
 @pytest.mark.parametrize("name,layout", SECOND_ORDER)
@@ -872,20 +874,19 @@ def test_transforms_through_the_node(transform, name, request):
     """jacobian, hessian, vjp/jvp/vhp/hvp and the func transforms of a function calling a
     compiled node agree with the same function all-eager and with PyTorch's (oracle)."""
     if (transform in THIRD_ORDER and name not in THIRD_ORDER_SLICE
-            and request.config.getoption("--time") is None):
-        pytest.skip("third-order transforms run on every function with --time")
+            and not full(request.config)):
+        pytest.skip("third-order transforms run on every function with --full")
     got = run_transform("compiled", transform, name)
     for other in ("eager", "oracle"):
         _close(got, run_transform(other, transform, name), "plain")
 
 
-def test_hvp_through_a_loop_carrying_an_array(request):
+@FULL_ONLY
+def test_hvp_through_a_loop_carrying_an_array():
     """autograd.functional.hvp differentiates the double backward with respect to its
     cotangent: a third-order compiled program, which reaches the second-order program's
     shadow arrays through its tapes. Its native compile alone is ~40 CPU-s, so CI leaves it
-    to --time (the same hvp of rnn runs on the interpreter and the Python backend in
+    to --full (the same hvp of rnn runs on the interpreter and the Python backend in
     tests/compiler/test_higher_order.py, and a taped loop's hvp natively in the slice above)."""
-    if request.config.getoption("--time") is None:
-        pytest.skip("the native third-order program of rnn compiles with --time")
     _close(run_transform("compiled", "hvp", "rnn"), run_transform("eager", "hvp", "rnn"),
            "plain")

@@ -19,6 +19,7 @@ import torch
 
 import adcompile
 from difftools import LIBS, error_kinds
+from tests.slices import FULL_ONLY
 
 
 def _graph(node):
@@ -204,10 +205,9 @@ def test_pool_error_class_matches_torch(name):
     assert kinds[1] == kinds[0]
 
 
-def test_pool_whole_grid_matches_torch(request):
-    """The whole grid (about 2,800 cases): run by hand with --time."""
-    if request.config.getoption("--time") is None:
-        pytest.skip("the whole pooling grid runs with --time")
+@FULL_ONLY
+def test_pool_whole_grid_matches_torch():
+    """The whole grid (about 2,800 cases): run by hand with --full."""
     for case in ALL_POOL_CASES:
         check_pool(*case)
 

@@ -39,7 +39,8 @@ Programs returning one finite float are also differentiated: `grad` on all three
 LLVM function's own), and central finite differences of the Python function (checked with two
 steps first, so kinks are skipped).
 
-    python -m pytest tests/compiler/test_fuzz.py              # the fixed slice of seeds
+    python -m pytest tests/compiler/test_fuzz.py              # the fixed slice of seeds (CI: 200)
+    python -m pytest tests/compiler/test_fuzz.py --full       # all 300 fixed seeds
     python -m pytest tests/compiler/test_fuzz.py --time 300   # fresh seeds for 300 s
     python -m pytest tests/compiler/test_fuzz.py --fuzz-seed 123 -s   # replay one seed
 
@@ -74,9 +75,11 @@ from adcompile.ir import types as ir_types
 from adcompile.ir.nodes import walk
 from tests.compiler import fuzzgen
 from tests.compiler.fuzzgen import F64, FLOAT, ArrayType
+from tests.slices import FULL_ONLY
 
 BACKENDS = ("interp", "python", "llvm")
-SLICE = range(300)  # CI's fixed slice (~25 s on 2 cores); --time runs fresh seeds
+SLICE = range(300)  # the fixed seeds; --time runs fresh ones
+CI_SEEDS = 200  # CI runs the first 200 (~17 s on 2 cores); --full all 300
 # seed -> the open bug class (/tmp/fuzz_report.md) that makes it fail; strict: a fix XPASSes
 KNOWN = {}
 # numpy's own (SIMD) transcendental functions may differ from libm's in the last bits; that
@@ -99,12 +102,16 @@ def pytest_generate_tests(metafunc):
         elif config.getoption("--time"):
             params = []
         else:
-            params = [pytest.param(s, marks=pytest.mark.xfail(strict=True, reason=KNOWN[s]))
-                      if s in KNOWN else s for s in SLICE]
+            params = [pytest.param(s, marks=_marks(s)) for s in SLICE]
         metafunc.parametrize("fuzz_seed", params, ids=str)
     if "fuzz_time" in metafunc.fixturenames:
         seconds = config.getoption("--time")
         metafunc.parametrize("fuzz_time", [seconds] if seconds else [], ids=str)
+
+
+def _marks(seed):
+    return ([pytest.mark.xfail(strict=True, reason=KNOWN[seed])] if seed in KNOWN else []) + \
+        ([FULL_ONLY] if seed >= CI_SEEDS else [])
 
 
 @pytest.fixture(scope="module")

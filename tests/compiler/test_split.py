@@ -19,6 +19,7 @@ from adcompile.bridge import Derived
 from adcompile.ir.nodes import walk
 from tests.compiler import array_corpus
 from tests.compiler.test_jvp import PARAMS
+from tests.slices import FULL_ONLY
 
 NO_SPLIT = frozenset()
 # loops whose reverse sweep accumulates into arrays kept on a tape (in-place writes in a
@@ -73,10 +74,9 @@ def test_split_matches_the_pullback(backend, name, fn, make, active):
     _check(backend, name, fn, make, active)
 
 
-def test_every_case_on_llvm(request):
-    """By hand (minutes): pytest tests/compiler/test_split.py --time 1."""
-    if request.config.getoption("--time") is None:
-        pytest.skip("every case on LLVM runs with --time")
+@FULL_ONLY
+def test_every_case_on_llvm():
+    """By hand (minutes): pytest tests/compiler/test_split.py --full."""
     for name, fn, make, active in CASES:
         _check("llvm", name, fn, make, active)
 
