@@ -128,6 +128,10 @@ from runtime.linalg.toplevel import *  # noqa: E402,F401,F403
 _linalg_toplevel.install(Tensor)
 addbmm, addmv, baddbmm = _with_out(addbmm), _with_out(addmv), _with_out(baddbmm)
 linalg.multi_dot = _with_out(linalg.multi_dot)
+linalg.cross = _with_out(linalg.cross)
+cross = _with_out(_ops.cross)
+Tensor.cross = _ops.cross
+from runtime import return_types  # noqa: E402,F401
 from runtime import func  # noqa: E402
 from runtime.func import vmap  # noqa: E402,F401
 from runtime import batching as _batching  # noqa: E402

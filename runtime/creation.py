@@ -121,14 +121,29 @@ def _shape(size):
     return tuple(int(s) for s in size)
 
 
+def _made_dtype(dtype, out, default):
+    """The dtype a factory makes: dtype=, else out='s, else `default` (a dtype or a function
+    giving one); dtype= and out= of different dtypes are refused."""
+    if out is None:
+        return dtype or (default() if callable(default) else default)
+    if dtype is not None and dtype is not out.dtype:
+        raise RuntimeError(f"dtype={dtype} asks for another dtype than out= has ({out.dtype})")
+    return out.dtype
+
+
+def _made(data, dt, out, requires_grad, name=None):
+    """A factory's result: `data` (a numpy array of dtype `dt`) in a new Tensor, or written
+    into `out` (resized silently, as PyTorch's factories do, except arange)."""
+    if out is not None:
+        return out_param.factory_out(out, data, name)
+    return _finish(wrap(data, dt), requires_grad)
+
+
 def _factory(fill):
     def make(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
         check_device(device)
-        dt = dtype or (get_default_dtype() if out is None else out.dtype)
-        data = fill(_shape(size), dt.np)
-        if out is not None:
-            return out_param.factory_out(out, data)
-        return _finish(wrap(data, dt), requires_grad)
+        dt = _made_dtype(dtype, out, get_default_dtype)
+        return _made(fill(_shape(size), dt.np), dt, out, requires_grad)
 
     return make
 
@@ -138,11 +153,10 @@ ones = _factory(np.ones)
 empty = _factory(np.zeros)
 
 
-def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+def full(size, fill_value, dtype=None, device=None, requires_grad=False, out=None):
     check_device(device)
-    if dtype is None:
-        dtype = dtypes.scalar_dtype(fill_value, get_default_dtype())
-    return _finish(wrap(np.full(_shape((size,)), fill_value, dtype.np), dtype), requires_grad)
+    dt = _made_dtype(dtype, out, lambda: dtypes.scalar_dtype(fill_value, get_default_dtype()))
+    return _made(np.full(_shape((size,)), fill_value, dt.np), dt, out, requires_grad)
 
 
 def _like(fill):
@@ -166,31 +180,38 @@ def full_like(t, fill_value, dtype=None, device=None, requires_grad=False):
     return _finish(wrap(data, dt), requires_grad)
 
 
-def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False, out=None):
     check_device(device)
     if end is None:
         start, end = 0, start
     vals = [v.item() if is_tensor(v) else v for v in (start, end, step)]
-    if dtype is None:
-        is_float = any(isinstance(v, float) for v in vals)
-        dtype = get_default_dtype() if is_float else dtypes.int64
+    dt = _made_dtype(dtype, out, lambda: get_default_dtype()
+                     if any(isinstance(v, float) for v in vals) else dtypes.int64)
+    if vals[2] == 0:
+        raise RuntimeError("arange(): the step must not be zero")
+    if not dt.is_floating_point:  # the bounds and step are truncated to integers first
+        vals = [int(v) for v in vals]
+        if vals[2] == 0:
+            raise ValueError(f"arange(): the step {step} truncates to zero for dtype {dt}")
     start, end, step = vals
-    n = max(int(np.ceil((end - start) / step)), 0)
-    data = (start + step * np.arange(n, dtype=np.float64)) if dtype.is_floating_point else \
-        np.arange(start, end, step, dtype=np.int64)
-    return _finish(wrap(data.astype(dtype.np), dtype), requires_grad)
+    if (end - start) * step < 0:
+        raise RuntimeError(f"arange(): a step of {step} never goes from {start} to {end}")
+    n = -((start - end) // step) if isinstance(step, int) else int(np.ceil((end - start) / step))
+    data = (start + step * np.arange(n, dtype=np.float64)) if dt.is_floating_point else \
+        start + step * np.arange(n, dtype=np.int64)
+    return _made(data.astype(dt.np), dt, out, requires_grad, "arange")
 
 
-def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False, out=None):
     check_device(device)
-    dt = dtype or get_default_dtype()
+    dt = _made_dtype(dtype, out, get_default_dtype)
     if steps == 1:
-        return _finish(wrap(np.array([start], dt.np), dt), requires_grad)
-    if dt.is_floating_point:
+        data = np.array([start], dt.np)
+    elif dt.is_floating_point:
         data = _linspace(float(start), float(end), steps, np.dtype(dt.np).type)
     else:  # integer ends (truncated), a float64 step
         data = _linspace(int(start), int(end), steps, np.float64)
-    return _finish(wrap(data.astype(dt.np), dt), requires_grad)
+    return _made(data.astype(dt.np), dt, out, requires_grad)
 
 
 def _linspace(start, end, steps, real):
@@ -229,10 +250,10 @@ def _two_product_error(a, b, p):
     return ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
-def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+def eye(n, m=None, dtype=None, device=None, requires_grad=False, out=None):
     check_device(device)
-    dt = dtype or get_default_dtype()
-    return _finish(wrap(np.eye(n, m if m is not None else n, dtype=dt.np), dt), requires_grad)
+    dt = _made_dtype(dtype, out, get_default_dtype)
+    return _made(np.eye(n, m if m is not None else n, dtype=dt.np), dt, out, requires_grad)
 
 
 # -- random factories ------------------------------------------------------------------------

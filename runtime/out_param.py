@@ -12,11 +12,15 @@ through `fit_out`, which keeps PyTorch's rules in one place:
   dtype can be cast safely (not float into an integer, not complex into a real dtype). Ops in
   `COMPUTE_IN_OUT_DTYPE` (sum, prod, cumsum, cumprod) compute in out's dtype instead, as
   if it were passed as their dtype= argument.
+
+The ops returning a (values, indices) pair (max and min over a dim, sort, topk, kthvalue,
+median, mode, cummax, cummin) take a pair of tensors as out=, each fitted to its part by the
+same rules, and return them as torch.return_types.<name>_out.
 """
 
 import warnings
 
-from runtime import dtypes
+from runtime import return_types
 from runtime.grad_mode import is_grad_enabled, no_grad
 
 # ops whose out must have the result's dtype exactly (observed on torch 2.13 CPU)
@@ -24,8 +28,8 @@ EXACT_DTYPE = frozenset("""
     mm matmul dot vdot mv bmm addmm addmv addbmm baddbmm inner tensordot chain_matmul multi_dot
     clamp clamp_min clamp_max where softmax log_softmax amax amin max min argmax argmin norm
     index_select gather take_along_dim masked_select nonzero diag tril triu index_add scatter_add
-    sort topk kthvalue median cummax cummin logcumsumexp all any abs sign round trunc floor ceil
-    cross
+    sort topk kthvalue median nanmedian mode cummax cummin logcumsumexp all any abs sign round
+    trunc floor ceil cross
 """.split())
 COMPUTE_IN_OUT_DTYPE = frozenset(("sum", "prod", "cumsum", "cumprod"))
 QUIET_RESIZE = frozenset(("addbmm",))  # resized without the warning, as PyTorch's kernel does
@@ -54,11 +58,15 @@ def fit_out(name, out, result):
     if tuple(out.shape) == shape:
         return
     if out.numel() and name not in QUIET_RESIZE:
-        warnings.warn(f"{name}(): out= had shape {list(out.shape)} but the result has shape "
-                      f"{list(shape)}, so out was resized; resizing a non-empty out= is "
-                      f"deprecated: pass an empty tensor, or one of the result's shape",
-                      UserWarning, stacklevel=3)
+        _warn_resize(name, out, shape)
     resize(out, shape)
+
+
+def _warn_resize(name, out, shape):
+    warnings.warn(f"{name}(): out= had shape {list(out.shape)} but the result has shape "
+                  f"{list(shape)}, so out was resized; resizing a non-empty out= is "
+                  f"deprecated: pass an empty tensor, or one of the result's shape",
+                  UserWarning, stacklevel=4)
 
 
 def resize(out, shape):
@@ -86,17 +94,32 @@ def _compute(fn, out, args, kwargs):
     return fn(*args, **kwargs)
 
 
+def _write_pair(name, outs, result):
+    """Fit each tensor of the pair `outs` to its part of `result` and copy it in."""
+    if len(outs) != len(result):
+        raise TypeError(f"{name}(): out= must be a tuple of {len(result)} tensors, not of "
+                        f"{len(outs)}")
+    for out, part in zip(outs, result):
+        fit_out(name, out, part)
+    with no_grad():
+        for out, part in zip(outs, result):
+            out.copy_(part)
+    return return_types.named(f"{name}_out", result._fields)(*outs)
+
+
 def with_out(fn):
     """torch.fn(..., out=t): compute, then copy into `t`; refused while recording."""
 
     def call(*args, out=None, **kwargs):
         if out is None:
             return fn(*args, **kwargs)
-        if is_grad_enabled() and (out.requires_grad or any(
-                a.requires_grad for a in _tensor_args(args))):
+        outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+        if is_grad_enabled() and any(t.requires_grad for t in (*outs, *_tensor_args(args))):
             raise RuntimeError(f"{fn.__name__}(): out= cannot be used when an argument "
                                f"requires grad, since the result could not be differentiated; "
                                f"drop out= or compute under torch.no_grad()")
+        if isinstance(out, (tuple, list)):
+            return _write_pair(fn.__name__, outs, fn(*args, **kwargs))
         result = _compute(fn, out, args, kwargs)
         fit_out(fn.__name__, out, result)
         with no_grad():
@@ -125,12 +148,15 @@ def with_copy_out(fn):
     return call
 
 
-def factory_out(out, data):
+def factory_out(out, data, name=None):
     """A factory's out= (torch.zeros(2, out=t)): resized silently, as PyTorch's factories
-    do, then filled with `data` (a numpy array of the result's shape)."""
+    do (except the `name`d ones, which warn as other ops do), then filled with `data` (a
+    numpy array of the result's shape)."""
     from runtime.ops._core import wrap
 
     if tuple(out.shape) != data.shape:
+        if name is not None and out.numel():
+            _warn_resize(name, out, data.shape)
         resize(out, data.shape)
     with no_grad():
         out.copy_(wrap(data.astype(out.dtype.np, copy=False), out.dtype))

@@ -47,6 +47,7 @@ logical_or = F.logical_or
 isnan = F.isnan
 matmul = F.matmul
 outer = F.outer
+cross = F.linalg_cross
 log_scalar = numpy_ops.log_scalar
 reshape = F.reshape
 unsqueeze = F.unsqueeze

@@ -60,6 +60,16 @@ def _ops(L):
         "gather": lambda o: L.gather(a, 1, L.zeros(2, 1, dtype=L.int64), out=o),
         "zeros": lambda o: L.zeros(2, 2, out=o),
         "ones": lambda o: L.ones(3, out=o),
+        "zeros_dtype": lambda o: L.zeros(2, dtype=L.float64, out=o),
+        "full": lambda o: L.full((2,), 1.5, out=o),
+        "full_int": lambda o: L.full((2,), 3, out=o),
+        "arange": lambda o: L.arange(5, out=o),
+        "arange_float": lambda o: L.arange(0.5, 3, 0.75, out=o),
+        "arange_long": lambda o: L.arange(0.5, 5.7, 1.5, dtype=L.int64, out=o),
+        "linspace": lambda o: L.linspace(0, 1, 5, out=o),
+        "eye": lambda o: L.eye(2, 3, out=o),
+        "linalg_cross": lambda o: L.linalg.cross(v, L.ones(2, 3), out=o),
+        "cross": lambda o: L.cross(b.T, a, dim=1, out=o),
     }
 
 
@@ -102,6 +112,122 @@ def test_out_argument(op, kind):
         return
     assert ours[:4] == theirs[:4], "(returned out, out dtype, out shape, warned)"
     np.testing.assert_allclose(ours[4], theirs[4], rtol=1e-3)
+
+
+def _pair_ops(L):
+    a = L.tensor([[1.0, 5.0, 2.0], [4.0, 0.0, 3.0]])
+    return {
+        "max": lambda o: L.max(a, 1, out=o),
+        "min": lambda o: L.min(a, 0, keepdim=True, out=o),
+        "sort": lambda o: L.sort(a, 1, descending=True, out=o),
+        "topk": lambda o: L.topk(a, 2, out=o),
+        "kthvalue": lambda o: L.kthvalue(a, 2, 1, out=o),
+        "median": lambda o: L.median(a, 1, out=o),
+        "mode": lambda o: L.mode(a, 0, out=o),
+        "cummax": lambda o: L.cummax(a, 1, out=o),
+        "cummin": lambda o: L.cummin(a, 0, out=o),
+    }
+
+
+PAIR_OUTS = {
+    "empty": lambda L: (L.empty(0), L.empty(0, dtype=L.int64)),
+    "list": lambda L: [L.empty(0), L.empty(0, dtype=L.int64)],
+    "wrong_shape": lambda L: (L.empty(5), L.empty(5, dtype=L.int64)),
+    "float64_values": lambda L: (L.empty(0, dtype=L.float64), L.empty(0, dtype=L.int64)),
+    "float_indices": lambda L: (L.empty(0), L.empty(0)),
+    "one": lambda L: (L.empty(0),),
+    "requires_grad": lambda L: (L.empty(0, requires_grad=True), L.empty(0, dtype=L.int64)),
+}
+
+
+def _pair_outcome(L, op, kind):
+    outs = PAIR_OUTS[kind](L)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            returned = _pair_ops(L)[op](outs)
+        except Exception as e:  # noqa: BLE001 - the class is what we compare
+            return type(e).__name__
+    warned = any(issubclass(w.category, UserWarning) for w in caught)
+    return (type(returned).__name__, repr(type(returned)).split("'")[1],
+            [returned.values is outs[0], returned.indices is outs[1]], warned,
+            [(str(o.dtype), tuple(o.shape), o.tolist()) for o in outs])
+
+
+@pytest.mark.parametrize("kind", list(PAIR_OUTS))
+@pytest.mark.parametrize("op", list(_pair_ops(torch)))
+def test_pair_out_argument(op, kind):
+    """(values, indices) ops take a pair of tensors as out= and return them as
+    torch.return_types.<op>_out."""
+    assert _pair_outcome(adcompile, op, kind) == _pair_outcome(torch, op, kind)
+
+
+@pytest.mark.parametrize("args", [((0.5, 5, 1.5), "int64"), ((0.5, 5.7, 1), "int64"),
+                                  ((-3.2, 2, 1.1), "int64"), ((5, 0, -1.5), "int64"),
+                                  ((0, 1, 0.3), "int64"), ((0, 5, -1), None), ((5, 0, 1), None),
+                                  ((0, 5, 0), None), ((0.0, 1.0, 0.0), None), ((0, 0, 1), None),
+                                  ((1.0, 1.0, -1.0), None), ((0, 10, 3), None),
+                                  ((10, 0, -3), None), ((0.0, 1.0, 0.1), None)])
+def test_arange_bounds_and_steps(args):
+    """An integer arange truncates its bounds and step first; a zero step or one pointing
+    away from the end is refused."""
+    bounds, dtype = args
+
+    def outcome(L):
+        try:
+            r = L.arange(*bounds, **({"dtype": getattr(L, dtype)} if dtype else {}))
+        except Exception as e:  # noqa: BLE001 - the class is what we compare
+            return type(e).__name__
+        return str(r.dtype), r.tolist()
+
+    assert outcome(adcompile) == outcome(torch)
+
+
+def _cross_cases(L):
+    rng = np.random.default_rng(0)
+    a, b, c = (L.tensor(rng.standard_normal(s)) for s in ((4, 3), (1, 3), (3, 2, 3)))
+    za, zb = (L.tensor(rng.standard_normal(s) + 1j * rng.standard_normal(s)) for s in ((4, 3), (1, 3)))
+    return {
+        "rows_broadcast": (lambda x, y: L.linalg.cross(x, y), (a, b)),
+        "dim0": (lambda x, y: L.linalg.cross(x, y, dim=0), (c, c.flip(1))),
+        "method": (lambda x, y: x.cross(y, dim=-1), (a, a.flip(0))),
+        "torch_cross_default_dim": (lambda x, y: L.cross(x, y), (c[:, 0].T, c[:, 1].T)),
+        "complex": (lambda x, y: L.linalg.cross(x, y), (za, zb)),
+    }
+
+
+@pytest.mark.parametrize("case", list(_cross_cases(torch)))
+def test_cross_values_gradients_and_graph(case):
+    def run(L):
+        fn, args = _cross_cases(L)[case]
+        args = [x.detach().requires_grad_() for x in args]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = fn(*args)
+        loss = (out * out.conj()).real.sum() if out.is_complex() else (out * out).sum()
+        grads = L.autograd.grad(loss, args, create_graph=True)
+        second = L.autograd.grad(sum((g * g).sum().real if g.is_complex() else (g * g).sum()
+                                     for g in grads), args)
+        return (type(out.grad_fn).__name__, [out.detach().numpy()]
+                + [g.detach().numpy() for g in grads] + [g.numpy() for g in second])
+
+    ours, theirs = run(adcompile), run(torch)
+    assert ours[0] == theirs[0]
+    for o, t in zip(ours[1], theirs[1], strict=True):
+        np.testing.assert_allclose(o, t, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("shapes,dim", [(((2, 4), (2, 4)), -1), (((3, 2), (3, 2)), -1),
+                                        (((2, 3), (3,)), -1), (((2, 3), (4, 3)), -1),
+                                        (((3,), (3,)), 1)])
+def test_cross_refusals(shapes, dim):
+    def kind(L):
+        try:
+            L.linalg.cross(L.ones(*shapes[0]), L.ones(*shapes[1]), dim=dim)
+        except Exception as e:  # noqa: BLE001 - the class is what we compare
+            return type(e).__name__
+
+    assert kind(adcompile) == kind(torch)
 
 
 def test_right_shape_keeps_the_storage_and_warns_nothing():

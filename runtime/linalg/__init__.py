@@ -21,6 +21,7 @@ from runtime.ops.decompositions import (  # noqa: F401
     svdvals,
 )
 from runtime.ops.contractions import multi_dot  # noqa: F401
+from runtime.ops.linalg import linalg_cross as cross  # noqa: F401
 
 
 def matmul(a, b):
@@ -29,6 +30,6 @@ def matmul(a, b):
     return mm(a, b)
 
 
-__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "det", "eigh", "eigvalsh", "inv",
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cross", "det", "eigh", "eigvalsh", "inv",
            "inv_ex", "lstsq", "matmul", "matrix_norm", "multi_dot", "norm", "qr", "slogdet", "solve",
            "solve_ex", "svd", "svdvals", "vector_norm"]

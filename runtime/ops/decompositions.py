@@ -10,11 +10,10 @@ Eigenvectors and singular vectors are only defined up to sign; numpy's LAPACK (O
 PyTorch's (MKL) may pick different signs, exactly as two PyTorch builds may.
 """
 
-import collections
 
 import numpy as np
 
-from runtime import dtypes
+from runtime import dtypes, return_types
 from runtime.autograd_meta import any_requires_grad, record, record_multi
 from runtime.function import node_class, save_input, save_output
 from runtime.ops._core import wrap
@@ -38,15 +37,10 @@ LinalgSvdBackward0 = node_class("LinalgSvdBackward0", "linalg_svd", True)
 LinalgQrBackward0 = node_class("LinalgQrBackward0", "linalg_qr", True)
 LinalgLstsqBackward0 = node_class("LinalgLstsqBackward0", "linalg_lstsq", True)
 
-Slogdet = collections.namedtuple("linalg_slogdet", ["sign", "logabsdet"])
-Eigh = collections.namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
-Svd = collections.namedtuple("linalg_svd", ["U", "S", "Vh"])
-Qr = collections.namedtuple("linalg_qr", ["Q", "R"])
-InvEx = collections.namedtuple("linalg_inv_ex", ["inverse", "info"])
-CholeskyEx = collections.namedtuple("linalg_cholesky_ex", ["L", "info"])
-SolveEx = collections.namedtuple("linalg_solve_ex", ["result", "info"])
-Lstsq = collections.namedtuple("linalg_lstsq", ["solution", "residuals", "rank",
-                                                "singular_values"])
+Slogdet, Eigh = return_types.linalg_slogdet, return_types.linalg_eigh
+Svd, Qr = return_types.linalg_svd, return_types.linalg_qr
+InvEx, CholeskyEx = return_types.linalg_inv_ex, return_types.linalg_cholesky_ex
+SolveEx, Lstsq = return_types.linalg_solve_ex, return_types.linalg_lstsq
 
 
 def check_matrix(a, name, square=True):

@@ -1,5 +1,7 @@
 """Forward kernels of products: dot, vdot, mm, mv, bmm, matmul, outer, addmm."""
 
+import warnings
+
 import numpy as np
 
 from runtime import mkl
@@ -15,6 +17,7 @@ MmBackward0 = node_class("MmBackward0", "mm")
 MvBackward0 = node_class("MvBackward0", "mv")
 BmmBackward0 = node_class("BmmBackward0", "bmm")
 AddmmBackward0 = node_class("AddmmBackward0", "addmm")
+LinalgCrossBackward0 = node_class("LinalgCrossBackward0", "linalg_cross")
 
 
 def _check(a, b, name, ndims, any_dtypes=False):
@@ -198,6 +201,48 @@ def _batched(a, b):
         out = bmm(a3, S.reshape(S.expand(b, batch + (k, p)), (size, k, p)))
     shape = batch + ((n,) if na > 1 else ()) + ((p,) if nb > 1 else ())
     return S.unsafe_view(out, shape)
+
+
+def linalg_cross(a, b, dim=-1):
+    """torch.linalg.cross: the cross product along `dim` (of length 3 in both operands, whose
+    other dims broadcast; both of one dtype and of as many dims)."""
+    sa, sb = a._data.shape, b._data.shape
+    if len(sa) != len(sb):
+        raise RuntimeError(f"linalg.cross(): the operands have {len(sa)} and {len(sb)} dims; "
+                           f"they must have as many")
+    if a._dtype is not b._dtype:
+        raise RuntimeError(f"linalg.cross(): the operands have dtypes {a._dtype} and "
+                           f"{b._dtype}; they must have one")
+    if not -len(sa) <= dim < len(sa):
+        raise IndexError(f"linalg.cross(): dim {dim} is out of range for {len(sa)} dims")
+    if sa[dim] != 3 or sb[dim] != 3:
+        raise RuntimeError(f"linalg.cross(): dim {dim} must have length 3 in both operands, "
+                           f"not {sa[dim]} and {sb[dim]}")
+    try:
+        np.broadcast_shapes(sa, sb)
+    except ValueError:
+        raise RuntimeError(f"linalg.cross(): shapes {list(sa)} and {list(sb)} do not "
+                           f"broadcast") from None
+    out = wrap(numpy_ops.cross(a._data, b._data, dim), a._dtype)
+    if any_requires_grad((a, b)):
+        ra, rb = requires_grad(a), requires_grad(b)
+        record(LinalgCrossBackward0, (a, b), out,
+               (save_input(a) if rb else None, save_input(b) if ra else None, dim))
+    return out
+
+
+def cross(a, b, dim=None):
+    """torch.cross: linalg.cross, except that without `dim` it takes the first dim of length 3
+    (with a warning that this default is deprecated)."""
+    if dim is None:
+        dim = next((d for d, n in enumerate(np.broadcast_shapes(a._data.shape, b._data.shape))
+                    if n == 3), None)
+        if dim is None:
+            raise RuntimeError("cross(): no dim has length 3; pass dim=")
+        warnings.warn("cross() without dim= takes the first dim of length 3; that default is "
+                      "deprecated and will become dim=-1 as in linalg.cross: pass dim= or call "
+                      "linalg.cross", UserWarning, stacklevel=2)
+    return linalg_cross(a, b, dim)
 
 
 def outer(a, b):

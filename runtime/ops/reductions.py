@@ -1,11 +1,10 @@
 """Forward kernels of reductions (sum, mean, prod, max/min, norm, var/std)."""
 
 import builtins
-import collections
 
 import numpy as np
 
-from runtime import dtypes
+from runtime import dtypes, return_types
 from runtime.cascade_sum import mean_like_torch, sum_like_torch
 from runtime.autograd_meta import any_requires_grad, record
 from runtime.function import node_class, save_input, save_output
@@ -25,8 +24,7 @@ NormBackward = node_class("LinalgVectorNormBackward0", "norm")
 VarBackward0 = node_class("VarBackward0", "var")
 StdBackward0 = node_class("StdBackward0", "std")
 
-MaxResult = collections.namedtuple("max", ["values", "indices"])
-MinResult = collections.namedtuple("min", ["values", "indices"])
+MaxResult, MinResult = return_types.max, return_types.min
 
 
 def normalize_dims(dim, ndim):

@@ -8,11 +8,10 @@ positions. Orderings are numpy's stable sorts, with nan sorting as the largest v
 """
 
 import builtins
-import collections
 
 import numpy as np
 
-from runtime import dtypes
+from runtime import dtypes, return_types
 from runtime.cascade_sum import sum_like_torch
 from runtime.autograd_meta import any_requires_grad, record, record_multi
 from runtime.function import save_input, save_output
@@ -24,27 +23,14 @@ from runtime.ops.reductions import _axes, _rule_dims, normalize_dims
 
 
 
-def _return_type(name):
-    """A (values, indices) named tuple printed as PyTorch prints torch.return_types.<name>."""
-    base = collections.namedtuple(name, ["values", "indices"])
-
-    def __repr__(self):
-        return (f"torch.return_types.{name}(\nvalues={self.values!r},\n"
-                f"indices={self.indices!r})")
-
-    cls = type(name, (base,), {"__slots__": (), "__repr__": __repr__})
-    cls.__module__ = "torch.return_types"
-    return cls
-
-
-SortResult = _return_type("sort")
-TopkResult = _return_type("topk")
-KthvalueResult = _return_type("kthvalue")
-MedianResult = _return_type("median")
-NanmedianResult = _return_type("nanmedian")
-ModeResult = _return_type("mode")
-CummaxResult = _return_type("cummax")
-CumminResult = _return_type("cummin")
+SortResult = return_types.sort
+TopkResult = return_types.topk
+KthvalueResult = return_types.kthvalue
+MedianResult = return_types.median
+NanmedianResult = return_types.nanmedian
+ModeResult = return_types.mode
+CummaxResult = return_types.cummax
+CumminResult = return_types.cummin
 
 AmaxBackward0 = node("AmaxBackward0", "amax")
 AminBackward0 = node("AminBackward0", "amin")

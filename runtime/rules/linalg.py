@@ -16,6 +16,14 @@ def dot(ops, g, needs, a, b):
             ops.mul(g, ops.conj(a)) if needs[1] else None)
 
 
+@rule("linalg_cross")
+def linalg_cross(ops, g, needs, a, b, dim):
+    """The cross product is bilinear: a gets b x g and b gets g x a (conjugated operands
+    for complex values)."""
+    return (ops.cross(ops.conj(b), g, dim) if needs[0] else None,
+            ops.cross(g, ops.conj(a), dim) if needs[1] else None)
+
+
 @rule("vdot")
 def vdot(ops, g, needs, a, b):
     """vdot(a, b) = sum(conj(a) * b): a's gradient conjugates g (for real tensors, dot's)."""

@@ -181,6 +181,16 @@ def _small_bmm(a, b):
 outer = np.outer
 
 
+def cross(a, b, dim):
+    """The cross product along `dim`, each component a[i] b[j] - a[j] b[i] (PyTorch's order)."""
+    a, b = np.broadcast_arrays(a, b)
+    a, b = np.moveaxis(a, dim, -1), np.moveaxis(b, dim, -1)
+    out = np.stack([a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1],
+                    a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
+                    a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]], axis=-1)
+    return np.moveaxis(out, -1, dim)
+
+
 def sgn(d):
     """PyTorch's sgn: sign for real arrays, z / |z| (0 at 0) for complex ones."""
     if d.dtype.kind != "c":
