@@ -394,7 +394,7 @@ def warm_child(name, what):
 
 # -- where a derivative's LLVM time goes, function by function ---------------------------------
 
-_DEFINE = re.compile(r'^define (?:internal )?(\S+) @"([^"]+)"\((.*)\)(.*)$')
+_DEFINE = re.compile(r'^define (?:internal )?(\{[^}]*\}|\S+) @"([^"]+)"\((.*)\)(.*)$')
 _PARAM_NAME = re.compile(r' %"[^"]*"')
 _KIND = re.compile(r"^(adc\.(?:op\.\w+|fn|entry|chunk|pairwise_tree|pairwise|sum_calls))\b")
 
