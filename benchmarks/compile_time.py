@@ -22,10 +22,16 @@
    (the kernel adc.fn, the entry point, parallel pieces adc.chunk, outlined ops adc.op.<prim>,
    pairwise sums, helpers), with their number and lines of IR. The sum is close to the
    module's own optimisation and code generation (the functions are noinline).
+5. (--pipelines EVALS) Other LLVM pipelines for a derivative's module (after
+   merge.identical), optimised and code-generated in turn with ours (O3) in one process,
+   in random order each round: each one's CPU seconds over ours', the median and quartiles
+   of the rounds' ratios (a loaded machine moves single timings by 20-30 %; pairs taken
+   moments apart move less). What each costs in run time is not measured here.
 
 Run: python benchmarks/compile_time.py [--lines 250,500,1000,2000] [--profile N]
                                        [--gradbench gmm,lstm,...|all] [--only-gradbench]
                                        [--breakdown gmm,lstm,...]
+                                       [--pipelines gmm,lstm,... [--rounds N]]
 (--profile N also prints cProfile's hottest functions for grad of the N-line function.)
 """
 
@@ -394,7 +400,7 @@ def warm_child(name, what):
 
 # -- where a derivative's LLVM time goes, function by function ---------------------------------
 
-_DEFINE = re.compile(r'^define (?:internal )?(\S+) @"([^"]+)"\((.*)\)(.*)$')
+_DEFINE = re.compile(r'^define (?:internal )?(\{[^}]*\}|\S+) @"([^"]+)"\((.*)\)(.*)$')
 _PARAM_NAME = re.compile(r' %"[^"]*"')
 _KIND = re.compile(r"^(adc\.(?:op\.\w+|fn|entry|chunk|pairwise_tree|pairwise|sum_calls))\b")
 
@@ -423,6 +429,74 @@ def breakdown_section(names):
                                                          key=lambda kv: -sum(kv[1][2:])):
             print(f"  {kind:22s}{count:5d} fn{lines:7d} lines{opt:7.2f} s opt{codegen:7.2f} s "
                   f"codegen", flush=True)
+
+
+# name -> (speed level, {PipelineTuningOptions field: value}, {LLVM option: value}, every
+# function optnone); the LLVM options are set back to these defaults after each compile
+PIPELINE_DEFAULTS = {"-enable-epilogue-vectorization": "true",
+                     "-enable-nontrivial-unswitch": "false"}
+PIPELINES = {
+    "ours (O3)": (3, {}, {}, False),
+    "O2": (2, {}, {}, False),
+    "O2 + non-trivial unswitching": (2, {}, {"-enable-nontrivial-unswitch": "true"}, False),
+    "O1": (1, {}, {}, False),
+    "no epilogue vectorisation": (3, {}, {"-enable-epilogue-vectorization": "false"}, False),
+    "no unrolling": (3, {"loop_unrolling": False}, {}, False),
+    "no interleaving": (3, {"loop_interleaving": False}, {}, False),
+    "every function optnone": (3, {}, {}, True),
+}
+
+
+def pipelines_section(names, rounds):
+    import random
+
+    from adcompile.backends.llvm import native, merge
+
+    print(f"\nLLVM CPU seconds of each GradBench derivative's module under other pipelines, "
+          f"over ours (O3): median [quartiles] of {rounds} rounds")
+    for name in names:
+        build, args = programs_of(name)[2:]
+        with recorded_variants(native) as variants, cache_off():
+            build()(*args)
+        text = merge.identical(str(variants[0].llvm_module()))
+        seconds = {choice: [] for choice in PIPELINES}
+        for _ in range(rounds):
+            for choice in random.sample(list(PIPELINES), len(PIPELINES)):
+                seconds[choice].append(pipeline_seconds(text, *PIPELINES[choice]))
+        ours = seconds["ours (O3)"]
+        print(f"{name}: ours {sorted(ours)[len(ours) // 2]:.2f} s", flush=True)
+        for choice, times in seconds.items():
+            ratios = sorted(t / o for t, o in zip(times, ours))
+            print(f"  {choice:30s}{ratios[len(ratios) // 2]:6.2f} "
+                  f"[{ratios[len(ratios) // 4]:.2f}, {ratios[3 * len(ratios) // 4]:.2f}]")
+
+
+def pipeline_seconds(text, level, tuning, options, optnone):
+    """CPU seconds to parse, optimise and code-generate `text` under one pipeline."""
+    import llvmlite.binding as llvm
+
+    from adcompile.backends.llvm import jit
+
+    if optnone:
+        text = re.sub(r"^(define [^\n]*\))( noinline| optnone| optsize)*", r"\1 noinline optnone",
+                      text, flags=re.M)
+    for option, value in options.items():
+        llvm.set_option("", f"{option}={value}")
+    try:
+        t0 = time.process_time()
+        module = llvm.parse_assembly(text)
+        module.verify()
+        pto = llvm.create_pipeline_tuning_options(speed_level=level)
+        pto.loop_vectorization, pto.slp_vectorization = True, False
+        for field, value in tuning.items():
+            setattr(pto, field, value)
+        builder = llvm.create_pass_builder(jit.target_machine(), pto)
+        builder.getModulePassManager().run(module, builder)
+        jit.emit_object(module)
+        return time.process_time() - t0
+    finally:
+        for option in options:
+            llvm.set_option("", f"{option}={PIPELINE_DEFAULTS[option]}")
 
 
 @contextlib.contextmanager
@@ -494,11 +568,17 @@ def main():
     parser.add_argument("--breakdown", default="", metavar="EVALS",
                         help="comma-separated GradBench evals: only section 4, the LLVM time "
                              "of each derivative by kind of function")
+    parser.add_argument("--pipelines", default="", metavar="EVALS",
+                        help="comma-separated GradBench evals: only section 5, other LLVM "
+                             "pipelines' compile time over ours")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of section 5")
     parser.add_argument("--warm-child", nargs=2, metavar=("EVAL", "WHAT"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.warm_child:
         return warm_child(*args.warm_child)
+    if args.pipelines:
+        return pipelines_section([n.strip() for n in args.pipelines.split(",")], args.rounds)
     if args.breakdown:
         return breakdown_section([n.strip() for n in args.breakdown.split(",")])
     if not args.only_gradbench:
