@@ -62,7 +62,8 @@ _UNKNOWN_OWNERS = ("if", "for", "while", "tuple_get", "tape_pop")
 class Fusion:
     """The plan: which values stay lazy, and each one's leaves (the values its consumers
     read in its place, transitively); which stores into arrays run in one loop (`groups`:
-    first op -> the group's ops; `later`: the others, lowered with their first)."""
+    first op -> the group's ops; `later`: the others and the ops between them, lowered with
+    their first)."""
 
     def __init__(self):
         self.lazy = set()
@@ -74,6 +75,7 @@ class Fusion:
         self.cost = {}
         self.expensive = set()
         self.groups = {}
+        self.hoisted = {}  # a group's first store -> the ops between its stores
         self.later = set()
         self.origins = None  # ir/origins.py: arrays of new buffers known apart
 
@@ -317,11 +319,12 @@ def _element_uses(v, uses, depth=0):
 
 
 def _plan_groups(block, params, fusion):
-    """Runs of `x[...] = v` / `x[...] += v` (v an array) with nothing but constants and
-    shapes between them, whose operands all exist before the first, and where no value one
-    of them reads may share memory with what another writes: they may run as one loop nest,
-    a pass over memory instead of one per store (the adjoint of x[1:] and x[:-1] in
-    reverse mode). Whether a group runs as one loop is decided at run time
+    """Runs of `x[...] = v` / `x[...] += v` with nothing but constants, shapes and views
+    that cannot fail (`_hoistable`) between them, and where no value one of them reads may
+    share memory with what another writes: they may run as one loop nest, a pass over memory
+    instead of one per store (the adjoint of x[1:] and x[:-1] in reverse mode; a user's
+    `x[1:] += a[1:]; x[:-1] -= b[:-1]`). The ops between are lowered first, where the group
+    starts (`hoisted`). Whether a group runs as one loop is decided at run time
     (FusionLowering.store_group). Reductions never join a group: they add in numpy's order
     (pairwise.py), not element by element with the stores."""
     ops = block.ops
@@ -330,25 +333,35 @@ def _plan_groups(block, params, fusion):
         if not _groupable(ops[k]):
             k += 1
             continue
-        group, before, j = [ops[k]], set(), k + 1
-        while j < len(ops) and (_groupable(ops[j]) or ops[j].prim in ("const", "shape",
-                                                                           "size")):
+        group, between, j = [ops[k]], [], k + 1
+        while j < len(ops) and (_groupable(ops[j]) or _hoistable(ops[j])):
             if _groupable(ops[j]):
-                if any(x in before for x in ops[j].operands) or \
-                        not _independent(group + [ops[j]], params, fusion):
+                if not _independent(group + [ops[j]], params, fusion):
                     break
                 group.append(ops[j])
             else:
-                before.update(ops[j].results)
+                between.append(ops[j])
             j += 1
         if len(group) > 1:
             pairs = [(p, q) for q in range(len(group)) for p in range(q)
                      if _may_share(_root(group[p].operands[0]), _root(group[q].operands[0]),
                                    params, origins=fusion.origins)]
             line = len({_root(op.operands[0]) for op in group}) == 1
+            last = ops.index(group[-1])
+            fusion.hoisted[group[0]] = [op for op in between if ops.index(op) < last]
             fusion.groups[group[0]] = (group, pairs, line)
             fusion.later.update(group[1:])
+            fusion.later.update(fusion.hoisted[group[0]])
         k = ops.index(group[-1]) + 1
+
+
+def _hoistable(op):
+    """An op that may be lowered earlier than it stands: a constant, a shape, or a view by
+    slices without steps and new axes (it reads no memory and cannot fail)."""
+    if op.prim in ("const", "shape", "size"):
+        return True
+    return op.prim == "slice" and isinstance(op.operands[0].type, T.Array) and all(
+        item[0] == "new" or (item[0] == "slice" and not item[3]) for item in op.attrs["index"])
 
 
 def _groupable(op):
