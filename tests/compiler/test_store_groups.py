@@ -178,18 +178,36 @@ def _with(module, name, value, f, args):
         setattr(module, name, saved)
 
 
-def _results(fn, args, wrap=lambda f: f):
-    fused = wrap(ac.adcompile(fn))
-    results = {"fused": _outcome(fused, args),
-               "alone": _with(fusion, "SHIFTED", False, wrap(ac.adcompile(fn)), args),
-               "unfused": _with(lower, "FUSE", False, wrap(ac.adcompile(fn)), args),
-               "python": _outcome(wrap(ac.adcompile(fn, backend="python")), args),
-               "interp": _outcome(wrap(ac.adcompile(fn, backend="interp")), args)}
+_COMPILED = {}
+
+
+def _variants(fn, wrap):
+    """fn's compiled variants, made once per test session (the sizes share them: shapes are
+    not part of a signature), each compiled on its first call with its switch set."""
+    key = (fn, wrap)
+    if key not in _COMPILED:
+        _COMPILED[key] = {
+            "fused": (wrap(ac.adcompile(fn)), None),
+            "alone": (wrap(ac.adcompile(fn)), (fusion, "SHIFTED", False)),
+            "unfused": (wrap(ac.adcompile(fn)), (lower, "FUSE", False)),
+            "python": (wrap(ac.adcompile(fn, backend="python")), None),
+            "interp": (wrap(ac.adcompile(fn, backend="interp")), None)}
+    return _COMPILED[key]
+
+
+def _plain(f):
+    return f
+
+
+def _results(fn, args, wrap=_plain):
+    variants = _variants(fn, wrap)
+    results = {name: _outcome(f, args) if switch is None else _with(*switch, f, args)
+               for name, (f, switch) in variants.items()}
     for threads in (1, 3):
         saved = ac.get_num_threads()
         ac.set_num_threads(threads)
         try:
-            results[f"fused, {threads} threads"] = _outcome(fused, args)
+            results[f"fused, {threads} threads"] = _outcome(variants["fused"][0], args)
         finally:
             ac.set_num_threads(saved)
     return results
@@ -217,7 +235,7 @@ def test_same_bits_as_the_stores_alone(fn, n):
 @pytest.mark.parametrize("n", SIZES[1:])
 def test_rosenbrock_gradient(n):
     x, _ = _arguments(n)
-    results = _results(rosenbrock, (x,), lambda f: ac.value_and_grad(f))
+    results = _results(rosenbrock, (x,), ac.value_and_grad)
     _agree(results, f"rosenbrock gradient ({n})")
 
 
