@@ -82,17 +82,23 @@ def _store_instead(block, alloc, add):
     if view is array:
         return
     zero = Op("const", [], [T.FLOAT], {"value": 0.0, "type": T.FLOAT})
-    ops = [zero]
+    parts = [zero]
     _, has_start, has_stop, _ = view.owner.attrs["index"][0]
     bounds = list(view.owner.operands[1:])
     if has_start:
-        ops += _zero_slice(array, ("slice", False, True, False), bounds.pop(0), zero.result)
+        parts.append(_slice(array, ("slice", False, True, False), bounds.pop(0)))
     if has_stop:
-        ops += _zero_slice(array, ("slice", True, False, False), bounds.pop(0), zero.result)
-    at = block.ops.index(add) + 1  # after: the addition may join the stores before it
-    block.ops[at:at] = ops
+        parts.append(_slice(array, ("slice", True, False, False), bounds.pop(0)))
+    # the zero fills go right after the addition, which may join the stores before it, and
+    # the fills may join it and the stores after them (an LLVM store group: x_bar[1:] = a,
+    # x_bar[:1] = 0, x_bar[:-1] += b is one pass); so the slices they fill are made where the
+    # addition's view is, not between the stores
+    fills = [Op("assign", [part.result, zero.result]) for part in parts[1:]]
+    at = block.ops.index(add) + 1
+    block.ops[at:at] = fills
+    at = block.ops.index(view.owner) + 1
+    block.ops[at:at] = parts
 
 
-def _zero_slice(array, item, bound, zero):
-    part = Op("slice", [array, bound], [array.type], {"index": (item,)})
-    return [part, Op("assign", [part.result, zero])]
+def _slice(array, item, bound):
+    return Op("slice", [array, bound], [array.type], {"index": (item,)})

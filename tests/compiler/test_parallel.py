@@ -426,3 +426,27 @@ def test_default_thread_count(monkeypatch):
     assert pool.default_threads() == 1  # what dask's workers set
     monkeypatch.delenv("OMP_NUM_THREADS")
     assert pool.default_threads() == len(os.sched_getaffinity(0))
+
+
+def test_pieces_that_call_libm_count_as_more_work():
+    """A piece calling libm (a call, or an intrinsic LLVM makes one) counts LIBM_WORK
+    elements of work per element, so an MLP's tanh of 16384 elements is split."""
+    import llvmlite.ir as ir
+
+    from adcompile.backends.llvm import parallel
+
+    module = ir.Module()
+    f64 = ir.DoubleType()
+    callees = {"tanh": ir.Function(module, ir.FunctionType(f64, [f64]), "tanh"),
+               "llvm.pow.f32": ir.Function(module, ir.FunctionType(ir.FloatType(), [
+                   ir.FloatType()] * 2), "llvm.pow.f32"),
+               "llvm.fabs.f64": ir.Function(module, ir.FunctionType(f64, [f64]), "llvm.fabs.f64"),
+               "adc.buffer": ir.Function(module, ir.FunctionType(f64, [f64]), "adc.buffer")}
+    expected = {"tanh": True, "llvm.pow.f32": True, "llvm.fabs.f64": False, "adc.buffer": False}
+    for name, callee in callees.items():
+        fn = ir.Function(module, ir.FunctionType(f64, [f64]), f"piece.{name}")
+        b = ir.IRBuilder(fn.append_basic_block())
+        args = [b.fptrunc(fn.args[0], ir.FloatType())] * 2 if "f32" in name else [fn.args[0]]
+        b.ret(b.fpext(b.call(callee, args), f64) if "f32" in name else b.call(callee, args))
+        assert parallel._calls_libm(fn) == expected[name], name
+    assert parallel.LIBM_WORK > 1

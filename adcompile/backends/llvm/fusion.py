@@ -43,8 +43,8 @@ import math
 import llvmlite.ir as ir
 
 from adcompile.backends.llvm.memory import sum_to_may_alias
-from adcompile.backends.llvm.values import I1, MEM, ArrayV, JoinV, LazyNode, LazyV, Pack, \
-    i64
+from adcompile.backends.llvm.values import I1, I64, ITEMSIZE, MEM, ArrayV, JoinV, LazyNode, \
+    LazyV, Pack, i64
 from adcompile.ir import types as T
 from adcompile.ir.nodes import VIEWS, WRITES, Op, walk, walk_op
 from adcompile.ir.origins import Origins
@@ -52,6 +52,7 @@ from adcompile.ir.prims import BINARY_MATH, ELEMENTWISE, UNARY_MATH
 
 RECOMPUTE = 8  # scalar ops a lazy value used more than once may cost per element
 JOIN = True  # lazy concatenations (joins.py); False: every concatenation is copied
+SHIFTED = True  # stores into shifted views of one array in one loop; False: as before
 PIECES = 4  # loops at most that a consumer of a lazy concatenation runs (one per piece)
 _EXPENSIVE = frozenset(UNARY_MATH + BINARY_MATH)
 _REDUCTIONS = ("sum", "mean", "prod", "amax", "amin", "argmax", "argmin")
@@ -61,7 +62,8 @@ _UNKNOWN_OWNERS = ("if", "for", "while", "tuple_get", "tape_pop")
 class Fusion:
     """The plan: which values stay lazy, and each one's leaves (the values its consumers
     read in its place, transitively); which stores into arrays run in one loop (`groups`:
-    first op -> the group's ops; `later`: the others, lowered with their first)."""
+    first op -> the group's ops; `later`: the others and the ops between them, lowered with
+    their first)."""
 
     def __init__(self):
         self.lazy = set()
@@ -73,6 +75,7 @@ class Fusion:
         self.cost = {}
         self.expensive = set()
         self.groups = {}
+        self.hoisted = {}  # a group's first store -> the ops between its stores
         self.later = set()
         self.origins = None  # ir/origins.py: arrays of new buffers known apart
 
@@ -316,11 +319,12 @@ def _element_uses(v, uses, depth=0):
 
 
 def _plan_groups(block, params, fusion):
-    """Runs of `x[...] = v` / `x[...] += v` (v an array) with nothing but constants and
-    shapes between them, whose operands all exist before the first, and where no value one
-    of them reads may share memory with what another writes: they may run as one loop nest,
-    a pass over memory instead of one per store (the adjoint of x[1:] and x[:-1] in
-    reverse mode). Whether a group runs as one loop is decided at run time
+    """Runs of `x[...] = v` / `x[...] += v` with nothing but constants, shapes and views
+    that cannot fail (`_hoistable`) between them, and where no value one of them reads may
+    share memory with what another writes: they may run as one loop nest, a pass over memory
+    instead of one per store (the adjoint of x[1:] and x[:-1] in reverse mode; a user's
+    `x[1:] += a[1:]; x[:-1] -= b[:-1]`). The ops between are lowered first, where the group
+    starts (`hoisted`). Whether a group runs as one loop is decided at run time
     (FusionLowering.store_group). Reductions never join a group: they add in numpy's order
     (pairwise.py), not element by element with the stores."""
     ops = block.ops
@@ -329,28 +333,44 @@ def _plan_groups(block, params, fusion):
         if not _groupable(ops[k]):
             k += 1
             continue
-        group, before, j = [ops[k]], set(), k + 1
-        while j < len(ops) and (_groupable(ops[j]) or ops[j].prim in ("const", "shape",
-                                                                           "size")):
+        group, between, j = [ops[k]], [], k + 1
+        while j < len(ops) and (_groupable(ops[j]) or _hoistable(ops[j])):
             if _groupable(ops[j]):
-                if any(x in before for x in ops[j].operands) or \
-                        not _independent(group + [ops[j]], params, fusion):
+                if not _independent(group + [ops[j]], params, fusion):
                     break
                 group.append(ops[j])
             else:
-                before.update(ops[j].results)
+                between.append(ops[j])
             j += 1
         if len(group) > 1:
             pairs = [(p, q) for q in range(len(group)) for p in range(q)
                      if _may_share(_root(group[p].operands[0]), _root(group[q].operands[0]),
                                    params, origins=fusion.origins)]
-            fusion.groups[group[0]] = (group, pairs)
+            line = len({_root(op.operands[0]) for op in group}) == 1
+            last = ops.index(group[-1])
+            fusion.hoisted[group[0]] = [op for op in between if ops.index(op) < last]
+            fusion.groups[group[0]] = (group, pairs, line)
             fusion.later.update(group[1:])
+            fusion.later.update(fusion.hoisted[group[0]])
         k = ops.index(group[-1]) + 1
 
 
+def _hoistable(op):
+    """An op that may be lowered earlier than it stands: a constant, a shape, or a view by
+    slices without steps and new axes (it reads no memory and cannot fail)."""
+    if op.prim in ("const", "shape", "size"):
+        return True
+    return op.prim == "slice" and isinstance(op.operands[0].type, T.Array) and all(
+        item[0] == "new" or (item[0] == "slice" and not item[3]) for item in op.attrs["index"])
+
+
 def _groupable(op):
-    if op.prim not in ("assign", "iadd") or not isinstance(op.operands[1].type, T.Array):
+    """A store of an array, or of a float into a float array (the zero fills first_store
+    puts beside a shadow's first addition), that cannot raise."""
+    if op.prim not in ("assign", "iadd") or not isinstance(op.operands[0].type, T.Array):
+        return False
+    dst, value = op.operands[0].type, op.operands[1].type
+    if not isinstance(value, T.Array) and not (value.is_float and dst.is_float):
         return False
     return op.prim == "assign" or op.attrs.get("op", "add") in ("add", "sub", "mul")
 
@@ -571,36 +591,38 @@ class FusionLowering:
         return None
 
     # -- stores in one loop ------------------------------------------------------------------
-    def store_group(self, ops, pairs):
+    def store_group(self, ops, pairs, line=False):
         """The stores `ops` (see _plan_groups) in one loop nest when, at run time, the
         destinations have one shape, every value fits its destination, and no two
         destinations that may share memory overlap unless they are the same elements: then
         every location is written in the order of the program and no iteration reads what
-        another wrote (x[:-1] += a; x[1:] += b would chain the iterations: two vectorised
-        loops are faster). Otherwise each runs alone, as written."""
-        b = self.b
+        another wrote. Destinations that are views of one array (`line`) on one line along
+        their first axis, shifted (x[1:] += a; x[:1] = 0; x[:-1] += b), run as one loop
+        over the part they all cover (`shifted_stores`). Otherwise each runs alone."""
         dsts = [self.v(op.operands[0]) for op in ops]
         values = [self.v(op.operands[1]) for op in ops]
-        shape = dsts[0].shape
-        if any(d.ndim != len(shape) for d in dsts) or any(v.ndim > len(shape) for v in values) \
+        ndim = dsts[0].ndim
+        if any(d.ndim != ndim for d in dsts) or any(_ndim(v) > ndim for v in values) \
                 or any(isinstance(v, JoinV) for v in values):  # (a join: a loop per piece)
             for op in ops:
                 self.lower_alone(op)
             return
+        if line and ndim and SHIFTED and any(isinstance(v, (ArrayV, LazyV)) for v in values):
+            self.shifted_stores(ops, pairs, dsts, values)
+            return
+        self.stores_together(ops, pairs, dsts, values)
+
+    def stores_together(self, ops, pairs, dsts, values):
+        """One loop nest when the destinations have one shape and are apart or the same
+        elements and the values fit (else each store alone)."""
+        b = self.b
+        shape = dsts[0].shape
         together = ir.Constant(I1, 1)
         for d in dsts[1:]:
             for n, m in zip(d.shape, shape):
                 together = b.and_(together, b.icmp_signed("==", n, m))
-        value_strides = []
-        for v in values:
-            lead = len(shape) - v.ndim
-            strides = [self.no_stride(v)] * lead
-            for j, d in enumerate(v.shape):
-                one = b.icmp_signed("==", d, i64(1))
-                together = b.and_(together, b.or_(one, b.icmp_signed("==", d,
-                                                                     shape[lead + j])))
-                strides.append(self.broadcast_stride(d, v.strides[j]))
-            value_strides.append(strides)
+        fit, value_strides = self.fitted(values, [shape] * len(values))
+        together = b.and_(together, fit)
         for p, q in pairs:
             together = b.and_(together, self.apart_or_same(dsts[p], dsts[q]))
         strides = [d.strides for d in dsts] + value_strides
@@ -611,6 +633,139 @@ class FusionLowering:
             with alone:
                 for op in ops:
                     self.lower_alone(op)
+
+    def fitted(self, values, shapes):
+        """(whether each value broadcasts to its shape, each value's strides in it)."""
+        b = self.b
+        fit = ir.Constant(I1, 1)
+        value_strides = []
+        for v, shape in zip(values, shapes):
+            if not isinstance(v, (ArrayV, LazyV)):  # a number: read nowhere
+                value_strides.append([i64(0)] * len(shape))
+                continue
+            lead = len(shape) - v.ndim
+            strides = [self.no_stride(v)] * lead
+            for j, d in enumerate(v.shape):
+                one = b.icmp_signed("==", d, i64(1))
+                fit = b.and_(fit, b.or_(one, b.icmp_signed("==", d, shape[lead + j])))
+                strides.append(self.broadcast_stride(d, v.strides[j]))
+            value_strides.append(strides)
+        return fit, value_strides
+
+    # -- shifted stores into one array ---------------------------------------------------------
+    def on_one_line(self, dsts):
+        """Whether the destinations (views of one array) differ only by where their first
+        axis starts and how long it is: the same nonzero first stride, the same other axes,
+        and data pointers a whole number of first strides apart."""
+        b = self.b
+        first = dsts[0]
+        step = b.mul(first.strides[0], i64(ITEMSIZE[first.dtype]))
+        ok = b.icmp_signed("!=", step, i64(0))
+        for d in dsts[1:]:
+            ok = b.and_(ok, b.icmp_signed("==", d.strides[0], first.strides[0]))
+            for n, m, s, t in zip(d.shape[1:], first.shape[1:], d.strides[1:],
+                                  first.strides[1:]):
+                ok = b.and_(ok, b.and_(b.icmp_signed("==", n, m), b.icmp_signed("==", s, t)))
+            apart = b.sub(b.ptrtoint(d.data, I64), b.ptrtoint(first.data, I64))
+            ok = b.and_(ok, b.icmp_signed("==", b.srem(apart, self.nonzero(step)), i64(0)))
+        return ok
+
+    def nonzero(self, n):
+        return self.b.select(self.b.icmp_signed("==", n, i64(0)), i64(1), n)
+
+    def shifted_stores(self, ops, pairs, dsts, values):
+        """Stores into views of one array. When they lie on one line (on_one_line), each
+        destination covers [start, end) of it (first strides from the first destination's
+        start). Where every store of an array covers the line (the core), one loop nest makes
+        each element's stores of arrays in the program's order, with one write (a shadow's
+        x[1:] += a; x[:-1] += b reads a and b and writes x once, rather than writing x, then
+        reading and writing it again); before and after the core, each store runs over its
+        part alone, in order, and so do stores of numbers, which must miss the core (the
+        zero fill x[:1] = 0 of first_store). Otherwise (not on one line, the core is empty,
+        a number falls in it or a value does not fit its destination): stores_together."""
+        b = self.b
+        starts, ends = self.line_bounds(dsts)
+        arrays = [k for k, v in enumerate(values) if isinstance(v, (ArrayV, LazyV))]
+        core = _fold(b, [starts[k] for k in arrays], ">")
+        core_end = _fold(b, [ends[k] for k in arrays], "<")
+        fit, _ = self.fitted(values, [d.shape for d in dsts])
+        ok = b.and_(b.and_(self.on_one_line(dsts), fit), b.icmp_signed("<", core, core_end))
+        for k in set(range(len(ops))) - set(arrays):
+            ok = b.and_(ok, b.or_(b.icmp_signed("<=", ends[k], core),
+                                  b.icmp_signed(">=", starts[k], core_end)))
+        with b.if_else(ok) as (fused, other):
+            with fused:
+                edges = ((_fold(b, starts, "<"), core), (core_end, _fold(b, ends, ">")))
+                for lo, hi in edges:
+                    self.store_edge(ops, dsts, values, starts, ends, lo, hi)
+                self.store_part([ops[k] for k in arrays], [dsts[k] for k in arrays],
+                                [values[k] for k in arrays],
+                                [b.sub(core, starts[k]) for k in arrays], b.sub(core_end, core))
+            with other:
+                self.stores_together(ops, pairs, dsts, values)
+
+    def line_bounds(self, dsts):
+        """Where each destination starts and ends on the line, in first strides from the
+        first destination's start (meaningful when on_one_line)."""
+        b = self.b
+        first = dsts[0]
+        step = self.nonzero(b.mul(first.strides[0], i64(ITEMSIZE[first.dtype])))
+        starts = [b.sdiv(b.sub(b.ptrtoint(d.data, I64), b.ptrtoint(first.data, I64)), step)
+                  for d in dsts]
+        return starts, [b.add(start, d.shape[0]) for start, d in zip(starts, dsts)]
+
+    def store_edge(self, ops, dsts, values, starts, ends, lo, hi):
+        """Each store alone, in order, over its part of [lo, hi) of the line."""
+        b = self.b
+        for op, dst, value, start, end in zip(ops, dsts, values, starts, ends):
+            part = _fold(b, [lo, start], ">")
+            length = b.sub(_fold(b, [hi, end], "<"), part)
+            self.store_alone_over(op, dst, value, b.sub(part, start),
+                                  _fold(b, [length, i64(0)], ">"))
+
+    def store_alone_over(self, op, dst, value, skip, length):
+        """The store `op` alone over `length` indices of its destination's first axis after
+        `skip` (lowered as the store itself, with those parts of its operands: the function
+        its other runs call)."""
+        dst_ir, value_ir = op.operands[:2]
+        saved = self.values[dst_ir], self.values[value_ir]
+        self.values[dst_ir] = self.first_axis_part(dst, skip, length)
+        if _ndim(value) == dst.ndim:
+            self.values[value_ir] = self.first_axis_part(value, skip, length, True)
+        try:
+            self.lower_alone(op)
+        finally:
+            self.values[dst_ir], self.values[value_ir] = saved
+
+    def store_part(self, ops, dsts, values, skips, length):
+        """The stores `ops` over `length` indices of their destinations' first axes, after
+        skipping `skips` of them (the same elements for every destination), in one loop."""
+        # the destinations' parts are the same elements (shifted_stores): one array, so
+        # that LLVM sees one address per element, keeps it in a register between the stores
+        # and writes it once
+        parts = [self.first_axis_part(dsts[0], skips[0], length)] * len(dsts)
+        values = [self.first_axis_part(v, k, length, True) if _ndim(v) == d.ndim else v
+                  for v, k, d in zip(values, skips, dsts)]
+        shape = parts[0].shape
+        _, value_strides = self.fitted(values, [shape] * len(values))
+        strides = [d.strides for d in parts] + value_strides
+        self.parallel_loops(shape, strides, lambda offs: self.store_elements(
+            ops, parts, values, offs), parts[:1])
+
+    def first_axis_part(self, a, skip, length, broadcast=False):
+        """a's indices [skip, skip + length) of its first axis (when `broadcast`, a value's
+        axis of length 1, broadcast along the destination's, stays as it is)."""
+        b = self.b
+        shape = [length] + a.shape[1:]
+        if broadcast:
+            one = b.icmp_signed("==", a.shape[0], i64(1))
+            skip = b.select(one, i64(0), skip)
+            shape[0] = b.select(one, i64(1), length)
+        if isinstance(a, LazyV):
+            offsets = Pack([b.mul(skip, s) for s in a.strides[0].items])
+            return self.lazy_at(a, offsets, shape, a.strides)
+        data = b.gep(a.data, [b.mul(skip, a.strides[0])], source_etype=MEM[a.dtype])
+        return a.view(data, shape, a.strides)
 
     def apart_or_same(self, a, c):
         """Whether arrays a and c share no element, or are the same elements in the same
@@ -626,10 +781,25 @@ class FusionLowering:
     def store_elements(self, ops, dsts, values, offsets):
         n = len(ops)
         for op, dst, value, at, read_at in zip(ops, dsts, values, offsets[:n], offsets[n:]):
-            element = self.read(value, read_at)
+            if isinstance(value, (ArrayV, LazyV)):
+                element, dtype = self.read(value, read_at), value.dtype
+            else:
+                element, dtype = value, op.operands[1].type.dtype
             if op.prim == "assign":
-                self.write(dst, at, element, value.dtype)
+                self.write(dst, at, element, dtype)
                 continue
             combine = self.combiner(op.attrs.get("op", "add"), dst.dtype, op.operands[1],
                                     op.loc)
             self.write(dst, at, combine(self.old_element(op, dst, at), element), combine.dtype)
+
+
+def _ndim(value):
+    return value.ndim if isinstance(value, (ArrayV, LazyV, JoinV)) else 0
+
+
+def _fold(b, values, cmp):
+    """The least (cmp "<") or greatest (">") of i64 registers."""
+    out = values[0]
+    for v in values[1:]:
+        out = b.select(b.icmp_signed(cmp, v, out), v, out)
+    return out

@@ -230,6 +230,8 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
                 self.release_dead(dying.get(k, ()))
                 continue
             if op in self.fusion.groups:
+                for early in self.fusion.hoisted[op]:  # (they are in fusion.later)
+                    self.values[early.results[0]] = self.lower_alone(early)
                 group = self.fusion.groups[op]
                 result = self.resolving_sums(group[0], lambda: self.store_group(*group))
             elif op.prim in ("iadd", "assign"):

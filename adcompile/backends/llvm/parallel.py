@@ -44,6 +44,14 @@ from adcompile.backends.llvm.values import I1, I8, I32, I64, ITEMSIZE, OK, PTR, 
     alloca, i64
 
 MAX_DEPTH = 6  # a parallel pairwise sum has at most 2**6 pieces
+# the elements of work a libm call per element counts for: the pool's threshold is in
+# elements of memory-bound arithmetic (~1 ns each), and glibc's tanh takes ~20 ns, so the MLP's
+# tanh of 64 x 256 elements (16384, below the threshold) ran on one thread; elementwise pieces
+# compute each element as one thread does, so the bits are the same
+LIBM_WORK = 8
+LIBM = frozenset(["sin", "cos", "tan", "exp", "log", "log1p", "expm1", "tanh", "sinh", "cosh",
+                  "asin", "acos", "atan", "log2", "log10", "erf", "erfc", "atan2", "hypot",
+                  "fmod", "pow", "exp2"])
 _SWAPPED = ("func", "b", "allocas", "status", "cleanup_bb", "exits", "in_chunk")
 _PARALLEL_FOR = ("adc_parallel_for", I32, [PTR, PTR, I64, I64, I64])
 _UNIT = ("adc_parallel_unit", I64, [])
@@ -76,6 +84,8 @@ class ParallelLowering:
         raises, details = self.emit_chunk(fn, body)
         if (raises and visible) or details:  # details: the context holds one error's numbers
             work = i64(0)
+        elif _calls_libm(fn):
+            work = self.b.mul(work, i64(LIBM_WORK))
         captured = _capture(fn)
         env_type = ir.LiteralStructType([v.type for v in captured])
         env = self.scratch(env_type, "env")
@@ -297,6 +307,20 @@ def _writes_into(fn, ctx):
             if isinstance(instr, ir.StoreInstr):
                 ptr = instr.operands[1]
                 if ptr is ctx or (isinstance(ptr, ir.GEPInstr) and ptr.pointer is ctx):
+                    return True
+    return False
+
+
+def _calls_libm(fn):
+    """Whether fn calls a libm function (directly, or as an LLVM intrinsic such as
+    llvm.pow.f64 that becomes one)."""
+    for block in fn.blocks:
+        for instr in block.instructions:
+            if isinstance(instr, ir.CallInstr):
+                name = getattr(instr.callee, "name", "")
+                if name.startswith("llvm."):
+                    name = name.split(".")[1]
+                if name in LIBM or (name.endswith("f") and name[:-1] in LIBM):
                     return True
     return False
 
