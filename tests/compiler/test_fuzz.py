@@ -31,8 +31,10 @@ agrees if it is bit for bit one of the outcomes of some order of additions, and 
 that backend is specified to use (the ulp allowance above still applies otherwise).
 Gradients of array programs are compared between backends to 1e-12 of each element plus
 1e-12 of the largest element of that argument's gradient (terms that cancel leave rounding
-that depends on the order of additions); 1e-5 where float32 values are summed (in float32,
-in another order on each backend).
+that depends on the order of additions) plus 1e-14 of the largest argument value (where the
+whole gradient is terms that cancel, BLAS's fused multiply-adds leave a product's rounding:
+_cancellation_floor); 1e-5 where float32 values are summed (in float32, in another order on
+each backend).
 
 Programs returning one finite float are also differentiated: `grad` on all three backends
 (equal to 1e-12), one of value_and_grad/jvp/vjp on LLVM (its value equal to numpy's or to the
@@ -500,14 +502,15 @@ def check_gradients(result, program, checked, compiled, k, expected, thorough=Tr
     # float32 sums in another order (LLVM's @ adds in order, numpy's BLAS does not) differ by
     # float32 rounding, which the gradient carries
     rtol = 1e-5 if program.uses_float32() and program.reorders() else 1e-12
+    floor = _cancellation_floor(program, arg_set)
     for backend in ("python", "llvm"):
-        if not _close(grads[backend], reference, rtol, program.arrays):
+        if not _close(grads[backend], reference, rtol, program.arrays, floor):
             result.findings.append(Finding("grad differs between backends", backend, k,
                                            f"interp {show(reference)}; {backend} "
                                            f"{show(grads[backend])}"))
     if thorough or program.seed % (9 if program.arrays else 3) == 0:
         _check_mode(result, program, compiled["llvm"], k, argnums, value, reference,
-                    llvm_value)
+                    llvm_value, floor)
     _check_finite_differences(result, program, checked, k, argnums, value, reference)
 
 
@@ -544,26 +547,44 @@ def _grad_failure(result, backend, k, exc, what):
                                        f"{what} raises {exc!r} where the function returns"))
 
 
-def _close(got, expected, rtol, scaled=False):
+def _cancellation_floor(program, arg_set):
+    """Array programs: an absolute difference the backends' gradients may show where every
+    term cancels. d det(v v^T)/dv is 0, and the cofactor matrix times v is 0 in exact
+    arithmetic; numpy's BLAS computes such a small product with fused multiply-adds (leaving
+    one product's rounding, 1e-16 of its size) where the LLVM backend's loops round each
+    product and cancel exactly, and no element of the gradient is large enough for the
+    `scaled` bound. The terms are products of the arguments' values: the floor is 1e-14 of
+    the largest argument value (at least 1), a few ulps of such a product."""
+    if not program.arrays:
+        return 0.0
+    largest = 1.0
+    for a in fresh(arg_set):
+        v = np.abs(np.asarray(a)).ravel() if np.asarray(a).dtype.kind == "f" else np.zeros(0)
+        v = v[np.isfinite(v)]
+        largest = max(largest, float(v.max()) if v.size else 0.0)
+    return 1e-14 * largest
+
+
+def _close(got, expected, rtol, scaled=False, floor=0.0):
     """Equal to rtol; `scaled` (array programs): an array's elements to rtol of its largest
     finite element too, for the terms that cancel (d/dx of x[::-1] / x in the middle) in
-    another order of additions."""
+    another order of additions; and to `floor` (_cancellation_floor)."""
     if isinstance(expected, tuple):
         return isinstance(got, tuple) and len(got) == len(expected) and all(
-            _close(g, e, rtol, scaled) for g, e in zip(got, expected))
+            _close(g, e, rtol, scaled, floor) for g, e in zip(got, expected))
     g, e = np.asarray(got, dtype=float), np.asarray(expected, dtype=float)
     if g.shape != e.shape or not np.array_equal(np.isnan(g), np.isnan(e)):
         return False
     ok = ~np.isnan(e)
     with np.errstate(all="ignore"):
-        bound = rtol * np.abs(e[ok])
+        bound = rtol * np.abs(e[ok]) + floor
         finite = np.abs(e[ok & np.isfinite(e)])
         if scaled and finite.size:
             bound = bound + rtol * finite.max()
         return bool(np.all((g[ok] == e[ok]) | (np.abs(g[ok] - e[ok]) <= bound)))
 
 
-def _check_mode(result, program, fn, k, argnums, value, grads, llvm_value=None):
+def _check_mode(result, program, fn, k, argnums, value, grads, llvm_value=None, floor=0.0):
     """One of value_and_grad / jvp / vjp (by seed) on LLVM against grad and the value (numpy's,
     or the LLVM function's own where it sums in its order)."""
     mode = ("value_and_grad", "jvp", "vjp")[program.seed // 3 % 3]
@@ -574,12 +595,12 @@ def _check_mode(result, program, fn, k, argnums, value, grads, llvm_value=None):
         with np.errstate(all="ignore"):
             if mode == "value_and_grad":
                 out, derivative = ac.value_and_grad(fn, argnums=argnums)(*args)
-                ok = _close(derivative, grads, 1e-12, program.arrays)
+                ok = _close(derivative, grads, 1e-12, program.arrays, floor)
             elif mode == "vjp":
                 out, pullback = ac.vjp(fn, *args)
                 cotangents = pullback(1.0)
                 ok = _close(tuple(cotangents[i] for i in argnums), grads, 1e-12,
-                            program.arrays)
+                            program.arrays, floor)
             else:
                 out, ok = _check_jvp(fn, program, args, argnums, grads)
     except Exception as e:  # noqa: BLE001
