@@ -200,6 +200,8 @@ def run(op, args):
     if prim == "broadcast_to":
         return np.broadcast_to(args[0], tuple(int(d) for d in args[1:]))
     if prim == "reshape":
+        if attrs.get("ravel"):
+            return np.ravel(args[0])
         return np.reshape(args[0], tuple(int(d) for d in args[1:]))
     if prim == "transpose":
         return np.transpose(args[0], attrs["perm"])

@@ -502,8 +502,8 @@ class ArrayLowering(PairwiseLowering):
 
     def reshape(self, op):
         """numpy's reshape (C order): a view when numpy makes one (the array is C-contiguous,
-        or its axes split and merge without gaps: numpy's _attempt_nocopy_reshape), else a
-        C-ordered copy."""
+        or its axes split and merge without gaps: numpy's _attempt_nocopy_reshape; ravel:
+        C-contiguous only), else a C-ordered copy."""
         b = self.b
         x = self.v(op.operands[0])
         dims = self.reshape_dims(x, op)
@@ -512,7 +512,9 @@ class ArrayLowering(PairwiseLowering):
         c_strides = self.c_strides(dims)
         for slot, stride in zip(strides, c_strides):
             b.store(stride, slot)
-        view = b.or_(contiguous, self.nocopy_strides(x, dims, strides)) if dims else contiguous
+        view = contiguous
+        if dims and not op.attrs.get("ravel"):
+            view = b.or_(contiguous, self.nocopy_strides(x, dims, strides))
         pre_obj, pre_data = x.obj, x.data
         copy_bb = self.func.append_basic_block("reshape.copy")
         view_bb = self.func.append_basic_block("reshape.view")

@@ -403,6 +403,8 @@ class _Emitter:
         if prim == "broadcast_to" and op in self.like:  # np.broadcast_to(g, t.shape)
             return self.call("np.broadcast_to", [args[0],
                                                  _attr(self.expr(self.like[op]), "shape")])
+        if prim == "reshape" and attrs.get("ravel"):
+            return self.call("np.ravel", [args[0]])
         if prim in ("broadcast_to", "reshape"):
             shape = ast.Tuple(args[1:], ast.Load())
             return self.call(f"np.{prim}", [args[0], shape])
