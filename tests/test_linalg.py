@@ -314,6 +314,10 @@ def _grads(lib, make, fn, create_graph=False):
 
 SINGULAR = lambda: np.array([[1.0, 2.0], [2.0, 4.0]])  # noqa: E731
 EYE = lambda: np.eye(3)  # noqa: E731
+# (singular matrices whose det is exactly 0.0 in PyTorch as in numpy: where rounding in LU
+# leaves a det of 1e-16, PyTorch's plain path computes det * A^-T, which is then noise)
+RANK_2 = lambda: np.array([[2.0, 1.0, 0.0], [4.0, 2.0, 0.0], [1.0, 1.0, 1.0]])  # noqa: E731
+RANK_1 = lambda: np.outer([1.0, 2.0, 3.0], [1.0, -1.0, 2.0])  # noqa: E731
 DEGENERATE = {
     "det_singular": (SINGULAR, lambda L, a: L.linalg.det(a), False),
     "det_singular_create_graph": (SINGULAR, lambda L, a: L.linalg.det(a), True),
@@ -341,6 +345,17 @@ DEGENERATE = {
     "lstsq_rank_deficient_create_graph": (
         lambda: np.array([[1.0, 2.0], [2.0, 4.0], [1.0, 2.0]]),
         lambda L, a: L.linalg.lstsq(a, L.ones(3, 1, dtype=L.float64)).solution.sum(), True),
+    # rank n - 1 (the cofactor matrix is rank 1) and n - 2 (it is 0); PyTorch's plain path
+    # gives 0 at an exact zero pivot, its create_graph path the cofactor matrix (by SVD)
+    "det_rank_n-1": (RANK_2, lambda L, a: L.linalg.det(a), False),
+    "det_rank_n-1_create_graph": (RANK_2, lambda L, a: L.linalg.det(a), True),
+    "det_rank_n-2": (RANK_1, lambda L, a: L.linalg.det(a), False),
+    "det_rank_n-2_create_graph": (RANK_1, lambda L, a: L.linalg.det(a), True),
+    "det_batch_ranks": (lambda: np.stack([RANK_2(), RANK_1(), np.diag([1.0, 2.0, 3.0])]),
+                        lambda L, a: L.linalg.det(a).sum(), False),
+    "det_batch_ranks_create_graph": (
+        lambda: np.stack([RANK_2(), RANK_1(), np.diag([1.0, 2.0, 3.0])]),
+        lambda L, a: L.linalg.det(a).sum(), True),
     "det_batch_one_singular": (lambda: np.stack([np.eye(2), [[1.0, 2.0], [2.0, 4.0]]]),
                                lambda L, a: L.linalg.det(a).sum(), False),
     "det_batch_one_singular_create_graph": (

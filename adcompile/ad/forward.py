@@ -246,9 +246,19 @@ class _Transform:
         self.clone(op)
         t = self.tan.get(op.operands[0])
         if t is not None:
-            a, r = self.val[op.operands[0]], self.val[op.results[0]]
-            inner = self.ops.sum(self.ops.mul(self.ops.mT(self.ops.inv(a)), t))
-            self.tan[op.results[0]] = self.ops.mul(r, inner)
+            cof = self.ops.cofactor(self.val[op.operands[0]])
+            self.tan[op.results[0]] = self.ops.sum(self.ops.mul(cof, t))
+
+    def op_cofactor(self, op):
+        """dC = tr(A^-1 dA) C - C dA^T A^-T (runtime/rules/linalg.py's cofactor)."""
+        self.clone(op)
+        t = self.tan.get(op.operands[0])
+        if t is not None:
+            a, cof = self.val[op.operands[0]], self.val[op.results[0]]
+            inv_t = self.ops.mT(self.ops.inv(a))
+            first = self.ops.mul(self.ops.sum(self.ops.mul(inv_t, t)), cof)
+            second = self.ops.matmul(self.ops.matmul(cof, self.ops.mT(t)), inv_t)
+            self.tan[op.results[0]] = self.ops.sub(first, second)
 
     def op_inv(self, op):
         self.clone(op)

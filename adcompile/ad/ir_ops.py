@@ -208,5 +208,11 @@ class IROps:
     def inv(self, a):
         return self.b.value("inv", (a,))
 
+    def cofactor(self, a):
+        return self.b.value("cofactor", (a,))
+
+    def det(self, a):
+        return self.b.value("det", (a,))
+
     def solve(self, a, b):
         return self.b.value("solve", (a, b))

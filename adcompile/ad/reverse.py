@@ -929,7 +929,7 @@ class _Reverse:
             (grad,) = RULES["prod"](self.ops, g, (True,), xs[0], scope.get(r),
                                     op.attrs.get("axis"), bool(op.attrs.get("keepdims")))
             return self.accumulate_into(op.operands[0], grad, adj, scope)
-        if prim in ("matmul", "det", "inv", "solve"):
+        if prim in ("matmul", "det", "inv", "cofactor", "solve"):
             return self.reverse_linalg(op, g, xs, adj, scope)
         if prim == "trace":
             raise CompileError.at(op.loc, "the gradient of np.trace is not supported yet; use "
@@ -1047,6 +1047,8 @@ class _Reverse:
             (grad,) = RULES["det"](self.ops, g, (True,), xs[0], r)
         elif op.prim == "inv":
             (grad,) = RULES["inv"](self.ops, g, (True,), r)
+        elif op.prim == "cofactor":
+            (grad,) = RULES["cofactor"](self.ops, g, (True,), xs[0], r)
         else:
             needs = tuple(v in self.active and _float(v.type) for v in op.operands)
             ga, gb = RULES["solve"](self.ops, g, needs, xs[0], r)

@@ -427,8 +427,10 @@ def _reshape(lw, node, args, kw):
 
 
 def _ravel(lw, node, args, kw):
+    """ravel: a reshape to 1-d, but numpy's is a view only of a C-contiguous array (a
+    reshape is one whenever the strides allow: x[:, ::2].reshape(-1) of a C matrix)."""
     x = _array_arg(lw, args[0], node, "ravel()")
-    return lw.b.value("reshape", (x, lw.b.const(-1)), node=node)
+    return lw.b.value("reshape", (x, lw.b.const(-1)), {"ravel": True}, node=node)
 
 
 def _flatten(lw, node, args, kw):

@@ -315,6 +315,8 @@ class Lowerer:
         names = sorted(k for k in set(then_env) | set(else_env)
                        if then_env.get(k) is not before.get(k) or
                        else_env.get(k) is not before.get(k))
+        for block, env in ((then_block, then_env), (else_block, else_env)):
+            self._tuples_as_values(block, env, names, node)
         names = [k for k in names if not isinstance(then_env.get(k), Static)]
         same = {k: then_env[k] for k in names if _same_const(then_env.get(k), else_env.get(k))}
         names = [k for k in names if k not in same]
@@ -335,6 +337,15 @@ class Lowerer:
         for k, v in same.items():
             self.env[k] = self.b.const(v.owner.attrs["value"], v.type, name=v.name)
         return op
+
+    def _tuples_as_values(self, block, env, names, node):
+        """A tuple built from values (`pair = (x, y)`, `s = a.shape`) is a compile-time
+        tuple of them; one a branch or a loop assigns is merged as a tuple value, built at
+        the end of `block` (else the merge would lose the assignment)."""
+        self.b.block = block
+        for k in names:
+            if _static_tuple(env.get(k)):
+                env[k] = self.as_value(env[k], node)
 
     def _branch(self, fn, before):
         block = Block()
@@ -542,6 +553,7 @@ class Lowerer:
         names = _assigned_names(body)
         if _contains(body, (ast.Return,)):
             names |= {RET, RETVAL}
+        self._tuples_as_values(self.b.block, self.env, names & set(self.env), body[0])
         return {n for n in names if n in self.env and not isinstance(self.env[n], Static)}
 
     def build_loop(self, node, carried, kind, operands, body_fn, cond_fn=None):
@@ -603,6 +615,8 @@ class Lowerer:
         values = []
         for n in live:
             value = env.get(n)
+            if _static_tuple(value):
+                value = self.as_value(value, None)
             if isinstance(value, Value) and T.unify(value.type, types[n]) is None:
                 values.append(value)  # a type clash: _widened reports it at the loop
             else:
@@ -613,7 +627,7 @@ class Lowerer:
         new = {}
         for n in names:
             old, value = types[n], env.get(n)
-            vt = None if value is None or isinstance(value, Static) else value.type
+            vt = _type_of(value)
             if old is None or vt is None:
                 new[n] = old or vt
                 continue
@@ -936,6 +950,20 @@ def _assigned_names(stmts):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 names.add(node.id)
     return names
+
+
+def _static_tuple(value):
+    return isinstance(value, Static) and isinstance(value.obj, tuple)
+
+
+def _type_of(value):
+    """A variable's type where it is a value or a tuple of values (else None: unknown)."""
+    if isinstance(value, Value):
+        return value.type
+    if _static_tuple(value):
+        items = [_type_of(v) for v in value.obj]
+        return None if None in items else T.Tuple(tuple(items))
+    return None
 
 
 def _what(value):

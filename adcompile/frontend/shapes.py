@@ -75,7 +75,7 @@ def infer(op, known):
         return inner[:axis] + (len(op.operands),) + inner[axis:]
     if prim == "concatenate":
         return _concatenate(args, op.attrs["axis"])
-    if prim in ("copy", "cast", "inv"):
+    if prim in ("copy", "cast", "inv", "cofactor"):
         return args[0]
     if prim == "solve":
         a, b = args

@@ -4,6 +4,7 @@ and the Python backend's generated code calls the few that numpy has no one-call
 result converted to the op's IR dtype where numpy's differs (bool + bool is int64 in the IR)."""
 
 import math
+import warnings
 
 import numpy as np
 
@@ -125,6 +126,61 @@ def strided(base, offset, *geometry):
         tuple(int(s) * step for s in geometry[ndim:]))
 
 
+def cofactor(a):
+    """The cofactor matrix of square `a`, adj(a)^T: det(a) inv(a)^T, computed so where numpy's
+    inv succeeds (the gradient of det keeps its bits), and otherwise from the LU factors the
+    failed inverse stopped at (cofactor_singular)."""
+    try:
+        return np.linalg.det(a) * np.linalg.inv(a).T
+    except np.linalg.LinAlgError:
+        return cofactor_singular(a).astype(a.dtype)
+
+
+def cofactor_singular(a):
+    """adj(a)^T for a matrix whose LU factorization P L U (LAPACK's getrf, in float64 as
+    numpy's det) has a zero pivot: 0 where U has two or more (rank < n - 1), else, with the
+    one at k, u_ii's product p over i != k, U x = 0 (x_k = 1, x_j = 0 past k) and y^T U = 0
+    (y_k = 1, y_j = 0 before k), adj(U) = p x y^T, adj(L) = L^-1 and adj(P) = det(P) P^T,
+    so adj(a)^T = p det(P) (P w) x^T with L^T w = y. Sums run in index order, as the LLVM
+    backend's (linalg.py) run them."""
+    from scipy.linalg import lu_factor
+
+    n = a.shape[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scipy warns of the zero pivot this path is for
+        lu, piv = lu_factor(np.asarray(a, np.float64), check_finite=False)
+    zeros = [i for i in range(n) if lu[i, i] == 0]
+    out = np.zeros((n, n))
+    if len(zeros) != 1:
+        return out
+    k = zeros[0]
+    x, w = np.zeros(n), np.zeros(n)
+    x[k] = w[k] = 1.0
+    for i in range(k - 1, -1, -1):
+        x[i] = -_dot_in_order(lu[i, i + 1:k + 1], x[i + 1:k + 1]) / lu[i, i]
+    for j in range(k + 1, n):  # y, in w's place
+        w[j] = -_dot_in_order(lu[k:j, j], w[k:j]) / lu[j, j]
+    for i in range(n - 1, -1, -1):
+        w[i] = w[i] - _dot_in_order(lu[i + 1:, i], w[i + 1:])
+    scale = 1.0
+    for i in range(n):
+        scale = scale if i == k else scale * lu[i, i]
+    for i in range(n - 1, -1, -1):
+        if piv[i] != i:
+            scale = -scale
+            w[i], w[piv[i]] = w[piv[i]], w[i]
+    for i in range(n):
+        out[i] = (scale * w[i]) * x
+    return out
+
+
+def _dot_in_order(u, v):
+    total = 0.0
+    for p, q in zip(u.tolist(), v.tolist()):
+        total += p * q
+    return total
+
+
 def stack(items, axis, dtype):
     return np.stack([np.asarray(a) for a in items], axis=axis).astype(dtype, copy=False)
 
@@ -144,6 +200,8 @@ def run(op, args):
     if prim == "broadcast_to":
         return np.broadcast_to(args[0], tuple(int(d) for d in args[1:]))
     if prim == "reshape":
+        if attrs.get("ravel"):
+            return np.ravel(args[0])
         return np.reshape(args[0], tuple(int(d) for d in args[1:]))
     if prim == "transpose":
         return np.transpose(args[0], attrs["perm"])
@@ -165,6 +223,8 @@ def run(op, args):
         return np.linalg.det(args[0])
     if prim == "inv":
         return np.linalg.inv(args[0])
+    if prim == "cofactor":
+        return cofactor(args[0])
     if prim == "solve":
         return np.linalg.solve(*args)
     if prim == "concatenate":
@@ -197,5 +257,5 @@ def run(op, args):
 
 ARRAY_PRIMS = ("sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "sum_to",
                "broadcast_to", "reshape", "transpose", "slice", "take", "mask", "matmul",
-               "trace", "diagonal", "strided", "det", "inv", "solve", "concatenate", "stack", "arange", "linspace",
+               "trace", "diagonal", "strided", "det", "inv", "cofactor", "solve", "concatenate", "stack", "arange", "linspace",
                "copy", "assign", "iadd", "scatter_add", "mask_add")

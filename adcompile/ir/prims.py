@@ -612,6 +612,12 @@ def _inv(ts, attrs):
     return [_square_matrix(ts[0], "np.linalg.inv()")]
 
 
+@prim("cofactor", 1)
+def _cofactor(ts, attrs):
+    """adj(a)^T, the gradient of det (array_impl.cofactor); defined at singular matrices."""
+    return [_square_matrix(ts[0], "the cofactor matrix")]
+
+
 @prim("solve", 2)
 def _solve(ts, attrs):
     a = _square_matrix(ts[0], "np.linalg.solve()")

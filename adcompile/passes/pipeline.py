@@ -15,8 +15,10 @@ from adcompile.passes.dce import dead_code
 from adcompile.passes.first_store import first_store
 from adcompile.passes.gather_additions import gather_additions
 from adcompile.passes.simplify import constant_fold
+from adcompile.passes.split_tuples import split_tuples
 
 PIPELINE = [
+    ("split_tuples", split_tuples),
     ("accumulate", accumulate_in_registers),
     ("first_store", first_store),
     ("gather", gather_additions),

@@ -92,8 +92,18 @@ def matmul(ops, g, needs, a, b):
 
 @rule("det")
 def det(ops, g, needs, a, result):
-    """d det(A) = det(A) tr(A^-1 dA): the cotangent is g det(A) A^-T (A invertible)."""
-    return (ops.mul(ops.mul(g, result), ops.mT(ops.inv(a))),)
+    """d det(A) = tr(adj(A) dA): the cotangent is g adj(A)^T, the cofactor matrix (det(A)
+    A^-T where A is invertible; at a singular A too, where it is 0 below rank n - 1)."""
+    return (ops.mul(g, ops.cofactor(a)),)
+
+
+@rule("cofactor")
+def cofactor(ops, g, needs, a, result):
+    """C = det(A) A^-T: dC = tr(A^-1 dA) C - C dA^T A^-T, so A's cotangent is
+    <G, C> A^-T - A^-T G^T C (A invertible: the second derivative of det)."""
+    inv_t = ops.mT(ops.inv(a))
+    first = ops.mul(ops.sum(ops.mul(g, result)), inv_t)
+    return (ops.sub(first, ops.matmul(ops.matmul(inv_t, ops.mT(g)), result)),)
 
 
 @rule("inv")

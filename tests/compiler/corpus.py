@@ -695,10 +695,47 @@ def _value_and_count(p, q):
 
 def tuple_with_an_int_from_two_returns(m, x):
     """A callee returning (float, int) from two places: forward mode's tangent of the pair is
-    (float, float) on both paths (the fuzzer found an int-typed tangent on one). Reverse mode
-    refuses a tuple returned from several places, so tests/compiler/test_jvp.py runs it."""
+    (float, float) on both paths (the fuzzer found an int-typed tangent on one)."""
     u, k = _value_and_count(x, m)
     return float(u ** 3) + k
+
+
+def tuple_from_several_returns(x, n):
+    """A pair returned from a loop and from two other places (reverse mode refused a merged
+    tuple: passes/split_tuples.py)."""
+    w = 0
+    while True:
+        w += 1
+        if w > n:
+            break
+        if w * x > 3.0:
+            return math.sin(x), w
+    if x > 1.0:
+        return x * x, 1
+    return x, 2
+
+
+def tuple_carried_by_a_loop(x, n):
+    """A tuple variable reassigned in a loop is carried by it (it kept its value from before
+    the loop, silently)."""
+    pair = (x, 0.5)
+    for i in range(n):
+        pair = (pair[1] * x + i, pair[0] - x * x)
+    return pair
+
+
+def tuple_reassigned_in_a_branch(x):
+    pair = (x, 1.0)
+    if x > 0:
+        pair = (2 * x, 3.0)
+    return pair[0] * pair[1]
+
+
+def shape_tuple_in_a_loop(a, n):
+    s = a.shape
+    for i in range(n):
+        s = (s[0] + i,)
+    return s
 
 
 R = np.random.default_rng(0)
@@ -727,6 +764,12 @@ CASES = [
     (conditional_expr, [(3.0,), (-8.0,), (1,)]),
     (tuple_swap, [(1, 2.5)]),
     (tuple_return, [(3.0,), (-1,)]),
+    (tuple_with_an_int_from_two_returns, [(np.array([0.5, 1.0]), 0.3),
+                                          (np.array([0.5, 1.0]), 0.9)]),
+    (tuple_from_several_returns, [(0.5, 4), (1.3, 4), (2.0, 4), (1.2, 1)]),
+    (tuple_carried_by_a_loop, [(0.7, 3), (-1.25, 0)]),
+    (tuple_reassigned_in_a_branch, [(0.5,), (-0.5,)]),
+    (shape_tuple_in_a_loop, [(np.array([0.5, 2.0]), 3), (np.array([1.5]), 0)]),
     (augmented, [(2.0,), (5,)]),
     (truthiness, [(0,), (3,), (0.0,)]),
     (sign, [(2.5,), (-1,), (0,)]),

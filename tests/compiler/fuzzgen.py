@@ -91,7 +91,8 @@ def _pw(a, b):
     return r
 '''
 # The oracle of the LLVM backend's sums and products where they may differ from numpy's. np.sum
-# and np.mean add in numpy's order there (adcompile/backends/llvm/pairwise.py), over the array
+# and np.mean add, np.prod multiplies, in numpy's order there (adcompile/backends/llvm/
+# pairwise.py, arrays.py's product_order), over the array
 # the compiled code holds: a view of an argument has numpy's layout, but an array the compiled
 # code computed into memory (an elementwise result that is not fused into its consumer, a
 # constructor's result) is C-ordered where numpy lays an elementwise result out in its operands'
@@ -146,8 +147,8 @@ class _Libm:
 _libm = _Libm()
 
 def _rs(how, x, axis=None, keepdims=False):
-    """np.sum / np.mean in numpy's order over the layout the compiled code has: C order for
-    an array that is not a view of an argument."""
+    """np.sum / np.mean / np.prod in numpy's order over the layout the compiled code has: C
+    order for an array that is not a view of an argument."""
     x = np.asarray(x)
     if not any(np.may_share_memory(x, a) for a in _ARRAYS):
         x = np.ascontiguousarray(x)
@@ -1037,8 +1038,8 @@ class ArrayGen:
         return self.reduction(self.aexpr(env, s, depth, want), axis, keepdims)
 
     def reduction(self, x, axis, keepdims, name=None):
-        """np.sum(x, axis=...) and friends, spelled as function or method; sums and means have
-        a spelling in the LLVM backend's order too (_rs in SEQUENTIAL)."""
+        """np.sum(x, axis=...) and friends, spelled as function or method; sums, means and
+        products have a spelling in the LLVM backend's order too (_rs in SEQUENTIAL)."""
         name = name or self.weighted(REDUCTIONS)
         if axis is None:
             shape, where, seq_axis = (), "", "None"
@@ -1054,8 +1055,8 @@ class ArrayGen:
         dtype = x.ty.dtype
         if name == "mean" and dtype == I64:
             dtype = F64
-        if name in ("sum", "mean", "max", "min"):
-            helper = "_rs" if name in ("sum", "mean") else "_rmx"
+        if name in ("sum", "mean", "prod", "max", "min"):
+            helper = "_rs" if name in ("sum", "mean", "prod") else "_rmx"
             seq = f"{helper}('{name}', {{0}}, {seq_axis}, {keepdims})"
             kind, op = "red", (text, seq, text)
         else:

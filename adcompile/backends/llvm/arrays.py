@@ -22,8 +22,8 @@ allow; elementwise ops fuse into the loops of their consumers (fusion.py).
 import llvmlite.ir as ir
 
 from adcompile.backends.llvm.fusion import LazyV, Pack
-from adcompile.backends.llvm.pairwise import Cells, Locals, PairwiseLowering, planning, \
-    while_loop
+from adcompile.backends.llvm.pairwise import Cells, Locals, PairwiseLowering, _pick, \
+    planning, while_loop
 from adcompile.backends.llvm.values import (F64, I1, I8, I64, ITEMSIZE, MEM, PTR, REG,
                                             ArrayV, JoinV, i64, loop_hints, zero)
 from adcompile.ir import types as T
@@ -502,8 +502,8 @@ class ArrayLowering(PairwiseLowering):
 
     def reshape(self, op):
         """numpy's reshape (C order): a view when numpy makes one (the array is C-contiguous,
-        or its axes split and merge without gaps: numpy's _attempt_nocopy_reshape), else a
-        C-ordered copy."""
+        or its axes split and merge without gaps: numpy's _attempt_nocopy_reshape; ravel:
+        C-contiguous only), else a C-ordered copy."""
         b = self.b
         x = self.v(op.operands[0])
         dims = self.reshape_dims(x, op)
@@ -512,7 +512,9 @@ class ArrayLowering(PairwiseLowering):
         c_strides = self.c_strides(dims)
         for slot, stride in zip(strides, c_strides):
             b.store(stride, slot)
-        view = b.or_(contiguous, self.nocopy_strides(x, dims, strides)) if dims else contiguous
+        view = contiguous
+        if dims and not op.attrs.get("ravel"):
+            view = b.or_(contiguous, self.nocopy_strides(x, dims, strides))
         pre_obj, pre_data = x.obj, x.data
         copy_bb = self.func.append_basic_block("reshape.copy")
         view_bb = self.func.append_basic_block("reshape.view")
@@ -1129,8 +1131,9 @@ class ArrayLowering(PairwiseLowering):
     # -- reductions ------------------------------------------------------------------------
     def reduce(self, op):
         """A reduction over the op's axes: float sums and means, and means of integers and
-        booleans, add in numpy's order (pairwise.py); integer sums, products, max/min and
-        arg* visit the reduced axes in C order (order does not change their result)."""
+        booleans, add in numpy's order (pairwise.py); float products multiply in numpy's
+        order (product_order); integer sums and products, max/min and arg* visit the
+        reduced axes in C order (order does not change their result)."""
         x = self.v(op.operands[0])
         t = op.results[0].type
         axes = op.attrs.get("axis")
@@ -1142,8 +1145,34 @@ class ArrayLowering(PairwiseLowering):
             return self.numpy_sum(op, x, axes)
         shape = [x.shape[a] for a in axes]
         strides = [x.strides[a] for a in axes]
+        if op.prim == "prod" and x.dtype in _FLOATS and not self.flags and x.ndim > 1:
+            shape, strides = self.product_order(x, axes)
         return self.reduce_into(op, x, axes, lambda base: self.reduce_at(
             op.prim, x, base, shape, strides, t.dtype))
+
+    def product_order(self, x, axes):
+        """The reduced axes (sizes, strides), outermost first, in the order numpy's iterator
+        visits them, for np.prod: numpy multiplies each output's elements one by one in that
+        order (no pairwise scheme, and any split into calls keeps it), nditer's axis order
+        by x's strides (order_fn, as sums: an F-ordered or transposed array multiplies in
+        memory order), an expression's that of the temporary numpy makes of it (lazy_order).
+        Kept axes stay in the list with size 1."""
+        b = self.b
+        lazy = isinstance(x, LazyV)
+        perm = self.lazy_order(x) if lazy else self.axis_order(x.shape, [x.strides])
+        outer = list(reversed(perm))
+        shape = []
+        for p in outer:
+            reduced = ir.Constant(I1, 0)
+            for a in axes:
+                reduced = b.or_(reduced, b.icmp_signed("==", p, i64(a)))
+            shape.append(b.select(reduced, _pick(b, x.shape, p), i64(1)))
+        if lazy:
+            strides = [Pack([_pick(b, [s.items[k] for s in x.strides], p)
+                             for k in range(x.width)]) for p in outer]
+        else:
+            strides = [_pick(b, x.strides, p) for p in outer]
+        return shape, strides
 
     def reduce_into(self, op, x, axes, one):
         """The result of reduction `op` of x over `axes`: one(offset) computes the result

@@ -70,6 +70,14 @@ class LinalgLowering:
         n = self.square(a, op.loc)
         work = self.column_major(a, dtype, op.loc)
         pivots, info = self.factor(work, n, dtype, op.loc)
+        value = self.factored_det(work, pivots, n, dtype)
+        self.release(work)
+        self.release(pivots)
+        return self.cast_to(self.b.select(self.b.icmp_signed("==", info, i64(0)), value,
+                                          zero(REG[dtype])), dtype, result)
+
+    def factored_det(self, work, pivots, n, dtype):
+        """det from getrf's factors: sign * exp(sum(log|u_ii|)), as numpy's det."""
         t = REG[dtype]
         sign, logdet = self.scratch(t, "sign"), self.scratch(t, "logdet")
         b = self.b
@@ -89,12 +97,135 @@ class LinalgLowering:
                     logdet)
 
         self.loop(n, term)
-        value = b.fmul(b.load(sign, typ=t), self.call_math("exp", [b.load(logdet, typ=t)],
-                                                            dtype))
-        self.release(work)
-        self.release(pivots)
-        return self.cast_to(b.select(b.icmp_signed("==", info, i64(0)), value, zero(t)),
-                            dtype, result)
+        return b.fmul(b.load(sign, typ=t), self.call_math("exp", [b.load(logdet, typ=t)],
+                                                       dtype))
+
+    def cofactor(self, op):
+        """adj(A)^T, as array_impl.cofactor computes it: det(A) inv(A)^T when getrf finds
+        no zero pivot, else from the factors (cofactor_singular)."""
+        a = self.v(op.operands[0])
+        result, dtype = op.results[0].type.dtype, "f64"  # (as det)
+        n = self.square(a, op.loc)
+        work = self.column_major(a, dtype, op.loc)
+        pivots, info = self.factor(work, n, dtype, op.loc)
+        out = self.new_array(result, [n, n], op.loc)
+        rhs = self.new_array(dtype, [n, n], op.loc)
+        self.zero_fill(rhs)
+        with self.b.if_else(self.b.icmp_signed("==", info, i64(0))) as (regular, singular):
+            with regular:
+                self.cofactor_regular(work, pivots, rhs, n, out)
+            with singular:
+                self.cofactor_singular(work, pivots, rhs, n, out)
+        for buffer in (work, pivots, rhs):
+            self.release(buffer)
+        return out
+
+    def cofactor_regular(self, work, pivots, rhs, n, out):
+        """det(A) * inv(A)^T, each rounded to the result's dtype first (numpy's two calls).
+        inv's column-major buffer read in C order is inv^T."""
+        det = self.cast_to(self.factored_det(work, pivots, n, "f64"), "f64", out.dtype)
+        one = ir.Constant(REG["f64"], 1.0)
+        self.loop(n, lambda i: self.write(rhs, self.b.mul(i, self.b.add(n, i64(1))), one,
+                                          "f64"))
+        self.solve_factored(work, pivots, rhs, n, n, "f64")
+
+        def element(m):
+            inverse = self.b.load(self.at_raw(rhs.data, m, "f64"), typ=REG["f64"])
+            value = self.b.fmul(det, self.cast_to(inverse, "f64", out.dtype))
+            self.write(out, m, value, out.dtype)
+
+        self.loop(self.b.mul(n, n), element)
+
+    def cofactor_singular(self, work, pivots, vectors, n, out):
+        """array_impl.cofactor_singular on getrf's factors, step for step: 0 unless exactly
+        one pivot u_kk is 0, else p det(P) (P w) x^T (x, w: the first two rows of
+        `vectors`)."""
+        b, t = self.b, REG["f64"]
+        self.zero_fill(out)
+        count, k = self.scratch(I64, "zeros"), self.scratch(I64, "k")
+        b.store(i64(0), count)
+        b.store(i64(0), k)
+
+        def lu(row, col):
+            return b.load(self.at_raw(work.data, b.add(row, b.mul(col, n)), "f64"), typ=t)
+
+        def find(i):
+            hit = b.fcmp_ordered("==", lu(i, i), zero(t))
+            b.store(b.add(b.load(count, typ=I64), b.zext(hit, I64)), count)
+            b.store(b.select(hit, i, b.load(k, typ=I64)), k)
+
+        self.loop(n, find)
+        with b.if_then(b.icmp_signed("==", b.load(count, typ=I64), i64(1))):
+            kk = b.load(k, typ=I64)
+            x = vectors.data
+            w = b.gep(vectors.data, [n], source_etype=t)
+            self.null_vectors(lu, x, w, kk, n)
+            scale = self.adjugate_scale(lu, pivots, w, kk, n)
+
+            def row(i):
+                wi = b.fmul(scale, b.load(self.at_raw(w, i, "f64"), typ=t))
+                self.loop(n, lambda j: self.write(out, b.add(b.mul(i, n), j), b.fmul(
+                    wi, b.load(self.at_raw(x, j, "f64"), typ=t)), "f64"))
+
+            self.loop(n, row)
+
+    def null_vectors(self, lu, x, w, k, n):
+        """U x = 0 (x_k = 1), y^T U = 0 (y_k = 1) and L^T w = y (in w), as array_impl."""
+        b, t = self.b, REG["f64"]
+        one = ir.Constant(t, 1.0)
+        b.store(one, self.at_raw(x, k, "f64"))
+        b.store(one, self.at_raw(w, k, "f64"))
+
+        def dot(coefficient, vector, lo, hi):
+            acc = self.scratch(t, "acc")
+            b.store(zero(t), acc)
+            self.loop(hi, lambda m: b.store(b.fadd(b.load(acc, typ=t), b.fmul(
+                coefficient(m), b.load(self.at_raw(vector, m, "f64"), typ=t))), acc), start=lo)
+            return b.load(acc, typ=t)
+
+        def back(step):  # i = k - 1 down to 0
+            i = b.sub(b.sub(k, i64(1)), step)
+            total = dot(lambda m: lu(i, m), x, b.add(i, i64(1)), b.add(k, i64(1)))
+            b.store(b.fdiv(b.fneg(total), lu(i, i)), self.at_raw(x, i, "f64"))
+
+        self.loop(k, back)
+
+        def forward(j):
+            total = dot(lambda m: lu(m, j), w, k, j)
+            b.store(b.fdiv(b.fneg(total), lu(j, j)), self.at_raw(w, j, "f64"))
+
+        self.loop(n, forward, start=b.add(k, i64(1)))
+
+        def unit_lower(step):  # i = n - 1 down to 0
+            i = b.sub(b.sub(n, i64(1)), step)
+            total = dot(lambda m: lu(m, i), w, b.add(i, i64(1)), n)
+            slot = self.at_raw(w, i, "f64")
+            b.store(b.fsub(b.load(slot, typ=t), total), slot)
+
+        self.loop(n, unit_lower)
+
+    def adjugate_scale(self, lu, pivots, w, k, n):
+        """p det(P): the product of the pivots but u_kk, in order, negated per row swap; the
+        swaps, last first, applied to w (P w)."""
+        b, t = self.b, REG["f64"]
+        scale = self.scratch(t, "scale")
+        b.store(ir.Constant(t, 1.0), scale)
+
+        def product(i):
+            old = b.load(scale, typ=t)
+            b.store(b.select(b.icmp_signed("==", i, k), old, b.fmul(old, lu(i, i))), scale)
+
+        self.loop(n, product)
+
+        def swap(step):
+            i = b.sub(b.sub(n, i64(1)), step)
+            p = b.sub(b.sext(b.load(self.at_raw(pivots.data, i, "i32"), typ=I32), I64), i64(1))
+            with b.if_then(b.icmp_signed("!=", p, i)):
+                b.store(b.fneg(b.load(scale, typ=t)), scale)
+                self.swap(self.at_raw(w, i, "f64"), self.at_raw(w, p, "f64"), t)
+
+        self.loop(n, swap)
+        return b.load(scale, typ=t)
 
     def inv(self, op):
         a = self.v(op.operands[0])
@@ -413,4 +544,4 @@ def _char(b, transposed):
                     ir.Constant(ir.IntType(8), ord("N")))
 
 
-LINALG_RULES = {"det": "det", "inv": "inv", "solve": "solve"}
+LINALG_RULES = {"det": "det", "inv": "inv", "cofactor": "cofactor", "solve": "solve"}

@@ -1289,7 +1289,7 @@ def _rebuild(value, comps):
 _OUTLINED = frozenset(["copy", "concatenate", "stack", "arange", "linspace", "take", "mask",
                        "assign", "iadd", "scatter_add", "mask_add", "sum", "mean", "prod",
                        "amax", "amin", "argmax", "argmin", "trace", "sum_to", "matmul",
-                       "det", "inv", "solve"])
+                       "det", "inv", "cofactor", "solve"])
 OUTLINE = os.environ.get("ADCOMPILE_LLVM_OUTLINE", "1") != "0"
 FUSE = os.environ.get("ADCOMPILE_LLVM_FUSE", "1") != "0"  # 0: every array op computed alone
 

@@ -25,7 +25,7 @@ from adcompile.ir.nodes import walk
 from adcompile.ir.printer import print_function
 
 
-_LINALG = ("det", "inv", "solve")
+_LINALG = ("det", "inv", "cofactor", "solve")
 
 
 def written_params(fn):

@@ -131,7 +131,8 @@ def _erf(x, name="erf"):
 # and builtins
 _HELPERS = {"np": np, "math": math, "_erf": _erf, "_Tape": Tape, "_pow": real_pow,
             "_sum_to": array_impl.sum_to, "_stack": array_impl.stack,
-            "_diagonal": array_impl.diagonal, "_strided": array_impl.strided}
+            "_diagonal": array_impl.diagonal, "_strided": array_impl.strided,
+            "_cofactor": array_impl.cofactor}
 _BUILTINS = ("float", "int", "bool", "range", "min", "max", "abs", "sum")
 _GLOBALS = {**_HELPERS, **{b: getattr(builtins, b) for b in _BUILTINS}}
 
@@ -402,6 +403,8 @@ class _Emitter:
         if prim == "broadcast_to" and op in self.like:  # np.broadcast_to(g, t.shape)
             return self.call("np.broadcast_to", [args[0],
                                                  _attr(self.expr(self.like[op]), "shape")])
+        if prim == "reshape" and attrs.get("ravel"):
+            return self.call("np.ravel", [args[0]])
         if prim in ("broadcast_to", "reshape"):
             shape = ast.Tuple(args[1:], ast.Load())
             return self.call(f"np.{prim}", [args[0], shape])
@@ -426,6 +429,8 @@ class _Emitter:
             return self.call("_diagonal", args)
         if prim == "strided":
             return self.call("_strided", args)
+        if prim == "cofactor":
+            return self.call("_cofactor", args)
         if prim in ("det", "inv", "solve"):
             return self.call(f"np.linalg.{prim}", args)
         if prim == "concatenate":
