@@ -61,13 +61,30 @@ def iteration_order(shape, arrays):
 
 
 def _dense(a):
-    """PyTorch's is_non_overlapping_and_dense."""
+    """PyTorch's is_non_overlapping_and_dense (an empty array is)."""
+    if a.size == 0:
+        return True
     dims = sorted((d for d in range(a.ndim) if a.shape[d] > 1), key=lambda d: a.strides[d])
     need = a.itemsize
     for d in dims:
         if a.strides[d] != need:
             return False
         need *= a.shape[d]
+    return True
+
+
+_CHANNELS_LAST = (1, 3, 2, 0)  # a 4-dim NCHW tensor's dimensions, fastest first
+
+
+def _channels_last(a):
+    """PyTorch's is_contiguous(memory_format=torch.channels_last): size-1 dimensions aside,
+    a dense NHWC layout of a 4-dim array."""
+    need = a.itemsize
+    for d in _CHANNELS_LAST:
+        if a.shape[d] != 1:
+            if a.strides[d] != need:
+                return False
+            need *= a.shape[d]
     return True
 
 
@@ -97,27 +114,52 @@ def _with_strides(data, like):
 
 
 def plain(a):
-    """Whether PyTorch lays out a result of `a` alone as numpy does: `a` is C-contiguous with
-    PyTorch's strides along its size-1 dimensions too (a view such as a permute keeps other
-    strides there, which PyTorch copies into an elementwise result)."""
-    return a.flags.c_contiguous and (1 not in a.shape or a.base is None  # a fresh array's are
-                                     or a.strides == torch_strides(a))
+    """Whether TensorIterator lays out a result of `a` and other operands, all C-contiguous,
+    as numpy does (C order): `a` has PyTorch's strides along its size-1 dimensions too (a
+    view such as a permute may keep others there, and when the operands' shapes differ
+    TensorIterator orders the dimensions by them; an empty view's strides are
+    arbitrary)."""
+    if a.base is None:  # a fresh array's are
+        return a.flags.c_contiguous
+    return a.flags.c_contiguous and a.size and (1 not in a.shape
+                                                or a.strides == torch_strides(a))
 
 
 def c_contiguous(data):
     return data if data.flags.c_contiguous else np.ascontiguousarray(data)  # keeps 0-dim
 
 
-def like_iterator(data, arrays):
-    """`data`, an elementwise result of `arrays` (the tensor inputs, in PyTorch's operand
-    order), laid out as TensorIterator lays out its output."""
-    shape = data.shape
-    if data.ndim < 2 or all(a.shape == shape and plain(a) for a in arrays):
+def _element_strides(a):
+    return tuple(st // a.itemsize for st in a.strides)
+
+
+def _fast_layout(data, arrays):
+    """TensorIterator's fast setup, for operands all of the result's shape: C order when all
+    are C-contiguous (size-1 strides aside), channels-last when all are so, the operands'
+    own strides (in elements, size-1 dimensions' included) when all are dense with equal
+    strides; else None (the general case)."""
+    if all(a.flags.c_contiguous for a in arrays):
         return c_contiguous(data)
-    if all(a.shape == shape and _dense(a) for a in arrays) and \
-            len({a.strides for a in arrays}) == 1:
-        return _with_strides(data, arrays[0])
-    return _laid_out(data, iteration_order(shape, arrays))
+    if data.ndim == 4 and all(_channels_last(a) for a in arrays):
+        return _with_order(data, list(_CHANNELS_LAST))
+    if all(_dense(a) for a in arrays) and len({_element_strides(a) for a in arrays}) == 1:
+        return _with_strides(data, arrays[-1])
+    return None
+
+
+def like_iterator(data, operands):
+    """`data`, an elementwise result of `operands` (in PyTorch's operand order: arrays, and
+    the Python numbers and 0-dim tensors it wraps as 0-dim operands, which make the
+    operands' shapes differ) laid out as TensorIterator lays out its output."""
+    shape = data.shape
+    if data.ndim < 2:
+        return c_contiguous(data)
+    arrays = [a for a in operands if a.__class__ is np.ndarray and a.ndim]
+    if len(arrays) == len(operands) and all(a.shape == shape for a in arrays):
+        out = _fast_layout(data, arrays)
+        if out is not None:
+            return out
+    return _with_order(data, iteration_order(shape, arrays))
 
 
 def like_input(data, x):
@@ -251,9 +293,14 @@ def restrided(view, strides):
 def _with_order(data, perm):
     """`data` laid out in the order `perm` (fastest dimension first), copied only where its
     strides differ from that layout's."""
-    order = perm[::-1]
     strides, extent = [0] * data.ndim, data.itemsize
     for d in perm:
         strides[d] = extent
         extent *= data.shape[d]
-    return data if data.strides == tuple(strides) else _laid_out(data, perm)
+    if data.strides == tuple(strides):
+        return data
+    if data.size == 0:  # nothing to copy, only PyTorch's strides to show
+        if perm == list(range(data.ndim - 1, -1, -1)):  # C order: a size 0 counts as 1
+            strides = [st * data.itemsize for st in contiguous_strides(data.shape)]
+        return np.lib.stride_tricks.as_strided(data, strides=strides)
+    return _laid_out(data, perm)
