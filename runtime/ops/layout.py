@@ -187,8 +187,30 @@ def like_index(data, x, key):
     arrays, each broadcast and viewed with ones around it."""
     if data.ndim < 2:
         return c_contiguous(data)
+    operands = _index_iterator_operands(x, key)
+    if operands is None or operands[0].shape != data.shape:
+        return c_contiguous(data)
+    return _with_order(data, iteration_order(data.shape, operands))
+
+
+def index_put_order(x, key, value):
+    """The dimensions of x[key] from the fastest to the slowest as PyTorch's index_put_
+    kernel visits them: its TensorIterator writes x restrided (as like_index's), reads
+    `value` (broadcast to x[key]'s shape) and the index arrays."""
+    operands = _index_iterator_operands(x, key)
+    shape = value.shape
+    if operands is None or operands[0].shape != shape:
+        return list(range(len(shape) - 1, -1, -1))
+    return iteration_order(shape, [operands[0], value] + operands[1:])
+
+
+def _index_iterator_operands(x, key):
+    """The _Geometry of x restrided to x[key] and of each index array, as PyTorch's index
+    kernels set up their TensorIterator (None for an index of no known geometry)."""
     indices = _index_operands(key, x.ndim)
     indexed = [d for d, k in enumerate(indices) if k is not None]
+    if not indexed:
+        return None
     bshape = np.broadcast_shapes(*(indices[d].shape for d in indexed))
     if indexed == list(range(indexed[0], indexed[-1] + 1)):
         before, order = indexed[0], list(range(x.ndim))
@@ -198,13 +220,10 @@ def like_index(data, x, key):
     kept = [d for d in order if indices[d] is None]
     ones = [(x.shape[d], x.strides[d]) for d in kept]
     src = ones[:before] + [(n, 0) for n in bshape] + ones[before:]
-    shape = [n for n, _ in src]
-    if tuple(shape) != data.shape:
-        return c_contiguous(data)
-    operands = [_Geometry(shape, [st for _, st in src])]
+    operands = [_Geometry([n for n, _ in src], [st for _, st in src])]
     for d in indexed:
         operands.append(_index_geometry(indices[d], bshape, before, after))
-    return _with_order(data, iteration_order(data.shape, operands))
+    return operands
 
 
 def _index_operands(key, nd):
