@@ -97,6 +97,30 @@ def test_elementwise_result_strides_match_torch(layout, op):
     assert (ours.stride(), ours.is_contiguous()) == (theirs.stride(), theirs.is_contiguous())
 
 
+PAIR_LAYOUTS = ["contiguous", "transposed", "expanded", "zero_dim", "column_of_transpose",
+                "size1_middle_permuted", "size1_trailing_permuted", "channels_last_size1"]
+PAIR_OPS = {
+    "add": lambda L, a, b: a + b,
+    "where": lambda L, a, b: L.where(a > 0, a, b),
+    "addcmul": lambda L, a, b: L.addcmul(a, a, b),
+    "addcdiv": lambda L, a, b: L.addcdiv(b, a, b.abs() + 1),
+    "lerp": lambda L, a, b: L.lerp(a, b, 0.3),
+}
+
+
+@pytest.mark.parametrize("op", sorted(PAIR_OPS))
+@pytest.mark.parametrize("second", PAIR_LAYOUTS)
+@pytest.mark.parametrize("first", PAIR_LAYOUTS)
+def test_result_strides_of_two_layouts_match_torch(first, second, op):
+    fn = PAIR_OPS[op]
+    try:
+        theirs = fn(torch, LAYOUTS[first](torch), LAYOUTS[second](torch))
+    except RuntimeError:
+        pytest.skip("shapes that do not broadcast")
+    ours = fn(ac, LAYOUTS[first](ac), LAYOUTS[second](ac))
+    assert (ours.stride(), ours.is_contiguous()) == (theirs.stride(), theirs.is_contiguous())
+
+
 def _outcome(L, fn):
     try:
         return fn(L).tolist()
