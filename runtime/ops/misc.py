@@ -188,7 +188,9 @@ def addcdiv(x, t1, t2, value=1):
     out = _unrecorded(lambda: add(xs, div(mul(a, value), b)))
     _lay_out_as_iterator(out, (xs, a, b))
     if any_requires_grad((x, t1, t2)):
-        saved = (_saved_if(t1, t2), save_input(t2) if any_requires_grad((t1, t2)) else None)
+        # PyTorch saves tensor2 whatever needs a gradient (both factors' formulas read it), so
+        # changing it in place breaks backward even when only self requires grad
+        saved = (_saved_if(t1, t2), save_input(t2))
         record(AddcdivBackward0, (x, t1, t2), out, saved + (value,))
     return out
 
