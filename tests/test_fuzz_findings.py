@@ -956,6 +956,14 @@ y[3::2] += e
 (h,) = torch.autograd.grad(y.pow(2).sum(), [e], create_graph=True)
 hd = h.detach()
 """,
+    # the gradient through x.expand(()) is a sum (PyTorch's sum_to to shape ()), no view made
+    # under no_grad, so an in-place op on it that records history is allowed
+    "grad_of_0d_expand_modified_in_place": """
+x = torch.tensor(1.12, requires_grad=True)
+e = x.expand(())
+g = torch.autograd.grad(e.sum(), [x], retain_graph=True)[0]
+g.mul_(e)
+""",
     # an elementwise result of a view with a size-1 dimension had numpy's stride there, so
     # its view_as no longer looked like the same memory to the in-place op's overlap check
     "imul_by_own_view_as": """
