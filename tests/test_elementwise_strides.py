@@ -31,6 +31,7 @@ LAYOUTS = {
     "expanded_column": lambda L: _grid(L, 3, 1).expand(3, 4),
     "zero_dim": lambda L: L.tensor(1.5),
     "one_element": lambda L: _grid(L, 1),
+    "one_element_view": lambda L: _grid(L, 2, 3)[-2:4:2, 1],
     "column_of_transpose": lambda L: _grid(L, 1, 4).t(),
     "row_of_transpose": lambda L: _grid(L, 4, 1).t(),
     "stepped_row": lambda L: _grid(L, 2, 4)[1::2],
@@ -84,6 +85,7 @@ OPS = {
     "addcmul_self": lambda L, x: L.addcmul(x, x, x, value=0.5),
     "addcdiv_self": lambda L, x: L.addcdiv(x, x, x.abs() + 1, value=0.5),
     "to_float32": lambda L, x: x.float(),
+    "to_int": lambda L, x: x.int(),
     "clone": lambda L, x: x.clone(),
 }
 

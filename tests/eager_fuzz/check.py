@@ -2,7 +2,7 @@
 the first difference's class, and shrink failing programs.
 
 What a statement shows (`observe`): for a tensor its dtype, shape, values, requires_grad,
-is_leaf, whether it is contiguous, its grad_fn's class and the classes along next_functions
+is_leaf, whether it is contiguous and its strides, its grad_fn's class and the classes along next_functions
 (two levels, with output numbers); for a tuple or list each element; for a statement that
 raises, the exception's class. Float values are compared with a tolerance (float32 and
 float64 ones of their own); nan equals nan, and the sign of zero is not compared.
@@ -28,6 +28,9 @@ LIBS = {"torch": torch, "adcompile": adcompile}
 # products, where, scans); elementwise and creation layouts follow PyTorch's TensorIterator,
 # which the fuzzer does not hold numpy to
 LAYOUT_TAGS = ("view.", "join.", "index.", "matmul.", "where.where", "scan.", "split.")
+# and the strides of TensorIterator's results (elementwise ops and casts), which numpy's own
+# choice of layout used to miss (a view's size-1 dimensions, a number as an operand)
+STRIDE_TAGS = ("unary.", "binary.", "ternary.", "compare.", "clamp.", "where.", "cast.")
 TOLERANCE = {"torch.float32": (2e-4, 1e-5), "torch.float64": (2e-6, 1e-9)}
 
 
@@ -94,6 +97,7 @@ def _tensor(t, mode):
            "requires_grad": t.requires_grad, "is_leaf": t.is_leaf}
     if mode == "full":
         out["contiguous"] = t.is_contiguous()
+        out["strides"] = t.stride()
         out["grad_fn"] = _node_name(t.grad_fn)
         out["graph"] = _graph(t.grad_fn)
     return ("T", out)
@@ -156,6 +160,9 @@ def _tensor_difference(a, b, tag):
             return key
     if tag.startswith(LAYOUT_TAGS) and a.get("contiguous") != b.get("contiguous"):
         return "contiguous"
+    if tag.startswith(STRIDE_TAGS) and a.get("strides") != b.get("strides") \
+            and a["values"].size:  # (an empty tensor's: tests/test_empty_strides.py)
+        return "strides"
     return None
 
 
