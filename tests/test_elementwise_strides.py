@@ -103,6 +103,7 @@ PAIR_LAYOUTS = ["contiguous", "transposed", "expanded", "zero_dim", "column_of_t
                 "size1_middle_permuted", "size1_trailing_permuted", "channels_last_size1"]
 PAIR_OPS = {
     "add": lambda L, a, b: a + b,
+    "sub_float64": lambda L, a, b: a - b.double(),  # a converted first, keeping its strides
     "where": lambda L, a, b: L.where(a > 0, a, b),
     "addcmul": lambda L, a, b: L.addcmul(a, a, b),
     "addcdiv": lambda L, a, b: L.addcdiv(b, a, b.abs() + 1),
