@@ -86,6 +86,7 @@ OPS = {
     "addcdiv_self": lambda L, x: L.addcdiv(x, x, x.abs() + 1, value=0.5),
     "to_float32": lambda L, x: x.float(),
     "to_int": lambda L, x: x.int(),
+    "to_float64": lambda L, x: x.double(),  # (8-byte strides of float32 are 2 elements)
     "clone": lambda L, x: x.clone(),
 }
 

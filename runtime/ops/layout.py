@@ -164,8 +164,8 @@ def like_iterator(data, operands):
 
 def like_input(data, x):
     """`data` laid out as PyTorch's empty_like(x) (preserve_format) lays out a result."""
-    if data.strides == x.strides:  # already x's layout (a fresh array, so x is dense)
-        return data
+    if data.strides == x.strides and data.itemsize == x.itemsize:
+        return data  # already x's layout (a fresh array, so x is dense)
     if data.ndim < 2 and data.size != 1:  # (one element keeps x's stride: (1,) of stride 6)
         return c_contiguous(data)
     if _dense(x):
