@@ -50,11 +50,12 @@ class Finding:
 
 
 # statements whose result jumps where an operand crosses a step (a remainder, a floored
-# quotient): an operand one float32 ulp apart (a softmax or an exp from PyTorch's vector
-# kernels, within the tolerance) can move the result by up to the divisor, and by a large
-# quotient times an ulp of the divisor elsewhere; such a difference is allowed when PyTorch,
-# given our operands, computes our result (`_amplified`)
-STEP_TAGS = ("binary.%", "binary.//", "binary.remainder", "binary.fmod")
+# quotient, a comparison): an operand one float32 ulp apart (a softmax or an exp from
+# PyTorch's vector kernels, within the tolerance) can move the result by up to the divisor,
+# by a large quotient times an ulp of the divisor elsewhere, or flip a comparison near a tie;
+# such a difference is allowed when PyTorch, given our operands, computes our result
+# (`_amplified`)
+STEP_TAGS = ("binary.%", "binary.//", "binary.remainder", "binary.fmod", "compare.")
 
 
 def run(program, lib, stop=None):
@@ -188,7 +189,7 @@ def _amplified(program, finding):
     """Whether a difference in the values of a STEP_TAGS statement comes from its operands:
     PyTorch, run on our operands (as leaf tensors of the same dtypes), gives our values."""
     stmt = program.stmts[finding.index]
-    if stmt.tag not in STEP_TAGS or finding.kind != "values":
+    if not stmt.tag.startswith(STEP_TAGS) or finding.kind != "values":
         return False
     _, ns = run(program, adcompile, stop=finding.index)
     mine = dict(ns)

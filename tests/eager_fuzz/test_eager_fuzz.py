@@ -105,3 +105,17 @@ def test_a_remainder_of_its_own_wrong_values_is_not_allowed(monkeypatch):
     monkeypatch.setitem(special._MODULO, "remainder", wrong)
     program = _program("x = torch.tensor([2.5, -1.0])", "y = x % 1.5")
     assert check.check(program) is not None
+
+
+def test_a_comparison_near_a_tie_of_amplified_operands_is_allowed():
+    """Seed 728073807325: a remainder of log_softmax results within the tolerance, then a
+    comparison that flips where they sit on a tie."""
+    program = _program(
+        "v1 = torch.tensor([[-2.02, -1.84, -2.36], [-1.0, 2.82, 2.2]])",
+        "v3 = torch.add(v1.log_softmax(-2), 2.6, alpha=-1)",
+        "v7 = (v1 + v3) % v3",
+        "v8 = v7 > v1", tag="compare.>")
+    finding = check.compare(program, check.run(program, check.torch),
+                            check.run(program, check.adcompile))
+    assert finding is not None and finding.signature() == "compare.>: values"
+    assert check.check(program) is None
