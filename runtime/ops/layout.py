@@ -142,7 +142,7 @@ def _fast_layout(data, arrays):
         return c_contiguous(data)
     if data.ndim == 4 and all(_channels_last(a) for a in arrays):
         return _with_order(data, list(_CHANNELS_LAST))
-    if all(_dense(a) for a in arrays) and len({_element_strides(a) for a in arrays}) == 1:
+    if len({_element_strides(a) for a in arrays}) == 1 and all(_dense(a) for a in arrays):
         return _with_strides(data, arrays[-1])
     return None
 
