@@ -401,6 +401,8 @@ def apply_inplace(t, result, aliased=False, operands=()):
             return t
     if node is None:
         return t
+    if result._dtype is not t._dtype:
+        _refit_to_promoted(node, result)
     _rebind_saved_result(node, t)
     if t._base is None:
         _move_history(t, node)
@@ -409,6 +411,18 @@ def apply_inplace(t, result, aliased=False, operands=()):
     if not base_had_grad:
         views_follow_base(base)
     return t
+
+
+def _refit_to_promoted(node, result):
+    """An in-place op whose promoted result (float32 += float64: float64) is written into
+    a target of a narrower dtype gets gradients of the target's dtype, where its node was
+    recorded against the result: an input of the result's dtype, which needed no cast then
+    (a None in `_fit`), gets its gradient cast back to that dtype, as PyTorch's engine casts
+    every gradient to its input's dtype."""
+    spec = (result._data.shape, result._dtype.np)
+    fit = node._fit or [None] * len(node.next_functions)
+    node._fit = [spec if f is None and fn is not None else f
+                 for f, (fn, _) in zip(fit, node.next_functions)]
 
 
 def _snapshot_saved_self(node, t, old_data, operands):

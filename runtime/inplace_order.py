@@ -6,7 +6,8 @@ PyTorch refuses an operand that overlaps part of its target only when both are d
 (runtime/overlap.py); otherwise (`v.copy_(v[:, 0])`, `v.add_(v[:, :1])`) its CPU kernel
 reads and writes element by element, so an operand element may hold a value the same
 operation wrote a moment before. numpy reads a snapshot instead. `ordered` redoes such an
-operation as PyTorch's TensorIterator visits the elements:
+operation as PyTorch's TensorIterator visits the elements (index_put_, `x[index] = v`, with a
+`v` reading x's memory, one element at a time in its iterator's order: `_ordered_put`):
 
 - the dimensions from the fastest to the slowest as TensorIterator orders them (layout.py's
   iteration_order over the target and the operands), those that run on as one coalesced;
@@ -29,7 +30,8 @@ import numpy as np
 from runtime import grad_mode
 from runtime import ops as F
 from runtime.ops._core import is_tensor, wrap
-from runtime.ops.layout import iteration_order
+from runtime.ops import indexing, inplace
+from runtime.ops.layout import index_put_order, iteration_order
 from runtime.rules.numpy_ops import shares_memory_within
 
 _ELEMENTWISE = (F.copy_like_op, F.add, F.sub, F.mul, F.div, F.pow, F.floor_divide,
@@ -66,8 +68,12 @@ def check_shape(t, result_fn, args):
 
 def ordered(t, result_fn, args):
     """A result_fn computing `result_fn(t, *args)` in PyTorch's element order, or None when
-    no operand of this elementwise op reads an element it writes at another step."""
+    no operand of this elementwise op (or index_put_) reads an element it writes at another
+    step."""
     d = t._data
+    put = _index_put_call(result_fn, args)
+    if put is not None:
+        return _ordered_put(t, result_fn, *put)
     if result_fn not in _ELEMENTWISE or d.size < 2 or shares_memory_within(d):
         return None
     try:
@@ -199,3 +205,62 @@ def _in_waves(t, result_fn, args, spread, visit, deps):
                 call[i] = wrap(got, args[i]._dtype)
             values[ks] = result_fn(wrap(mine[ks], t._dtype), *call)._data
     return values
+
+
+def _index_put_call(result_fn, args):
+    """(numpy key, value, accumulate) of an index_put_ (or `x[index] = value`) call, or None
+    for another op."""
+    fn, kwargs = result_fn, {}
+    if isinstance(fn, functools.partial):
+        fn, kwargs = fn.func, fn.keywords
+    if fn is inplace.index_put:
+        return args[0], args[1], False
+    if fn is indexing.index_put:
+        accumulate = kwargs.get("accumulate", args[2] if len(args) > 2 else False)
+        return tuple(F.shape._plain_key(i) for i in args[0]), args[1], bool(accumulate)
+    return None
+
+
+def _ordered_put(t, result_fn, key, value, accumulate):
+    """index_put_ as PyTorch's CPU kernel runs it: element by element in its iterator's
+    order, a value element in the memory written read as it is at its step (None when the
+    value does not read what the op writes)."""
+    d = t._data
+    if not is_tensor(value) or not np.may_share_memory(value._data, d):
+        return None
+    try:
+        positions = np.arange(d.size).reshape(d.shape)[key]
+        src = np.broadcast_to(value._data, positions.shape)
+    except (IndexError, ValueError):
+        return None  # the ordinary path raises PyTorch's error
+    perm = index_put_order(d, key, src)
+    visit = np.arange(positions.size).reshape(positions.shape).transpose(perm[::-1])
+    visit = visit.reshape(-1)
+    dest = positions.reshape(-1)[visit]
+    alias = _element_at(d, _addresses(src)[visit])
+    if not (alias >= 0).any():
+        return None
+    own = np.ascontiguousarray(src).reshape(-1)[visit]
+
+    def run(target, *call_args):
+        result = result_fn(target, *call_args)
+        out = np.array(d, order="C")
+        flat = out.reshape(-1)
+        for k in range(dest.size):
+            v = flat[alias[k]] if alias[k] >= 0 else own[k]
+            if accumulate:
+                flat[dest[k]] += v
+            else:
+                flat[dest[k]] = v
+        result._data = out
+        return result
+
+    return run
+
+
+def _element_at(d, addresses):
+    """Per address, the C-order index of d's element stored there, or -1."""
+    mine = _addresses(d)
+    order = np.argsort(mine, kind="stable")
+    at = np.minimum(np.searchsorted(mine[order], addresses), d.size - 1)
+    return np.where(mine[order][at] == addresses, order[at], -1)

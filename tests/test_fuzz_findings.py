@@ -942,6 +942,39 @@ x[..., ..., [-1, -1, -1]] = x
 y = torch.zeros(2, 2, 2)
 y[..., ..., :, [0]] = y
 """,
+    # a float32 target += a float64 tensor: the gradient reaching the float64 operand is cast
+    # back to float64 (it kept the target's float32 with create_graph)
+    "inplace_promoted_operand_grad_dtype": """
+a = torch.tensor([0.5, -1.5], dtype=torch.float64, requires_grad=True)
+e = torch.tensor([], dtype=torch.float64, requires_grad=True)
+x = torch.zeros(2)
+x += a
+(g,) = torch.autograd.grad(x.pow(2).sum(), [a], create_graph=True)
+gd = g.detach()
+y = torch.tensor([])
+y[3::2] += e
+(h,) = torch.autograd.grad(y.pow(2).sum(), [e], create_graph=True)
+hd = h.detach()
+""",
+    # the gradient through x.expand(()) is a sum (PyTorch's sum_to to shape ()), no view made
+    # under no_grad, so an in-place op on it that records history is allowed
+    "grad_of_0d_expand_modified_in_place": """
+x = torch.tensor(1.12, requires_grad=True)
+e = x.expand(())
+g = torch.autograd.grad(e.sum(), [x], retain_graph=True)[0]
+g.mul_(e)
+""",
+    # an elementwise result of a view with a size-1 dimension had numpy's stride there, so
+    # its view_as no longer looked like the same memory to the in-place op's overlap check
+    "imul_by_own_view_as": """
+x = torch.arange(8.0).reshape(2, 4)[1::2]
+y = -x
+z = y.view_as(y)
+y *= z
+b = x > 5
+c = b.view_as(b)
+b &= c
+""",
 }
 
 

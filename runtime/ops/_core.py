@@ -8,7 +8,7 @@ import numpy as np
 
 from runtime import dtypes
 from runtime.dtypes import FLOAT, result_type_of, scalar_dtype
-from runtime.ops.layout import like_input
+from runtime.ops.layout import like_input, plain
 
 _SCALARS = (int, float, bool, complex)
 _default = [dtypes.float32]
@@ -81,10 +81,11 @@ def data_of(x, np_dtype):
     d = x._data
     if d.dtype == np_dtype:
         return d
-    if d.ndim > 1 and not d.flags.c_contiguous:
+    if d.ndim > 1 and not plain(d):
         # PyTorch converts the operand with .to(), whose copy is laid out as empty_like lays
-        # it out (numpy's astype orders an expanded or overlapping array otherwise); the
-        # result's layout follows the operands' layouts
+        # it out (numpy's astype orders an expanded or overlapping array otherwise, and
+        # drops a view's strides along size-1 dimensions); the result's layout follows the
+        # operands' layouts
         return like_input(d.astype(np_dtype), d)
     return d.astype(np_dtype)
 

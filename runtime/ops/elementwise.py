@@ -103,24 +103,25 @@ def _laid_out_result(data, dt, a, b, ad, bd):
     """The result of a binary op on tensor `a` and `b` (computed from their arrays `ad`,
     `bd`) laid out as TensorIterator lays it out. Only an operand that is not C-contiguous (a
     view, or a result laid out as one), or a view with strides of its own along size-1
-    dimensions (layout.plain), can make numpy's layout differ from it, so only then is it
-    checked: this runs on every add and mul (hence the common case inline)."""
+    dimensions, or an empty view (whose strides TensorIterator sorts too), can make numpy's
+    layout differ from it, so only then is it checked: this runs on every add and mul (hence
+    the common case inline, cheaper than layout.plain)."""
     if data.__class__ is _ndarray and data.ndim > 1 and not (
-            ad.flags.c_contiguous and (ad.base is None or 1 not in ad.shape or plain(ad)) and (
+            ad.flags.c_contiguous and (ad.base is None or ad.size and 1 not in ad.shape) and (
                 bd.__class__ is not _ndarray or bd.flags.c_contiguous and (
-                    bd.base is None or 1 not in bd.shape or plain(bd)))):
-        data = like_iterator(data, [x for x in (ad, bd) if x.__class__ is _ndarray and x.ndim])
+                    bd.base is None or bd.size and 1 not in bd.shape))):
+        data = like_iterator(data, (ad, bd))
     return _result(data, dt)
 
 
 def iterator_layout(data, operands):
-    """`data` laid out as TensorIterator lays out an elementwise result of `operands`.
-    numpy's own layout agrees when every operand is C-contiguous (checked first: the common
-    case); it does not for transposed, expanded or strided ones."""
-    arrays = [x for x in operands if x.__class__ is _ndarray and x.ndim]
-    for x in arrays:
-        if not plain(x):
-            return like_iterator(data, arrays)
+    """`data` laid out as TensorIterator lays out an elementwise result of `operands` (Python
+    numbers and 0-dim arrays included where PyTorch wraps them as operands). numpy's own
+    layout agrees when every operand is C-contiguous with PyTorch's size-1 strides (checked
+    first: the common case); it may not for transposed, expanded or strided ones."""
+    for x in operands:
+        if x.__class__ is _ndarray and x.ndim and not plain(x):
+            return like_iterator(data, operands)
     return data
 
 
@@ -346,7 +347,8 @@ def _pow_scalar(a, e):
     dt = binary_dtype(a, e)
     if dt.category != dtypes.FLOAT and e < 0 and type(e) is int:
         raise RuntimeError("integer tensors cannot be raised to negative integer powers")
-    out = wrap(np.asarray(numpy_ops.pow(data_of(a, dt.np), e)), dt)
+    ad = data_of(a, dt.np)  # the exponent is no operand of PyTorch's (unary) iterator
+    out = wrap(iterator_layout(np.asarray(numpy_ops.pow(ad, e)), (ad,)), dt)
     if any_requires_grad((a,)):
         record(PowBackward0, (a,), out, (save_input(a), e))
     return out
@@ -356,7 +358,8 @@ def rpow(x, base):
     """base ** x for a Python number base (`2 ** x`)."""
     dt = binary_dtype(x, base)
     power = numpy_ops.pow if dt.category == _FLOAT else _int_power
-    out = wrap(np.asarray(power(np.asarray(base, dt.np), data_of(x, dt.np))), dt)
+    # PyTorch allocates the result C-contiguous before handing it to pow's iterator
+    out = wrap(c_contiguous(np.asarray(power(np.asarray(base, dt.np), data_of(x, dt.np)))), dt)
     if any_requires_grad((x,)):
         record(PowBackward2, (x,), out,
                (base, save_output(out, "PowBackward2"), save_input(x)))
@@ -426,8 +429,7 @@ def where(cond, a=None, b=None):
         ad, bd = data_of(a, dt.np), data_of(b, dt.np)
         # the operands as TensorIterator sees them: converted to dt first (.to() lays the
         # copy out as empty_like does)
-        operands = [np.asarray(c)] + [d for x, d in ((a, ad), (b, bd)) if is_tensor(x)]
-        out = wrap(like_iterator(np.where(c, ad, bd), operands), dt)
+        out = wrap(like_iterator(np.where(c, ad, bd), (np.asarray(c), ad, bd)), dt)
     except ValueError:
         raise _shape_error(a, b, cond) from None
     if any_requires_grad((a, b)):
@@ -601,7 +603,8 @@ def _rsqrt(d):
 
 
 def _reciprocal(d):
-    return 1.0 / d
+    with np.errstate(divide="ignore"):  # 1 / 0 is inf, as PyTorch's, quietly
+        return 1.0 / d
 
 
 def _negate(d):

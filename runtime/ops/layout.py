@@ -61,13 +61,30 @@ def iteration_order(shape, arrays):
 
 
 def _dense(a):
-    """PyTorch's is_non_overlapping_and_dense."""
+    """PyTorch's is_non_overlapping_and_dense (an empty array is)."""
+    if a.size == 0:
+        return True
     dims = sorted((d for d in range(a.ndim) if a.shape[d] > 1), key=lambda d: a.strides[d])
     need = a.itemsize
     for d in dims:
         if a.strides[d] != need:
             return False
         need *= a.shape[d]
+    return True
+
+
+_CHANNELS_LAST = (1, 3, 2, 0)  # a 4-dim NCHW tensor's dimensions, fastest first
+
+
+def _channels_last(a):
+    """PyTorch's is_contiguous(memory_format=torch.channels_last): size-1 dimensions aside,
+    a dense NHWC layout of a 4-dim array."""
+    need = a.itemsize
+    for d in _CHANNELS_LAST:
+        if a.shape[d] != 1:
+            if a.strides[d] != need:
+                return False
+            need *= a.shape[d]
     return True
 
 
@@ -97,34 +114,59 @@ def _with_strides(data, like):
 
 
 def plain(a):
-    """Whether PyTorch lays out a result of `a` alone as numpy does: `a` is C-contiguous with
-    PyTorch's strides along its size-1 dimensions too (a view such as a permute keeps other
-    strides there, which PyTorch copies into an elementwise result)."""
-    return a.flags.c_contiguous and (1 not in a.shape or a.base is None  # a fresh array's are
-                                     or a.strides == torch_strides(a))
+    """Whether TensorIterator lays out a result of `a` and other operands, all C-contiguous,
+    as numpy does (C order): `a` has PyTorch's strides along its size-1 dimensions too (a
+    view such as a permute may keep others there, and when the operands' shapes differ
+    TensorIterator orders the dimensions by them; an empty view's strides are
+    arbitrary)."""
+    if a.base is None:  # a fresh array's are
+        return a.flags.c_contiguous
+    return a.flags.c_contiguous and a.size and (1 not in a.shape
+                                                or a.strides == torch_strides(a))
 
 
 def c_contiguous(data):
     return data if data.flags.c_contiguous else np.ascontiguousarray(data)  # keeps 0-dim
 
 
-def like_iterator(data, arrays):
-    """`data`, an elementwise result of `arrays` (the tensor inputs, in PyTorch's operand
-    order), laid out as TensorIterator lays out its output."""
-    shape = data.shape
-    if data.ndim < 2 or all(a.shape == shape and plain(a) for a in arrays):
+def _element_strides(a):
+    return tuple(st // a.itemsize for st in a.strides)
+
+
+def _fast_layout(data, arrays):
+    """TensorIterator's fast setup, for operands all of the result's shape: C order when all
+    are C-contiguous (size-1 strides aside), channels-last when all are so, the operands'
+    own strides (in elements, size-1 dimensions' included) when all are dense with equal
+    strides; else None (the general case)."""
+    if all(a.flags.c_contiguous for a in arrays):
         return c_contiguous(data)
-    if all(a.shape == shape and _dense(a) for a in arrays) and \
-            len({a.strides for a in arrays}) == 1:
-        return _with_strides(data, arrays[0])
-    return _laid_out(data, iteration_order(shape, arrays))
+    if data.ndim == 4 and all(_channels_last(a) for a in arrays):
+        return _with_order(data, list(_CHANNELS_LAST))
+    if len({_element_strides(a) for a in arrays}) == 1 and all(_dense(a) for a in arrays):
+        return _with_strides(data, arrays[-1])
+    return None
+
+
+def like_iterator(data, operands):
+    """`data`, an elementwise result of `operands` (in PyTorch's operand order: arrays, and
+    the Python numbers and 0-dim tensors it wraps as 0-dim operands, which make the
+    operands' shapes differ) laid out as TensorIterator lays out its output."""
+    shape = data.shape
+    if data.ndim < 2:
+        return c_contiguous(data)
+    arrays = [a for a in operands if a.__class__ is np.ndarray and a.ndim]
+    if len(arrays) == len(operands) and all(a.shape == shape for a in arrays):
+        out = _fast_layout(data, arrays)
+        if out is not None:
+            return out
+    return _with_order(data, iteration_order(shape, arrays))
 
 
 def like_input(data, x):
     """`data` laid out as PyTorch's empty_like(x) (preserve_format) lays out a result."""
-    if data.strides == x.strides:  # already x's layout (a fresh array, so x is dense)
-        return data
-    if data.ndim < 2:
+    if data.strides == x.strides and data.itemsize == x.itemsize:
+        return data  # already x's layout (a fresh array, so x is dense)
+    if data.ndim < 2 and data.size != 1:  # (one element keeps x's stride: (1,) of stride 6)
         return c_contiguous(data)
     if _dense(x):
         return _with_strides(data, x)
@@ -145,8 +187,30 @@ def like_index(data, x, key):
     arrays, each broadcast and viewed with ones around it."""
     if data.ndim < 2:
         return c_contiguous(data)
+    operands = _index_iterator_operands(x, key)
+    if operands is None or operands[0].shape != data.shape:
+        return c_contiguous(data)
+    return _with_order(data, iteration_order(data.shape, operands))
+
+
+def index_put_order(x, key, value):
+    """The dimensions of x[key] from the fastest to the slowest as PyTorch's index_put_
+    kernel visits them: its TensorIterator writes x restrided (as like_index's), reads
+    `value` (broadcast to x[key]'s shape) and the index arrays."""
+    operands = _index_iterator_operands(x, key)
+    shape = value.shape
+    if operands is None or operands[0].shape != shape:
+        return list(range(len(shape) - 1, -1, -1))
+    return iteration_order(shape, [operands[0], value] + operands[1:])
+
+
+def _index_iterator_operands(x, key):
+    """The _Geometry of x restrided to x[key] and of each index array, as PyTorch's index
+    kernels set up their TensorIterator (None for an index of no known geometry)."""
     indices = _index_operands(key, x.ndim)
     indexed = [d for d, k in enumerate(indices) if k is not None]
+    if not indexed:
+        return None
     bshape = np.broadcast_shapes(*(indices[d].shape for d in indexed))
     if indexed == list(range(indexed[0], indexed[-1] + 1)):
         before, order = indexed[0], list(range(x.ndim))
@@ -156,13 +220,10 @@ def like_index(data, x, key):
     kept = [d for d in order if indices[d] is None]
     ones = [(x.shape[d], x.strides[d]) for d in kept]
     src = ones[:before] + [(n, 0) for n in bshape] + ones[before:]
-    shape = [n for n, _ in src]
-    if tuple(shape) != data.shape:
-        return c_contiguous(data)
-    operands = [_Geometry(shape, [st for _, st in src])]
+    operands = [_Geometry([n for n, _ in src], [st for _, st in src])]
     for d in indexed:
         operands.append(_index_geometry(indices[d], bshape, before, after))
-    return _with_order(data, iteration_order(data.shape, operands))
+    return operands
 
 
 def _index_operands(key, nd):
@@ -251,9 +312,14 @@ def restrided(view, strides):
 def _with_order(data, perm):
     """`data` laid out in the order `perm` (fastest dimension first), copied only where its
     strides differ from that layout's."""
-    order = perm[::-1]
     strides, extent = [0] * data.ndim, data.itemsize
     for d in perm:
         strides[d] = extent
         extent *= data.shape[d]
-    return data if data.strides == tuple(strides) else _laid_out(data, perm)
+    if data.strides == tuple(strides):
+        return data
+    if data.size == 0:  # nothing to copy, only PyTorch's strides to show
+        if perm == list(range(data.ndim - 1, -1, -1)):  # C order: a size 0 counts as 1
+            strides = [st * data.itemsize for st in contiguous_strides(data.shape)]
+        return np.lib.stride_tricks.as_strided(data, strides=strides)
+    return _laid_out(data, perm)

@@ -148,6 +148,7 @@ def addcmul(x, t1, t2, value=1):
     value = _check_addc(x, t1, t2, "addcmul", value)
     xs, a, b = _promoted(x, t1, t2)
     out = _unrecorded(lambda: add(xs, mul(mul(a, value), b)))
+    _lay_out_as_iterator(out, (xs, a, b))
     if out._data.dtype == np.float32:  # PyTorch's kernel adds with one fused multiply-add
         np.copyto(out._data, addcmul_kernel(xs._data, a._data, b._data, value))
     if any_requires_grad((x, t1, t2)):
@@ -185,8 +186,11 @@ def addcdiv(x, t1, t2, value=1):
     value = _check_addc(x, t1, t2, "addcdiv", value)
     xs, a, b = _promoted(x, t1, t2)
     out = _unrecorded(lambda: add(xs, div(mul(a, value), b)))
+    _lay_out_as_iterator(out, (xs, a, b))
     if any_requires_grad((x, t1, t2)):
-        saved = (_saved_if(t1, t2), save_input(t2) if any_requires_grad((t1, t2)) else None)
+        # PyTorch saves tensor2 whatever needs a gradient (both factors' formulas read it), so
+        # changing it in place breaks backward even when only self requires grad
+        saved = (_saved_if(t1, t2), save_input(t2))
         record(AddcdivBackward0, (x, t1, t2), out, saved + (value,))
     return out
 

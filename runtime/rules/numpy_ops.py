@@ -466,10 +466,12 @@ shape_of = shape
 
 
 def sum_to(g, shape):
-    """Sum `g` over the axes that broadcasting added or stretched to reach `shape`."""
+    """Sum `g` over the axes that broadcasting added or stretched to reach `shape`; to shape
+    () always a sum, so a new array (PyTorch's sum_to: the gradient of x.expand(()) is no
+    view of its incoming gradient)."""
     gshape = shape_of(g)
     if gshape == shape:
-        return g
+        return g if shape else np.array(g)
     if len(gshape) == 2 and shape == gshape[1:]:  # a bias's gradient: column sums
         return sum_like_torch(g, axis=0)
     return np.reshape(sum_like_torch(g, axis=broadcast_axes(gshape, shape), keepdims=True), shape)

@@ -74,3 +74,48 @@ def test_an_oracle_crash_ends_a_worker_not_the_run():
     crashing = 4234724539747
     results = dict(worker.runner(crashing, crashing + 2))
     assert results == {crashing: ("crash", "oracle"), crashing + 1: None}
+
+
+def _program(*lines, tag="binary.%"):
+    stmts = [gen.Stmt("finding", line, line.split(" = ")[0]) for line in lines[:-1]]
+    return gen.Program(0, stmts + [gen.Stmt(tag, lines[-1], lines[-1].split(" = ")[0])])
+
+
+AMPLIFIED = (  # seed 519310418743: a float32 softmax one ulp off PyTorch's, then a remainder
+    "v1 = torch.tensor([[1.83, 1.37, 1.98], [-1.0, 2.18, -0.24]], dtype=torch.float64)",
+    "v2 = torch.tensor([[1.54], [0.56], [-2.5]])",
+    "v3 = torch.stack([v2.softmax(-2)], -1)",
+    "v9 = v1 % v3",
+)
+
+
+def test_a_remainder_amplifying_its_operands_difference_is_allowed():
+    program = _program(*AMPLIFIED)
+    finding = check.compare(program, check.run(program, check.torch),
+                            check.run(program, check.adcompile))
+    assert finding is not None and finding.signature() == "binary.%: values"
+    assert check.check(program) is None
+
+
+def test_a_remainder_of_its_own_wrong_values_is_not_allowed(monkeypatch):
+    """The allowance re-runs PyTorch on our operands: a wrong remainder of ours still fails."""
+    from runtime.ops import special
+
+    wrong = (lambda a, b: a - b,) + special._MODULO["remainder"][1:]
+    monkeypatch.setitem(special._MODULO, "remainder", wrong)
+    program = _program("x = torch.tensor([2.5, -1.0])", "y = x % 1.5")
+    assert check.check(program) is not None
+
+
+def test_a_comparison_near_a_tie_of_amplified_operands_is_allowed():
+    """Seed 728073807325: a remainder of log_softmax results within the tolerance, then a
+    comparison that flips where they sit on a tie."""
+    program = _program(
+        "v1 = torch.tensor([[-2.02, -1.84, -2.36], [-1.0, 2.82, 2.2]])",
+        "v3 = torch.add(v1.log_softmax(-2), 2.6, alpha=-1)",
+        "v7 = (v1 + v3) % v3",
+        "v8 = v7 > v1", tag="compare.>")
+    finding = check.compare(program, check.run(program, check.torch),
+                            check.run(program, check.adcompile))
+    assert finding is not None and finding.signature() == "compare.>: values"
+    assert check.check(program) is None
