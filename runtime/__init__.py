@@ -61,7 +61,7 @@ from runtime.grad_mode import (
 from runtime.ops._core import get_default_dtype, set_default_dtype
 from runtime.out_param import with_copy_out as _with_copy_out, with_out as _with_out
 from runtime.serialization import load, save
-from runtime.random import manual_seed, seed, initial_seed, get_rng_state, set_rng_state
+from runtime.random import Generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state
 from runtime.tensor import Size, Tensor
 from runtime.viz import make_dot
 from runtime.printing import get_printoptions, set_printoptions
@@ -117,6 +117,15 @@ globals().update({name: (_with_copy_out if name in _contractions.COPY_OUT else _
     getattr(_contractions, name)) for name in _contractions.FUNCTIONS})
 for _name in _contractions.METHODS:
     setattr(Tensor, _name, getattr(_contractions, _name))
+from runtime import dtype_info as _dtype_info, sampling as _sampling  # noqa: E402
+from runtime.ops import stacking as _stacking  # noqa: E402
+
+globals().update(_dtype_info.FUNCTIONS)
+globals().update(_sampling.FUNCTIONS)
+globals().update({name: getattr(_stacking, name) for name in _stacking.FUNCTIONS})
+for _name in _stacking.METHODS:
+    setattr(Tensor, _name, getattr(_stacking, _name))
+Tensor.bernoulli = _sampling.bernoulli
 from runtime import special  # noqa: E402
 
 

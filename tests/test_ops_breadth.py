@@ -65,6 +65,19 @@ def _i(L, values):
 # Math
 # ------------------------------------------------------------------------------------------
 MATH = {
+    "logaddexp": op(lambda L, x, y: L.logaddexp(x, y), [(2, 3), (3,)], ANY, D2),
+    "logaddexp_method": op(lambda L, x, y: x.logaddexp(y), [(4,), Const((4,))], LARGE, D2),
+    "logaddexp2": op(lambda L, x, y: L.logaddexp2(x, y), [(3, 1), (1, 2)], ANY, D2),
+    "logaddexp2_method": op(lambda L, x, y: x.logaddexp2(y), [(5,), (5,)], LARGE),
+    "copysign": op(lambda L, x, y: L.copysign(x, y), [(2, 3), (3,)], ANY, D2),
+    "copysign_number": op(lambda L, x: x.copysign(-1.5), [(5,)], ANY, D2),
+    "copysign_const_sign": op(lambda L, x, y: x.copysign(y), [(5,), Const((5,))], ANY),
+    "copysign_": op(lambda L, x, y: (x * 1).copysign_(y), [(5,), (5,)], ANY),
+    "sinc": op(lambda L, x: L.sinc(x), [(2, 5)], ANY, D2),
+    "sinc_method_": op(lambda L, x: (x * 2).sinc_(), [(6,)], ANY),
+    "sinc_fn_": op(lambda L, x: L.sinc_(x * 2), [(6,)], ANY),
+    "heaviside": op(lambda L, x, y: L.heaviside(x, y), [Const((2, 3)), Const((3,))], ANY),
+    "heaviside_method": op(lambda L, x, y: x.heaviside(y), [Const((4,)), Const(())], ANY),
     "acos": op(lambda L, x: x.acos(), [(2, 3)], UNIT, D2),
     "acos_fn": op(lambda L, x: L.acos(x), [(4,)], UNIT),
     "arccos": op(lambda L, x: L.arccos(x), [(4,)], UNIT),
@@ -446,7 +459,34 @@ EDGES = {
     "sort_descending_0d": op(lambda L, x: x.sort(descending=True), [()], ANY),
 }
 
-CASES = {**MATH, **SCANS, **INDEXING, **EDGES}
+# ------------------------------------------------------------------------------------------
+# Stacking and splitting (numpy-style compositions of views, cat and tensor_split)
+# ------------------------------------------------------------------------------------------
+STACKING = {
+    "atleast_1d_0d": op(lambda L, x: L.atleast_1d(x), [()], ANY, D2),
+    "atleast_1d_many": op(lambda L, x, y: L.atleast_1d(x, y), [(), (2, 3)], ANY),
+    "atleast_2d_list": op(lambda L, x, y, z: L.atleast_2d([x, y, z]), [(), (3,), (2, 2)], ANY),
+    "atleast_3d": op(lambda L, x, y, z, w: L.atleast_3d(x, y, z, w),
+                     [(), (3,), (2, 2), (1, 2, 3)], ANY),
+    "hstack_1d": op(lambda L, x, y: L.hstack([x, y]), [(2,), (3,)], ANY, D2),
+    "hstack_0d": op(lambda L, x, y: L.hstack((x, y)), [(), ()], ANY),
+    "hstack_2d": op(lambda L, x, y: L.hstack([x, y]), [(2, 1), Const((2, 3))], ANY),
+    "vstack": op(lambda L, x, y: L.vstack([x, y]), [(3,), (2, 3)], ANY, D2),
+    "row_stack": op(lambda L, x, y: L.row_stack([x, y]), [(), ()], ANY),
+    "dstack": op(lambda L, x, y: L.dstack([x, y]), [(3,), (1, 3)], ANY, D2),
+    "dstack_3d": op(lambda L, x, y: L.dstack([x, y]), [(2, 2), (2, 2, 3)], ANY),
+    "column_stack": op(lambda L, x, y, z: L.column_stack([x, y, z]), [(3,), (3, 2), (3,)],
+                       ANY, D2),
+    "column_stack_0d": op(lambda L, x, y: L.column_stack([x, y]), [(), (1,)], ANY),
+    "hsplit_sections": op(lambda L, x: x.hsplit(3), [(2, 6)], ANY, D2),
+    "hsplit_1d_indices": op(lambda L, x: L.hsplit(x, [1, 4]), [(5,)], ANY),
+    "vsplit": op(lambda L, x: L.vsplit(x, 2), [(4, 3)], ANY),
+    "vsplit_indices": op(lambda L, x: x.vsplit([1]), [(3, 2, 2)], ANY),
+    "dsplit": op(lambda L, x: L.dsplit(x, [2]), [(2, 1, 4)], ANY),
+    "dsplit_sections": op(lambda L, x: x.dsplit(2), [(1, 2, 4)], ANY),
+}
+
+CASES = {**MATH, **SCANS, **INDEXING, **EDGES, **STACKING}
 DTYPES = pytest.mark.parametrize("dtype", ["float64", "float32"])
 
 
@@ -888,6 +928,21 @@ def test_empty(name):
 # error classes (our texts are our own)
 # ------------------------------------------------------------------------------------------
 ERRORS = {
+    "logaddexp_int": lambda L: L.logaddexp(L.tensor([1, 2]), L.tensor([1, 2])),
+    "logaddexp_number": lambda L: L.logaddexp(L.ones(2), 1.0),
+    "heaviside_dtypes": lambda L: L.heaviside(L.ones(2), L.ones(2, dtype=L.float64)),
+    "heaviside_backward": lambda L: L.heaviside(L.ones(2, requires_grad=True),
+                                                L.ones(2)).sum().backward(),
+    "hstack_empty": lambda L: L.hstack([]),
+    "vstack_empty": lambda L: L.vstack(()),
+    "hsplit_0d": lambda L: L.hsplit(L.tensor(1.0), 1),
+    "vsplit_1d": lambda L: L.vsplit(L.ones(3), 1),
+    "dsplit_2d": lambda L: L.ones(2, 2).dsplit(1),
+    "hsplit_uneven": lambda L: L.ones(2, 3).hsplit(2),
+    "vsplit_zero_sections": lambda L: L.ones(2, 3).vsplit(0),
+    "finfo_int": lambda L: L.finfo(L.int32),
+    "iinfo_float": lambda L: L.iinfo(L.float32),
+    "iinfo_bool": lambda L: L.iinfo(L.bool),
     "hypot_int": lambda L: L.tensor([1, 2]).hypot(L.tensor([1, 2])),
     "fmod_int_zero": lambda L: L.tensor([1, 2]).fmod(0),
     "remainder_int_zero_tensor": lambda L: L.tensor([1, 2]).remainder(L.tensor([0, 1])),

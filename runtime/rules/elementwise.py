@@ -250,6 +250,13 @@ def zero_derivative(ops, g, needs):
     return (ops.zeros_like(g),)
 
 
+@rule("sampled")
+def sampled(ops, g, needs):
+    """A random sample's tensor parameters (normal's mean and std, bernoulli's p) get zero
+    gradients, as in PyTorch: the sample is not reparametrised."""
+    return tuple(ops.zeros_like(g) if need else None for need in needs)
+
+
 @rule("fill_tensor")
 def fill_tensor(ops, g, needs):
     return (ops.zeros_like(g) if needs[0] else None, ops.sum(g) if needs[1] else None)
@@ -425,16 +432,20 @@ def remainder(ops, g, needs, a, b, quotient):
 
 @rule("not_implemented")
 def not_implemented(ops, g, needs):
-    raise RuntimeError("this operation (floor_divide, a number % a tensor, or the gradient of "
-                       "scaled_dot_product_attention's fused CPU kernel) has no derivative; "
+    raise RuntimeError("this operation (floor_divide, heaviside, a number % a tensor, or the "
+                       "gradient of scaled_dot_product_attention's fused CPU kernel) has no "
+                       "derivative; "
                        "PyTorch does not differentiate it either")
 
 
 @rule("copysign")
 def copysign(ops, g, needs, a, result):
-    """copysign(a, b) is |a| with b's sign: the slope in a is sign(a) * sign(result)."""
-    return (ops.mul(g, ops.mul(ops.sign(a), ops.sign(result))) if needs[0] else None,
-            ops.zeros_like(g) if needs[1] else None)
+    """copysign(a, b) is |a| with b's sign: the slope in a is sign(a) * sign(result). A
+    number b (eager CopysignBackward1) is no input, so the rule then has one gradient."""
+    ga = ops.mul(g, ops.mul(ops.sign(a), ops.sign(result))) if needs[0] else None
+    if len(needs) == 1:
+        return (ga,)
+    return ga, ops.zeros_like(g) if needs[1] else None
 
 
 @rule("floor_divide", "div_rounding")
