@@ -117,11 +117,15 @@ globals().update({name: (_with_copy_out if name in _contractions.COPY_OUT else _
     getattr(_contractions, name)) for name in _contractions.FUNCTIONS})
 for _name in _contractions.METHODS:
     setattr(Tensor, _name, getattr(_contractions, _name))
-from runtime import dtype_info as _dtype_info, sampling as _sampling  # noqa: E402
+from runtime import dtype_info as _dtype_info, predicates as _predicates  # noqa: E402
+from runtime import sampling as _sampling  # noqa: E402
 from runtime.ops import stacking as _stacking  # noqa: E402
 
 globals().update(_dtype_info.FUNCTIONS)
 globals().update(_sampling.FUNCTIONS)
+globals().update(_predicates.FUNCTIONS)
+for _name in _predicates.METHODS:
+    setattr(Tensor, _name, getattr(_predicates, _name))
 globals().update({name: getattr(_stacking, name) for name in _stacking.FUNCTIONS})
 for _name in _stacking.METHODS:
     setattr(Tensor, _name, getattr(_stacking, _name))

@@ -486,7 +486,34 @@ STACKING = {
     "dsplit_sections": op(lambda L, x: x.dsplit(2), [(1, 2, 4)], ANY),
 }
 
-CASES = {**MATH, **SCANS, **INDEXING, **EDGES, **STACKING}
+# linear algebra PyTorch composes from other ops (matmul, inv, mul and sum, diagonal)
+COMPOSED = {
+    "matrix_power_3": op(lambda L, x: L.matrix_power(x, 3), [(3, 3)], ANY, D2),
+    "matrix_power_6_batched": op(lambda L, x: x.matrix_power(6), [(2, 3, 3)], SMALLINT),
+    "matrix_power_5": op(lambda L, x: L.matrix_power(x, 5), [(2, 2)], SMALLINT),
+    "matrix_power_1": op(lambda L, x: L.linalg.matrix_power(x, 1), [(2, 2)], ANY),
+    "matrix_power_0": op(lambda L, x: L.linalg.matrix_power(x, 0), [(2, 3, 3)], ANY),
+    "matrix_power_neg": op(lambda L, x: L.linalg.matrix_power(x + 4 * L.eye(3), -2), [(3, 3)],
+                           ANY),
+    "matrix_power_neg1": op(lambda L, x: L.matrix_power(x + 4 * L.eye(3), -1), [(3, 3)], ANY),
+    "vecdot": op(lambda L, x, y: L.linalg.vecdot(x, y), [(2, 3), (3,)], ANY, D2),
+    "vecdot_dim": op(lambda L, x, y: L.linalg.vecdot(x, y, dim=0), [(4, 2), (4, 1)], ANY),
+    "linalg_diagonal": op(lambda L, x: L.linalg.diagonal(x), [(2, 3, 4)], ANY, D2),
+    "linalg_diagonal_offset": op(lambda L, x: L.linalg.diagonal(x, offset=1, dim1=0, dim2=2),
+                                 [(3, 2, 4)], ANY),
+    "matrix_rank": op(lambda L, x: L.linalg.matrix_rank(x), [(3, 4)], ANY),
+    "matrix_rank_deficient": op(lambda L, x: L.linalg.matrix_rank(x @ x.mT.detach() * 0
+                                                                  + L.ones(3, 3)), [(3, 2)],
+                                ANY),
+    "matrix_rank_batched_atol": op(lambda L, x: L.linalg.matrix_rank(x, atol=1.0), [(2, 3, 3)],
+                                   ANY),
+    "tril_indices": op(lambda L, x: (x * 1, L.tril_indices(4, 3, 1)), [(2,)], ANY),
+    "triu_indices": op(lambda L, x: (x * 1, L.triu_indices(3, 5, -1, dtype=L.int32)), [(2,)],
+                       ANY),
+    "clamp_fn_": op(lambda L, x: L.clamp_(x * 1, -0.5, 0.5), [(5,)], ANY),
+}
+
+CASES = {**MATH, **SCANS, **INDEXING, **EDGES, **STACKING, **COMPOSED}
 DTYPES = pytest.mark.parametrize("dtype", ["float64", "float32"])
 
 
@@ -722,6 +749,16 @@ def test_scatter_with_reduce_computes_but_has_no_derivative(reduce):
     assert results[0] == results[1]
 
 
+@pytest.mark.parametrize("value", [[0.0], [2], [[True]], [float("nan")], [-0.0]])
+def test_is_nonzero_and_is_same_size(value):
+    for fn in ("is_nonzero", "is_same_size"):
+        args = [L.tensor(value) for L in (torch, adcompile)]
+        ours = getattr(adcompile, fn)(*([args[1]] * (1 + (fn == "is_same_size"))))
+        theirs = getattr(torch, fn)(*([args[0]] * (1 + (fn == "is_same_size"))))
+        assert type(ours) is bool and ours == theirs
+    assert adcompile.ones(2).is_same_size(adcompile.ones(2, 1)) is False
+
+
 def test_allclose_returns_a_python_bool():
     for lib in (torch, adcompile):
         a = lib.tensor([1.0, 2.0])
@@ -928,6 +965,12 @@ def test_empty(name):
 # error classes (our texts are our own)
 # ------------------------------------------------------------------------------------------
 ERRORS = {
+    "matrix_power_1d": lambda L: L.matrix_power(L.ones(3), 2),
+    "matrix_power_not_square": lambda L: L.ones(2, 3).matrix_power(2),
+    "matrix_power_int_inverse": lambda L: L.matrix_power(L.ones(2, 2, dtype=L.int64), -1),
+    "matrix_rank_1d": lambda L: L.linalg.matrix_rank(L.ones(3)),
+    "is_nonzero_two": lambda L: L.is_nonzero(L.ones(2)),
+    "is_nonzero_empty": lambda L: L.ones(0).is_nonzero(),
     "logaddexp_int": lambda L: L.logaddexp(L.tensor([1, 2]), L.tensor([1, 2])),
     "logaddexp_number": lambda L: L.logaddexp(L.ones(2), 1.0),
     "heaviside_dtypes": lambda L: L.heaviside(L.ones(2), L.ones(2, dtype=L.float64)),
