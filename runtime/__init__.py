@@ -130,6 +130,7 @@ globals().update({name: getattr(_stacking, name) for name in _stacking.FUNCTIONS
 for _name in _stacking.METHODS:
     setattr(Tensor, _name, getattr(_stacking, _name))
 Tensor.bernoulli = _sampling.bernoulli
+dist = Tensor.dist = _ops.reductions.dist
 from runtime import special  # noqa: E402
 
 

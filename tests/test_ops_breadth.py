@@ -483,6 +483,11 @@ STACKING = {
     "vsplit": op(lambda L, x: L.vsplit(x, 2), [(4, 3)], ANY),
     "vsplit_indices": op(lambda L, x: x.vsplit([1]), [(3, 2, 2)], ANY),
     "dsplit": op(lambda L, x: L.dsplit(x, [2]), [(2, 1, 4)], ANY),
+    "rot90": op(lambda L, x: L.rot90(x), [(2, 3)], ANY, D2),
+    "rot90_k2_dims": op(lambda L, x: x.rot90(2, [2, 0]), [(2, 3, 4)], ANY, D2),
+    "rot90_k3": op(lambda L, x: L.rot90(x, 3, (1, -1)), [(2, 3, 4)], ANY),
+    "rot90_negative_k": op(lambda L, x: x.rot90(-1), [(3, 2)], ANY),
+    "rot90_k0": op(lambda L, x: L.rot90(x, 4), [(3, 2)], ANY),
     "dsplit_sections": op(lambda L, x: x.dsplit(2), [(1, 2, 4)], ANY),
 }
 
@@ -507,6 +512,11 @@ COMPOSED = {
                                 ANY),
     "matrix_rank_batched_atol": op(lambda L, x: L.linalg.matrix_rank(x, atol=1.0), [(2, 3, 3)],
                                    ANY),
+    "dist": op(lambda L, x, y: L.dist(x, y), [(3, 4), (4,)], ANY),
+    "dist_p1": op(lambda L, x, y: x.dist(y, 1), [(5,), (5,)], AWAY),
+    "dist_p3": op(lambda L, x, y: L.dist(x, y, p=3), [(2, 3), Const((2, 3))], ANY),
+    "dist_inf": op(lambda L, x, y: x.dist(y, float("inf")), [(6,), (1,)], DISTINCT),
+    "dist_half": op(lambda L, x, y: L.dist(x, y, 0.5), [(4,), (4,)], AWAY),
     "tril_indices": op(lambda L, x: (x * 1, L.tril_indices(4, 3, 1)), [(2,)], ANY),
     "triu_indices": op(lambda L, x: (x * 1, L.triu_indices(3, 5, -1, dtype=L.int32)), [(2,)],
                        ANY),
@@ -965,6 +975,9 @@ def test_empty(name):
 # error classes (our texts are our own)
 # ------------------------------------------------------------------------------------------
 ERRORS = {
+    "rot90_1d": lambda L: L.rot90(L.ones(3)),
+    "rot90_same_dims": lambda L: L.ones(2, 2).rot90(1, [1, 1]),
+    "rot90_three_dims": lambda L: L.ones(2, 2, 2).rot90(1, [0, 1, 2]),
     "matrix_power_1d": lambda L: L.matrix_power(L.ones(3), 2),
     "matrix_power_not_square": lambda L: L.ones(2, 3).matrix_power(2),
     "matrix_power_int_inverse": lambda L: L.matrix_power(L.ones(2, 2, dtype=L.int64), -1),

@@ -1,12 +1,18 @@
 """The numpy-style stacking and splitting family: atleast_1d/2d/3d, hstack, vstack, row_stack,
-dstack, column_stack, hsplit, vsplit, dsplit.
+dstack, column_stack, hsplit, vsplit, dsplit; and rot90, one node (Rot90Backward0) as in torch.
 
 Each is a composition of recorded views and `cat` / `tensor_split`, in the order PyTorch
 composes them, so the backward graphs match torch's node for node (ViewBackward0 from a
 reshape, UnsqueezeBackward0, CatBackward0, SliceBackward0) and no derivative rule is new.
 """
 
+import numpy as np
+
+from runtime.autograd_meta import any_requires_grad, record
+from runtime.ops._core import wrap
+from runtime.ops._family import node
 from runtime.ops.indexing import tensor_split
+from runtime.ops.reductions import normalize_dims
 from runtime.ops.shape import cat, reshape, unsqueeze
 
 
@@ -96,6 +102,24 @@ hsplit = _split("hsplit", 1, 1)
 vsplit = _split("vsplit", 0, 2)
 dsplit = _split("dsplit", 2, 3)
 
-FUNCTIONS = ["atleast_1d", "atleast_2d", "atleast_3d", "hstack", "vstack", "row_stack",
+Rot90Backward0 = node("Rot90Backward0", "rot90")
+
+
+def rot90(x, k=1, dims=(0, 1)):
+    """x turned k quarter turns in the plane of dims, from the first towards the second."""
+    if len(dims) != 2:
+        raise RuntimeError(f"rot90() takes two dims, got {len(dims)}")
+    if x.dim() < 2:
+        raise RuntimeError(f"rot90() needs a tensor of 2 or more dimensions, got {x.dim()}")
+    dims = tuple(normalize_dims(list(dims), x.dim()))
+    if dims[0] == dims[1]:
+        raise RuntimeError(f"rot90() needs two different dims, got {dims[0]} twice")
+    out = wrap(np.ascontiguousarray(np.rot90(x._data, k, dims)), x._dtype)
+    if any_requires_grad((x,)):
+        record(Rot90Backward0, (x,), out, (k, dims))
+    return out
+
+
+FUNCTIONS = ["rot90", "atleast_1d", "atleast_2d", "atleast_3d", "hstack", "vstack", "row_stack",
              "dstack", "column_stack", "hsplit", "vsplit", "dsplit"]
-METHODS = ["hsplit", "vsplit", "dsplit"]
+METHODS = ["rot90", "hsplit", "vsplit", "dsplit"]
