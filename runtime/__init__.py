@@ -131,6 +131,10 @@ for _name in _stacking.METHODS:
     setattr(Tensor, _name, getattr(_stacking, _name))
 Tensor.bernoulli = _sampling.bernoulli
 dist = Tensor.dist = _ops.reductions.dist
+from runtime.ops import blas as _blas  # noqa: E402
+
+addr = _with_out(_blas.addr)
+Tensor.addr = _blas.addr
 from runtime import special  # noqa: E402
 
 

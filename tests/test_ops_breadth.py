@@ -517,6 +517,13 @@ COMPOSED = {
     "dist_p3": op(lambda L, x, y: L.dist(x, y, p=3), [(2, 3), Const((2, 3))], ANY),
     "dist_inf": op(lambda L, x, y: x.dist(y, float("inf")), [(6,), (1,)], DISTINCT),
     "dist_half": op(lambda L, x, y: L.dist(x, y, 0.5), [(4,), (4,)], AWAY),
+    "addr": op(lambda L, x, a, b: L.addr(x, a, b), [(2, 3), (2,), (3,)], ANY, D2),
+    "addr_scaled": op(lambda L, x, a, b: x.addr(a, b, beta=0.5, alpha=-2.0), [(3,), (2,), (3,)],
+                      ANY, D2),
+    "addr_const_vec": op(lambda L, x, a, b: L.addr(x, a, b, alpha=3), [(2, 2), Const((2,)),
+                                                                        (2,)], ANY),
+    "addr_beta0_nan": op(lambda L, x, a, b: L.addr(x * float("nan"), a, b, beta=0),
+                         [(2, 2), (2,), (2,)], ANY),
     "tril_indices": op(lambda L, x: (x * 1, L.tril_indices(4, 3, 1)), [(2,)], ANY),
     "triu_indices": op(lambda L, x: (x * 1, L.triu_indices(3, 5, -1, dtype=L.int32)), [(2,)],
                        ANY),
@@ -975,6 +982,8 @@ def test_empty(name):
 # error classes (our texts are our own)
 # ------------------------------------------------------------------------------------------
 ERRORS = {
+    "addr_2d_vector": lambda L: L.addr(L.ones(2, 2), L.ones(2, 1), L.ones(2)),
+    "addr_bad_input": lambda L: L.addr(L.ones(3, 2), L.ones(2), L.ones(2)),
     "rot90_1d": lambda L: L.rot90(L.ones(3)),
     "rot90_same_dims": lambda L: L.ones(2, 2).rot90(1, [1, 1]),
     "rot90_three_dims": lambda L: L.ones(2, 2, 2).rot90(1, [0, 1, 2]),
