@@ -524,6 +524,12 @@ COMPOSED = {
                                                                         (2,)], ANY),
     "addr_beta0_nan": op(lambda L, x, a, b: L.addr(x * float("nan"), a, b, beta=0),
                          [(2, 2), (2,), (2,)], ANY),
+    "aminmax": op(lambda L, x: L.aminmax(x), [(3, 4)], ANY, D2),
+    "aminmax_dim": op(lambda L, x: x.aminmax(dim=1), [(3, 4)], SMALLINT, D2),
+    "aminmax_keepdim": op(lambda L, x: L.aminmax(x, dim=-1, keepdim=True), [(2, 3)], ANY),
+    "aminmax_all_keepdim": op(lambda L, x: x.aminmax(keepdim=True), [(2, 3)], ANY),
+    "aminmax_max_only": op(lambda L, x: x.aminmax(dim=0).max, [(4, 2)], SMALLINT),
+    "aminmax_0d": op(lambda L, x: L.aminmax(x), [()], ANY),
     "tril_indices": op(lambda L, x: (x * 1, L.tril_indices(4, 3, 1)), [(2,)], ANY),
     "triu_indices": op(lambda L, x: (x * 1, L.triu_indices(3, 5, -1, dtype=L.int32)), [(2,)],
                        ANY),
@@ -982,6 +988,9 @@ def test_empty(name):
 # error classes (our texts are our own)
 # ------------------------------------------------------------------------------------------
 ERRORS = {
+    "aminmax_empty": lambda L: L.ones(0).aminmax(),
+    "aminmax_empty_dim": lambda L: L.ones(0, 3).aminmax(dim=0),
+    "aminmax_dim_out_of_range": lambda L: L.aminmax(L.ones(3), dim=1),
     "addr_2d_vector": lambda L: L.addr(L.ones(2, 2), L.ones(2, 1), L.ones(2)),
     "addr_bad_input": lambda L: L.addr(L.ones(3, 2), L.ones(2), L.ones(2)),
     "rot90_1d": lambda L: L.rot90(L.ones(3)),
