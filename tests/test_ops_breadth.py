@@ -530,6 +530,10 @@ COMPOSED = {
     "aminmax_all_keepdim": op(lambda L, x: x.aminmax(keepdim=True), [(2, 3)], ANY),
     "aminmax_max_only": op(lambda L, x: x.aminmax(dim=0).max, [(4, 2)], SMALLINT),
     "aminmax_0d": op(lambda L, x: L.aminmax(x), [()], ANY),
+    "complex": op(lambda L, x, y: L.view_as_real(L.complex(x, y)), [(2, 3), (3,)], ANY, D2),
+    "complex_abs": op(lambda L, x, y: L.complex(x, y).abs(), [(4,), Const((4,))], AWAY),
+    "polar": op(lambda L, r, t: L.view_as_real(L.polar(r, t)), [(2, 3), (2, 3)], POS, D2),
+    "polar_abs_angle": op(lambda L, r, t: L.polar(r, t).angle(), [(4,), (1,)], POS),
     "tril_indices": op(lambda L, x: (x * 1, L.tril_indices(4, 3, 1)), [(2,)], ANY),
     "triu_indices": op(lambda L, x: (x * 1, L.triu_indices(3, 5, -1, dtype=L.int32)), [(2,)],
                        ANY),
@@ -988,6 +992,9 @@ def test_empty(name):
 # error classes (our texts are our own)
 # ------------------------------------------------------------------------------------------
 ERRORS = {
+    "complex_int": lambda L: L.complex(L.ones(2, dtype=L.int64), L.ones(2, dtype=L.int64)),
+    "complex_dtypes": lambda L: L.complex(L.ones(2), L.ones(2, dtype=L.float64)),
+    "polar_shapes": lambda L: L.polar(L.ones(2), L.ones(3)),
     "aminmax_empty": lambda L: L.ones(0).aminmax(),
     "aminmax_empty_dim": lambda L: L.ones(0, 3).aminmax(dim=0),
     "aminmax_dim_out_of_range": lambda L: L.aminmax(L.ones(3), dim=1),

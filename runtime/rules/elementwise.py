@@ -352,6 +352,23 @@ def view_as_real(ops, g, needs):
     return (ops.view_as_complex(g),)
 
 
+@rule("complex")
+def complex_(ops, g, needs, real, imag):
+    """complex(re, im): each part gets its own component of the cotangent (a real cotangent
+    has no imaginary one)."""
+    g_imag = ops.imag(g) if ops.is_complex(g) else ops.zeros_like(g)
+    return (ops.real(g) if needs[0] else None, g_imag if needs[1] else None)
+
+
+@rule("polar")
+def polar(ops, g, needs, result):
+    """polar(r, theta) = r e^(i theta): d/dr along sgn(result), d/dtheta along i result."""
+    g_conj = ops.conj(g)
+    g_abs = ops.real(ops.mul(g_conj, ops.sgn(result))) if needs[0] else None
+    g_angle = ops.real(ops.mul(g_conj, ops.mul(result, 1j))) if needs[1] else None
+    return g_abs, g_angle
+
+
 @rule("view_as_complex")
 def view_as_complex(ops, g, needs):
     return (ops.stack([ops.real(g), ops.imag(g)], -1),)
