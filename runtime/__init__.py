@@ -119,16 +119,17 @@ for _name in _contractions.METHODS:
     setattr(Tensor, _name, getattr(_contractions, _name))
 from runtime import dtype_info as _dtype_info, predicates as _predicates  # noqa: E402
 from runtime import sampling as _sampling  # noqa: E402
-from runtime.ops import stacking as _stacking  # noqa: E402
+from runtime.ops import counting as _counting, stacking as _stacking  # noqa: E402
 
 globals().update(_dtype_info.FUNCTIONS)
 globals().update(_sampling.FUNCTIONS)
 globals().update(_predicates.FUNCTIONS)
 for _name in _predicates.METHODS:
     setattr(Tensor, _name, getattr(_predicates, _name))
-globals().update({name: getattr(_stacking, name) for name in _stacking.FUNCTIONS})
-for _name in _stacking.METHODS:
-    setattr(Tensor, _name, getattr(_stacking, _name))
+for _family in (_stacking, _counting):
+    globals().update({name: getattr(_family, name) for name in _family.FUNCTIONS})
+    for _name in _family.METHODS:
+        setattr(Tensor, _name, getattr(_family, _name))
 Tensor.bernoulli = _sampling.bernoulli
 dist = Tensor.dist = _ops.reductions.dist
 from runtime.ops import blas as _blas  # noqa: E402
