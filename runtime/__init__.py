@@ -119,14 +119,15 @@ for _name in _contractions.METHODS:
     setattr(Tensor, _name, getattr(_contractions, _name))
 from runtime import dtype_info as _dtype_info, predicates as _predicates  # noqa: E402
 from runtime import sampling as _sampling  # noqa: E402
-from runtime.ops import counting as _counting, stacking as _stacking  # noqa: E402
+from runtime.ops import counting as _counting, integration as _integration  # noqa: E402
+from runtime.ops import stacking as _stacking  # noqa: E402
 
 globals().update(_dtype_info.FUNCTIONS)
 globals().update(_sampling.FUNCTIONS)
 globals().update(_predicates.FUNCTIONS)
 for _name in _predicates.METHODS:
     setattr(Tensor, _name, getattr(_predicates, _name))
-for _family in (_stacking, _counting):
+for _family in (_stacking, _counting, _integration):
     globals().update({name: getattr(_family, name) for name in _family.FUNCTIONS})
     for _name in _family.METHODS:
         setattr(Tensor, _name, getattr(_family, _name))

@@ -553,6 +553,16 @@ COMPOSED = {
     "histc": op(lambda L, x: L.histc(x, bins=5, min=-1, max=1), [(30,)], ANY),
     "histc_data_range": op(lambda L, x: x.histc(7), [(4, 5)], ANY),
     "histc_ints": op(lambda L, x: x.histc(4, 0, 4), [(20,)], SMALLINT),
+    "trapezoid": op(lambda L, y: L.trapezoid(y), [(3, 5)], ANY, D2),
+    "trapezoid_dx_dim": op(lambda L, y: L.trapezoid(y, dx=0.25, dim=0), [(4, 2)], ANY),
+    "trapezoid_x": op(lambda L, y, x: L.trapezoid(y, x), [(5,), (5,)], ANY, D2),
+    "trapezoid_x_1d_on_2d": op(lambda L, y, x: L.trapezoid(y, x, dim=0), [(4, 3), (4,)], ANY),
+    "trapezoid_x_same_shape": op(lambda L, y, x: L.trapz(y, x), [(2, 4), Const((2, 4))], ANY),
+    "cumulative_trapezoid": op(lambda L, y: L.cumulative_trapezoid(y), [(3, 5)], ANY, D2),
+    "cumulative_trapezoid_dx": op(lambda L, y: L.cumulative_trapezoid(y, dx=3.0, dim=0),
+                                  [(4, 2)], ANY),
+    "cumulative_trapezoid_x": op(lambda L, y, x: L.cumulative_trapezoid(y, x), [(2, 5), (5,)],
+                                 ANY, D2),
     "tril_indices": op(lambda L, x: (x * 1, L.tril_indices(4, 3, 1)), [(2,)], ANY),
     "triu_indices": op(lambda L, x: (x * 1, L.triu_indices(3, 5, -1, dtype=L.int32)), [(2,)],
                        ANY),
@@ -1011,6 +1021,8 @@ def test_empty(name):
 # error classes (our texts are our own)
 # ------------------------------------------------------------------------------------------
 ERRORS = {
+    "trapezoid_x_and_dx": lambda L: L.trapezoid(L.ones(3), L.ones(3), dx=1.0),
+    "trapezoid_number_x": lambda L: L.trapezoid(L.ones(3), 2),
     "bincount_negative": lambda L: L.bincount(L.tensor([-1])),
     "bincount_float": lambda L: L.bincount(L.tensor([1.0])),
     "bincount_2d": lambda L: L.bincount(L.ones(2, 2, dtype=L.int64)),

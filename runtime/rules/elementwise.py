@@ -250,6 +250,17 @@ def zero_derivative(ops, g, needs):
     return (ops.zeros_like(g),)
 
 
+@rule("mul_scalar")
+def mul_scalar(ops, g, needs, c):
+    """x * c for a number c inside a composite op (PyTorch's MulBackward1: one edge)."""
+    return (ops.mul(g, c),)
+
+
+@rule("div_scalar")
+def div_scalar(ops, g, needs, c):
+    return (ops.div(g, c),)
+
+
 @rule("sampled")
 def sampled(ops, g, needs):
     """A random sample's tensor parameters (normal's mean and std, bernoulli's p) get zero
