@@ -16,7 +16,17 @@ def _fmt(value):
     return f"{value:g}"
 
 
-class finfo:
+class _Limits:
+    """Equal when every field is: the same dtype's limits, however they were asked for."""
+
+    def __eq__(self, other):
+        return type(other) is type(self) and vars(self) == vars(other)
+
+    def __hash__(self):
+        return hash((self.bits, self.dtype))
+
+
+class finfo(_Limits):
     """Machine limits of a floating-point dtype (a complex dtype's are its parts')."""
 
     def __init__(self, type=None):
@@ -32,19 +42,13 @@ class finfo:
         self.resolution = 10.0 ** -int(info.precision)  # a decimal power, as torch gives it
         self.dtype = str(info.dtype)
 
-    def __eq__(self, other):
-        return isinstance(other, finfo) and vars(self) == vars(other)
-
-    def __hash__(self):
-        return hash((self.bits, self.dtype))
-
     def __repr__(self):
         fields = ("resolution", "min", "max", "eps", "smallest_normal", "tiny")
         shown = ", ".join(f"{name}={_fmt(getattr(self, name))}" for name in fields)
         return f"finfo({shown}, dtype={self.dtype})"
 
 
-class iinfo:
+class iinfo(_Limits):
     """Limits of an integer dtype (bool has none)."""
 
     def __init__(self, type):
@@ -55,12 +59,6 @@ class iinfo:
         self.max = int(info.max)
         self.min = int(info.min)
         self.dtype = type.name
-
-    def __eq__(self, other):
-        return isinstance(other, iinfo) and vars(self) == vars(other)
-
-    def __hash__(self):
-        return hash((self.bits, self.dtype))
 
     def __repr__(self):
         return f"iinfo(min={_fmt(self.min)}, max={_fmt(self.max)}, dtype={self.dtype})"
