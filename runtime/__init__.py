@@ -61,7 +61,7 @@ from runtime.grad_mode import (
 from runtime.ops._core import get_default_dtype, set_default_dtype
 from runtime.out_param import with_copy_out as _with_copy_out, with_out as _with_out
 from runtime.serialization import load, save
-from runtime.random import manual_seed, seed, initial_seed, get_rng_state, set_rng_state
+from runtime.random import Generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state
 from runtime.tensor import Size, Tensor
 from runtime.viz import make_dot
 from runtime.printing import get_printoptions, set_printoptions
@@ -117,6 +117,26 @@ globals().update({name: (_with_copy_out if name in _contractions.COPY_OUT else _
     getattr(_contractions, name)) for name in _contractions.FUNCTIONS})
 for _name in _contractions.METHODS:
     setattr(Tensor, _name, getattr(_contractions, _name))
+from runtime import dtype_info as _dtype_info, predicates as _predicates  # noqa: E402
+from runtime import sampling as _sampling  # noqa: E402
+from runtime.ops import counting as _counting, integration as _integration  # noqa: E402
+from runtime.ops import stacking as _stacking  # noqa: E402
+
+globals().update(_dtype_info.FUNCTIONS)
+globals().update(_sampling.FUNCTIONS)
+globals().update(_predicates.FUNCTIONS)
+for _name in _predicates.METHODS:
+    setattr(Tensor, _name, getattr(_predicates, _name))
+for _family in (_stacking, _counting, _integration):
+    globals().update({name: getattr(_family, name) for name in _family.FUNCTIONS})
+    for _name in _family.METHODS:
+        setattr(Tensor, _name, getattr(_family, _name))
+Tensor.bernoulli = _sampling.bernoulli
+dist = Tensor.dist = _ops.reductions.dist
+from runtime.ops import blas as _blas  # noqa: E402
+
+addr = _with_out(_blas.addr)
+Tensor.addr = _blas.addr
 from runtime import special  # noqa: E402
 
 
@@ -143,6 +163,7 @@ from runtime.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled  # 
 
 equal = _ops.equal
 real, imag, conj, angle = _ops.real, _ops.imag, _ops.conj, _ops.angle
+complex, polar = _ops.complex.complex, _ops.complex.polar
 sgn = _with_out(_ops.sgn)
 view_as_real, view_as_complex = _ops.view_as_real, _ops.view_as_complex
 

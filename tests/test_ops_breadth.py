@@ -65,6 +65,19 @@ def _i(L, values):
 # Math
 # ------------------------------------------------------------------------------------------
 MATH = {
+    "logaddexp": op(lambda L, x, y: L.logaddexp(x, y), [(2, 3), (3,)], ANY, D2),
+    "logaddexp_method": op(lambda L, x, y: x.logaddexp(y), [(4,), Const((4,))], LARGE, D2),
+    "logaddexp2": op(lambda L, x, y: L.logaddexp2(x, y), [(3, 1), (1, 2)], ANY, D2),
+    "logaddexp2_method": op(lambda L, x, y: x.logaddexp2(y), [(5,), (5,)], LARGE),
+    "copysign": op(lambda L, x, y: L.copysign(x, y), [(2, 3), (3,)], ANY, D2),
+    "copysign_number": op(lambda L, x: x.copysign(-1.5), [(5,)], ANY, D2),
+    "copysign_const_sign": op(lambda L, x, y: x.copysign(y), [(5,), Const((5,))], ANY),
+    "copysign_": op(lambda L, x, y: (x * 1).copysign_(y), [(5,), (5,)], ANY),
+    "sinc": op(lambda L, x: L.sinc(x), [(2, 5)], ANY, D2),
+    "sinc_method_": op(lambda L, x: (x * 2).sinc_(), [(6,)], ANY),
+    "sinc_fn_": op(lambda L, x: L.sinc_(x * 2), [(6,)], ANY),
+    "heaviside": op(lambda L, x, y: L.heaviside(x, y), [Const((2, 3)), Const((3,))], ANY),
+    "heaviside_method": op(lambda L, x, y: x.heaviside(y), [Const((4,)), Const(())], ANY),
     "acos": op(lambda L, x: x.acos(), [(2, 3)], UNIT, D2),
     "acos_fn": op(lambda L, x: L.acos(x), [(4,)], UNIT),
     "arccos": op(lambda L, x: L.arccos(x), [(4,)], UNIT),
@@ -446,7 +459,117 @@ EDGES = {
     "sort_descending_0d": op(lambda L, x: x.sort(descending=True), [()], ANY),
 }
 
-CASES = {**MATH, **SCANS, **INDEXING, **EDGES}
+# ------------------------------------------------------------------------------------------
+# Stacking and splitting (numpy-style compositions of views, cat and tensor_split)
+# ------------------------------------------------------------------------------------------
+STACKING = {
+    "atleast_1d_0d": op(lambda L, x: L.atleast_1d(x), [()], ANY, D2),
+    "atleast_1d_many": op(lambda L, x, y: L.atleast_1d(x, y), [(), (2, 3)], ANY),
+    "atleast_2d_list": op(lambda L, x, y, z: L.atleast_2d([x, y, z]), [(), (3,), (2, 2)], ANY),
+    "atleast_3d": op(lambda L, x, y, z, w: L.atleast_3d(x, y, z, w),
+                     [(), (3,), (2, 2), (1, 2, 3)], ANY),
+    "hstack_1d": op(lambda L, x, y: L.hstack([x, y]), [(2,), (3,)], ANY, D2),
+    "hstack_0d": op(lambda L, x, y: L.hstack((x, y)), [(), ()], ANY),
+    "hstack_2d": op(lambda L, x, y: L.hstack([x, y]), [(2, 1), Const((2, 3))], ANY),
+    "vstack": op(lambda L, x, y: L.vstack([x, y]), [(3,), (2, 3)], ANY, D2),
+    "row_stack": op(lambda L, x, y: L.row_stack([x, y]), [(), ()], ANY),
+    "dstack": op(lambda L, x, y: L.dstack([x, y]), [(3,), (1, 3)], ANY, D2),
+    "dstack_3d": op(lambda L, x, y: L.dstack([x, y]), [(2, 2), (2, 2, 3)], ANY),
+    "column_stack": op(lambda L, x, y, z: L.column_stack([x, y, z]), [(3,), (3, 2), (3,)],
+                       ANY, D2),
+    "column_stack_0d": op(lambda L, x, y: L.column_stack([x, y]), [(), (1,)], ANY),
+    "hsplit_sections": op(lambda L, x: x.hsplit(3), [(2, 6)], ANY, D2),
+    "hsplit_1d_indices": op(lambda L, x: L.hsplit(x, [1, 4]), [(5,)], ANY),
+    "vsplit": op(lambda L, x: L.vsplit(x, 2), [(4, 3)], ANY),
+    "vsplit_indices": op(lambda L, x: x.vsplit([1]), [(3, 2, 2)], ANY),
+    "dsplit": op(lambda L, x: L.dsplit(x, [2]), [(2, 1, 4)], ANY),
+    "rot90": op(lambda L, x: L.rot90(x), [(2, 3)], ANY, D2),
+    "rot90_k2_dims": op(lambda L, x: x.rot90(2, [2, 0]), [(2, 3, 4)], ANY, D2),
+    "rot90_k3": op(lambda L, x: L.rot90(x, 3, (1, -1)), [(2, 3, 4)], ANY),
+    "rot90_negative_k": op(lambda L, x: x.rot90(-1), [(3, 2)], ANY),
+    "rot90_k0": op(lambda L, x: L.rot90(x, 4), [(3, 2)], ANY),
+    "dsplit_sections": op(lambda L, x: x.dsplit(2), [(1, 2, 4)], ANY),
+}
+
+# linear algebra PyTorch composes from other ops (matmul, inv, mul and sum, diagonal)
+COMPOSED = {
+    "matrix_power_3": op(lambda L, x: L.matrix_power(x, 3), [(3, 3)], ANY, D2),
+    "matrix_power_6_batched": op(lambda L, x: x.matrix_power(6), [(2, 3, 3)], SMALLINT),
+    "matrix_power_5": op(lambda L, x: L.matrix_power(x, 5), [(2, 2)], SMALLINT),
+    "matrix_power_1": op(lambda L, x: L.linalg.matrix_power(x, 1), [(2, 2)], ANY),
+    "matrix_power_0": op(lambda L, x: L.linalg.matrix_power(x, 0), [(2, 3, 3)], ANY),
+    "matrix_power_neg": op(lambda L, x: L.linalg.matrix_power(x + 4 * L.eye(3), -2), [(3, 3)],
+                           ANY),
+    "matrix_power_neg1": op(lambda L, x: L.matrix_power(x + 4 * L.eye(3), -1), [(3, 3)], ANY),
+    "vecdot": op(lambda L, x, y: L.linalg.vecdot(x, y), [(2, 3), (3,)], ANY, D2),
+    "vecdot_dim": op(lambda L, x, y: L.linalg.vecdot(x, y, dim=0), [(4, 2), (4, 1)], ANY),
+    "linalg_diagonal": op(lambda L, x: L.linalg.diagonal(x), [(2, 3, 4)], ANY, D2),
+    "linalg_diagonal_offset": op(lambda L, x: L.linalg.diagonal(x, offset=1, dim1=0, dim2=2),
+                                 [(3, 2, 4)], ANY),
+    "matrix_rank": op(lambda L, x: L.linalg.matrix_rank(x), [(3, 4)], ANY),
+    "matrix_rank_deficient": op(lambda L, x: L.linalg.matrix_rank(x @ x.mT.detach() * 0
+                                                                  + L.ones(3, 3)), [(3, 2)],
+                                ANY),
+    "matrix_rank_batched_atol": op(lambda L, x: L.linalg.matrix_rank(x, atol=1.0), [(2, 3, 3)],
+                                   ANY),
+    "dist": op(lambda L, x, y: L.dist(x, y), [(3, 4), (4,)], ANY),
+    "dist_p1": op(lambda L, x, y: x.dist(y, 1), [(5,), (5,)], AWAY),
+    "dist_p3": op(lambda L, x, y: L.dist(x, y, p=3), [(2, 3), Const((2, 3))], ANY),
+    "dist_inf": op(lambda L, x, y: x.dist(y, float("inf")), [(6,), (1,)], DISTINCT),
+    "dist_half": op(lambda L, x, y: L.dist(x, y, 0.5), [(4,), (4,)], AWAY),
+    "addr": op(lambda L, x, a, b: L.addr(x, a, b), [(2, 3), (2,), (3,)], ANY, D2),
+    "addr_scaled": op(lambda L, x, a, b: x.addr(a, b, beta=0.5, alpha=-2.0), [(3,), (2,), (3,)],
+                      ANY, D2),
+    "addr_const_vec": op(lambda L, x, a, b: L.addr(x, a, b, alpha=3), [(2, 2), Const((2,)),
+                                                                        (2,)], ANY),
+    "addr_beta0_nan": op(lambda L, x, a, b: L.addr(x * float("nan"), a, b, beta=0),
+                         [(2, 2), (2,), (2,)], ANY),
+    "aminmax": op(lambda L, x: L.aminmax(x), [(3, 4)], ANY, D2),
+    "aminmax_dim": op(lambda L, x: x.aminmax(dim=1), [(3, 4)], SMALLINT, D2),
+    "aminmax_keepdim": op(lambda L, x: L.aminmax(x, dim=-1, keepdim=True), [(2, 3)], ANY),
+    "aminmax_all_keepdim": op(lambda L, x: x.aminmax(keepdim=True), [(2, 3)], ANY),
+    "aminmax_max_only": op(lambda L, x: x.aminmax(dim=0).max, [(4, 2)], SMALLINT),
+    "aminmax_0d": op(lambda L, x: L.aminmax(x), [()], ANY),
+    "complex": op(lambda L, x, y: L.view_as_real(L.complex(x, y)), [(2, 3), (3,)], ANY, D2),
+    "complex_abs": op(lambda L, x, y: L.complex(x, y).abs(), [(4,), Const((4,))], AWAY),
+    "polar": op(lambda L, r, t: L.view_as_real(L.polar(r, t)), [(2, 3), (2, 3)], POS, D2),
+    "polar_abs_angle": op(lambda L, r, t: L.polar(r, t).angle(), [(4,), (1,)], POS),
+    "searchsorted": op(lambda L, s, v: L.searchsorted(s.sort().values, v), [(7,), (2, 3)],
+                       SMALLINT),
+    "searchsorted_right_int32": op(lambda L, s, v: L.searchsorted(s.sort().values, v,
+                                                                  right=True, out_int32=True),
+                                   [(7,), (5,)], SMALLINT),
+    "searchsorted_side_batched": op(lambda L, s, v: L.searchsorted(s.sort().values, v,
+                                                                   side="right"),
+                                    [(2, 5), (2, 3)], SMALLINT),
+    "searchsorted_sorter": op(lambda L, s, v: L.searchsorted(s, v, sorter=s.argsort()),
+                              [(6,), (4,)], ANY),
+    "bucketize": op(lambda L, x, b: L.bucketize(x, b.sort().values), [(3, 4), (5,)], SMALLINT),
+    "bucketize_right": op(lambda L, x, b: L.bucketize(x, b.sort().values, right=True),
+                          [(6,), (4,)], SMALLINT),
+    "bincount": op(lambda L, x: (x * 1, L.bincount(L.tensor([0, 3, 3, 1]))), [(2,)], ANY),
+    "bincount_weights": op(lambda L, w: L.tensor([2, 0, 2]).bincount(w.detach(), 5), [(3,)],
+                           ANY),
+    "histc": op(lambda L, x: L.histc(x, bins=5, min=-1, max=1), [(30,)], ANY),
+    "histc_data_range": op(lambda L, x: x.histc(7), [(4, 5)], ANY),
+    "histc_ints": op(lambda L, x: x.histc(4, 0, 4), [(20,)], SMALLINT),
+    "trapezoid": op(lambda L, y: L.trapezoid(y), [(3, 5)], ANY, D2),
+    "trapezoid_dx_dim": op(lambda L, y: L.trapezoid(y, dx=0.25, dim=0), [(4, 2)], ANY),
+    "trapezoid_x": op(lambda L, y, x: L.trapezoid(y, x), [(5,), (5,)], ANY, D2),
+    "trapezoid_x_1d_on_2d": op(lambda L, y, x: L.trapezoid(y, x, dim=0), [(4, 3), (4,)], ANY),
+    "trapezoid_x_same_shape": op(lambda L, y, x: L.trapz(y, x), [(2, 4), Const((2, 4))], ANY),
+    "cumulative_trapezoid": op(lambda L, y: L.cumulative_trapezoid(y), [(3, 5)], ANY, D2),
+    "cumulative_trapezoid_dx": op(lambda L, y: L.cumulative_trapezoid(y, dx=3.0, dim=0),
+                                  [(4, 2)], ANY),
+    "cumulative_trapezoid_x": op(lambda L, y, x: L.cumulative_trapezoid(y, x), [(2, 5), (5,)],
+                                 ANY, D2),
+    "tril_indices": op(lambda L, x: (x * 1, L.tril_indices(4, 3, 1)), [(2,)], ANY),
+    "triu_indices": op(lambda L, x: (x * 1, L.triu_indices(3, 5, -1, dtype=L.int32)), [(2,)],
+                       ANY),
+    "clamp_fn_": op(lambda L, x: L.clamp_(x * 1, -0.5, 0.5), [(5,)], ANY),
+}
+
+CASES = {**MATH, **SCANS, **INDEXING, **EDGES, **STACKING, **COMPOSED}
 DTYPES = pytest.mark.parametrize("dtype", ["float64", "float32"])
 
 
@@ -682,6 +805,16 @@ def test_scatter_with_reduce_computes_but_has_no_derivative(reduce):
     assert results[0] == results[1]
 
 
+@pytest.mark.parametrize("value", [[0.0], [2], [[True]], [float("nan")], [-0.0]])
+def test_is_nonzero_and_is_same_size(value):
+    for fn in ("is_nonzero", "is_same_size"):
+        args = [L.tensor(value) for L in (torch, adcompile)]
+        ours = getattr(adcompile, fn)(*([args[1]] * (1 + (fn == "is_same_size"))))
+        theirs = getattr(torch, fn)(*([args[0]] * (1 + (fn == "is_same_size"))))
+        assert type(ours) is bool and ours == theirs
+    assert adcompile.ones(2).is_same_size(adcompile.ones(2, 1)) is False
+
+
 def test_allclose_returns_a_python_bool():
     for lib in (torch, adcompile):
         a = lib.tensor([1.0, 2.0])
@@ -888,6 +1021,47 @@ def test_empty(name):
 # error classes (our texts are our own)
 # ------------------------------------------------------------------------------------------
 ERRORS = {
+    "trapezoid_x_and_dx": lambda L: L.trapezoid(L.ones(3), L.ones(3), dx=1.0),
+    "trapezoid_number_x": lambda L: L.trapezoid(L.ones(3), 2),
+    "bincount_negative": lambda L: L.bincount(L.tensor([-1])),
+    "bincount_float": lambda L: L.bincount(L.tensor([1.0])),
+    "bincount_2d": lambda L: L.bincount(L.ones(2, 2, dtype=L.int64)),
+    "histc_int": lambda L: L.histc(L.tensor([1, 2])),
+    "histc_max_below_min": lambda L: L.histc(L.ones(2), min=2, max=1),
+    "searchsorted_shapes": lambda L: L.searchsorted(L.tensor([[1, 2]]), L.tensor([1])),
+    "bucketize_2d": lambda L: L.bucketize(L.ones(2), L.ones(2, 2)),
+    "complex_int": lambda L: L.complex(L.ones(2, dtype=L.int64), L.ones(2, dtype=L.int64)),
+    "complex_dtypes": lambda L: L.complex(L.ones(2), L.ones(2, dtype=L.float64)),
+    "polar_shapes": lambda L: L.polar(L.ones(2), L.ones(3)),
+    "aminmax_empty": lambda L: L.ones(0).aminmax(),
+    "aminmax_empty_dim": lambda L: L.ones(0, 3).aminmax(dim=0),
+    "aminmax_dim_out_of_range": lambda L: L.aminmax(L.ones(3), dim=1),
+    "addr_2d_vector": lambda L: L.addr(L.ones(2, 2), L.ones(2, 1), L.ones(2)),
+    "addr_bad_input": lambda L: L.addr(L.ones(3, 2), L.ones(2), L.ones(2)),
+    "rot90_1d": lambda L: L.rot90(L.ones(3)),
+    "rot90_same_dims": lambda L: L.ones(2, 2).rot90(1, [1, 1]),
+    "rot90_three_dims": lambda L: L.ones(2, 2, 2).rot90(1, [0, 1, 2]),
+    "matrix_power_1d": lambda L: L.matrix_power(L.ones(3), 2),
+    "matrix_power_not_square": lambda L: L.ones(2, 3).matrix_power(2),
+    "matrix_power_int_inverse": lambda L: L.matrix_power(L.ones(2, 2, dtype=L.int64), -1),
+    "matrix_rank_1d": lambda L: L.linalg.matrix_rank(L.ones(3)),
+    "is_nonzero_two": lambda L: L.is_nonzero(L.ones(2)),
+    "is_nonzero_empty": lambda L: L.ones(0).is_nonzero(),
+    "logaddexp_int": lambda L: L.logaddexp(L.tensor([1, 2]), L.tensor([1, 2])),
+    "logaddexp_number": lambda L: L.logaddexp(L.ones(2), 1.0),
+    "heaviside_dtypes": lambda L: L.heaviside(L.ones(2), L.ones(2, dtype=L.float64)),
+    "heaviside_backward": lambda L: L.heaviside(L.ones(2, requires_grad=True),
+                                                L.ones(2)).sum().backward(),
+    "hstack_empty": lambda L: L.hstack([]),
+    "vstack_empty": lambda L: L.vstack(()),
+    "hsplit_0d": lambda L: L.hsplit(L.tensor(1.0), 1),
+    "vsplit_1d": lambda L: L.vsplit(L.ones(3), 1),
+    "dsplit_2d": lambda L: L.ones(2, 2).dsplit(1),
+    "hsplit_uneven": lambda L: L.ones(2, 3).hsplit(2),
+    "vsplit_zero_sections": lambda L: L.ones(2, 3).vsplit(0),
+    "finfo_int": lambda L: L.finfo(L.int32),
+    "iinfo_float": lambda L: L.iinfo(L.float32),
+    "iinfo_bool": lambda L: L.iinfo(L.bool),
     "hypot_int": lambda L: L.tensor([1, 2]).hypot(L.tensor([1, 2])),
     "fmod_int_zero": lambda L: L.tensor([1, 2]).fmod(0),
     "remainder_int_zero_tensor": lambda L: L.tensor([1, 2]).remainder(L.tensor([0, 1])),

@@ -524,3 +524,59 @@ def test_generic_cpu_kernels_not_reproduced(tmp_path):
     uniforms = R.uniform_(np.empty(100, np.float32), -0.3, 0.7, g)
     got = np.concatenate([normals, uniforms])
     assert_same(expected, got)
+
+
+# --------------------------------------------------------------------------- torch.* samplers
+# normal's four overloads, bernoulli and Generator objects through the public namespace
+# (`import adcompile as torch`): values, dtypes, grad_fn names and the generator state after.
+
+_SAMPLERS = {
+    "normal_numbers": lambda L, g: L.normal(0.5, 2.0, (40,), generator=g),
+    "normal_numbers_f64": lambda L, g: L.normal(-1.0, 0.25, (3, 7), generator=g,
+                                                dtype=L.float64),
+    "normal_tensor_mean": lambda L, g: L.normal(L.linspace(-3, 3, 21).requires_grad_(), 0.5,
+                                                generator=g),
+    "normal_tensor_std": lambda L, g: L.normal(2.0, L.linspace(0, 1, 9).requires_grad_(),
+                                               generator=g),
+    "normal_both": lambda L, g: L.normal(L.linspace(-3, 3, 33, dtype=L.float64),
+                                         L.linspace(0.1, 2, 33, dtype=L.float64)
+                                         .requires_grad_(), generator=g),
+    "normal_broadcast": lambda L, g: L.normal(L.linspace(-1, 1, 5), L.ones(4, 1), generator=g),
+    "bernoulli": lambda L, g: L.bernoulli(L.linspace(0, 1, 37).requires_grad_(), generator=g),
+    "bernoulli_f64_method": lambda L, g: L.linspace(0.2, 0.9, 20, dtype=L.float64).bernoulli(
+        generator=g),
+    "bernoulli_f16": lambda L, g: L.bernoulli(L.linspace(0, 1, 18, dtype=L.float16),
+                                              generator=g),
+}
+
+
+@avx2_kernels
+@pytest.mark.parametrize("own_generator", [False, True], ids=["default", "Generator"])
+@pytest.mark.parametrize("name", list(_SAMPLERS))
+def test_torch_samplers(name, own_generator):
+    import adcompile
+
+    results = []
+    for L in (torch, adcompile):
+        g = L.Generator().manual_seed(11) if own_generator else None
+        L.manual_seed(3)
+        out = _SAMPLERS[name](L, g)
+        after = L.rand(5, generator=g)  # the stream continues in step
+        grad_fn = type(out.grad_fn).__name__ if out.grad_fn is not None else None
+        zero_grads = None
+        if out.requires_grad:
+            leaf = out.grad_fn.next_functions[-1][0].variable
+            (grad,) = L.autograd.grad(out.sum(), leaf)
+            zero_grads = not grad.numpy().any()
+        results.append((out.detach().numpy(), after.numpy(), grad_fn, zero_grads))
+    (theirs, t_after, *t_facts), (ours, o_after, *o_facts) = results
+    assert_same(theirs, ours)
+    assert_same(t_after, o_after)
+    assert o_facts == t_facts
+
+
+def test_bernoulli_with_a_number_p_is_refused():
+    import adcompile
+
+    with pytest.raises(NotImplementedError):
+        adcompile.bernoulli(adcompile.ones(3), 0.5)

@@ -22,6 +22,8 @@ from runtime.ops.decompositions import (  # noqa: F401
 )
 from runtime.ops.contractions import multi_dot  # noqa: F401
 from runtime.ops.linalg import linalg_cross as cross  # noqa: F401
+from runtime.linalg.compositions import (  # noqa: F401
+    diagonal, matrix_power, matrix_rank, vecdot)
 
 
 def matmul(a, b):
@@ -31,5 +33,6 @@ def matmul(a, b):
 
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cross", "det", "eigh", "eigvalsh", "inv",
-           "inv_ex", "lstsq", "matmul", "matrix_norm", "multi_dot", "norm", "qr", "slogdet", "solve",
+           "inv_ex", "lstsq", "matmul", "matrix_norm", "matrix_power", "matrix_rank", "diagonal",
+           "vecdot", "multi_dot", "norm", "qr", "slogdet", "solve",
            "solve_ex", "svd", "svdvals", "vector_norm"]

@@ -9,6 +9,7 @@ import warnings
 from runtime.ops import decompositions as D
 from runtime.ops.blas import addbmm, addmv, baddbmm
 from runtime.ops.einsum import einsum
+from runtime.linalg.compositions import matrix_power
 
 
 def det(a):
@@ -35,9 +36,10 @@ def cholesky(a, upper=False):
 
 
 __all__ = ["addbmm", "addmv", "baddbmm", "cholesky", "det", "einsum", "inverse", "logdet",
-           "slogdet"]
+           "matrix_power", "slogdet"]
 
-_METHODS = ["addbmm", "addmv", "baddbmm", "cholesky", "det", "inverse", "logdet", "slogdet"]
+_METHODS = ["addbmm", "addmv", "baddbmm", "cholesky", "det", "inverse", "logdet", "matrix_power",
+            "slogdet"]
 
 
 def install(tensor_cls):

@@ -1,7 +1,7 @@
-"""Forward kernels of the fused BLAS-style products: addmv, baddbmm, addbmm.
+"""Forward kernels of the fused BLAS-style products: addmv, addr, baddbmm, addbmm.
 
-Each computes beta * input + alpha * product in one node (AddmvBackward0, BaddbmmBackward0,
-AddbmmBackward0) whose edges are (input, first factor, second factor), as PyTorch records
+Each computes beta * input + alpha * product in one node (AddmvBackward0, AddrBackward0,
+BaddbmmBackward0, AddbmmBackward0) whose edges are (input, first factor, second factor), as PyTorch records
 them. With beta = 0 the input is ignored, so nan or inf in it does not propagate.
 """
 
@@ -14,6 +14,7 @@ from runtime.ops._core import wrap
 from runtime.rules import numpy_ops
 
 AddmvBackward0 = node_class("AddmvBackward0", "addmv")
+AddrBackward0 = node_class("AddrBackward0", "addr")
 BaddbmmBackward0 = node_class("BaddbmmBackward0", "baddbmm")
 AddbmmBackward0 = node_class("AddbmmBackward0", "addbmm")
 
@@ -70,6 +71,13 @@ def addmv(inp, mat, vec, *, beta=1, alpha=1):
     data = _mkl_addmv(inp._data, mat._data, vec._data, beta, alpha)
     prod = _product("addmv", mat, vec) if data is None else None
     return _fused(AddmvBackward0, "addmv", inp, mat, vec, prod, beta, alpha, data=data)
+
+
+def addr(inp, vec1, vec2, *, beta=1, alpha=1):
+    """beta * input + alpha * (the outer product of vec1 and vec2)."""
+    _check("addr", (1, 1), inp, vec1, vec2)
+    prod = np.multiply.outer(vec1._data, vec2._data)
+    return _fused(AddrBackward0, "addr", inp, vec1, vec2, prod, beta, alpha)
 
 
 def _mkl_addmv(inp, mat, vec, beta, alpha):

@@ -1,5 +1,6 @@
 """Complex tensors' own operations: conj, angle, sgn, real/imag (views through view_as_real, as
-in PyTorch), view_as_real and view_as_complex.
+in PyTorch), view_as_real and view_as_complex; the constructors complex(real, imag) and
+polar(abs, angle).
 
 Gradients follow PyTorch's convention for complex numbers: the gradient of a real loss L with
 respect to z = x + iy is dL/dx + i dL/dy, so rules multiply by conjugates (runtime/rules).
@@ -71,6 +72,48 @@ def view_as_complex(x):
     out = wrap(data.astype(dt.np), dt)
     if any_requires_grad((x,)):
         record(ViewAsComplexBackward0, (x,), out, ())
+    return out
+
+
+ComplexBackward0 = node_class("ComplexBackward0", "complex")
+PolarBackward0 = node_class("PolarBackward0", "polar")
+_COMPLEX_OF = {dtypes.float32: dtypes.complex64, dtypes.float64: dtypes.complex128}
+
+
+def _parts(name, a, b):
+    """The two float parts' data, broadcast together, and the complex dtype they make."""
+    if a._dtype not in _COMPLEX_OF or b._dtype not in _COMPLEX_OF:
+        raise RuntimeError(f"{name}() takes float32 or float64 tensors, got {a._dtype} and "
+                           f"{b._dtype}")
+    if a._dtype is not b._dtype:
+        raise RuntimeError(f"{name}() needs both parts of one dtype, got {a._dtype} and "
+                           f"{b._dtype}")
+    try:
+        ad, bd = np.broadcast_arrays(a._data, b._data)
+    except ValueError:
+        raise RuntimeError(f"{name}(): shapes {list(a.shape)} and {list(b.shape)} do not "
+                           f"broadcast") from None
+    return ad, bd, _COMPLEX_OF[a._dtype]
+
+
+def complex(real, imag):
+    """real + i imag, elementwise."""
+    rd, idata, dt = _parts("complex", real, imag)
+    out = wrap((rd + 1j * idata).astype(dt.np), dt)
+    if any_requires_grad((real, imag)):
+        # PyTorch's node keeps both parts (unused by the rule), so a second backward fails
+        record(ComplexBackward0, (real, imag), out, (save_input(real), save_input(imag)))
+    return out
+
+
+def polar(abs, angle):
+    """abs * (cos(angle) + i sin(angle)), elementwise."""
+    rd, ad, dt = _parts("polar", abs, angle)
+    with np.errstate(all="ignore"):
+        data = (rd * np.cos(ad) + 1j * (rd * np.sin(ad))).astype(dt.np)
+    out = wrap(data, dt)
+    if any_requires_grad((abs, angle)):
+        record(PolarBackward0, (abs, angle), out, (save_output(out, "PolarBackward0"),))
     return out
 
 

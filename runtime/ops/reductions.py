@@ -207,6 +207,25 @@ def norm(x, p="fro", dim=None, keepdim=False):
     return out
 
 
+DistBackward0 = node_class("DistBackward0", "dist")
+
+
+def dist(input, other, p=2):
+    """The p-norm of input - other (broadcast together); first derivatives only (the node
+    keeps the difference as a constant)."""
+    from runtime.grad_mode import no_grad
+    from runtime.ops import sub
+
+    with no_grad():
+        diff = sub(input, other)
+        out = norm(diff, p)
+    if any_requires_grad((input, other)):
+        record(DistBackward0, (input, other), out,
+               (save_input(diff), save_output(out, DistBackward0.__name__), p,
+                input._data.shape, other._data.shape))
+    return out
+
+
 def var(x, dim=None, unbiased=None, keepdim=False, correction=None):
     return _moment(x, dim, unbiased, keepdim, correction, False)
 

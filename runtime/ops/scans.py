@@ -106,6 +106,25 @@ def amin(x, dim=(), keepdim=False):
     return _amax(x, dim, keepdim, False)
 
 
+AminmaxBackward0 = node("AminmaxBackward0", "aminmax", multi_output=True)
+
+
+def aminmax(x, *, dim=None, keepdim=False):
+    """(amin, amax) over `dim` (everything when None), one node for both."""
+    from runtime.grad_mode import no_grad
+
+    reduced = () if dim is None else dim
+    with no_grad():
+        low, high = _amax(x, reduced, keepdim, False), _amax(x, reduced, keepdim, True)
+    if any_requires_grad((x,)):
+        dims = normalize_dims(reduced, x._data.ndim)
+        name = AminmaxBackward0.__name__
+        record_multi(AminmaxBackward0, (x,), (low, high),
+                     (save_input(x), save_output(low, name), save_output(high, name),
+                      _rule_dims(dims, x), keepdim))
+    return return_types.aminmax(low, high)
+
+
 def nansum(x, dim=None, keepdim=False, dtype=None):
     dims = normalize_dims(dim, x._data.ndim)
     dt = dtype or (x._dtype if x._dtype.category == dtypes.FLOAT else dtypes.int64)
@@ -542,6 +561,6 @@ def diff(x, n=1, dim=-1, prepend=None, append=None):
     return x
 
 
-FUNCTIONS = ["amax", "amin", "nansum", "nanmean", "var_mean", "std_mean", "logcumsumexp", "cummax",
+FUNCTIONS = ["amax", "amin", "aminmax", "nansum", "nanmean", "var_mean", "std_mean", "logcumsumexp", "cummax",
              "cummin", "median", "nanmedian", "mode", "kthvalue", "sort", "argsort", "msort",
              "topk", "count_nonzero", "isclose", "allclose", "diff"]

@@ -62,6 +62,7 @@ UNARY = {
     "erfinv": (torch_kernel("erfinv", sp.erfinv), "ErfinvBackward0", "erfinv", "result", ()),
     "lgamma": (sp.gammaln, "LgammaBackward0", "lgamma", "input", ()),
     "digamma": (sp.digamma, "DigammaBackward0", "digamma", "input", ()),
+    "sinc": (np.sinc, "SincBackward0", "sinc", "input", ()),
 }
 
 
@@ -290,5 +291,64 @@ def xlogy(x, y):
     return out
 
 
+# name: (numpy kernel, backward node); both operands are float tensors, both differentiable
+LOG_ADD_EXP = {
+    "logaddexp": (np.logaddexp, node("LogaddexpBackward0", "logaddexp")),
+    "logaddexp2": (np.logaddexp2, node("Logaddexp2Backward0", "logaddexp2")),
+}
+
+
+def _log_add_exp(name, a, b):
+    _tensors_only(name, a, b)
+    kernel, cls = LOG_ADD_EXP[name]
+    b, ad, bd, dt = _binary_data(a, b, name, False)
+    if dt.category != dtypes.FLOAT or dt.is_complex:
+        raise NotImplementedError(f"{name}() takes real floating-point tensors, not {dt}")
+    out = wrap(iterator_layout(_quiet(kernel)(ad, bd), (ad, bd)), dt)
+    if any_requires_grad((a, b)):
+        record(cls, (a, b), out, (save_input(a), save_input(b)))
+    return out
+
+
+def logaddexp(a, b):
+    """log(exp(a) + exp(b)), without overflow."""
+    return _log_add_exp("logaddexp", a, b)
+
+
+def logaddexp2(a, b):
+    """log2(2**a + 2**b), without overflow."""
+    return _log_add_exp("logaddexp2", a, b)
+
+
+CopysignBackward0 = node("CopysignBackward0", "copysign")
+CopysignBackward1 = node("CopysignBackward1", "copysign")
+
+
+def copysign(a, b):
+    """|a| with the sign of b (a number or a tensor); integers compute in the default float."""
+    b, ad, bd, dt = _binary_data(a, b, "copysign", True)
+    out = wrap(iterator_layout(np.copysign(ad, bd), (ad, bd)), dt)
+    if any_requires_grad((a, b)):
+        saved = (save_input(a), save_output(out, "CopysignBackward0"))
+        if is_tensor(b):
+            record(CopysignBackward0, (a, b), out, saved)
+        else:
+            record(CopysignBackward1, (a,), out, saved)
+    return out
+
+
+def heaviside(x, values):
+    """0 where x < 0, 1 where x > 0, `values` where x == 0; it has no derivative."""
+    _tensors_only("heaviside", x, values)
+    if x._dtype is not values._dtype:
+        raise RuntimeError(f"heaviside() needs both tensors of one dtype, got {x._dtype} and "
+                           f"{values._dtype}")
+    values, xd, vd, dt = _binary_data(x, values, "heaviside", False)
+    out = wrap(iterator_layout(np.heaviside(xd, vd).astype(dt.np), (xd, vd)), dt)
+    if any_requires_grad((x, values)):
+        record(NotImplementedNode, (x, values), out, ())
+    return out
+
+
 FUNCTIONS = [*UNARY, "logit", "polygamma", "nan_to_num", "atan2", "arctan2", "hypot", "fmod",
-             "remainder", "xlogy"]
+             "remainder", "xlogy", *LOG_ADD_EXP, "copysign", "heaviside"]

@@ -250,6 +250,24 @@ def zero_derivative(ops, g, needs):
     return (ops.zeros_like(g),)
 
 
+@rule("mul_scalar")
+def mul_scalar(ops, g, needs, c):
+    """x * c for a number c inside a composite op (PyTorch's MulBackward1: one edge)."""
+    return (ops.mul(g, c),)
+
+
+@rule("div_scalar")
+def div_scalar(ops, g, needs, c):
+    return (ops.div(g, c),)
+
+
+@rule("sampled")
+def sampled(ops, g, needs):
+    """A random sample's tensor parameters (normal's mean and std, bernoulli's p) get zero
+    gradients, as in PyTorch: the sample is not reparametrised."""
+    return tuple(ops.zeros_like(g) if need else None for need in needs)
+
+
 @rule("fill_tensor")
 def fill_tensor(ops, g, needs):
     return (ops.zeros_like(g) if needs[0] else None, ops.sum(g) if needs[1] else None)
@@ -345,6 +363,23 @@ def view_as_real(ops, g, needs):
     return (ops.view_as_complex(g),)
 
 
+@rule("complex")
+def complex_(ops, g, needs, real, imag):
+    """complex(re, im): each part gets its own component of the cotangent (a real cotangent
+    has no imaginary one)."""
+    g_imag = ops.imag(g) if ops.is_complex(g) else ops.zeros_like(g)
+    return (ops.real(g) if needs[0] else None, g_imag if needs[1] else None)
+
+
+@rule("polar")
+def polar(ops, g, needs, result):
+    """polar(r, theta) = r e^(i theta): d/dr along sgn(result), d/dtheta along i result."""
+    g_conj = ops.conj(g)
+    g_abs = ops.real(ops.mul(g_conj, ops.sgn(result))) if needs[0] else None
+    g_angle = ops.real(ops.mul(g_conj, ops.mul(result, 1j))) if needs[1] else None
+    return g_abs, g_angle
+
+
 @rule("view_as_complex")
 def view_as_complex(ops, g, needs):
     return (ops.stack([ops.real(g), ops.imag(g)], -1),)
@@ -425,16 +460,20 @@ def remainder(ops, g, needs, a, b, quotient):
 
 @rule("not_implemented")
 def not_implemented(ops, g, needs):
-    raise RuntimeError("this operation (floor_divide, a number % a tensor, or the gradient of "
-                       "scaled_dot_product_attention's fused CPU kernel) has no derivative; "
+    raise RuntimeError("this operation (floor_divide, heaviside, a number % a tensor, or the "
+                       "gradient of scaled_dot_product_attention's fused CPU kernel) has no "
+                       "derivative; "
                        "PyTorch does not differentiate it either")
 
 
 @rule("copysign")
 def copysign(ops, g, needs, a, result):
-    """copysign(a, b) is |a| with b's sign: the slope in a is sign(a) * sign(result)."""
-    return (ops.mul(g, ops.mul(ops.sign(a), ops.sign(result))) if needs[0] else None,
-            ops.zeros_like(g) if needs[1] else None)
+    """copysign(a, b) is |a| with b's sign: the slope in a is sign(a) * sign(result). A
+    number b (eager CopysignBackward1) is no input, so the rule then has one gradient."""
+    ga = ops.mul(g, ops.mul(ops.sign(a), ops.sign(result))) if needs[0] else None
+    if len(needs) == 1:
+        return (ga,)
+    return ga, ops.zeros_like(g) if needs[1] else None
 
 
 @rule("floor_divide", "div_rounding")

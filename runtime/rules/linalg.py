@@ -131,6 +131,14 @@ def addmv(ops, g, needs, mat, vec, beta, alpha):
     return gin, gmat, gvec
 
 
+@rule("addr")
+def addr(ops, g, needs, vec1, vec2, beta, alpha):
+    gin = _scale(ops, g, beta) if needs[0] else None
+    g1 = _scale(ops, ops.matmul(g, ops.conj(vec2)), alpha) if needs[1] else None
+    g2 = _scale(ops, ops.matmul(ops.conj(vec1), g), alpha) if needs[2] else None
+    return gin, g1, g2
+
+
 @rule("baddbmm")
 def baddbmm(ops, g, needs, b1, b2, beta, alpha):
     gin = _scale(ops, g, beta) if needs[0] else None

@@ -194,3 +194,15 @@ def amax(ops, g, needs, x, result, dims, keepdim):
     hit = ops.cast_like(ops.eq(x, result), g)
     count = ops.sum(hit) if dims is None else ops.sum_dim(hit, dims, True)
     return (ops.mul(ops.div(g, count), hit),)
+
+
+@rule("dist")
+def dist(ops, g, needs, diff, result, p, a_shape, b_shape):
+    """dist(a, b) = norm(a - b): the norm's gradient for a, its negation for b, each summed
+    back to its operand's shape."""
+    (g_diff,) = norm(ops, g, (True,), diff, result, p, None, False)
+    if g_diff is None:
+        return (None,) * len(needs)
+    ga = ops.sum_to(g_diff, a_shape) if needs[0] else None
+    gb = ops.sum_to(ops.neg(g_diff), b_shape) if needs[1] else None
+    return ga, gb

@@ -5,6 +5,7 @@ cummax/cummin). Value-selecting ops (sort, topk, kthvalue, median) reuse `amax_d
 
 from runtime.rules import rule
 from runtime.rules.reductions import _unreduce, _var_backward
+from runtime.rules import reductions
 
 
 @rule("nansum")
@@ -16,6 +17,7 @@ def nansum(ops, g, needs, x, dims, keepdim):
 
 
 def _moment_cotangents(gs):
+    """The two cotangents of a two-output node (None for an output without one)."""
     return gs if isinstance(gs, (list, tuple)) else [gs, None]
 
 
@@ -34,6 +36,17 @@ def moment_mean(ops, gs, needs, x, std, dims, correction, keepdim, count):
     if g_mean is not None:
         part = ops.div(_unreduce(ops, g_mean, shape, dims, keepdim), count)
         total = part if total is None else ops.add(total, part)
+    return (total,)
+
+
+@rule("aminmax")
+def aminmax(ops, gs, needs, x, low, high, dims, keepdim):
+    """(amin, amax) from one node: amax's rule for each output that has a cotangent, added."""
+    total = None
+    for g, result in zip(_moment_cotangents(gs), (low, high)):
+        if g is not None:
+            (part,) = reductions.amax(ops, g, needs, x, result, dims, keepdim)
+            total = part if total is None else ops.add(total, part)
     return (total,)
 
 

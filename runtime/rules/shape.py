@@ -169,3 +169,18 @@ def nll_loss(ops, g, needs, shape, target, coeff):
     factors, both fixed by the forward pass."""
     picked = ops.mul(g, coeff)
     return (ops.scatter_dim(ops.reshape(picked, ops.shape(target)), 1, target, shape),)
+
+
+def rotate90(ops, x, k, dims):
+    """x turned k quarter turns from dims[0] towards dims[1] (PyTorch's composition)."""
+    d0, d1 = dims  # non-negative
+    turns = {0: lambda: x, 1: lambda: ops.swapaxes(ops.flip(x, d1), d0, d1),
+             2: lambda: ops.flip(ops.flip(x, d0), d1),
+             3: lambda: ops.swapaxes(ops.flip(x, d0), d0, d1)}
+    return turns[k % 4]()
+
+
+@rule("rot90")
+def rot90(ops, g, needs, k, dims):
+    """A rotation's transpose is the opposite rotation."""
+    return (rotate90(ops, g, -k, dims),)

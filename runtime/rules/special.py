@@ -10,6 +10,7 @@ import math
 from runtime.rules import elementwise, rule
 
 _HALF_SQRT_PI = 0.5 * math.sqrt(math.pi)
+_LN2 = math.log(2.0)
 
 
 @rule("asinh")
@@ -76,6 +77,30 @@ def xlogy(ops, g, needs, x, y):
     if needs[1]:
         gy = ops.div(ops.mul(g, x), y)
     return gx, gy
+
+
+@rule("logaddexp")
+def logaddexp(ops, g, needs, a, b):
+    """Each operand's share of exp(a) + exp(b): the logistic of its difference to the other."""
+    ga = ops.div(g, ops.add(ops.exp(ops.sub(b, a)), 1)) if needs[0] else None
+    gb = ops.div(g, ops.add(ops.exp(ops.sub(a, b)), 1)) if needs[1] else None
+    return ga, gb
+
+
+@rule("logaddexp2")
+def logaddexp2(ops, g, needs, a, b):
+    ga = ops.div(g, ops.add(ops.exp(ops.mul(ops.sub(b, a), _LN2)), 1)) if needs[0] else None
+    gb = ops.div(g, ops.add(ops.exp(ops.mul(ops.sub(a, b), _LN2)), 1)) if needs[1] else None
+    return ga, gb
+
+
+@rule("sinc")
+def sinc(ops, g, needs, x):
+    """sin(pi x) / (pi x): (pi x cos(pi x) - sin(pi x)) / (pi x^2), 0 at x == 0."""
+    x_pi = ops.mul(x, math.pi)
+    x_sq_pi = ops.mul(ops.mul(x, x), math.pi)
+    slope = ops.div(ops.sub(ops.mul(x_pi, ops.cos(x_pi)), ops.sin(x_pi)), x_sq_pi)
+    return (ops.where(ops.eq(x_sq_pi, 0), 0.0, ops.mul(g, slope)),)
 
 
 @rule("xlogy_scalar_other")
