@@ -163,7 +163,7 @@ from runtime.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled  # 
 
 equal = _ops.equal
 real, imag, conj, angle = _ops.real, _ops.imag, _ops.conj, _ops.angle
-complex, polar = _ops.complex.complex, _ops.complex.polar
+complex, polar = _ops.complex.from_parts, _ops.complex.polar
 sgn = _with_out(_ops.sgn)
 view_as_real, view_as_complex = _ops.view_as_real, _ops.view_as_complex
 

@@ -96,7 +96,8 @@ def _parts(name, a, b):
     return ad, bd, _COMPLEX_OF[a._dtype]
 
 
-def complex(real, imag):
+# torch.complex; the name `complex` stays the builtin in this module (conj tests for it)
+def from_parts(real, imag):
     """real + i imag, elementwise."""
     rd, idata, dt = _parts("complex", real, imag)
     out = wrap((rd + 1j * idata).astype(dt.np), dt)
