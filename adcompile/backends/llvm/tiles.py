@@ -44,8 +44,9 @@ from adcompile.ir.prims import ELEMENTWISE
 
 TILES = os.environ.get("ADCOMPILE_LLVM_TILES", "1") != "0"
 TILE = 2048  # elements of each unit's range per tile
-MIN_TILED = 8192  # a run whose units are all shorter runs them whole
+MIN_TILED = 32768  # a run whose units are all shorter runs them whole (in the cache anyway)
 _WRITE, _BAD, _FIRST = 1, 2, 4  # access flags: writes; not unit-stride; unit runs first
+_SIZE = 8  # the flags' bits from here on: the item size
 _RECORD = ir.ArrayType(I64, 5)  # lowest byte, end byte, address at index 0, unit, flags
 _PURE = frozenset(["const", "shape", "size", "slice", "transpose", "tape_push"])
 
@@ -57,7 +58,7 @@ def plan_runs(block, params, fusion):
     for op in block.ops + [None]:
         kind = None if op is None else _kind(op, params, fusion)
         if kind is None:
-            if units >= 2:
+            if units >= 2 and _connected([u for u in run if u in found], fusion):
                 fusion.runs[run[0]] = run[:last]
                 fusion.in_run.update(run[1:last])
                 fusion.units.update(u for u in run[:last] if u in found)
@@ -69,6 +70,27 @@ def plan_runs(block, params, fusion):
             units += 1
             last = len(run)
             found.add(op)
+
+
+def _connected(units, fusion):
+    """Whether some unit reads what an earlier one wrote (else tiles gain little: two
+    unrelated loops share no array but their operands)."""
+    from adcompile.backends.llvm.fusion import _root
+    written = set()
+    for op in units:
+        members = fusion.groups[op][0] if op in fusion.groups else [op]
+        values = [m.operands[1] for m in members] if op.prim in ("assign", "iadd") else \
+            op.operands
+        leaves = {leaf for v in values
+                  for leaf in (fusion.leaves[v] if v in fusion.lazy else {v})}
+        leaves.update(m.operands[0] for m in members if m.prim == "iadd")
+        if any(_root(leaf) in written for leaf in leaves):
+            return True
+        if op.prim in ("assign", "iadd"):
+            written.update(_root(m.operands[0]) for m in members)
+        else:
+            written.add(op.results[0])
+    return False
 
 
 def _kind(op, params, fusion):
@@ -315,14 +337,10 @@ class TileLowering:
         empty = b.icmp_signed("<=", n, i64(0))
         high = b.select(empty, low, high)
         unit_stride = b.icmp_signed("==", stride, i64(1))
-        if size != self.tile_itemsize:
-            unit_stride = ir.Constant(I1, 0)
-        flags = b.or_(i64(flags), b.select(unit_stride, i64(0), i64(_BAD)))
+        flags = b.or_(i64(flags | size << _SIZE), b.select(unit_stride, i64(0), i64(_BAD)))
         at_zero = b.sub(base, b.mul(start, i64(size)))
         number = unit[0] * 64 + unit[1] if isinstance(unit, tuple) else unit * 64
         return [low, high, at_zero, i64(number), flags]
-
-    tile_itemsize = 8
 
 
 def _order_function(module):
@@ -364,7 +382,9 @@ def _order_function(module):
         meet = b.and_(meet, b.and_(b.icmp_unsigned("<", lo_i, hi_i),
                                    b.icmp_unsigned("<", lo_j, hi_j)))
         meet = b.and_(meet, b.icmp_unsigned("!=", b.and_(either, i64(_WRITE)), i64(0)))
-        unit_stride = b.icmp_unsigned("==", b.and_(either, i64(_BAD)), i64(0))
+        unit_stride = b.and_(b.icmp_unsigned("==", b.and_(either, i64(_BAD)), i64(0)),
+                             b.icmp_unsigned("==", b.lshr(flags_i, i64(_SIZE)),
+                                             b.lshr(flags_j, i64(_SIZE))))
         same_unit = b.icmp_unsigned("==", unit_i, unit_j)
         same = b.and_(unit_stride, b.icmp_unsigned("==", at_i, at_j))
         first_i = b.icmp_unsigned("!=", b.and_(flags_i, i64(_FIRST)), i64(0))
