@@ -133,7 +133,7 @@ def test_same_gradient_bits_with_and_without_tiles(fn, monkeypatch):
 
 def test_errors_of_a_run_as_before(monkeypatch):
     """A value that does not fit its destination raises numpy's ValueError in a run too
-    (the run goes whole, so cutting both to a tile hides nothing)."""
+    (its check runs where the store stands, before a tile cuts both to fit)."""
     def bad(x, y):
         a = np.empty(x.shape[0])
         a[...] = x * y

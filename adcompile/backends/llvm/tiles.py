@@ -37,13 +37,14 @@ import os
 
 import llvmlite.ir as ir
 
+from adcompile.backends.llvm.joins import _stand_in
 from adcompile.backends.llvm.values import I1, I64, ITEMSIZE, PTR, ArrayV, JoinV, LazyV, i64
 from adcompile.ir import types as T
 from adcompile.ir.nodes import Op, Value
 from adcompile.ir.prims import ELEMENTWISE
 
 TILES = os.environ.get("ADCOMPILE_LLVM_TILES", "1") != "0"
-TILE = 2048  # elements of each unit's range per tile
+TILE = 1024  # elements of each unit's range per tile (about 6-12 arrays of them stay in L1-L2)
 MIN_TILED = 32768  # a run whose units are all shorter runs them whole (in the cache anyway)
 _WRITE, _BAD, _FIRST = 1, 2, 4  # access flags: writes; not unit-stride; unit runs first
 _SIZE = 8  # the flags' bits from here on: the item size
@@ -157,20 +158,14 @@ class TileLowering:
             if op in self.fusion.units and op.prim in ("assign", "iadd"):
                 group = self.fusion.groups.get(op)
                 units.append(_Unit(*group) if group else _Unit([op]))
+                self.check_fits(units[-1])
             elif op in self.fusion.units:
                 units.append(self.made_unit(op))
             else:
                 result = self.lower_alone(op)
                 if len(op.results) == 1:
                     self.values[op.results[0]] = result
-        order = self.tile_order(units)
-        b = self.b
-        with b.if_else(b.icmp_signed("!=", order, i64(0))) as (tiled, whole):
-            with tiled:
-                self.run_tiles(units, b.icmp_signed("==", order, i64(2)))
-            with whole:
-                for unit in units:
-                    self.unit_whole(unit)
+        self.run_tiles(units, self.tile_order(units))
         for unit in units:
             if unit.made is not None:
                 self.values[unit.made.results[0]] = unit.out
@@ -226,23 +221,44 @@ class TileLowering:
             self.values[value_ir] = self.restricted(value, lo, n, dst.shape[0])
         self.values[dst_ir] = self.part_of(dst, lo, n, dst.strides[0])
 
-    def tile_length(self, lo, n):
-        return self.clip(self.b.sub(n, lo), i64(0), i64(TILE))
+    def check_fits(self, unit):
+        """numpy's error for a value that does not fit its destination, raised where the
+        store stands (each store then runs on a tile's part of both, which always fit)."""
+        for op in unit.stores:
+            value = self.v(op.operands[1])
+            if isinstance(value, (ArrayV, LazyV, JoinV)):
+                what = "assignment" if op.prim == "assign" else "augmented assignment"
+                self.fit_into(_stand_in(value), self.v(op.operands[0]).shape, op.loc, what)
 
-    def run_tiles(self, units, descending):
+    def tile_length(self, lo, n):
+        return self.clip(self.b.sub(n, lo), i64(0), self.tile_size)
+
+    def run_tiles(self, units, order):
+        """The units tile by tile in `order` (1 ascending, 2 descending), or, where order is
+        0, in one tile as long as the longest unit: each whole, in turn, as without runs (one
+        copy of the code for both)."""
         b = self.b
+        tiled = b.icmp_signed("!=", order, i64(0))
         for unit in units:
             if unit.first:
-                self.unit_whole(unit)
+                with b.if_then(tiled):
+                    self.unit_whole(unit)
         longest = self.longest(units)
-        count = b.sdiv(b.add(longest, i64(TILE - 1)), i64(TILE))
+        size = b.select(tiled, i64(TILE), b.select(b.icmp_signed(">", longest, i64(0)),
+                                                    longest, i64(1)))
+        count = b.sdiv(b.add(longest, b.sub(size, i64(1))), size)
+        descending = b.icmp_signed("==", order, i64(2))
 
         def tile(k):
             t = b.select(descending, b.sub(b.sub(count, i64(1)), k), k)
-            lo = b.mul(t, i64(TILE))
+            lo = b.mul(t, size)
+            self.tile_size = size
             for unit in units:
                 if not unit.first:
                     self.unit_whole(unit, lo)
+                    continue
+                with b.if_then(b.not_(tiled)):
+                    self.unit_whole(unit)
 
         self.loop(count, tile, kind="control")
 
@@ -261,11 +277,7 @@ class TileLowering:
         b = self.b
         slot = self.scratch(I64, "tile.order")
         b.store(i64(0), slot)
-        fits = b.icmp_signed(">=", self.longest(units), i64(MIN_TILED))
-        for unit in units:
-            for op in unit.stores:
-                fits = b.and_(fits, self.value_fits(op))
-        with b.if_then(fits):
+        with b.if_then(b.icmp_signed(">=", self.longest(units), i64(MIN_TILED))):
             records = [r for k, unit in enumerate(units) for r in self.accesses(unit, k)]
             kind = ir.ArrayType(_RECORD, len(records))
             table = self.scratch(kind, "tile.accesses")
@@ -274,16 +286,6 @@ class TileLowering:
                     b.store(field, b.gep(table, [i64(0), i64(j), i64(m)], source_etype=kind))
             b.store(b.call(_order_function(self.module), [table, i64(len(records))]), slot)
         return b.load(slot, typ=I64)
-
-    def value_fits(self, op):
-        """The value of store op has the destination's length or 1 (else the store must
-        run whole, to raise numpy's error)."""
-        b = self.b
-        value = self.v(op.operands[1])
-        if not isinstance(value, (ArrayV, LazyV, JoinV)) or value.ndim == 0:
-            return ir.Constant(I1, 1)
-        n, d = self.v(op.operands[0]).shape[0], value.shape[0]
-        return b.or_(b.icmp_signed("==", d, n), b.icmp_signed("==", d, i64(1)))
 
     def accesses(self, unit, k):
         """The records of unit k's accesses (see _RECORD)."""
