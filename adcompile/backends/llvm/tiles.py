@@ -24,9 +24,12 @@ lowers one as:
   adjoint stage). Two accesses of one unit that overlap must reach each element at one
   index; anything else (a stride other than 1, a broadcast read, another item size) that
   meets a write keeps the run untiled;
-- then either the tiles (TILE elements of each unit's index range in turn, each unit's
-  usual lowering on the tile's part of its destination and operands) or every unit whole,
-  in order, as if it were not in a run.
+- then the tiles (TILE elements of each unit's index range in turn, each unit's usual
+  lowering on the tile's part of its destination and operands), or, where they may not,
+  one tile as long as the longest unit: every unit whole, in order, as if it were not in a
+  run (one copy of the code for both; each store's check that its value fits is made where
+  it stands, before any tile cuts both to fit).
+A run needs two units at least, one of which reads what an earlier one wrote.
 Every element is computed by the same scalar ops from the same operands as untiled, so the
 bits are the same; only the order in which elements are visited changes. Destinations must
 be arrays the kernel made (an error part-way leaves nothing the caller sees half written).
