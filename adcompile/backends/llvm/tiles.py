@@ -269,9 +269,10 @@ class TileLowering:
         b = self.b
         most = i64(0)
         for unit in units:
-            n = unit.out.shape[0] if unit.made is not None else self.v(
-                unit.stores[0].operands[0]).shape[0]
-            most = b.select(b.icmp_signed(">", n, most), n, most)
+            lengths = [unit.out.shape[0]] if unit.made is not None else \
+                [self.v(op.operands[0]).shape[0] for op in unit.stores]
+            for n in lengths:  # (a group's stores may differ in length)
+                most = b.select(b.icmp_signed(">", n, most), n, most)
         return most
 
     # -- may the units run tile by tile, and which way ----------------------------------------
