@@ -32,6 +32,7 @@ from adcompile.backends.llvm.fusion import FusionLowering, LazyV, plan
 from adcompile.backends.llvm.joins import JoinLowering
 from adcompile.backends.llvm.linalg import LINALG_RULES, LinalgLowering
 from adcompile.backends.llvm.memory import MemoryLowering, origins
+from adcompile.backends.llvm.tiles import TileLowering
 from adcompile.backends.llvm.parallel import ParallelLowering, enable as enable_parallel
 from adcompile.backends.llvm.values import (CONTEXT, CTX_ERR, F32, F64, I1, I8, I32, I64, MEM,
                                             OK, PTR, REG, TAPE, ArrayV, Builder, JoinV, TapeV,
@@ -108,7 +109,7 @@ class ErrorTable(dict):
 
 
 class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
-                FusionLowering, JoinLowering):
+                FusionLowering, JoinLowering, TileLowering):
     def __init__(self, module, func, fastmath, boundscheck):
         self.module = module
         self.func = func
@@ -226,7 +227,11 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
                     return passed
                 self.ret(op)
                 return None
-            if op in self.fusion.later:  # lowered with the first store of its group
+            if op in self.fusion.later or op in self.fusion.in_run:  # (lowered with the
+                self.release_dead(dying.get(k, ()))  # first store of its group, or its run)
+                continue
+            if op in self.fusion.runs:
+                self.tiled_run(self.fusion.runs[op])
                 self.release_dead(dying.get(k, ()))
                 continue
             if op in self.fusion.groups:
