@@ -235,8 +235,7 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
                 self.release_dead(dying.get(k, ()))
                 continue
             if op in self.fusion.groups:
-                for early in self.fusion.hoisted[op]:  # (they are in fusion.later)
-                    self.values[early.results[0]] = self.lower_alone(early)
+                self.lower_hoisted(op)
                 group = self.fusion.groups[op]
                 result = self.resolving_sums(group[0], lambda: self.store_group(*group))
             elif op.prim in ("iadd", "assign"):
@@ -248,6 +247,12 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
                     self.values[op.results[0]] = result
             self.release_dead(dying.get(k, ()))
         return None
+
+    def lower_hoisted(self, first):
+        """The constants, shapes and views standing between the stores of the group that
+        `first` starts, lowered before it (they are in fusion.later)."""
+        for early in self.fusion.hoisted[first]:
+            self.values[early.results[0]] = self.lower_alone(early)
 
     def lower_alone(self, op):
         handler = RULES.get(op.prim)

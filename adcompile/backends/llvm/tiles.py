@@ -160,8 +160,11 @@ class TileLowering:
                 continue
             if op in self.fusion.units and op.prim in ("assign", "iadd"):
                 group = self.fusion.groups.get(op)
-                units.append(_Unit(*group) if group else _Unit([op]))
-                self.check_fits(units[-1])
+                if group:  # each store its own unit: a group's shifted destinations overlap,
+                    self.lower_hoisted(op)  # which would keep the run from being tiled
+                for store in group[0] if group else [op]:
+                    units.append(_Unit([store]))
+                    self.check_fits(units[-1])
             elif op in self.fusion.units:
                 units.append(self.made_unit(op))
             else:
