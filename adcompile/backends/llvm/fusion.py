@@ -42,6 +42,7 @@ import math
 
 import llvmlite.ir as ir
 
+from adcompile.backends.llvm import tiles
 from adcompile.backends.llvm.memory import sum_to_may_alias
 from adcompile.backends.llvm.values import I1, I64, ITEMSIZE, MEM, ArrayV, JoinV, LazyNode, \
     LazyV, Pack, i64
@@ -78,6 +79,9 @@ class Fusion:
         self.hoisted = {}  # a group's first store -> the ops between its stores
         self.later = set()
         self.origins = None  # ir/origins.py: arrays of new buffers known apart
+        self.runs = {}  # first op -> the ops of a tiled run (tiles.py)
+        self.in_run = set()  # the other ops of runs, lowered with their first
+        self.units = set()  # the ops of runs that make a loop
 
     def saved(self):
         """A copy of what _plan_block decides, to plan a block again from."""
@@ -99,6 +103,8 @@ def plan(fn):
     for block in blocks:
         _plan_joined_block(block, set(fn.params), fusion)
         _plan_groups(block, set(fn.params), fusion)
+        if tiles.TILES:
+            tiles.plan_runs(block, set(fn.params), fusion)
     return fusion
 
 

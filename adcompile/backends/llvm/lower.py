@@ -32,6 +32,7 @@ from adcompile.backends.llvm.fusion import FusionLowering, LazyV, plan
 from adcompile.backends.llvm.joins import JoinLowering
 from adcompile.backends.llvm.linalg import LINALG_RULES, LinalgLowering
 from adcompile.backends.llvm.memory import MemoryLowering, origins
+from adcompile.backends.llvm.tiles import TileLowering
 from adcompile.backends.llvm.parallel import ParallelLowering, enable as enable_parallel
 from adcompile.backends.llvm.values import (CONTEXT, CTX_ERR, F32, F64, I1, I8, I32, I64, MEM,
                                             OK, PTR, REG, TAPE, ArrayV, Builder, JoinV, TapeV,
@@ -108,7 +109,7 @@ class ErrorTable(dict):
 
 
 class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
-                FusionLowering, JoinLowering):
+                FusionLowering, JoinLowering, TileLowering):
     def __init__(self, module, func, fastmath, boundscheck):
         self.module = module
         self.func = func
@@ -226,12 +227,15 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
                     return passed
                 self.ret(op)
                 return None
-            if op in self.fusion.later:  # lowered with the first store of its group
+            if op in self.fusion.later or op in self.fusion.in_run:  # (lowered with the
+                self.release_dead(dying.get(k, ()))  # first store of its group, or its run)
+                continue
+            if op in self.fusion.runs:
+                self.tiled_run(self.fusion.runs[op])
                 self.release_dead(dying.get(k, ()))
                 continue
             if op in self.fusion.groups:
-                for early in self.fusion.hoisted[op]:  # (they are in fusion.later)
-                    self.values[early.results[0]] = self.lower_alone(early)
+                self.lower_hoisted(op)
                 group = self.fusion.groups[op]
                 result = self.resolving_sums(group[0], lambda: self.store_group(*group))
             elif op.prim in ("iadd", "assign"):
@@ -243,6 +247,12 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
                     self.values[op.results[0]] = result
             self.release_dead(dying.get(k, ()))
         return None
+
+    def lower_hoisted(self, first):
+        """The constants, shapes and views standing between the stores of the group that
+        `first` starts, lowered before it (they are in fusion.later)."""
+        for early in self.fusion.hoisted[first]:
+            self.values[early.results[0]] = self.lower_alone(early)
 
     def lower_alone(self, op):
         handler = RULES.get(op.prim)

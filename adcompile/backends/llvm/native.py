@@ -14,7 +14,8 @@ import linecache
 import llvmlite.ir as ir
 import numpy as np
 
-from adcompile.backends.llvm import capi, fusion, jit, merge, pool, reassociate, values
+from adcompile.backends.llvm import capi, fusion, jit, merge, pool, reassociate, tiles, \
+    values
 from adcompile.backends.llvm.entry import METH_FASTCALL, build_entry
 from adcompile.backends.llvm import lower
 from adcompile.backends.llvm.lower import lower_kernel
@@ -111,7 +112,7 @@ class Variant:
         self.blas = any(name.startswith("adc_blas_") for name in imports)
         key = jit.cache_key(print_function(fn), _locations(fn), layouts, options.key(), exact,
                             self.lapack, self.blas, lower.OUTLINE, lower.FUSE, fusion.JOIN,
-                            values.SHARED)
+                            tiles.TILES, tiles.TILE, tiles.MIN_TILED, values.SHARED)
         obj = jit.cache_load(key)
         self.from_cache = obj is not None
         self._module = None
