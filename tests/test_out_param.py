@@ -87,16 +87,25 @@ _SKIP = {("nansum", "int64_empty"), ("nanmean", "int64_empty"), ("cat", "int64_e
          ("stack", "int64_empty")}
 
 
-def _outcome(L, op, kind):
-    out = OUTS[kind](L)
+def _call(fn, out):
+    """(what fn(out) returned, whether it warned of a resize), or the class name of what it
+    raised."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            returned = _ops(L)[op](out)
+            returned = fn(out)
         except Exception as e:  # noqa: BLE001 - the class is what we compare
             return type(e).__name__
-    warned = any(issubclass(w.category, UserWarning) for w in caught
-                 if "deprecated" not in str(w.message) or "resiz" in str(w.message))
+    return returned, any(issubclass(w.category, UserWarning) for w in caught
+                         if "deprecated" not in str(w.message) or "resiz" in str(w.message))
+
+
+def _outcome(L, op, kind):
+    out = OUTS[kind](L)
+    called = _call(_ops(L)[op], out)
+    if isinstance(called, str):
+        return called
+    returned, warned = called
     return (returned is out, str(out.dtype), tuple(out.shape), warned,
             np.asarray(out.tolist(), dtype=np.float64))
 
@@ -142,13 +151,10 @@ PAIR_OUTS = {
 
 def _pair_outcome(L, op, kind):
     outs = PAIR_OUTS[kind](L)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            returned = _pair_ops(L)[op](outs)
-        except Exception as e:  # noqa: BLE001 - the class is what we compare
-            return type(e).__name__
-    warned = any(issubclass(w.category, UserWarning) for w in caught)
+    called = _call(_pair_ops(L)[op], outs)
+    if isinstance(called, str):
+        return called
+    returned, warned = called
     return (type(returned).__name__, repr(type(returned)).split("'")[1],
             [returned.values is outs[0], returned.indices is outs[1]], warned,
             [(str(o.dtype), tuple(o.shape), o.tolist()) for o in outs])
