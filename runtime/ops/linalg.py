@@ -213,8 +213,9 @@ def linalg_cross(a, b, dim=-1):
     if a._dtype is not b._dtype:
         raise RuntimeError(f"linalg.cross(): the operands have dtypes {a._dtype} and "
                            f"{b._dtype}; they must have one")
-    if not -len(sa) <= dim < len(sa):
-        raise IndexError(f"linalg.cross(): dim {dim} is out of range for {len(sa)} dims")
+    from runtime.ops.reductions import normalize_dims
+
+    (dim,) = normalize_dims(dim, len(sa))
     if sa[dim] != 3 or sb[dim] != 3:
         raise RuntimeError(f"linalg.cross(): dim {dim} must have length 3 in both operands, "
                            f"not {sa[dim]} and {sb[dim]}")
