@@ -113,13 +113,13 @@ class Variant:
         key = jit.cache_key(print_function(fn), _locations(fn), layouts, options.key(), exact,
                             self.lapack, self.blas, lower.OUTLINE, lower.FUSE, fusion.JOIN,
                             tiles.TILES, tiles.TILE, tiles.MIN_TILED, values.SHARED)
-        obj = jit.cache_load(key)
-        self.from_cache = obj is not None
+        objects = jit.cache_load(key)
+        self.from_cache = objects is not None
         self._module = None
-        if obj is None:
-            obj = jit.emit_object(self.optimized())
-            jit.cache_store(key, obj)
-        address, self._tracker = jit.link(obj, entry_symbol(fn.name), imports)
+        if objects is None:
+            objects = jit.compile_objects(self.llvm_text())
+            jit.cache_store(key, objects)
+        address, self._tracker = jit.link(objects, entry_symbol(fn.name), imports)
         name_bytes = self.name.encode()
         method_def, def_address = _method_def(name_bytes, address)
         # the builtin's `self` is (definition, name, this Variant): whoever holds the entry
@@ -143,12 +143,18 @@ class Variant:
                     self.options.release_gil, self.exact)
         return module
 
+    def llvm_text(self):
+        """The LLVM IR text LLVM compiles: llvm_module's, its identical functions folded."""
+        module = self.llvm_module()
+        text = str(module)
+        release(module)
+        return merge.identical(text)
+
     def optimized(self):
+        """The module optimised whole (as one part: what `llvm_ir` and `asm` show; the
+        machine code comes from parts of it compiled at once, jit.compile_objects)."""
         if self._module is None:
-            module = self.llvm_module()
-            text = str(module)
-            release(module)
-            self._module = jit.optimize(merge.identical(text))
+            self._module = jit.optimize(self.llvm_text())
         return self._module
 
 

@@ -389,7 +389,9 @@ def _library():
         return _state
     with _LOCK:
         if "addresses" not in _state:
-            builder = llvm.JITLibraryBuilder().add_object_img(_object()).add_current_process()
+            builder = llvm.JITLibraryBuilder().add_current_process()
+            for obj in _objects():
+                builder.add_object_img(obj)
             for name in _EXPORTS:
                 builder.export_symbol(name)
             imports = capi.symbols()
@@ -420,17 +422,17 @@ def store_in_cache():
     """Put the pool's object code in the on-disk cache if it is not there (a process that
     built the pool while the cache was off stored nothing; its child processes would
     compile it again)."""
-    _object()
+    _objects()
 
 
-def _object():
+def _objects():
     """The pool's object code: from the on-disk cache, else built and stored there."""
     key = cache_key()
-    obj = jit.cache_load(key)
-    if obj is None:
-        obj = jit.emit_object(jit.optimize(str(_Pool().build())))
-        jit.cache_store(key, obj)
-    return obj
+    objects = jit.cache_load(key)
+    if objects is None:
+        objects = [jit.emit_object(jit.optimize(str(_Pool().build())))]
+        jit.cache_store(key, objects)
+    return objects
 
 
 def symbols():

@@ -1,0 +1,211 @@
+"""A module's LLVM IR text cut into parts that LLVM optimises and code-generates at once.
+
+LLVM takes most of a cold compile (a GradBench gradient: 1.5-2 CPU-s of LLVM against 0.3 s
+of Python), and it works on one function at a time, so its work divides: each part is a
+module of its own, parsed into its own LLVMContext and compiled by its own thread (jit.py),
+and the parts' object files are linked into one JIT library.
+
+The cut keeps what optimisation sees together. A function that one other function calls,
+and nothing else names, stays with its caller unless it is noinline (LLVM inlines such a
+function into its only caller whatever its size), so each part holds whole call trees
+(`adc.op.*` are noinline: each is a tree of its own; a parallel piece, whose address goes to
+the pool and which is therefore never inlined, is one too).
+The trees are dealt to the parts largest first, each to the lightest part, by lines of IR.
+In a part:
+- its functions keep their text; one that another part calls or takes the address of
+  becomes external (`define internal` loses `internal`) under a name of its own, `<name>.x`
+  in every part (an internal helper may share its name with a symbol the JIT links in: the
+  runtime's `adc.rt.buffer` when a module defines its own), and the other part declares it;
+- an internal global variable (a tape's size hint) is defined in the part of its first
+  user, external when another part uses it, and declared there;
+- private constants (error texts), declarations of outside symbols, metadata, the triple
+  and the data layout are copied into every part (what a part does not use, LLVM drops).
+
+Text we do not recognise (another linkage, a global whose initialiser names a function)
+is left whole: `parts` then returns the text alone.
+"""
+
+import re
+
+_DEFINE = re.compile(r'^define (internal )?([^\n@]*)@"([^"]+)"\(([^\n]*)\)([^\n]*)\n\{$',
+                     re.M)
+_ANY_DEFINE = re.compile(r"^define ", re.M)
+_LINKAGES = frozenset(["private", "external", "linkonce", "linkonce_odr", "weak", "weak_odr",
+                       "common", "appending", "extern_weak", "available_externally"])
+_REF = re.compile(r'@"([^"]+)"')
+_CALL = re.compile(r'\bcall [^@\n]*@"([^"]+)"\(')
+_GLOBAL = re.compile(r'^@"([^"]+)" = (internal |private )?(.*)$')
+_VARIABLE = re.compile(r'^(?:unnamed_addr )?global ')
+
+
+class _Function:
+    __slots__ = ("name", "internal", "head", "params", "attrs", "text", "refs", "calls")
+
+    def __init__(self, match, text):
+        self.internal = bool(match.group(1))
+        self.head, self.name, self.params, self.attrs = match.group(2, 3, 4, 5)
+        self.text = text
+        self.refs = set(_REF.findall(text)) - {self.name}
+        self.calls = set(_CALL.findall(text)) - {self.name}
+
+    def declaration(self):
+        return f'declare {self.head}@"{self.name}"({self.params})\n'
+
+
+def parts(text, count):
+    """`text` cut into at most `count` module texts (fewer when there is too little to
+    share); [text] when it cannot be cut."""
+    if count < 2:
+        return [text]
+    found = _functions(text)
+    if found is None:
+        return [text]
+    functions, rest = found
+    globals_ = _globals(rest, functions)
+    if globals_ is None:
+        return [text]
+    by_name = {f.name: f for f in functions}
+    home = _deal(functions, by_name, count)
+    used = len(set(home.values()))
+    if used < 2:
+        return [text]
+    exported = {name for f in functions for name in f.refs
+                if name in by_name and home[name] != home[f.name]}
+    users = {}
+    for f in functions:
+        for name in f.refs:
+            if name in globals_:
+                users.setdefault(name, []).append(home[f.name])
+    renamed = {f'@"{f.name}"': f'@"{f.name}.x"' for f in functions
+               if f.internal and f.name in exported}
+    out = []
+    for part in range(used):
+        pieces = [_rest_for(rest, part, globals_, users)]
+        for f in functions:
+            if home[f.name] == part:
+                pieces.append(f.text.replace("define internal ", "define ", 1)
+                              if f.name in exported and f.internal else f.text)
+            elif any(home[g.name] == part and f.name in g.refs for g in functions):
+                pieces.append(f.declaration())
+        out.append(_renaming(renamed, "".join(pieces)))
+    return out
+
+
+def _renaming(renamed, text):
+    if not renamed:
+        return text
+    pattern = re.compile("|".join(re.escape(name) for name in renamed))
+    return pattern.sub(lambda m: renamed[m.group(0)], text)
+
+
+def _functions(text):
+    """([_Function], the text without them), or None if a definition is not one we know."""
+    functions, spans = [], []
+    for m in _DEFINE.finditer(text):
+        end = text.index("\n}\n", m.start()) + 3
+        functions.append(_Function(m, text[m.start():end]))
+        spans.append((m.start(), end))
+    if len(functions) != len(_ANY_DEFINE.findall(text)) or \
+            any(f.head.split(" ", 1)[0] in _LINKAGES for f in functions):
+        return None  # another linkage or form: leave the module whole
+    pieces, at = [], 0
+    for start, end in spans:
+        pieces.append(text[at:start])
+        at = end
+    pieces.append(text[at:])
+    return functions, "".join(pieces)
+
+
+def _globals(rest, functions):
+    """{name: type} of the internal global variables (internal constants are copied like
+    private ones), or None when a global's initialiser names a function or an internal
+    variable (it would tie parts together)."""
+    found, named = {}, set()
+    for line in rest.splitlines():
+        m = _GLOBAL.match(line)
+        if not m:
+            continue
+        named.update(_REF.findall(m.group(3)))
+        variable = _VARIABLE.match(m.group(3))
+        if m.group(2) == "internal " and variable:
+            found[m.group(1)] = _leading_type(m.group(3)[variable.end():])
+    if named & ({f.name for f in functions} | set(found)):
+        return None
+    return found
+
+
+def _leading_type(text):
+    """The type at the start of `text`: `i64`, `ptr`, `[4 x i64]`, `{i64, ptr}`..."""
+    depth = 0
+    for i, c in enumerate(text):
+        if c in "[{<":
+            depth += 1
+        elif c in "]}>":
+            depth -= 1
+        elif c == " " and depth == 0:
+            return text[:i]
+    return text
+
+
+def _deal(functions, by_name, count):
+    """Function name -> part: call trees kept whole, dealt largest first to the lightest."""
+    referrers, callers = {}, {}
+    for f in functions:
+        for name in f.refs:
+            if name in by_name:
+                referrers.setdefault(name, set()).add(f.name)
+        for name in f.calls:
+            if name in by_name:
+                callers.setdefault(name, set()).add(f.name)
+    root = {f.name: f.name for f in functions}
+
+    def find(name):
+        while root[name] != name:
+            root[name] = root[root[name]]
+            name = root[name]
+        return name
+
+    for f in functions:
+        # only a direct call can be inlined: a piece whose address goes to the pool cannot
+        only = referrers.get(f.name, set())
+        if f.internal and len(only) == 1 and only == callers.get(f.name) and \
+                "noinline" not in f.attrs:
+            root[find(f.name)] = find(next(iter(only)))
+    trees = {}
+    for f in functions:
+        trees.setdefault(find(f.name), []).append(f)
+    load = [0] * count
+    home = {}
+    for tree in sorted(trees.values(), key=lambda t: (-_lines(t), t[0].name)):
+        part = load.index(min(load))
+        load[part] += _lines(tree)
+        for f in tree:
+            home[f.name] = part
+    # parts numbered by first use, so that a module too small to share lands in part 0
+    order = {}
+    for f in functions:
+        order.setdefault(home[f.name], len(order))
+    return {name: order[part] for name, part in home.items()}
+
+
+def _lines(tree):
+    return sum(f.text.count("\n") for f in tree)
+
+
+def _rest_for(rest, part, globals_, users):
+    """The module text outside functions, as part `part` needs it."""
+    lines = []
+    for line in rest.splitlines(keepends=True):
+        m = _GLOBAL.match(line) if line.startswith("@") else None
+        if m and m.group(1) in globals_:
+            name = m.group(1)
+            parts_using = users.get(name, [0])
+            if part == parts_using[0]:
+                if len(set(parts_using)) > 1:
+                    line = line.replace(" = internal ", " = ", 1)
+            elif part in parts_using:
+                line = f'@"{name}" = external global {globals_[name]}\n'
+            else:
+                continue
+        lines.append(line)
+    return "".join(lines)
