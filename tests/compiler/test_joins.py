@@ -14,6 +14,7 @@ import adcompile as ac
 from adcompile.backends.llvm import fusion
 from tests.compiler.test_accumulate import _same_bits
 from tests.compiler.test_first_store import no_ir_cache  # noqa: F401 (a fixture)
+from tests.slices import sliced
 
 # -- programs (x, y: vectors of one length n >= 1) --------------------------------------------
 
@@ -142,9 +143,19 @@ def _joined(fn, n, monkeypatch, grad=False):
     return _JOINED[key]
 
 
-@pytest.mark.parametrize("n", [1, 3, 64])
+def _sized(sizes, kept):
+    """(fn, lazy, n) for every case and size; CI runs size `kept` of every case and the
+    other sizes of every other case (tests/slices.py: each size compiles twice on LLVM)."""
+    cases = [(fn, lazy, n) for n in sizes for fn, lazy in CASES]
+    return sliced(cases, 2, keep=lambda case: case[2] == kept)
+
+
+def _sized_ids(sizes):
+    return [f"{fn.__name__}-{n}" for n in sizes for fn, _ in CASES]
+
+
 @pytest.mark.parametrize("backend", ["interp", "python", "llvm"])
-@pytest.mark.parametrize("fn,lazy", CASES, ids=IDS)
+@pytest.mark.parametrize("fn,lazy,n", _sized([1, 3, 64], 64), ids=_sized_ids([1, 3, 64]))
 def test_same_bits_with_and_without_joins(fn, lazy, backend, n, no_ir_cache, monkeypatch):
     args = _vectors(n)
     joined = _joined(fn, n, monkeypatch)
@@ -152,9 +163,8 @@ def test_same_bits_with_and_without_joins(fn, lazy, backend, n, no_ir_cache, mon
     _same_bits(joined, _run(fn, backend, args, False, monkeypatch))
 
 
-@pytest.mark.parametrize("n", [2, 33])
 @pytest.mark.parametrize("backend", ["interp", "python", "llvm"])
-@pytest.mark.parametrize("fn,lazy", CASES, ids=IDS)
+@pytest.mark.parametrize("fn,lazy,n", _sized([2, 33], 33), ids=_sized_ids([2, 33]))
 def test_same_gradient_bits_with_and_without_joins(fn, lazy, backend, n, no_ir_cache,
                                                    monkeypatch):
     """Bits on the LLVM backend (joins change nothing elsewhere); the interpreter's and
