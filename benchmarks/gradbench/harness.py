@@ -37,9 +37,10 @@ def compile_seconds(build, args):
     compile filled, in a new compiled object), and the warm callable.
 
     `build()` returns a fresh callable (e.g. `ac.grad(adcompile(f))`); a compile is the first
-    call's time beyond that of the faster of two more calls, on CLOCK (CPU time under run.py
-    --cpu-time: compiling is single-threaded, and on a loaded machine the wall clock of a
-    compile reads up to 15x its CPU time). Two more calls, not one, because the difference of
+    call's time beyond that of the faster of two more calls, on the wall clock even under
+    run.py --cpu-time: LLVM compiles the parts of a large module on all cores at once, so
+    the wait is what the user sees (the process's CPU time adds the parts up; on a loaded
+    machine the wall clock reads several times either). Two more calls, not one, because the difference of
     two calls of a long-running derivative is mostly the noise of either (results.md's warm
     0.32-0.45 s for ba10, ba12 and gmm d=64,k=100, whose derivatives take 0.17-0.32 s a
     call; lstm's one 0.25 s was more likely the collection of the cold compile's garbage,
@@ -58,8 +59,9 @@ def compile_seconds(build, args):
         try:
             for _ in range(2):
                 derivative = build()
-                first = _call_seconds(derivative, args)
-                ordinary = min(_call_seconds(derivative, args) for _ in range(2))
+                first = _call_seconds(derivative, args, time.perf_counter)
+                ordinary = min(_call_seconds(derivative, args, time.perf_counter)
+                               for _ in range(2))
                 seconds.append(max(first - ordinary, 0.0))
         finally:
             if saved is None:
@@ -69,10 +71,10 @@ def compile_seconds(build, args):
     return seconds[0], seconds[1], derivative
 
 
-def _call_seconds(fn, args):
-    start = CLOCK()
+def _call_seconds(fn, args, clock):
+    start = clock()
     fn(*args)
-    return CLOCK() - start
+    return clock() - start
 
 
 def best_seconds(fn, budget=1.0, least=3, most=1000):

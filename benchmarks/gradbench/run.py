@@ -8,7 +8,8 @@ import is skipped with its reason) and every size (its QUICK size with --quick),
 each tool's objective and derivative times (the best of repeated calls after a warm-up, about
 `--budget` seconds of calls each), adcompile's derivative / objective (GradBench's ratio), the
 adcompile / JAX derivative ratio, GradBench's error of adcompile's outputs against JAX's and
-PyTorch's, and the compile seconds of adcompile's derivative (cold and warm on-disk cache).
+PyTorch's, and the compile seconds of adcompile's derivative (cold and warm on-disk cache;
+wall-clock, also under --cpu-time: LLVM compiles a large module's parts on all cores).
 With --fastmath, adcompile is also prepared and timed a second time with fastmath=True
 (subnormals flushed, as JAX's CPU code runs; LLVM may reorder float operations): those
 figures are reported beside the strict ones, never in their place.
@@ -364,8 +365,8 @@ def markdown(results):
                   f"{info['python']}, {info['versions']}; adcompile {info['adcompile']}"
                   + (f"; load average {info['load']} (1, 5, 15 min) at the end of the run"
                      if info.get("load") else "")
-                  + ("; times are CPU times (run.py --cpu-time)" if info.get("clock") == "CPU"
-                     else "") + (f", timed in {info['timing']}" if info.get("timing") else "")
+                  + ("; times are CPU times (run.py --cpu-time), compile times wall-clock"
+                     if info.get("clock") == "CPU" else "") + (f", timed in {info['timing']}" if info.get("timing") else "")
                   + ".", "",
                   HEADER, "|" + "---|" * HEADER.count(" | ") + "---|"]
         lines += [_markdown_row(row) for row in results[name]["rows"]]
