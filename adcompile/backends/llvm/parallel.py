@@ -102,8 +102,32 @@ class ParallelLowering:
         self.exit(status)
         self.b.position_at_end(done)
 
-    def emit_chunk(self, fn, body):
-        """Lower body(lo, hi) into `fn` with this lowering; returns whether it may fail."""
+    def outlined_range(self, n, body, name):
+        """body(lo, hi) over [0, n), lowered into a noinline function `adc.<name>.N` of its
+        own and called here, in this thread (closure-converted like a piece: jit.py's parts
+        then compile it apart from this function, which a long run of loops would otherwise
+        make the largest of its module). Loops inside it may still go to the pool."""
+        fn = ir.Function(self.module, CHUNK_FN, name=f"adc.{name}.{_next_chunk(self.module)}")
+        fn.linkage = "internal"
+        fn.attributes.add("noinline")
+        self.emit_chunk(fn, body, piece=False)
+        captured = _capture(fn)
+        env_type = ir.LiteralStructType([v.type for v in captured])
+        env = self.scratch(env_type, "env")
+        for k, v in enumerate(captured):
+            self.b.store(v, self.b.gep(env, [i64(0), ir.Constant(I32, k)],
+                                       source_etype=env_type))
+        status = self.b.call(fn, [env, i64(0), n])
+        failed = self.func.append_basic_block("outlined.fail")
+        done = self.func.append_basic_block("outlined.ok")
+        self.b.cbranch(self.b.icmp_signed("!=", status, ir.Constant(I32, OK)), failed, done)
+        self.b.position_at_end(failed)
+        self.exit(status)
+        self.b.position_at_end(done)
+
+    def emit_chunk(self, fn, body, piece=True):
+        """Lower body(lo, hi) into `fn` with this lowering; returns whether it may fail.
+        `piece`: fn is a piece the pool runs (its loops do not split again)."""
         saved = {name: getattr(self, name) for name in _SWAPPED}
         saved_ctx = self.ctx
         try:
@@ -115,7 +139,7 @@ class ParallelLowering:
             start = fn.append_basic_block("body")
             self.b = Builder(start)
             self.exits = {}
-            self.in_chunk = True
+            self.in_chunk = piece or self.in_chunk
             _, lo, hi = fn.args
             body(lo, hi)
             self.exit(OK)

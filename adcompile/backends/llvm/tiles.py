@@ -29,6 +29,10 @@ lowers one as:
   one tile as long as the longest unit: every unit whole, in order, as if it were not in a
   run (one copy of the code for both; each store's check that its value fits is made where
   it stands, before any tile cuts both to fit).
+All of it, the table included, goes into a noinline function of its own, `adc.run.N`
+(parallel.outlined_range), called where the run stands: LLVM then compiles it apart from the
+kernel (jit.py's parts), which a long chain of runs would otherwise make the largest
+function of its module.
 A run needs two units at least, one of which reads what an earlier one wrote.
 Every element is computed by the same scalar ops from the same operands as untiled, so the
 bits are the same; only the order in which elements are visited changes. Destinations must
@@ -171,7 +175,7 @@ class TileLowering:
                 result = self.lower_alone(op)
                 if len(op.results) == 1:
                     self.values[op.results[0]] = result
-        self.run_tiles(units, self.tile_order(units))
+        self.run_tiles(units)
         for unit in units:
             if unit.made is not None:
                 self.values[unit.made.results[0]] = unit.out
@@ -239,11 +243,18 @@ class TileLowering:
     def tile_length(self, lo, n):
         return self.clip(self.b.sub(n, lo), i64(0), self.tile_size)
 
-    def run_tiles(self, units, order):
-        """The units tile by tile in `order` (1 ascending, 2 descending), or, where order is
-        0, in one tile as long as the longest unit: each whole, in turn, as without runs (one
-        copy of the code for both)."""
+    def run_tiles(self, units):
+        """The units tile by tile in the order tile_order finds (1 ascending, 2
+        descending), or, where it is 0, in one tile as long as the longest unit: each whole,
+        in turn, as without runs (one copy of the code for both). All of it, the table of
+        accesses too, in a function of its own (parallel.outlined_range): a kernel of many
+        runs (ode's RK4 steps and their adjoints) then stays small enough for jit.py's parts
+        to share out."""
+        self.outlined_range(i64(1), lambda lo, hi: self.tiles(units), "run")
+
+    def tiles(self, units):
         b = self.b
+        order = self.tile_order(units)
         tiled = b.icmp_signed("!=", order, i64(0))
         for unit in units:
             if unit.first:
