@@ -31,7 +31,7 @@ from adcompile.backends.llvm import split
 
 _state = {}
 _names = itertools.count()
-LOCK = threading.RLock()  # one JIT per process; compiles are serialised (LLVM is anyway)
+LOCK = threading.RLock()  # one JIT per process; one compile at a time (its parts run at once)
 OPT_LEVEL = 3
 # Parts of a module compiled at once: ADCOMPILE_LLVM_PARTS, else the cores this process may
 # run on (at most 4); a module of fewer than PART_LINES lines per part is cut into fewer
