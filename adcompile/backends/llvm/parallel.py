@@ -86,21 +86,10 @@ class ParallelLowering:
             work = i64(0)
         elif _calls_libm(fn):
             work = self.b.mul(work, i64(LIBM_WORK))
-        captured = _capture(fn)
-        env_type = ir.LiteralStructType([v.type for v in captured])
-        env = self.scratch(env_type, "env")
-        for k, v in enumerate(captured):
-            self.b.store(v, self.b.gep(env, [i64(0), ir.Constant(I32, k)],
-                                       source_etype=env_type))
+        env = self.env_for(fn)
         fn = fpenv.wrap(self.module, fn, bool(self.flags))  # pool threads: fastmath's FTZ
-        status = self.b.call(self.libc(*_PARALLEL_FOR), [fn, env, n, work,
-                                                         i64(self.parallel_cap)])
-        failed = self.func.append_basic_block("chunk.fail")
-        done = self.func.append_basic_block("chunk.ok")
-        self.b.cbranch(self.b.icmp_signed("!=", status, ir.Constant(I32, OK)), failed, done)
-        self.b.position_at_end(failed)
-        self.exit(status)
-        self.b.position_at_end(done)
+        self.exit_unless_ok(self.b.call(self.libc(*_PARALLEL_FOR),
+                                        [fn, env, n, work, i64(self.parallel_cap)]), "chunk")
 
     def outlined_range(self, n, body, name):
         """body(lo, hi) over [0, n), lowered into a noinline function `adc.<name>.N` of its
@@ -111,15 +100,22 @@ class ParallelLowering:
         fn.linkage = "internal"
         fn.attributes.add("noinline")
         self.emit_chunk(fn, body, piece=False)
+        env = self.env_for(fn)
+        self.exit_unless_ok(self.b.call(fn, [env, i64(0), n]), "outlined")
+
+    def env_for(self, fn):
+        """Closure-convert fn (_capture) and fill its env here: a pointer to it."""
         captured = _capture(fn)
         env_type = ir.LiteralStructType([v.type for v in captured])
         env = self.scratch(env_type, "env")
         for k, v in enumerate(captured):
             self.b.store(v, self.b.gep(env, [i64(0), ir.Constant(I32, k)],
                                        source_etype=env_type))
-        status = self.b.call(fn, [env, i64(0), n])
-        failed = self.func.append_basic_block("outlined.fail")
-        done = self.func.append_basic_block("outlined.ok")
+        return env
+
+    def exit_unless_ok(self, status, label):
+        failed = self.func.append_basic_block(f"{label}.fail")
+        done = self.func.append_basic_block(f"{label}.ok")
         self.b.cbranch(self.b.icmp_signed("!=", status, ir.Constant(I32, OK)), failed, done)
         self.b.position_at_end(failed)
         self.exit(status)
