@@ -13,6 +13,7 @@ that operand's contribution to the output tangent (multiplication commutes), so 
 the sum of the rule's entries over the active operands.
 """
 
+from adcompile.ad import inplace
 from adcompile.ad.adjoints import (ADJOINTS, QUOTIENT, ZERO_DERIVATIVE,
                                    quotient_args)
 from adcompile.ad.ir_ops import IROps
@@ -20,7 +21,7 @@ from adcompile.errors import ArgumentError, CompileError
 from adcompile.ir import types as T
 from adcompile.ir.builder import IRBuilder
 from adcompile.ir.nodes import Block, Function, Value
-from adcompile.ad.reverse import _same_shape
+from adcompile.ad.reverse import _OLD_VALUE, _Reverse, _same_shape
 from runtime.rules import RULES
 
 
@@ -34,8 +35,11 @@ _CONSTANT = ("argmax", "argmin", "arange", "linspace")
 
 
 def jvp_function(fn, active):
-    """The JVP of IR function `fn`; `active[i]` says whether parameter i is differentiated."""
-    t = _Transform(fn, active)
+    """The JVP of IR function `fn`; `active[i]` says whether parameter i is differentiated.
+    In-place updates whose derivative needs the array's old value are first rewritten as
+    the new value stored back (ad/inplace.py), found by reverse mode's activity analysis."""
+    rewritten = inplace.positions(fn, _Reverse(fn, active).needs_old_value())
+    t = _Transform(inplace.assign_form(fn, rewritten) or fn, active)
     return t.run()
 
 
@@ -60,6 +64,7 @@ class _Transform:
         self.active = active
         self.val = {}
         self.tan = {}
+        self.written = set()  # arrays made here that the function writes into
         self.b = IRBuilder()
         self.ops = IROps(self.b)
 
@@ -90,7 +95,8 @@ class _Transform:
         return Function(f"{fn.name}_jvp", params + tangents, body, fn.filename, fn.first_line)
 
     def _zero_tangents_for_written_arrays(self, fn):
-        """Arrays the function writes into need a tangent even when not differentiated."""
+        """Arrays the function writes into need a tangent even when not differentiated; the
+        ones it makes are noted in `written` (their tangents must be their own)."""
         from adcompile.ir.nodes import walk
 
         differentiated = set(self.tan)
@@ -105,8 +111,9 @@ class _Transform:
                     op.loc, f"the function writes into '{root.name}', an argument being "
                             f"differentiated; differentiate a version that writes into a new "
                             f"array (np.empty_like({root.name}) filled from {root.name})")
-            if root not in self.val:
-                continue  # made in the function, or a loop's block argument (no argument's)
+            if root not in self.val:  # made in the function, or a loop's block argument
+                self.written.add(root)
+                continue
             if root.type.dtype in ("f32", "f64"):
                 self.tan[root] = self.zeros_like(self.val[root], "_dot")
 
@@ -114,6 +121,9 @@ class _Transform:
     def block(self, block):
         """Transform every op of `block` but its terminator (the caller builds that)."""
         for op in block.ops[:-1]:
+            shared = None
+            if any(r in self.written for r in op.results):
+                shared = {id(t) for t in self.tan.values()}
             handler = getattr(self, "op_" + op.prim, None)
             if handler is not None:
                 handler(op)
@@ -123,6 +133,17 @@ class _Transform:
                 self.clone(op)
             else:
                 self.scalar(op)
+            if shared is not None:
+                self._own_tangents(op, shared)
+
+    def _own_tangents(self, op, shared):
+        """An array the function writes into later gets a tangent of its own: a rule may
+        pass an operand's tangent through (`z = x + 0.5`: z's is x's), and the writes into z's
+        tangent would then land in x's, the caller's array when x is an argument."""
+        for r in op.results:
+            t = self.tan.get(r)
+            if r in self.written and t is not None and id(t) in shared:
+                self.tan[r] = self.b.value("copy", (t,), name=_dot(r))
 
     def clone(self, op):
         new = self.b.emit(op.prim, [self.val[v] for v in op.operands], op.attrs,
@@ -304,10 +325,8 @@ class _Transform:
                 if t_dst is not None:  # d(x * c) = c dx
                     self.b.emit("iadd", [t_dst, self.val[value]], op.attrs)
                 return
-            if t_value is not None or t_dst is not None:
-                raise CompileError.at(op.loc, "the derivative of an in-place operation other "
-                                      "than += and -= (or *= and /= by a constant) on an "
-                                      "array is not supported yet; write x = x * v")
+            if t_value is not None or t_dst is not None:  # (ad/inplace.py rewrites these)
+                raise CompileError.at(op.loc, _OLD_VALUE)
             return
         if t_value is None:
             return

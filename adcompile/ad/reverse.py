@@ -20,7 +20,7 @@ The derivative of each primitive comes from runtime/rules through the IR ops nam
 
 import bisect
 
-from adcompile.ad import checkpoint
+from adcompile.ad import checkpoint, inplace
 from adcompile.ad.aliases import TapeAliases
 from adcompile.ad.adjoints import (ADJOINTS, QUOTIENT, ZERO_DERIVATIVE,
                                    quotient_args)
@@ -56,6 +56,10 @@ MODES = {"vjp": (True, True), "value_and_grad": (False, True), "grad": (False, F
          "pullback": (True, False), "split": (True, True)}
 
 
+_OLD_VALUE = ("the derivative of this in-place update needs the array's value before it, and "
+              "this function could not be rewritten to keep it; write x = x * v")
+
+
 def vjp_function(fn, active, mode="vjp"):
     """The reverse-mode program of `fn`, in one of the MODES:
     - "vjp": (args..., out_bar) -> (result, grads), for any output cotangent;
@@ -69,7 +73,8 @@ def vjp_function(fn, active, mode="vjp"):
       or None when a tape would cross the cut."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {tuple(MODES)}, not {mode!r}")
-    return _Reverse(fn, active, mode).run()
+    rewritten = inplace.positions(fn, _Reverse(fn, active, mode).needs_old_value())
+    return _Reverse(inplace.assign_form(fn, rewritten) or fn, active, mode).run()
 
 
 def _forget_loop_params(fn):
@@ -114,6 +119,15 @@ class _Reverse:
         self.plain = 0       # > 0 while copying a checkpointed loop's body: nothing taped
 
     # -- driver -----------------------------------------------------------------------------
+    def needs_old_value(self):
+        """A predicate on fn's ops: an in-place update whose adjoint needs the array's old
+        value (ad/inplace.py), by this transform's activity analysis."""
+        self.active = {p for p, on in zip(self.fn.params, self.active_params)
+                       if on and _float(p.type)}
+        self.aliases = TapeAliases(self.fn)
+        self._activity(prune=False)
+        return lambda op: inplace.needs_old_value(op, self.active)
+
     def run(self):
         fn = self.fn
         params = [Value(p.type, p.name) for p in fn.params]
@@ -335,16 +349,19 @@ class _Reverse:
                             "reshape of an array after writing into that array yet; take "
                             "the reshape after the write")
 
-    def _activity(self):
+    def _activity(self, prune=True):
         """Values that depend on a differentiated argument (a fixed point over loops) and,
         for scalars, reach the output through differentiable operations: a value only
         compared (`if x ** 0.5 > 1:`) gets no adjoint, whose zero would otherwise meet the
-        partial derivative (nan at x < 0) in a product."""
+        partial derivative (nan at x < 0) in a product. `prune=False`: every value that
+        depends on one."""
         changed = True
         while changed:
             changed = False
             for op in walk(self.fn.body):
                 changed |= self._propagate(op)
+        if not prune:
+            return
         useful = _reaching_the_output(self.fn)
         self.active = {v for v in self.active
                        if not isinstance(v.type, T.Scalar) or v in useful}
@@ -1099,12 +1116,12 @@ class _Reverse:
             if dst in self.shadow or _has_shadow(scope, dst):  # d(x * c) = c dx
                 self.b.emit("iadd", [scope.shadow(dst, self), scope.get(value)], {"op": kind})
             return
+        if kind not in ("add", "sub"):  # (ad/inplace.py rewrites these when it can)
+            if active or dst in self.shadow or _has_shadow(scope, dst):
+                raise CompileError.at(op.loc, _OLD_VALUE)
+            return
         if not active:
             return
-        if kind not in ("add", "sub"):
-            raise CompileError.at(op.loc, "the gradient of an in-place operation other than "
-                                  "+= and -= (or *= and /= by a constant) on an array is not "
-                                  "supported yet; write x = x * v")
         shadow = scope.shadow(dst, self)
         g = shadow if isinstance(value.type, T.Scalar) or _same_shape(value, dst) else \
             self.sum_to(shadow, scope.get(value))

@@ -950,6 +950,59 @@ def _f32(*arrays):
 F32 = np.float32
 
 
+
+# -- in-place updates whose derivative reads the array's old value (ad/inplace.py) -------------
+
+def scaled_in_place(x, y):
+    z = x * 1.0
+    z *= y
+    z /= y + 2.0
+    z -= 1.0
+    return np.sum(z * z)
+
+
+def powered_in_place(x):
+    z = x + 0.5
+    z **= 3
+    return np.sum(z)
+
+
+def floor_and_mod_in_place(x, y):
+    z = 3.0 * x
+    z //= 0.7
+    w = 3.0 * x
+    w %= 0.7
+    return np.sum(z * y + w * y)
+
+
+def slice_scaled_in_place(x, y):
+    z = x * 1.0
+    z[1:] *= y[:-1]
+    z[:2] /= y[1:3] + 1.0
+    return np.sum(z * x)
+
+
+def rows_scaled_by_vector(a, v):
+    z = a * 1.0
+    z *= v
+    z[0] **= 2
+    return np.sum(z)
+
+
+def scaled_by_element(x, y):
+    z = x * 1.0
+    z *= y[0]
+    z /= np.sum(y)
+    return np.sum(z * z)
+
+
+def scaled_in_loop(x, y):
+    z = x * 1.0
+    for _ in range(3):
+        z *= y
+        z += x
+    return np.sum(z)
+
 CASES = [
     # losses
     ("mse", mse, lambda: (_n(6), _n(6, seed=1)), (0, 1)),
@@ -1238,4 +1291,18 @@ CASES = [
      lambda: (_n(3), _n(2, 3, seed=1)), (0, 1)),
     ("transpose_read_after_write", transpose_read_after_write,
      lambda: (_n(3), _n(2, 3, seed=1)), (0, 1)),
+    # in-place updates whose derivative reads the array's old value
+    ("scaled_in_place", scaled_in_place, lambda: (_n(5), _u(5, seed=1)), (0, 1)),
+    ("scaled_in_place-f32", scaled_in_place, lambda: _f32(_n(5), _u(5, seed=1)), (0, 1)),
+    ("powered_in_place", powered_in_place, lambda: (np.abs(_n(6)),), (0,)),
+    ("floor_and_mod_in_place", floor_and_mod_in_place, lambda: (_n(5), _n(5, seed=1)),
+     (0, 1)),
+    ("slice_scaled_in_place", slice_scaled_in_place, lambda: (_n(5), _u(5, seed=1)), (0, 1)),
+    ("slice_scaled_in_place-strided", slice_scaled_in_place,
+     lambda: (_n(10)[::2], _u(5, seed=1)), (0, 1)),
+    ("rows_scaled_by_vector", rows_scaled_by_vector, lambda: (_n(3, 4), _n(4, seed=1)),
+     (0, 1)),
+    ("scaled_by_element", scaled_by_element, lambda: (_n(4), np.abs(_n(3, seed=1)) + 1.0),
+     (0, 1)),
+    ("scaled_in_loop", scaled_in_loop, lambda: (_n(4), _n(4, seed=1)), (0, 1)),
 ]
