@@ -56,6 +56,9 @@ MODES = {"vjp": (True, True), "value_and_grad": (False, True), "grad": (False, F
          "pullback": (True, False), "split": (True, True)}
 
 
+# array ops whose adjoint reads their result (a copy is taken when it is written later)
+_READS_RESULT = frozenset(["tan", "exp", "sqrt", "tanh", "expm1", "pow", "hypot", "copysign",
+                           "prod", "amax", "amin", "det", "inv", "cofactor", "solve"])
 _OLD_VALUE = ("the derivative of this in-place update needs the array's value before it, and "
               "this function could not be rewritten to keep it; write x = x * v")
 
@@ -497,17 +500,25 @@ class _Reverse:
                 op.prim in _WRITES or op.prim in ("load", "shape", "size", "alloc"):
             return  # element loads are taped or reloaded as they always were
         for k, v in enumerate(op.operands):
-            if not isinstance(v.type, T.Array):
+            if not isinstance(v.type, T.Array) or not self.written_after(op, _root(v)):
                 continue
-            root = _root(v)
-            if self.last_write.get(root, -1) <= self.order.get(op, -1) and not any(
-                    root in self.loop_writes[loop] for loop in self.loops_around.get(op, ())):
-                continue
-            saved = self.b.value("copy", (self.val[v],), name=f"{v.name or 'a'}_saved")
-            if self.depth > 0:
-                self.b.emit("tape_push", [self.tape_for(("snapshot", op, k), v.type), saved])
-            else:
-                self.snapshots[(op, k)] = saved
+            self.save_copy(op, k, v)
+        r = op.results[0]
+        if op.prim in _READS_RESULT and isinstance(r.type, T.Array) and \
+                self.written_after(op, r):
+            self.save_copy(op, -1, r)  # (k = -1: the result, which its adjoint reads)
+
+    def written_after(self, op, root):
+        """Whether memory of `root` is written after `op`, or by a loop around it."""
+        return self.last_write.get(root, -1) > self.order.get(op, -1) or any(
+            root in self.loop_writes[loop] for loop in self.loops_around.get(op, ()))
+
+    def save_copy(self, op, k, v):
+        saved = self.b.value("copy", (self.val[v],), name=f"{v.name or 'a'}_saved")
+        if self.depth > 0:
+            self.b.emit("tape_push", [self.tape_for(("snapshot", op, k), v.type), saved])
+        else:
+            self.snapshots[(op, k)] = saved
 
     def forward_shadow(self, op):
         """Shadow arrays follow their primal: allocations and views of shadowed arrays."""
@@ -930,6 +941,9 @@ class _Reverse:
             if g is None:
                 return
         xs = [self.saved_operand(op, k, scope) for k in range(len(op.operands))]
+        if op.prim in _READS_RESULT and (self.snapshots.get((op, -1)) is not None or
+                                         scope.has(("snapshot", op, -1))):
+            scope = _Scope(scope, {r: self.saved_operand(op, -1, scope)})  # r as it was
         prim = op.prim
         if prim == "cast":
             if op.attrs["to"].is_float:
@@ -976,7 +990,8 @@ class _Reverse:
             self.accumulate_into(v, fitted, adj, scope)
 
     def saved_operand(self, op, k, scope):
-        """Operand k of op as the op read it: its snapshot when one was taken."""
+        """Operand k of op as the op read it (k = -1: its result as it made it): its
+        snapshot when one was taken."""
         saved = self.snapshots.get((op, k))
         if saved is not None:
             return saved
@@ -1336,11 +1351,12 @@ class _Reverse:
         for o in region.ops:
             if o.prim == "const":
                 scope.values[o.results[0]] = self.b.const(o.attrs["value"], o.attrs["type"])
-            for k in range(len(o.operands)):
+            for k in range(-1, len(o.operands)):
                 tape = self.tapes.get(("snapshot", o, k))
                 if tape is not None:
+                    v = o.results[0] if k < 0 else o.operands[k]
                     scope.values[("snapshot", o, k)] = self.b.value(
-                        "tape_pop", (tape,), name=f"{o.operands[k].name or 'a'}_saved")
+                        "tape_pop", (tape,), name=f"{v.name or 'a'}_saved")
             count_tape = self.tapes.get(("count", o))
             if count_tape is not None:
                 scope.values[("count", o)] = self.b.value("tape_pop", (count_tape,),

@@ -56,6 +56,31 @@ def floored(x, y):
     return np.sum(z * y)
 
 
+def tanh_then_written(x, y):
+    z = np.tanh(x)
+    z[0] -= 2.25  # tanh's adjoint reads z
+    return np.sum(z * y)
+
+
+def exp_then_scaled(x, y):
+    z = np.exp(x)
+    z *= y
+    return np.sum(z)
+
+
+def sqrt_written_in_loop(x, y):
+    z = np.sqrt(x + 1.0)
+    for _ in range(2):
+        z[1:] = z[:-1] * y[1:]
+    return np.sum(z)
+
+
+def powered_then_stored(x, y):
+    z = x ** 3
+    z[2] = 0.0
+    return np.sum(z * y)
+
+
 # (function, d/dx . t1 + d/dy . t2 at X, Y by hand)
 EXACT = [
     (passed_through_then_scaled, lambda: np.sum(2 * T1 * Y) + np.sum(2 * (X + 0.5) * T2)),
@@ -65,7 +90,26 @@ EXACT = [
     (powered, lambda: np.sum(3 * (X + 0.5) ** 2 * T1 * Y) + np.sum((X + 0.5) ** 3 * T2)),
     (divided_by_array, lambda: np.sum(2 * X / Y**2 * T1) - np.sum(2 * X**2 / Y**3 * T2)),
     (floored, lambda: np.sum((3.0 * X // 0.7) * T2)),
+    (tanh_then_written,
+     lambda: np.sum((1 - np.tanh(X) ** 2) * T1 * Y)
+     + np.sum((np.tanh(X) - [2.25, 0, 0, 0, 0]) * T2)),
+    (exp_then_scaled, lambda: np.sum(np.exp(X) * Y * T1) + np.sum(np.exp(X) * T2)),
+    (sqrt_written_in_loop, lambda: _sqrt_written_in_loop_exact()),
+    (powered_then_stored,
+     lambda: np.sum(np.where(np.arange(5) == 2, 0, 3 * X**2) * Y * T1)
+     + np.sum(np.where(np.arange(5) == 2, 0, X**3) * T2)),
 ]
+
+
+def _sqrt_written_in_loop_exact():
+    """z = sqrt(x + 1); twice z[1:] = z[:-1] * y[1:]; d(sum z) by forward differentiation."""
+    z, dz = np.sqrt(X + 1.0), T1 / (2 * np.sqrt(X + 1.0))
+    for _ in range(2):
+        z_new, dz_new = z.copy(), dz.copy()
+        z_new[1:] = z[:-1] * Y[1:]
+        dz_new[1:] = dz[:-1] * Y[1:] + z[:-1] * T2[1:]
+        z, dz = z_new, dz_new
+    return np.sum(dz)
 IDS = [fn.__name__ for fn, _ in EXACT]
 
 
