@@ -333,6 +333,23 @@ def gemm(a, b, start=None, alpha=1.0, beta=1.0):
     return out
 
 
+def gemm_call(dtype):
+    """A function (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) making
+    MKL's column-major ?gemm call with exactly those arguments (a, b, c addresses), as a
+    PyTorch kernel that calls cpublas::gemm itself passes them (flash attention); None
+    without MKL or for another dtype. MKL picks its kernel by the CPU it runs on (an AMD
+    EPYC with AVX-512 sums small products in another order than an Intel Xeon), so calling
+    it is the one way to have PyTorch's bits on every host."""
+    fn = _blas_ready("gemm", np.dtype(dtype))
+    if fn is None:
+        return None
+
+    def call(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+        fn(_COL_MAJOR, _TRANS if trans_a else _NO_TRANS, _TRANS if trans_b else _NO_TRANS,
+           m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+    return call
+
+
 def _normalized(trans_a, trans_b, m, n, k, lda, ldb, ldc):
     """Leading dimensions of a single row or column set as PyTorch's cpublas sets them."""
     if n == 1:

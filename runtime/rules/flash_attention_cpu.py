@@ -4,8 +4,12 @@ for), reproduced on numpy to the bit for the sizes measured against torch 2.13 o
 (`applies`: heads of 4 values, 4 to 8 keys, 8 to 32 queries; the transformer example's 8 by
 8 by 4).
 
-Each matrix product is MKL's sgemm on these sizes: every output one chain of fused
-multiply-adds in the shared dimension's order. Forward, per (batch, head):
+Each matrix product is MKL's sgemm. With MKL at hand (runtime/mkl.py) it is called per
+(batch, head, block of queries) with the kernel's own arguments (transposes, leading
+dimensions, alpha and beta), so the products are PyTorch's on any CPU: MKL's kernel for a
+small product depends on the host (an Intel Xeon with AVX-512 sums each output as one chain
+of fused multiply-adds in the shared dimension's order; an AMD EPYC with AVX-512 does not).
+Without MKL every product is that chain (the Xeon's order). Forward, per (batch, head):
     s = (q @ k.T) * scale,  e = exp(s - rowmax(s)) (correctly rounded: computed in float64),
     sum = the row of e added in order, out = (e @ v) * (1 / sum),
     lse = rowmax + logf(sum) (the C library's logf, not always correctly rounded).
@@ -114,7 +118,98 @@ def _forward(q, k, v, scale):
 
 def forward(q, k, v, scale=None):
     """(out, lse) of attention over float32 (B, H, L, E) arrays q and (B, H, S, E) k, v."""
+    sgemm = _sgemm(q, k, v)
+    if sgemm is not None:
+        return _mkl_forward(sgemm, q, k, v, F32(_scale(q, scale)))
     return _forward(q, k, v, F32(_scale(q, scale)))
+
+
+# -- MKL's own products, called as the kernel calls them ----------------------------------------
+
+def _sgemm(*arrays):
+    """MKL's sgemm (runtime/mkl.py) where it is at hand and every array walks its last axis
+    contiguously (rows at positive strides, as the kernel reads them); else None."""
+    from runtime import mkl
+
+    if not all(a.strides[-1] == a.itemsize and min(a.strides) > 0 for a in arrays):
+        return None
+    return mkl.gemm_call(F32)
+
+
+def _q_split(length):
+    """The kernel's block of queries (its template argument, chosen by the query count)."""
+    return 256 if length >= 768 else 64 if length >= 192 else 32
+
+
+def _rows(x, i, j, start=0):
+    """(address of x[i, j, start, 0], distance between x[i, j]'s rows in elements)."""
+    from runtime import mkl
+
+    s0, s1, s2 = x.strides[:3]
+    return mkl.address(x) + i * s0 + j * s1 + start * s2, s2 // x.itemsize
+
+
+def _blocks(q):
+    """(i, j, first query, query count) of each block the kernel walks, in its order."""
+    b, h, length = q.shape[:3]
+    split = min(_q_split(length), length)
+    for i, j in np.ndindex(b, h):
+        for m in range(0, length, split):
+            yield i, j, m, min(split, length - m)
+
+
+def _mkl_forward(sgemm, q, k, v, scale):
+    """_forward with each product MKL's, called per (batch, head, block of queries) with the
+    kernel's arguments: scores = k.T q (column-major, so q @ k.T row-major) with alpha 1,
+    then out's rows = v.T weights."""
+    from runtime import mkl
+
+    s, e = k.shape[2], q.shape[3]
+    scores = np.empty(q.shape[:3] + (s,), F32)
+    for i, j, m, rows in _blocks(q):
+        sgemm(True, False, s, rows, e, 1.0, *_rows(k, i, j), *_rows(q, i, j, m), 0.0,
+              mkl.address(scores[i, j, m]), s)
+    scores *= scale
+    top = scores.max(axis=-1)
+    weights = np.exp((scores - top[..., None]).astype(F64)).astype(F32)
+    total = _in_order(weights)
+    dst = np.empty(q.shape, F32)
+    for i, j, m, rows in _blocks(q):
+        sgemm(False, False, e, rows, s, 1.0, *_rows(v, i, j), mkl.address(weights[i, j, m]), s,
+              0.0, mkl.address(dst[i, j, m]), e)
+    return dst * (F32(1) / total)[..., None], top + _logf(total)
+
+
+def _mkl_backward(sgemm, g, q, k, v, out, lse, scale):
+    """_backward with MKL's products, per (batch, head, block of queries) as the kernel calls
+    them: the gradients start at zero in (B, L, H, E) order (the kernel's layout, with
+    g copied to it) and each product is added on with beta 1, alpha the scale where the
+    kernel folds it in."""
+    from runtime import mkl
+
+    s, e = k.shape[2], q.shape[3]
+    g_t = np.ascontiguousarray(np.swapaxes(g, 1, 2))
+    grads = [np.zeros(np.swapaxes(x, 1, 2).shape, F32) for x in (q, k, v)]
+    go, gq, gk, gv = (np.swapaxes(x, 1, 2) for x in (g_t, *grads))
+    d = _in_order(g * out)
+    attn = np.empty(q.shape[:3] + (s,), F32)
+    for i, j, m, rows in _blocks(q):
+        sgemm(True, False, s, rows, e, float(scale), *_rows(k, i, j), *_rows(q, i, j, m), 0.0,
+              mkl.address(attn[i, j, m]), s)
+    attn = _expf(attn - lse[..., None])
+    grad_attn = np.empty_like(attn)
+    for i, j, m, rows in _blocks(q):
+        a, ga = mkl.address(attn[i, j, m]), mkl.address(grad_attn[i, j, m])
+        sgemm(False, True, e, s, rows, 1.0, *_rows(go, i, j, m), a, s, 1.0, *_rows(gv, i, j))
+        sgemm(True, False, s, rows, e, 1.0, *_rows(v, i, j), *_rows(go, i, j, m), 0.0, ga, s)
+    grad_attn = attn * (grad_attn - d[..., None])
+    for i, j, m, rows in _blocks(q):
+        ga = mkl.address(grad_attn[i, j, m])
+        sgemm(False, False, e, rows, s, float(scale), *_rows(k, i, j), ga, s, 1.0,
+              *_rows(gq, i, j, m))
+        sgemm(False, True, e, s, rows, float(scale), *_rows(q, i, j, m), ga, s, 1.0,
+              *_rows(gk, i, j))
+    return tuple(np.ascontiguousarray(x) for x in (gq, gk, gv))
 
 
 def _chains(*pairs):
@@ -142,4 +237,7 @@ def _backward(g, q, k, v, out, lse, scale):
 
 def backward(g, q, k, v, out, lse, scale=None):
     """(q_bar, k_bar, v_bar) of `forward`, g the cotangent of out."""
+    sgemm = _sgemm(q, k, v)
+    if sgemm is not None:
+        return _mkl_backward(sgemm, g, q, k, v, out, lse, F32(_scale(q, scale)))
     return _backward(g, q, k, v, out, lse, F32(_scale(q, scale)))
