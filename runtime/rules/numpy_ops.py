@@ -86,7 +86,7 @@ def matmul(a, b, start=None):
     elif not _is_float32_mm(a, b):
         product = np.matmul(a, b)
     elif a.shape[1] <= MKL_K_BLOCK or b.shape[1] <= MKL_BLOCKED_COLUMNS:
-        return _blocked_matmul(np.asfortranarray(a), b, start)
+        return blocked_matmul(np.asfortranarray(a), b, start)
     else:  # MKL blocks these otherwise (not followed); C-ordered as PyTorch lays them out
         product = _wide_matmul(a, b)
         return np.ascontiguousarray(product) if start is None else \
@@ -138,7 +138,10 @@ def k_blocks(k):
     return tuple(zip(bounds, bounds[1:]))
 
 
-def _blocked_matmul(a, b, start):
+def blocked_matmul(a, b, start=None):
+    """a @ b (+ start) with each output's k_blocks chained in turn and added in order."""
+    if a.shape[1] <= MKL_K_BLOCK and start is None:  # one block: the chain
+        return np.matmul(a, b)
     total = None
     if start is not None:  # a fresh C-ordered copy of start (np.broadcast_to costs ~5 us)
         total = np.empty((a.shape[0], b.shape[1]), np.float32)
