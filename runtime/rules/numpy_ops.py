@@ -11,7 +11,8 @@ import sys
 import numpy as np
 
 from runtime.cascade_sum import mean_like_torch, sum_like_torch
-from runtime import mkl
+from runtime import cpu_capability, mkl
+from runtime.fma import fma as _fma
 from runtime.mkl import torch_kernel
 from runtime.simd_pow import torch_pow
 
@@ -302,6 +303,16 @@ def neg(x):
     if x.__class__ is _ndarray and _refcount(x) == 2 and _reusable(x, 0.0):
         return np.negative(x, out=x)
     return -x
+
+
+def one_minus_square(t):
+    """1 - t * t as PyTorch's tanh_backward computes it: its AVX2 and AVX-512 builds fuse
+    the product into the difference (one rounding, runtime/cpu_capability.py), its default
+    build rounds twice. Fused for float32 only: float64 keeps the two roundings (not
+    followed)."""
+    if t.__class__ is _ndarray and t.dtype == np.float32 and cpu_capability.has_fma():
+        return _fma(-t, t, np.float32(1))
+    return rsub(mul(t, t), 1)
 
 
 def rsub(x, c):
