@@ -1,8 +1,10 @@
 """float32 log_softmax over a contiguous last dimension, and its gradient, as PyTorch's x86
 CPU kernel computes them, so results agree to the bit (measured against torch 2.13).
 
-PyTorch's kernel takes each row's maximum m, sums exp(x - m) in 16 vector lanes (a row shorter
-than a vector in order; lane j adds elements j, j + 16, ..., the lanes folded as a tree), takes
+PyTorch's kernel takes each row's maximum m, sums exp(x - m) in the lanes of one vector, LANES
+of them (16 where PyTorch runs its AVX-512 build, 8 for its AVX2 one: runtime/cpu_capability.py;
+a row shorter than a vector in order; lane j adds elements j, j + LANES, ..., the lanes folded
+as a tree; measured on both builds against torch 2.13, ATEN_CPU_CAPABILITY=avx2), takes
 the logarithm of the sum and writes (x - m) - log(sum). The gradient is g - exp(y) * sum(g),
 the product subtracted by one fused multiply-add, sum(g) in the same lanes. exp and log are
 SLEEF's 1-ulp float32 functions (expf_u10, logf_u10), written out here in numpy float32 with
@@ -12,11 +14,14 @@ ones, so float64 math rounded to float32 disagrees with PyTorch in ~0.2 % of ele
 
 import numpy as np
 
+from runtime import cpu_capability
 from runtime.fma import deferred_ties, fma
 from runtime.simd_pow import _div2, _horner, _two_sum
 
 F32 = np.float32
-LANES = 16
+# one vector of floats of PyTorch's build of the kernel (runtime/cpu_capability.py): its
+# AVX-512 build is registered too, so an AVX-512 CPU runs 16 lanes, an AVX2 one 8
+LANES = 16 if cpu_capability.capability() == "avx512" else 8
 _INV_LN2 = F32(1.442695040888963407359924681001892137426645954152985934135449406931)
 _LN2_UPPER, _LN2_LOWER = F32(0.693145751953125), F32(1.428606765330187045e-06)
 _LN2 = (F32(0.69314718246459960938), F32(-1.904654323148236017e-09))
@@ -84,9 +89,10 @@ def fold_lanes(acc):
 
 
 def applies(d, axis):
-    """Whether the kernel above is PyTorch's for log_softmax of d along axis."""
+    """Whether the kernel above is PyTorch's for log_softmax of d along axis (not for its
+    build without vector instructions, ATEN_CPU_CAPABILITY=default: another exp, no FMA)."""
     return (d.dtype == np.float32 and d.ndim >= 1 and d.size > 0 and d.flags.c_contiguous
-            and axis in (-1, d.ndim - 1))
+            and axis in (-1, d.ndim - 1) and cpu_capability.has_fma())
 
 
 def log_softmax(d):
