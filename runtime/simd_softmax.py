@@ -1,12 +1,15 @@
-"""float32 log_softmax over a contiguous last dimension, and its gradient, as PyTorch's x86
-CPU kernel computes them, so results agree to the bit (measured against torch 2.13).
+"""float32 log_softmax and softmax over a contiguous last dimension, and their gradients, as
+PyTorch's x86 CPU kernels compute them, so results agree to the bit (measured against torch
+2.13).
 
 PyTorch's kernel takes each row's maximum m, sums exp(x - m) in the lanes of one vector, LANES
 of them (16 where PyTorch runs its AVX-512 build, 8 for its AVX2 one: runtime/cpu_capability.py;
 a row shorter than a vector in order; lane j adds elements j, j + LANES, ..., the lanes folded
 as a tree; measured on both builds against torch 2.13, ATEN_CPU_CAPABILITY=avx2), takes
 the logarithm of the sum and writes (x - m) - log(sum). The gradient is g - exp(y) * sum(g),
-the product subtracted by one fused multiply-add, sum(g) in the same lanes. exp and log are
+the product subtracted by one fused multiply-add, sum(g) in the same lanes. softmax divides
+exp(x - m) by its lane sum (`softmax`: times the reciprocal); its gradient is
+(g - sum(g * y)) * y, the sum in the same lanes. exp and log are
 SLEEF's 1-ulp float32 functions (expf_u10, logf_u10), written out here in numpy float32 with
 the fused multiply-adds of runtime/fma.py: their results are not always the correctly rounded
 ones, so float64 math rounded to float32 disagrees with PyTorch in ~0.2 % of elements.
@@ -88,8 +91,45 @@ def fold_lanes(acc):
     return acc[..., 0]
 
 
+def softmax(d):
+    """softmax of a C-contiguous float32 array along its last axis as PyTorch's kernel
+    computes it: m the row's maximum, e = exp(x - m) by SLEEF's expf_u10, the row of e
+    summed in LANES lanes (`lane_sums`), then e times the reciprocal of that sum. None where
+    a value is nan or +inf or a row's maximum is not finite (numpy's route keeps PyTorch's
+    inf and nan results there); -inf gives an exact 0, as SLEEF's does."""
+    rows = d.reshape(-1, d.shape[-1])
+    top = rows.max(axis=1, keepdims=True)
+    finite = np.isfinite(rows)
+    if not (np.isfinite(top).all() and (finite | (rows == -np.inf)).all()):
+        return None
+    shifted = rows - top
+    if not finite.all():
+        shifted[~finite] = -200  # below expf's underflow bound: exactly 0
+    e = _expf(shifted)
+    return (e * (F32(1) / lane_sums(e))[:, None]).reshape(d.shape)
+
+
+def softmax_grad(g, result):
+    """softmax's gradient as PyTorch's kernel computes it: (g - sum(g * y)) * y along the
+    last axis, the products rounded before they are summed in LANES lanes. None where a
+    value is not finite."""
+    rows = np.ascontiguousarray(g).reshape(-1, g.shape[-1])
+    y = result.reshape(rows.shape)
+    if not (np.isfinite(rows).all() and np.isfinite(y).all()):
+        return None
+    return ((rows - lane_sums(rows * y)[:, None]) * y).reshape(g.shape)
+
+
+def _expf(x):
+    """sleef_expf of finite float32 values, compiled where llvmlite is at hand."""
+    from runtime import simd_compiled
+
+    out = simd_compiled.sleef_expf(x)
+    return sleef_expf(x) if out is None else out
+
+
 def applies(d, axis):
-    """Whether the kernel above is PyTorch's for log_softmax of d along axis (not for its
+    """Whether the kernels above are PyTorch's for (log_)softmax of d along axis (not for its
     build without vector instructions, ATEN_CPU_CAPABILITY=default: another exp, no FMA)."""
     return (d.dtype == np.float32 and d.ndim >= 1 and d.size > 0 and d.flags.c_contiguous
             and axis in (-1, d.ndim - 1) and cpu_capability.has_fma())

@@ -761,6 +761,16 @@ def gelu_slope(x, approximate):
     return dnnl_eltwise.gelu_slope(x)
 
 
+def softmax_grad(g, result, dim):
+    """softmax's gradient as PyTorch's CPU kernel computes it (runtime/simd_softmax.py) for
+    float32 along a contiguous last axis; None elsewhere (the rule's formula then)."""
+    from runtime import simd_softmax
+
+    if g.dtype != np.float32 or not simd_softmax.applies(result, dim):
+        return None
+    return simd_softmax.softmax_grad(g, result)
+
+
 def log_softmax_grad(g, result, dim):
     """log_softmax's gradient as PyTorch's CPU kernel computes it (runtime/simd_softmax.py)
     for float32 along a contiguous last axis; None elsewhere (the rule's formula then)."""
