@@ -9,7 +9,8 @@ as a tree; measured on both builds against torch 2.13, ATEN_CPU_CAPABILITY=avx2)
 the logarithm of the sum and writes (x - m) - log(sum). The gradient is g - exp(y) * sum(g),
 the product subtracted by one fused multiply-add, sum(g) in the same lanes. softmax divides
 exp(x - m) by its lane sum (`softmax`: times the reciprocal); its gradient is
-(g - sum(g * y)) * y, the sum in the same lanes. exp and log are
+(g - sum(g * y)) * y, the sum in the same lanes (the tail's products fused: `lane_dots`).
+exp and log are
 SLEEF's 1-ulp float32 functions (expf_u10, logf_u10), written out here in numpy float32 with
 the fused multiply-adds of runtime/fma.py: their results are not always the correctly rounded
 ones, so float64 math rounded to float32 disagrees with PyTorch in ~0.2 % of elements.
@@ -67,8 +68,9 @@ def sleef_logf(d):
     return hi2 + lo2
 
 
-def lane_sums(v):
-    """Each row of a float32 (rows, n) array summed as PyTorch's vector reduction does."""
+def lane_sums(v, fold=True):
+    """Each row of a float32 (rows, n) array summed as PyTorch's vector reduction does
+    (fold False, n at least LANES: the LANES lanes before they are folded)."""
     n = v.shape[-1]
     if n < LANES:
         return np.add.accumulate(v, axis=-1)[..., -1]
@@ -78,7 +80,7 @@ def lane_sums(v):
         acc += v[..., start:start + LANES]
     if n > full:
         acc[..., :n - full] += v[..., full:]
-    return fold_lanes(acc)
+    return fold_lanes(acc) if fold else acc
 
 
 def fold_lanes(acc):
@@ -111,13 +113,28 @@ def softmax(d):
 
 def softmax_grad(g, result):
     """softmax's gradient as PyTorch's kernel computes it: (g - sum(g * y)) * y along the
-    last axis, the products rounded before they are summed in LANES lanes. None where a
-    value is not finite."""
+    last axis, sum(g * y) by `lane_dots`. None where a value is not finite."""
     rows = np.ascontiguousarray(g).reshape(-1, g.shape[-1])
     y = result.reshape(rows.shape)
     if not (np.isfinite(rows).all() and np.isfinite(y).all()):
         return None
-    return ((rows - lane_sums(rows * y)[:, None]) * y).reshape(g.shape)
+    return ((rows - lane_dots(rows, y)[:, None]) * y).reshape(g.shape)
+
+
+def lane_dots(a, b):
+    """sum(a * b) of each row as the softmax gradient's kernel adds it: `lane_sums` of the
+    rounded products, except that the elements after the last whole vector are added into
+    their lanes by fused multiply-adds (the compiler contracts that step there, not the
+    others; measured on both builds, PyTorch on one thread: with more threads its own
+    results add those products unfused)."""
+    n = a.shape[-1]
+    if n < LANES:
+        return lane_sums(a * b)
+    full = n - n % LANES
+    acc = lane_sums(a[..., :full] * b[..., :full], fold=False)
+    if n > full:
+        acc[..., :n - full] = fma(a[..., full:], b[..., full:], acc[..., :n - full])
+    return fold_lanes(acc)
 
 
 def _expf(x):
