@@ -36,13 +36,27 @@ def has_fma():
     return capability() != "default"
 
 
+@functools.cache
+def vendor():
+    """The CPU's vendor string ("GenuineIntel", "AuthenticAMD"; "" where unknown): MKL picks
+    its kernels by it as well as by the instruction sets, so where PyTorch's results are
+    MKL's, an emulation measured on one vendor's CPUs holds there only."""
+    return _cpuinfo_field("vendor_id")
+
+
 def _cpu_flags():
     """The CPU's feature flags (Linux's /proc/cpuinfo); none where it cannot be read."""
+    return set(_cpuinfo_field("flags").split())
+
+
+def _cpuinfo_field(name):
+    """The first processor's `name` line of /proc/cpuinfo ("" where there is none)."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
+                key, _, value = line.partition(":")
+                if key.strip() == name:
+                    return value.strip()
     except OSError:
         pass
-    return set()
+    return ""

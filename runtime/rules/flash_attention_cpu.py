@@ -4,7 +4,7 @@ for), reproduced on numpy to the bit (measured against torch 2.13 on one thread,
 and AVX2 builds: runtime/cpu_capability.py). `applies` says where: with MKL at hand any head
 size and query count and up to KV_SPLIT keys (one block of keys: more are merged block by
 block, not followed); without MKL the sizes measured on an Intel Xeon (heads of 4 values, 4
-to 8 keys, 8 to 32 queries; the transformer example's 8 by 8 by 4).
+to 8 keys, 8 to 32 queries; the transformer example's 8 by 8 by 4), on Intel CPUs only.
 
 Each matrix product is MKL's sgemm. With MKL at hand (runtime/mkl.py) it is called per
 (batch, head, block of queries) with the kernel's own arguments (transposes, leading
@@ -28,6 +28,7 @@ import math
 
 import numpy as np
 
+from runtime import cpu_capability
 from runtime.fma import _midpoints, _sum_error, fma
 from runtime.simd_softmax import LANES, fold_lanes, lane_sums, sleef_expf
 
@@ -41,7 +42,7 @@ KV_SPLIT = 512  # the kernel's block of keys
 def applies(q, k, v, scale):
     """Whether PyTorch's flash kernel on these float32 (batch, heads, length, head) arrays is
     reproduced here: with MKL (and rows it can read) up to KV_SPLIT keys, else the sizes
-    measured with the chain."""
+    measured with the chain on an Intel CPU (MKL's kernels on others sum otherwise)."""
     arrays = (q, k, v)
     if not (all(a.dtype == F32 and a.ndim == 4 for a in arrays) and q.size > 0
             and k.shape == v.shape and q.shape[:2] == k.shape[:2] and q.shape[3] == k.shape[3]
@@ -49,7 +50,7 @@ def applies(q, k, v, scale):
         return False
     if _sgemm(q, k, v) is not None:
         return True
-    return (q.shape[3] == HEAD and KEYS[0] <= k.shape[2] <= KEYS[1]
+    return (cpu_capability.vendor() == "GenuineIntel" and q.shape[3] == HEAD and KEYS[0] <= k.shape[2] <= KEYS[1]
             and QUERIES[0] <= q.shape[2] <= QUERIES[1] and scale in (None, 1 / math.sqrt(HEAD)))
 
 
