@@ -50,8 +50,9 @@ def applies(q, k, v, scale):
         return False
     if _sgemm(q, k, v) is not None:
         return True
-    return (cpu_capability.vendor() == "GenuineIntel" and q.shape[3] == HEAD and KEYS[0] <= k.shape[2] <= KEYS[1]
-            and QUERIES[0] <= q.shape[2] <= QUERIES[1] and scale in (None, 1 / math.sqrt(HEAD)))
+    return (cpu_capability.vendor() == "GenuineIntel" and q.shape[3] == HEAD
+            and KEYS[0] <= k.shape[2] <= KEYS[1] and QUERIES[0] <= q.shape[2] <= QUERIES[1]
+            and scale in (None, 1 / math.sqrt(HEAD)))
 
 
 def _scale(q, scale):
@@ -100,10 +101,6 @@ def _fma_chain(a, b):
     for i in range(1, a.shape[-1]):
         acc = fma(a[..., :, i:i + 1], b[..., i:i + 1, :], acc)
     return acc
-
-
-def _in_order(x):
-    return np.add.accumulate(x, axis=-1)[..., -1]
 
 
 def _t(x):
