@@ -42,11 +42,13 @@ KV_SPLIT = 512  # the kernel's block of keys
 def applies(q, k, v, scale):
     """Whether PyTorch's flash kernel on these float32 (batch, heads, length, head) arrays is
     reproduced here: with MKL (and rows it can read) up to KV_SPLIT keys, else the sizes
-    measured with the chain on an Intel CPU (MKL's kernels on others sum otherwise)."""
+    measured with the chain on an Intel CPU (MKL's kernels on others sum otherwise); not
+    for PyTorch's build without vector instructions (ATEN_CPU_CAPABILITY=default: its exp
+    and sums are other ones)."""
     arrays = (q, k, v)
     if not (all(a.dtype == F32 and a.ndim == 4 for a in arrays) and q.size > 0
             and k.shape == v.shape and q.shape[:2] == k.shape[:2] and q.shape[3] == k.shape[3]
-            and 0 < k.shape[2] <= KV_SPLIT):
+            and 0 < k.shape[2] <= KV_SPLIT and cpu_capability.has_fma()):
         return False
     if _sgemm(q, k, v) is not None:
         return True
