@@ -161,6 +161,7 @@ def exp_u20(x):
     times 2; zero below the clamp."""
     src = np.clip(x, _LN_FLT_MIN, _LN_FLT_MAX)
     n = np.floor(fma(src, _LOG2E, F32(0.5)))
+    n[np.isnan(n)] = 0  # a nan stays nan through r
     r = fma(-n, _LN2F, src)
     p = np.full_like(r, _U20_POLY[0])
     for c in _U20_POLY[1:]:
@@ -196,11 +197,13 @@ def _q_split(length):
 
 
 def _rows(x, i, j, start=0):
-    """(address of x[i, j, start, 0], distance between x[i, j]'s rows in elements)."""
+    """(address of x[i, j, start, 0], distance between x[i, j]'s rows in elements; a single
+    row's, which nothing reads, at least a row's length, as BLAS asks)."""
     from runtime import mkl
 
     s0, s1, s2 = x.strides[:3]
-    return mkl.address(x) + i * s0 + j * s1 + start * s2, s2 // x.itemsize
+    ld = s2 // x.itemsize if x.shape[2] > 1 else max(s2 // x.itemsize, x.shape[3])
+    return mkl.address(x) + i * s0 + j * s1 + start * s2, ld
 
 
 def _blocks(q):
