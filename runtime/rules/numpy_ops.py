@@ -12,7 +12,7 @@ import numpy as np
 
 from runtime.cascade_sum import mean_like_torch, sum_like_torch
 from runtime import cpu_capability, mkl
-from runtime.fma import fma as _fma
+from runtime.fma import fma as _fma, one_minus_square64 as _one_minus_square64
 from runtime.mkl import torch_kernel
 from runtime.simd_pow import torch_pow
 
@@ -308,10 +308,12 @@ def neg(x):
 def one_minus_square(t):
     """1 - t * t as PyTorch's tanh_backward computes it: its AVX2 and AVX-512 builds fuse
     the product into the difference (one rounding, runtime/cpu_capability.py), its default
-    build rounds twice. Fused for float32 only: float64 keeps the two roundings (not
-    followed)."""
-    if t.__class__ is _ndarray and t.dtype == np.float32 and cpu_capability.has_fma():
-        return _fma(-t, t, np.float32(1))
+    build rounds twice."""
+    if t.__class__ is _ndarray and cpu_capability.has_fma():
+        if t.dtype == np.float32:
+            return _fma(-t, t, np.float32(1))
+        if t.dtype == np.float64:
+            return _one_minus_square64(t)
     return rsub(mul(t, t), 1)
 
 
