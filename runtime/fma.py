@@ -333,7 +333,8 @@ def one_minus_square64(t):
     """1 - t * t rounded once, for float64 t with |t| <= 1 (a tanh): Dekker's exact product
     t * t = p + e, Knuth's exact 1 - p = s + r; where r is 0 the one rounding of s - e is
     the answer, else r - e (exact as w + w_err) is rounded to odd before it is added to s,
-    which then rounds as the exact sum would (|w| is below a quarter of s's ulp there)."""
+    which then rounds as the exact sum would (w's ulp is far below s's there: Boldo and
+    Melquiond's round-to-odd)."""
     t = np.asarray(t, np.float64)
     hi = t * 134217729.0  # Veltkamp's split: t = hi + lo, each half a product of t exact
     hi = hi - (hi - t)
