@@ -4,13 +4,13 @@ PyTorch's x86 CPU kernels compute them, so results agree to the bit (measured ag
 
 PyTorch's kernel takes each row's maximum m, sums exp(x - m) in the lanes of one vector, LANES
 of them (16 where PyTorch runs its AVX-512 build, 8 for its AVX2 one: runtime/cpu_capability.py;
-a row shorter than a vector in order; lane j adds elements j, j + LANES, ..., the lanes folded
-as a tree; measured on both builds against torch 2.13, ATEN_CPU_CAPABILITY=avx2), takes
-the logarithm of the sum and writes (x - m) - log(sum). The gradient is g - exp(y) * sum(g),
-the product subtracted by one fused multiply-add, sum(g) in the same lanes. softmax divides
-exp(x - m) by its lane sum (`softmax`: times the reciprocal); its gradient is
-(g - sum(g * y)) * y, the sum in the same lanes (the tail's products fused: `lane_dots`).
-exp and log are
+measured on both, the AVX2 one through ATEN_CPU_CAPABILITY=avx2): a row shorter than a vector
+in order, else lane j adds elements j, j + LANES, ... and the lanes fold as a tree. log_softmax
+takes the logarithm of the sum and writes (x - m) - log(sum); its gradient is
+g - exp(y) * sum(g), the product subtracted by one fused multiply-add, sum(g) in the same
+lanes. softmax multiplies exp(x - m) by the reciprocal of its lane sum; its gradient is
+(g - sum(g * y)) * y, the sum in the same lanes (the tail's products fused: `lane_dots`). On
+one thread, as the project follows PyTorch throughout. exp and log are
 SLEEF's 1-ulp float32 functions (expf_u10, logf_u10), written out here in numpy float32 with
 the fused multiply-adds of runtime/fma.py: their results are not always the correctly rounded
 ones, so float64 math rounded to float32 disagrees with PyTorch in ~0.2 % of elements.
