@@ -75,9 +75,10 @@ def lane_sums(v, fold=True):
     if n < LANES:
         return np.add.accumulate(v, axis=-1)[..., -1]
     full = n - n % LANES
-    acc = v[..., :LANES].copy()
-    for start in range(LANES, full, LANES):
-        acc += v[..., start:start + LANES]
+    # vector k of every row as row k of one C-ordered array: numpy reduces its first axis one
+    # row after another, so each lane adds its elements in order
+    vectors = v[..., :full].reshape(-1, full // LANES, LANES).transpose(1, 0, 2)
+    acc = np.add.reduce(np.ascontiguousarray(vectors), axis=0).reshape(v.shape[:-1] + (LANES,))
     if n > full:
         acc[..., :n - full] += v[..., full:]
     return fold_lanes(acc) if fold else acc
