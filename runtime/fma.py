@@ -327,3 +327,26 @@ def fma_channels(a, b, c):
         out_t[...] = c[:, None, None]
     fma_rows(channel_major(a), b, out_t)
     return np.ascontiguousarray(out_t.transpose(1, 0, 2)).reshape(a.shape)
+
+
+def one_minus_square64(t):
+    """1 - t * t rounded once, for float64 t with |t| <= 1 (a tanh): Dekker's exact product
+    t * t = p + e, Knuth's exact 1 - p = s + r; where r is 0 the one rounding of s - e is
+    the answer, else r - e (exact as w + w_err) is rounded to odd before it is added to s,
+    which then rounds as the exact sum would (w's ulp is far below s's there: Boldo and
+    Melquiond's round-to-odd)."""
+    t = np.asarray(t, np.float64)
+    hi = t * 134217729.0  # Veltkamp's split: t = hi + lo, each half a product of t exact
+    hi = hi - (hi - t)
+    lo = t - hi
+    p = t * t
+    e = ((hi * hi - p) + 2 * hi * lo) + lo * lo
+    s = 1 - p
+    r = (1 - s) - p  # exact where s rounds (p < 1/2), else 0
+    w = r - e
+    w_err = (r - w) - e  # r - e = w + w_err exactly (|r| >= |e| or r = 0)
+    bits = w.view(np.int64)
+    inexact = (w_err != 0) & (bits & 1 == 0)
+    away = np.sign(w_err) == np.sign(w)
+    w_odd = np.where(inexact, (bits + np.where(away, 1, -1)).view(np.float64), w)
+    return s + w_odd

@@ -1,6 +1,6 @@
 """runtime/simd_softmax.py's float32 log_softmax kernels, and nll_loss's ladder sum
 (cascade_sum.nll_sum), compiled with llvmlite: the same operations in the same order (SLEEF's
-expf_u10 and logf_u10 with hardware fused multiply-adds, PyTorch's 16-lane row sums, the
+expf_u10 and logf_u10 with hardware fused multiply-adds, PyTorch's row sums in LANES lanes, the
 eight-level ladder), one loop over the elements instead of tens of numpy calls on small
 arrays (a log_softmax of 64 x 10 costs ~150 us as numpy calls, ~10 us here). Likewise the
 LSTM's per-step element-wise work (rules/rnn.py: oneDNN's sigmoid and tanh of

@@ -2,9 +2,9 @@
 
 PyTorch's pow kernel for float32 (any exponent but the few it computes by products) runs its
 vector body through SLEEF's `powf` (1-ulp accuracy: about 2 % of its results are not the
-correctly rounded ones), and the elements left over after the last pair of 16-lane vectors
-through the C library's `powf` (glibc's, also within an ulp, wrong in other places). numpy's
-float32 `power` array loop is a third algorithm again.
+correctly rounded ones), and the elements left over after the last pair of vectors (16 lanes
+each on AVX-512, 8 on AVX2) through the C library's `powf` (glibc's, also within an ulp, wrong
+in other places). numpy's float32 `power` array loop is a third algorithm again.
 
 SLEEF's method is exp(y * log|x|) with the logarithm and the exponential carried as
 *double-floats*: a value is an unevaluated sum hi + lo of two float32s, and each step is an
@@ -21,11 +21,14 @@ import functools
 
 import numpy as np
 
+from runtime import cpu_capability
 from runtime.cascade_sum import GRAIN_SIZE, THREADS
 from runtime.fma import fma, horner
 
 F32 = np.float32
-VECTOR_PAIR = 32  # two AVX-512 vectors of 16 float32 lanes per step of PyTorch's loop
+# two vectors per step of PyTorch's loop: of 16 float32 lanes in its AVX-512 build (which an
+# AVX-512 CPU runs), of 8 in its AVX2 one (runtime/cpu_capability.py; both measured)
+VECTOR_PAIR = 32 if cpu_capability.capability() == "avx512" else 16
 _LN2 = (F32(0.69314718246459960938), F32(-1.904654323148236017e-09))  # ln 2 as hi + lo
 _LN2_UPPER, _LN2_LOWER = F32(0.693145751953125), F32(1.428606765330187045e-06)
 _INV_LN2 = F32(1.442695040888963407359924681001892137426645954152985934135449406931)

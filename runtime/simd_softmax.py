@@ -1,10 +1,16 @@
-"""float32 log_softmax over a contiguous last dimension, and its gradient, as PyTorch's x86
-CPU kernel computes them, so results agree to the bit (measured against torch 2.13).
+"""float32 log_softmax and softmax over a contiguous last dimension, and their gradients, as
+PyTorch's x86 CPU kernels compute them, so results agree to the bit (measured against torch
+2.13).
 
-PyTorch's kernel takes each row's maximum m, sums exp(x - m) in 16 vector lanes (a row shorter
-than a vector in order; lane j adds elements j, j + 16, ..., the lanes folded as a tree), takes
-the logarithm of the sum and writes (x - m) - log(sum). The gradient is g - exp(y) * sum(g),
-the product subtracted by one fused multiply-add, sum(g) in the same lanes. exp and log are
+PyTorch's kernel takes each row's maximum m, sums exp(x - m) in the lanes of one vector, LANES
+of them (16 where PyTorch runs its AVX-512 build, 8 for its AVX2 one: runtime/cpu_capability.py;
+measured on both, the AVX2 one through ATEN_CPU_CAPABILITY=avx2): a row shorter than a vector
+in order, else lane j adds elements j, j + LANES, ... and the lanes fold as a tree. log_softmax
+takes the logarithm of the sum and writes (x - m) - log(sum); its gradient is
+g - exp(y) * sum(g), the product subtracted by one fused multiply-add, sum(g) in the same
+lanes. softmax multiplies exp(x - m) by the reciprocal of its lane sum; its gradient is
+(g - sum(g * y)) * y, the sum in the same lanes (the tail's products fused: `lane_dots`). On
+one thread, as the project follows PyTorch throughout. exp and log are
 SLEEF's 1-ulp float32 functions (expf_u10, logf_u10), written out here in numpy float32 with
 the fused multiply-adds of runtime/fma.py: their results are not always the correctly rounded
 ones, so float64 math rounded to float32 disagrees with PyTorch in ~0.2 % of elements.
@@ -12,11 +18,14 @@ ones, so float64 math rounded to float32 disagrees with PyTorch in ~0.2 % of ele
 
 import numpy as np
 
+from runtime import cpu_capability
 from runtime.fma import deferred_ties, fma
 from runtime.simd_pow import _div2, _horner, _two_sum
 
 F32 = np.float32
-LANES = 16
+# one vector of floats of PyTorch's build of the kernel (runtime/cpu_capability.py): its
+# AVX-512 build is registered too, so an AVX-512 CPU runs 16 lanes, an AVX2 one 8
+LANES = 16 if cpu_capability.capability() == "avx512" else 8
 _INV_LN2 = F32(1.442695040888963407359924681001892137426645954152985934135449406931)
 _LN2_UPPER, _LN2_LOWER = F32(0.693145751953125), F32(1.428606765330187045e-06)
 _LN2 = (F32(0.69314718246459960938), F32(-1.904654323148236017e-09))
@@ -59,18 +68,20 @@ def sleef_logf(d):
     return hi2 + lo2
 
 
-def lane_sums(v):
-    """Each row of a float32 (rows, n) array summed as PyTorch's vector reduction does."""
+def lane_sums(v, fold=True):
+    """Each row of a float32 (rows, n) array summed as PyTorch's vector reduction does
+    (fold False, n at least LANES: the LANES lanes before they are folded)."""
     n = v.shape[-1]
     if n < LANES:
         return np.add.accumulate(v, axis=-1)[..., -1]
     full = n - n % LANES
-    acc = v[..., :LANES].copy()
-    for start in range(LANES, full, LANES):
-        acc += v[..., start:start + LANES]
+    # vector k of every row as row k of one C-ordered array: numpy reduces its first axis one
+    # row after another, so each lane adds its elements in order
+    vectors = v[..., :full].reshape(-1, full // LANES, LANES).transpose(1, 0, 2)
+    acc = np.add.reduce(np.ascontiguousarray(vectors), axis=0).reshape(v.shape[:-1] + (LANES,))
     if n > full:
         acc[..., :n - full] += v[..., full:]
-    return fold_lanes(acc)
+    return fold_lanes(acc) if fold else acc
 
 
 def fold_lanes(acc):
@@ -83,10 +94,63 @@ def fold_lanes(acc):
     return acc[..., 0]
 
 
+def softmax(d):
+    """softmax of a C-contiguous float32 array along its last axis as PyTorch's kernel
+    computes it: m the row's maximum, e = exp(x - m) by SLEEF's expf_u10, the row of e
+    summed in LANES lanes (`lane_sums`), then e times the reciprocal of that sum. None where
+    a value is nan or +inf or a row's maximum is not finite (numpy's route keeps PyTorch's
+    inf and nan results there); -inf gives an exact 0, as SLEEF's does."""
+    rows = d.reshape(-1, d.shape[-1])
+    top = rows.max(axis=1, keepdims=True)
+    finite = np.isfinite(rows)
+    if not (np.isfinite(top).all() and (finite | (rows == -np.inf)).all()):
+        return None
+    shifted = rows - top
+    if not finite.all():
+        shifted[~finite] = -200  # below expf's underflow bound: exactly 0
+    e = _expf(shifted)
+    return (e * (F32(1) / lane_sums(e))[:, None]).reshape(d.shape)
+
+
+def softmax_grad(g, result):
+    """softmax's gradient as PyTorch's kernel computes it: (g - sum(g * y)) * y along the
+    last axis, sum(g * y) by `lane_dots`. None where a value is not finite."""
+    rows = np.ascontiguousarray(g).reshape(-1, g.shape[-1])
+    y = result.reshape(rows.shape)
+    if not (np.isfinite(rows).all() and np.isfinite(y).all()):
+        return None
+    return ((rows - lane_dots(rows, y)[:, None]) * y).reshape(g.shape)
+
+
+def lane_dots(a, b):
+    """sum(a * b) of each row as the softmax gradient's kernel adds it: `lane_sums` of the
+    rounded products, except that the elements after the last whole vector are added into
+    their lanes by fused multiply-adds (the compiler contracts that step there, not the
+    others; measured on both builds, PyTorch on one thread: with more threads its own
+    results add those products unfused)."""
+    n = a.shape[-1]
+    if n < LANES:
+        return lane_sums(a * b)
+    full = n - n % LANES
+    acc = lane_sums(a[..., :full] * b[..., :full], fold=False)
+    if n > full:
+        acc[..., :n - full] = fma(a[..., full:], b[..., full:], acc[..., :n - full])
+    return fold_lanes(acc)
+
+
+def _expf(x):
+    """sleef_expf of finite float32 values, compiled where llvmlite is at hand."""
+    from runtime import simd_compiled
+
+    out = simd_compiled.sleef_expf(x)
+    return sleef_expf(x) if out is None else out
+
+
 def applies(d, axis):
-    """Whether the kernel above is PyTorch's for log_softmax of d along axis."""
+    """Whether the kernels above are PyTorch's for (log_)softmax of d along axis (not for its
+    build without vector instructions, ATEN_CPU_CAPABILITY=default: another exp, no FMA)."""
     return (d.dtype == np.float32 and d.ndim >= 1 and d.size > 0 and d.flags.c_contiguous
-            and axis in (-1, d.ndim - 1))
+            and axis in (-1, d.ndim - 1) and cpu_capability.has_fma())
 
 
 def log_softmax(d):

@@ -196,7 +196,7 @@ SOFTMAX_SHAPES = [(32, 10, 1.0), (64, 7, 3.0), (8, 16, 0.3), (5, 33, 2.0), (3, 1
 @pytest.mark.parametrize("rows,classes,scale", SOFTMAX_SHAPES)
 def test_log_softmax_and_cross_entropy_bits_match_pytorch(rows, classes, scale, compiled,
                                                           torch_one_thread, monkeypatch):
-    """log_softmax along the last axis (SLEEF's exp and log, 16-lane sums), its gradient, and
+    """log_softmax along the last axis (SLEEF's exp and log, lane sums), its gradient, and
     cross_entropy / nll_loss (mean, sum, class weights, an ignored sample) bit-equal, with
     the compiled kernels and with the numpy ones."""
     import torch

@@ -175,7 +175,15 @@ def tan(ops, g, needs, result):
 
 @rule("tanh")
 def tanh(ops, g, needs, result):
-    return (ops.mul(g, ops.rsub(ops.mul(result, result), 1)),)
+    return (ops.mul(g, _one_minus_square(ops, result)),)
+
+
+def _one_minus_square(ops, t):
+    """1 - t * t. On numpy it is rounded as PyTorch's tanh_backward kernel rounds it (one
+    fused multiply-add where that kernel is built with FMA: numpy_ops.one_minus_square); the
+    other namespaces (Tensors, the compiler's IR) have no fused form and round twice."""
+    fused = getattr(ops, "one_minus_square", None)
+    return ops.rsub(ops.mul(t, t), 1) if fused is None else fused(t)
 
 
 @rule("sigmoid")

@@ -11,7 +11,8 @@ import sys
 import numpy as np
 
 from runtime.cascade_sum import mean_like_torch, sum_like_torch
-from runtime import mkl
+from runtime import cpu_capability, mkl
+from runtime.fma import fma as _fma, one_minus_square64 as _one_minus_square64
 from runtime.mkl import torch_kernel
 from runtime.simd_pow import torch_pow
 
@@ -86,7 +87,7 @@ def matmul(a, b, start=None):
     elif not _is_float32_mm(a, b):
         product = np.matmul(a, b)
     elif a.shape[1] <= MKL_K_BLOCK or b.shape[1] <= MKL_BLOCKED_COLUMNS:
-        return _blocked_matmul(np.asfortranarray(a), b, start)
+        return blocked_matmul(np.asfortranarray(a), b, start)
     else:  # MKL blocks these otherwise (not followed); C-ordered as PyTorch lays them out
         product = _wide_matmul(a, b)
         return np.ascontiguousarray(product) if start is None else \
@@ -138,7 +139,10 @@ def k_blocks(k):
     return tuple(zip(bounds, bounds[1:]))
 
 
-def _blocked_matmul(a, b, start):
+def blocked_matmul(a, b, start=None):
+    """a @ b (+ start) with each output's k_blocks chained in turn and added in order."""
+    if a.shape[1] <= MKL_K_BLOCK and start is None:  # one block: the chain
+        return np.matmul(a, b)
     total = None
     if start is not None:  # a fresh C-ordered copy of start (np.broadcast_to costs ~5 us)
         total = np.empty((a.shape[0], b.shape[1]), np.float32)
@@ -299,6 +303,18 @@ def neg(x):
     if x.__class__ is _ndarray and _refcount(x) == 2 and _reusable(x, 0.0):
         return np.negative(x, out=x)
     return -x
+
+
+def one_minus_square(t):
+    """1 - t * t as PyTorch's tanh_backward computes it: its AVX2 and AVX-512 builds fuse
+    the product into the difference (one rounding, runtime/cpu_capability.py), its default
+    build rounds twice."""
+    if t.__class__ is _ndarray and cpu_capability.has_fma():
+        if t.dtype == np.float32:
+            return _fma(-t, t, np.float32(1))
+        if t.dtype == np.float64:
+            return _one_minus_square64(t)
+    return rsub(mul(t, t), 1)
 
 
 def rsub(x, c):
@@ -745,6 +761,16 @@ def gelu_slope(x, approximate):
     if approximate != "none" or not dnnl_eltwise.gelu_applies(x):
         return None
     return dnnl_eltwise.gelu_slope(x)
+
+
+def softmax_grad(g, result, dim):
+    """softmax's gradient as PyTorch's CPU kernel computes it (runtime/simd_softmax.py) for
+    float32 along a contiguous last axis; None elsewhere (the rule's formula then)."""
+    from runtime import simd_softmax
+
+    if g.dtype != np.float32 or not simd_softmax.applies(result, dim):
+        return None
+    return simd_softmax.softmax_grad(g, result)
 
 
 def log_softmax_grad(g, result, dim):

@@ -120,6 +120,9 @@ def _known_count(shape, dims):
 
 @rule("softmax")
 def softmax(ops, g, needs, result, dim):
+    exact = ops.softmax_grad(g, result, dim)  # PyTorch's bits on numpy, where known
+    if exact is not None:
+        return (exact,)
     inner = ops.sum_dim(ops.mul(g, result), dim, True)
     return (ops.mul(result, ops.sub(g, inner)),)
 

@@ -16,7 +16,7 @@ tanh), then three products over all steps:
     d x = d pre w_ih;  d w_ih = d pre^T x;  d w_hh = d pre[1:]^T h[1:-1] + d pre[0]^T h0
     (a reverse layer: one product d pre^T h[:-1])
     d b = every step's rows added in turn, last step first
-Every product is a chain of fused multiply-adds in k order (numpy_ops.matmul). A
+Every product is a chain of fused multiply-adds in k order (numpy_ops.blocked_matmul). A
 reverse-direction layer runs on the time-flipped sequence. Each step's element-wise work
 (activations and cell update; the backward's gate cotangents) runs compiled where llvmlite
 is (runtime/simd_compiled.py: the same operations, one loop), else as the numpy lines here.
@@ -36,15 +36,16 @@ F32 = np.float32
 
 def _product(a, b):
     """a @ b with each output one chain of fused multiply-adds in k order, as oneDNN's gemm
-    adds it (numpy_ops.matmul), also for a single row or column (which it leaves to BLAS's
-    gemv, whose order differs): that row or column is doubled and one copy kept."""
+    adds it, also for a single row or column (which it leaves to BLAS's gemv, whose order
+    differs): that row or column is doubled and one copy kept. Past MKL_K_BLOCK terms the
+    chains run in numpy_ops.k_blocks' blocks, added in order: oneDNN's own gemm cuts k so
+    on both hosts measured (an Intel Xeon and an AMD EPYC, both with AVX-512), MKL's gemm
+    (numpy_ops.matmul with MKL) on the Xeon only, so MKL is not called here."""
     if a.shape[0] == 1:
         return _product(np.concatenate([a, a]), b)[:1]
     if b.shape[1] == 1:
         return _product(a, np.concatenate([b, b], 1))[:, :1]
-    if a.shape[1] <= numpy_ops.MKL_K_BLOCK:  # one block: the chain, without the dispatch
-        return np.matmul(np.asfortranarray(a), b)
-    return numpy_ops.matmul(a, b)
+    return numpy_ops.blocked_matmul(np.asfortranarray(a), b)
 
 
 # the kernel keeps the gates as (input, forget, output, cell), so that the sigmoid gates are
