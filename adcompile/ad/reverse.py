@@ -1906,24 +1906,44 @@ _NOT_DIFFERENTIABLE = ("eq", "ne", "lt", "le", "gt", "ge", "not", "truth", "shap
 
 def _reaching_the_output(fn):
     """The values a derivative may flow through on its way to the result: the returned values,
-    values stored into arrays or tapes, and the operands of differentiable operations whose
-    results reach the output (a fixed point over regions; conservative everywhere else)."""
+    values stored into tapes, values written into arrays whose contents may reach the output,
+    and the operands of differentiable operations whose results reach the output (a fixed
+    point over regions; conservative everywhere else). An array's contents may reach the
+    output unless it is an argument or an array an op without regions made, and no value
+    that reaches the output is that array or a view of it: a value written into an argument
+    the result never reads (`a[k] *= inf * x` before `return -0.5 * x`) has no adjoint, whose
+    zero would otherwise meet the infinite partial derivative (nan). Programs with tapes
+    (a derivative differentiated again) keep every write: their arrays share memory through
+    the tapes."""
     useful = set(fn.body.terminator.operands)
     ops = list(walk(fn.body))
     regions = [op for op in ops if op.regions]
+    params = set(fn.params)
+    tapes = any(op.prim.startswith("tape_") for op in ops)
+    read = set()  # memory roots of the useful array values
 
     def mark(values):
         new = [v for v in values if v not in useful]
         useful.update(new)
+        read.update(_root(v) for v in new if isinstance(v.type, T.Array))
         return bool(new)
 
+    def unread(root):
+        made = root in params or (root.owner is not None and not root.owner.regions)
+        return made and not tapes and root not in read
+
+    read.update(_root(v) for v in useful if isinstance(v.type, T.Array))
     changed = True
     while changed:
         changed = False
         for op in reversed(ops):
             if op.prim in ZERO_DERIVATIVE or op.prim in _NOT_DIFFERENTIABLE:
                 continue
-            if not op.results or op.prim in ("store", "add_at", "tape_push") or \
+            if op.prim in _WRITES:
+                if not unread(_root(op.operands[0])):
+                    changed |= mark(op.operands)
+                continue
+            if not op.results or op.prim == "tape_push" or \
                     any(r in useful for r in op.results):
                 if op.regions:
                     continue  # region operands: below, result by result

@@ -7,6 +7,8 @@ programs on every backend; these check what it cannot see: the caller's tangents
 were, the primal program keeps its in-place update, and the exact derivatives of small
 cases on every backend."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -138,3 +140,24 @@ def test_the_primal_keeps_its_update_in_place():
     kinds = [op.attrs.get("op") for op in walk(f.specialize(X, Y).ir.body)
              if op.prim == "iadd"]
     assert kinds == ["pow"]
+
+
+def written_but_unread(x, a):
+    a[1] *= (-math.inf * x) * np.arctan(a[0])  # a: an argument the result never reads
+    return x * -0.5
+
+
+def written_then_read(x, a):
+    b = a * 1.0
+    b[1] *= x * np.arctan(a[0])
+    return np.sum(b) + x * -0.5
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_write_the_result_never_reads_has_no_adjoint(backend):
+    """Its adjoint would be zero, and zero times the infinite partial derivative is nan
+    (compiler fuzz seed 2267316895463); a write the result does read keeps its adjoint."""
+    g = ac.grad(ac.adcompile(written_but_unread, backend=backend))
+    assert g(-0.4, np.array([0.5, 1.8])) == -0.5
+    h = ac.grad(ac.adcompile(written_then_read, backend=backend))
+    assert h(-0.4, np.array([0.5, 1.8])) == pytest.approx(1.8 * np.arctan(0.5) - 0.5, 1e-15)
