@@ -4,6 +4,7 @@ logical reductions, sorting and gathering helpers."""
 import numpy as np
 
 from runtime.fma import fma
+from runtime.rules import numpy_ops
 
 from runtime import dtypes, simd_softmax
 from runtime.autograd_meta import _state, any_requires_grad, record, requires_grad
@@ -102,8 +103,10 @@ def logsumexp(x, dim, keepdim=False):
 
 def cumsum(x, dim, dtype=None):
     axis = _axis(dim, x)
-    dt = dtype or (x._dtype if x._dtype.is_floating_point else dtypes.int64)
-    data = np.ascontiguousarray(np.cumsum(x._data, axis=axis, dtype=dt.np)).reshape(x._data.shape)
+    dt = dtype or (x._dtype if x._dtype.is_floating_point or x._dtype.is_complex
+                   else dtypes.int64)  # integers and bools scan in int64
+    data = np.ascontiguousarray(numpy_ops.scan(np.cumsum, x._data, axis, dt.np)).reshape(
+        x._data.shape)
     if dt.category == dtypes.FLOAT:
         data += 0.0  # PyTorch's running sum starts at +0.0, so it never yields -0.0
     out = wrap(data, dt)
@@ -114,8 +117,9 @@ def cumsum(x, dim, dtype=None):
 
 def cumprod(x, dim, dtype=None):
     axis = _axis(dim, x)
-    dt = dtype or (x._dtype if x._dtype.is_floating_point else dtypes.int64)
-    data = np.ascontiguousarray(np.cumprod(x._data, axis=axis, dtype=dt.np)).reshape(
+    dt = dtype or (x._dtype if x._dtype.is_floating_point or x._dtype.is_complex
+                   else dtypes.int64)  # integers and bools scan in int64
+    data = np.ascontiguousarray(numpy_ops.scan(np.cumprod, x._data, axis, dt.np)).reshape(
         x._data.shape)
     out = wrap(data, dt)
     if any_requires_grad((x,)):

@@ -642,8 +642,24 @@ def flip(x, dim):
     return np.flip(x, dim).copy()  # PyTorch's flip is a new tensor: no negative strides
 
 
+# PyTorch's CPU scans (cumsum, cumprod) run in the accumulate type: float32 and complex64
+# in double precision, float16 in float32, each output rounded once
+SCAN_ACCUMULATE = {np.dtype(np.float32): np.float64, np.dtype(np.complex64): np.complex128,
+                   np.dtype(np.float16): np.float32}
+
+
+def scan(fn, x, axis, dtype=None):
+    """fn (np.cumsum or np.cumprod) of x along axis into `dtype` (x's by default), summed or
+    multiplied as PyTorch's CPU kernel does (SCAN_ACCUMULATE)."""
+    dtype = np.dtype(dtype or x.dtype)
+    wide = SCAN_ACCUMULATE.get(dtype)
+    if wide is None:
+        return fn(x, axis=axis, dtype=dtype)
+    return fn(x, axis=axis, dtype=wide).astype(dtype)
+
+
 def cumsum(x, dim):
-    return np.cumsum(x, axis=dim)
+    return scan(np.cumsum, x, dim)
 
 
 def logcumsumexp(x, dim):
@@ -657,7 +673,7 @@ def lowest(x):
 
 
 def cumprod(x, dim):
-    return np.cumprod(x, axis=dim)
+    return scan(np.cumprod, x, dim)
 
 
 def prod_dim(x, dim, keepdim):
