@@ -334,9 +334,9 @@ class _Recorder:
             self.args = args
 
 
-def first_call_seconds(build, args, clock=time.process_time):
-    """Seconds of build() and its first call beyond those of a second call."""
-    return first_call_both(build, args)[clock is time.perf_counter]
+def first_call_seconds(build, args):
+    """Wall-clock seconds of build() and its first call beyond those of a second call."""
+    return first_call_both(build, args)[1]
 
 
 def first_call_both(build, args):
@@ -372,7 +372,7 @@ def gradbench_section(names):
                 with cache_dir(directory), timed_stages() as times:
                     cold_cpu, cold = first_call_both(build, args)
                 with cache_dir(directory):
-                    warm = first_call_seconds(build, args, time.perf_counter)
+                    warm = first_call_seconds(build, args)
                     # as in a user's cache after their first run: the thread pool's object
                     # code too (this process built it before `directory` existed; without
                     # it the new process would build it, 40-80 ms of every "warm new")
@@ -405,7 +405,7 @@ def warm_child(name, what):
         importlib.import_module("scipy.linalg.cython_blas")
     programs = programs_of(name)
     build, args = programs[:2] if what == "objective" else programs[2:]
-    print(first_call_seconds(build, args, time.perf_counter))
+    print(first_call_seconds(build, args))
 
 
 # -- where a derivative's LLVM time goes, function by function ---------------------------------

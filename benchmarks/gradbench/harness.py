@@ -59,9 +59,8 @@ def compile_seconds(build, args):
         try:
             for _ in range(2):
                 derivative = build()
-                first = _call_seconds(derivative, args, time.perf_counter)
-                ordinary = min(_call_seconds(derivative, args, time.perf_counter)
-                               for _ in range(2))
+                first = _wall_seconds(derivative, args)
+                ordinary = min(_wall_seconds(derivative, args) for _ in range(2))
                 seconds.append(max(first - ordinary, 0.0))
         finally:
             if saved is None:
@@ -71,10 +70,10 @@ def compile_seconds(build, args):
     return seconds[0], seconds[1], derivative
 
 
-def _call_seconds(fn, args, clock):
-    start = clock()
+def _wall_seconds(fn, args):
+    start = time.perf_counter()
     fn(*args)
-    return clock() - start
+    return time.perf_counter() - start
 
 
 def best_seconds(fn, budget=1.0, least=3, most=1000):

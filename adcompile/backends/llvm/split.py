@@ -81,11 +81,12 @@ def parts(text, count):
     out = []
     for part in range(used):
         pieces = [_rest_for(rest, part, globals_, users)]
+        named = set().union(*(f.refs for f in functions if home[f.name] == part))
         for f in functions:
             if home[f.name] == part:
                 pieces.append(f.text.replace("define internal ", "define ", 1)
                               if f.name in exported and f.internal else f.text)
-            elif any(home[g.name] == part and f.name in g.refs for g in functions):
+            elif f.name in named:
                 pieces.append(f.declaration())
         out.append(_renaming(renamed, "".join(pieces)))
     return out
