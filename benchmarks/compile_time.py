@@ -6,15 +6,16 @@
    primal and of `grad` of generated functions of 250, 500, 1000 and 2000 lines (straight-line
    code with branches and small loops accumulating into an array, `long_source`) on the LLVM
    backend, in CPU seconds split by stage (front end, AD, passes, LLVM IR, entry point, LLVM
-   (optimisation and code generation, on every core: jit.compile_objects cuts a large
-   module into parts), link; "other" is the rest: printing the LLVM IR, the generated
-   entry point's setup, Python overhead), with the time per line and the growth factor per
-   doubling (2.0 is linear).
+   (optimisation and code generation, on every core: the outlined ops go to LLVM in batches
+   while the kernel is still being lowered, stream.py, and the rest of a large module is cut
+   into parts, split.py; every thread's CPU), link; "other" is the rest: printing the LLVM
+   IR, the generated entry point's setup, Python overhead), with the time per line and the
+   growth factor per doubling (2.0 is linear). Our stages are the calling thread's CPU.
 3. The GradBench derivatives (benchmarks/gradbench, each eval's QUICK workload; issue 13's
    target: <= 1 s cold, <= 50 ms warm) and the MLP gradient of benchmarks/arrays.py ("mlp",
    its item 4): cold (an empty on-disk cache, in this process, whose LLVM is already
-   initialised) in wall-clock seconds (what the user waits: LLVM compiles the parts of a
-   large module on all cores) and in CPU seconds of all threads, the CPU seconds split by
+   initialised) in wall-clock seconds (what the user waits: LLVM compiles batches of ops
+   while the kernel is lowered, and the parts of a large module, on all cores) and in CPU seconds of all threads, the CPU seconds split by
    stage as in 2, then warm twice (wall-clock): a new compiled object in
    this process reading the cache the cold compile filled, and a new Python process reading
    it (timed inside that process, after its imports). A compile is the first call's time
@@ -167,7 +168,10 @@ def load_long_function(lines, directory):
     return module.long_function
 
 
-# stage name -> (module, attribute) whose calls are timed (a missing one is skipped)
+# stage name -> (module, attribute) whose calls are timed (a missing one is skipped): the
+# stages of our own code in CPU seconds of the calling thread (LLVM may be compiling the
+# batches of finished ops meanwhile, on other threads: stream.py), LLVM's in CPU seconds of
+# every thread (compile_objects, and the jobs of jit.Jobs wherever they ran)
 STAGES = {
     "front end": ("adcompile.api", "lower_function"),
     "AD": ("adcompile.api", "vjp_function"),
@@ -182,22 +186,34 @@ STAGES = {
 @contextlib.contextmanager
 def timed_stages():
     """Accumulate the time spent in each of STAGES' functions into the yielded dict."""
+    from adcompile.backends.llvm import jit
+
     totals, saved = {}, []
 
     def wrap(stage, fn):
+        clock = time.process_time if stage in ("LLVM", "link") else time.thread_time
+
         def timed(*args, **kwargs):
-            t0 = time.process_time()
+            t0 = clock()
             try:
                 return fn(*args, **kwargs)
             finally:
-                totals[stage] = totals.get(stage, 0.0) + time.process_time() - t0
+                totals[stage] = totals.get(stage, 0.0) + clock() - t0
         return timed
+
+    def close(jobs):
+        close_jobs(jobs)
+        totals["LLVM"] = totals.get("LLVM", 0.0) + jobs.cpu
+        jobs.cpu = 0.0
 
     for stage, (module_name, attribute) in STAGES.items():
         module = importlib.import_module(module_name)
         if hasattr(module, attribute):
             saved.append((module, attribute, getattr(module, attribute)))
             setattr(module, attribute, wrap(stage, getattr(module, attribute)))
+    close_jobs = jit.Jobs.close
+    saved.append((jit.Jobs, "close", close_jobs))
+    jit.Jobs.close = close
     try:
         yield totals
     finally:

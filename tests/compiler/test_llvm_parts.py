@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from adcompile import adcompile, cache, grad, value_and_grad
-from adcompile.backends.llvm import jit, split
+from adcompile.backends.llvm import jit, native, split
 
 HEAD = '''target triple = "x86_64-unknown-linux-gnu"
 
@@ -186,14 +186,14 @@ def fresh(monkeypatch):
     program), and a record of how many parts each compile made."""
     monkeypatch.setenv("ADCOMPILE_CACHE_DIR", "off")
     counts = []
-    original = jit.compile_objects
+    original = native.Variant.compile
 
-    def counted(text, parts=None):
-        objects = original(text, parts)
+    def counted(self):
+        objects = original(self)
         counts.append(len(objects))
         return objects
 
-    monkeypatch.setattr(jit, "compile_objects", counted)
+    monkeypatch.setattr(native.Variant, "compile", counted)
     return counts
 
 
@@ -278,7 +278,7 @@ def test_every_part_goes_through_the_cache(tmp_path, monkeypatch):
         return objects
 
     monkeypatch.setattr(jit, "cache_load", spy)
-    monkeypatch.setattr(jit, "compile_objects", lambda *a, **k: pytest.fail("compiled again"))
+    monkeypatch.setattr(native.Variant, "compile", lambda *a: pytest.fail("compiled again"))
     got = grad(adcompile(program), argnums=1)(*args)
     np.testing.assert_array_equal(got, expected)
     assert any(objects and len(objects) >= 2 for objects in loaded)

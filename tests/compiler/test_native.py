@@ -1050,9 +1050,9 @@ def compiles(monkeypatch):
     names = []
     text = native.Variant.llvm_text
 
-    def counted(self):
+    def counted(self, *args):
         names.append(self.name)
-        return text(self)
+        return text(self, *args)
 
     monkeypatch.setattr(native.Variant, "llvm_text", counted)
     monkeypatch.setenv("ADCOMPILE_CACHE_DIR", "off")

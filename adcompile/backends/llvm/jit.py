@@ -3,7 +3,9 @@ cache it on disk, and link it with LLJIT.
 
 A large module is cut into parts (split.py) that are optimised and code-generated on the
 machine's cores at once, each in an LLVMContext and with a TargetMachine of its own; their
-object files are linked into one library. llvmlite serialises every call into LLVM behind
+object files are linked into one library. `Jobs` runs such module texts on worker threads
+and the caller's; it also takes the batches of outlined ops the lowering finishes
+(stream.py), so LLVM starts before the kernel is written. llvmlite serialises every call into LLVM behind
 one lock, so the two long calls (the pass pipeline and code generation), which touch only
 the part's own context, module, pass builder and target machine, are made around it; the
 rest (parsing, verifying, reading the buffer) takes the lock as usual.
@@ -21,6 +23,7 @@ import os
 import struct
 import sys
 import threading
+import time
 
 import llvmlite
 import llvmlite.binding as llvm
@@ -94,31 +97,125 @@ def emit_object(mod):
 
 def compile_objects(ir_text, parts=None):
     """Object code for a module's IR text: one object per part (split.py), the parts
-    compiled at once, the first in the calling thread."""
+    compiled at once, one in the calling thread."""
     with LOCK:
-        state = _init()
         texts = split.parts(ir_text, part_count(ir_text) if parts is None else parts)
         if len(texts) == 1 or not _can_unlock():
             return [emit_object(optimize(text)) for text in texts]
-        tms = state["part_tms"]
-        while len(tms) < len(texts):
-            tms.append(_new_target_machine(state["cpu"], state["features"]))
-        jobs = [_Part(text, tm) for text, tm in zip(texts, tms)]
+        jobs = Jobs(len(texts) - 1)
         try:
-            threads = [threading.Thread(target=job.compile, daemon=True,
-                                        name="adcompile-llvm") for job in jobs[1:]]
-            for thread in threads:
-                thread.start()
-            jobs[0].compile()
-            for thread in threads:
-                thread.join()
-            for job in jobs:
-                if job.error is not None:
-                    raise job.error
-            return [job.object_code() for job in jobs]
+            return jobs.finish(texts)
         finally:
-            for job in jobs:
-                job.close()
+            jobs.close()
+
+
+def workers():
+    """How many threads besides the caller's compile a module's parts (stream.py, Jobs):
+    the cores this process may run on, at most MAX_PARTS, less one; ADCOMPILE_LLVM_PARTS=N
+    sets the total, ADCOMPILE_LLVM_STREAM=0 turns the streaming off (compile_objects, after
+    the lowering)."""
+    if os.environ.get("ADCOMPILE_LLVM_STREAM", "1") == "0" or not _can_unlock():
+        return 0
+    value = os.environ.get("ADCOMPILE_LLVM_PARTS", "").strip()
+    total = int(value) if value.isdigit() else min(_cores(), MAX_PARTS)
+    return max(0, total - 1)
+
+
+class Jobs:
+    """Module texts compiled to object code by `workers` threads, and by the caller's in
+    `finish`: the lowering submits the batches of outlined ops it has finished (stream.py)
+    while it goes on, then `finish` adds the parts of the kernel's module and compiles
+    alongside the workers until nothing is left. The largest waiting text goes first. The
+    objects come back in the order their texts were submitted (the cut, not the timing,
+    decides what is in each)."""
+
+    def __init__(self, workers):
+        state = _init()
+        tms = state["part_tms"]
+        while len(tms) < workers:
+            tms.append(_new_target_machine(state["cpu"], state["features"]))
+        self.waiting = []  # (lines, number, text)
+        self.objects = {}
+        self.cpu = 0.0  # CPU seconds of the jobs, all threads
+        self.errors = []
+        self.submitted = 0
+        self.closed = False
+        self.ready = threading.Condition()
+        self.threads = [threading.Thread(target=self._work, args=(tm,), daemon=True,
+                                         name="adcompile-llvm") for tm in tms[:workers]]
+        for thread in self.threads:
+            thread.start()
+
+    def submit(self, text, lines):
+        with self.ready:
+            self.waiting.append((lines, self.submitted, text))
+            self.submitted += 1
+            self.ready.notify()
+
+    def finish(self, texts):
+        """Submit `texts`, compile in this thread too until no text waits, wait for the
+        workers; the objects of every text submitted."""
+        for text in texts:
+            self.submit(text, text.count("\n"))
+        tm = _init()["tm"]
+        while True:
+            with self.ready:
+                job = self._take()
+            if job is None:
+                break
+            self._run(job, tm)
+        self.close()
+        if self.errors:
+            raise self.errors[0]
+        return [self.objects[k] for k in sorted(self.objects)]
+
+    def close(self):
+        """Let the workers end when nothing waits (what does is still compiled: an error
+        in the lowering leaves at most the jobs already submitted), and wait for them."""
+        with self.ready:
+            self.closed = True
+            self.ready.notify_all()
+        for thread in self.threads:
+            thread.join()
+
+    def _take(self):
+        if not self.waiting:
+            return None
+        job = max(self.waiting, key=lambda j: (j[0], -j[1]))
+        self.waiting.remove(job)
+        return job
+
+    def _work(self, tm):
+        while True:
+            with self.ready:
+                while not self.waiting and not self.closed:
+                    self.ready.wait()
+                job = self._take()
+            if job is None:
+                return
+            self._run(job, tm)
+
+    def _run(self, job, tm):
+        _, number, text = job
+        part = None
+        start = time.thread_time()
+        try:
+            part = _Part(text, tm)
+            part.compile()
+            if part.error is not None:
+                raise part.error
+            code = part.object_code()
+        except BaseException as e:  # raised by finish, in the compiling thread
+            with self.ready:
+                self.errors.append(e.with_traceback(None))
+            return
+        finally:
+            if part is not None:
+                part.close()
+            with self.ready:
+                self.cpu += time.thread_time() - start
+        with self.ready:
+            self.objects[number] = code
 
 
 class _Part:
@@ -171,11 +268,14 @@ def part_count(ir_text):
     value = os.environ.get("ADCOMPILE_LLVM_PARTS", "").strip()
     if value.isdigit():
         return max(1, int(value))
+    return max(1, min(_cores(), MAX_PARTS, ir_text.count("\n") // PART_LINES))
+
+
+def _cores():
     try:
-        cores = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, MAX_PARTS, ir_text.count("\n") // PART_LINES))
+        return os.cpu_count() or 1
 
 
 def _raw(name):

@@ -303,7 +303,11 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
                tuple(p.type for p in params))
         made = self.outlined_fns.get(key)
         if made is None:
+            before = len(self.module.globals)
             made = self.outlined_fns[key] = self.outline(op, handler, values, params, index)
+            batches = getattr(self.module, "adc_batches", None)
+            if batches is not None:  # finished: LLVM may compile it now (stream.py)
+                batches.finished(made[0], list(self.module.globals.values())[before:])
         fn, template, outputs, errors = made
         out_type = ir.LiteralStructType(outputs)
         out = self.scratch(out_type, "out") if outputs else ir.Constant(PTR, None)

@@ -14,8 +14,8 @@ import linecache
 import llvmlite.ir as ir
 import numpy as np
 
-from adcompile.backends.llvm import capi, fusion, jit, merge, pool, reassociate, tiles, \
-    values
+from adcompile.backends.llvm import capi, fusion, jit, merge, pool, reassociate, split, \
+    stream, tiles, values
 from adcompile.backends.llvm.entry import METH_FASTCALL, build_entry
 from adcompile.backends.llvm import lower
 from adcompile.backends.llvm.lower import lower_kernel
@@ -117,7 +117,7 @@ class Variant:
         self.from_cache = objects is not None
         self._module = None
         if objects is None:
-            objects = jit.compile_objects(self.llvm_text())
+            objects = self.compile()
             jit.cache_store(key, objects)
         address, self._tracker = jit.link(objects, entry_symbol(fn.name), imports)
         name_bytes = self.name.encode()
@@ -128,9 +128,26 @@ class Variant:
         # Variant -> entry -> self tuple -> Variant until the builtin itself is freed.
         self.entry = _new_builtin(def_address, (method_def, name_bytes, self), None)
 
-    def llvm_module(self):
-        """The LLVM IR before optimisation."""
+    def compile(self):
+        """The object code: where LLVM may run on several threads, the outlined ops go to
+        it in batches while the kernel is still being lowered (stream.py), then the rest of
+        the module in parts; else the whole module's parts after the lowering."""
+        workers = jit.workers()
+        if not workers:
+            return jit.compile_objects(self.llvm_text())
+        jobs = jit.Jobs(workers)
+        try:
+            text = self.llvm_text(jobs.submit)
+            return jobs.finish(split.parts(text, jit.part_count(text)))
+        finally:
+            jobs.close()
+
+    def llvm_module(self, submit=None):
+        """The LLVM IR before optimisation (`submit`: where finished outlined ops go,
+        stream.Batches; they are then only declared in it)."""
         module = ir.Module(name=kernel_symbol(self.name))
+        if submit is not None:
+            module.adc_batches = stream.Batches(module, submit)
         tm = jit.target_machine()
         import llvmlite.binding as llvm
 
@@ -143,12 +160,14 @@ class Variant:
                     self.options.release_gil, self.exact)
         return module
 
-    def llvm_text(self):
-        """The LLVM IR text LLVM compiles: llvm_module's, its identical functions folded."""
-        module = self.llvm_module()
+    def llvm_text(self, submit=None):
+        """The LLVM IR text LLVM compiles: llvm_module's, its identical functions folded
+        (with `submit`, less the outlined ops shipped to it and what only they used)."""
+        module = self.llvm_module(submit)
         text = str(module)
+        shipped = submit is not None and module.adc_batches.shipped
         release(module)
-        return merge.identical(text)
+        return merge.identical(split.prune(text) if shipped else text)
 
     def optimized(self):
         """The module optimised whole (as one part: what `llvm_ir` and `asm` show; the

@@ -92,6 +92,34 @@ def parts(text, count):
     return out
 
 
+def prune(text):
+    """`text` without the internal functions that nothing outside them reaches (a helper
+    only the ops shipped in batches used, stream.py); unchanged when it cannot be read."""
+    found = _functions(text)
+    if found is None:
+        return text
+    functions, rest = found
+    by_name = {f.name: f for f in functions}
+    named = set(_REF.findall(rest))  # a global's initialiser may name a function
+    todo = [f for f in functions if not f.internal or f.name in named]
+    reached = {f.name for f in todo}
+    while todo:
+        for name in todo.pop().refs:
+            if name in by_name and name not in reached:
+                reached.add(name)
+                todo.append(by_name[name])
+    if len(reached) == len(functions):
+        return text
+    pieces, at = [], 0
+    for f in functions:
+        if f.name not in reached:
+            start = text.index(f.text, at)
+            pieces.append(text[at:start])
+            at = start + len(f.text)
+    pieces.append(text[at:])
+    return "".join(pieces)
+
+
 def _renaming(renamed, text):
     if not renamed:
         return text

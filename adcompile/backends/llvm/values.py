@@ -177,7 +177,9 @@ def loop_hints(module, kind="array"):
     """A loop's own `llvm.loop` node (its first operand is itself), by kind of loop:
     - "array": not unrolled by a trip count known at run time: array loops run what the
       vectoriser leaves scalar (broadcast strides, strict reductions, libm calls), where
-      unrolling gains nothing and LLVM's remainder loops cost compile time;
+      unrolling gains nothing and LLVM's remainder loops cost compile time; vectorised
+      without interleaving (one vector an iteration, so no epilogue loop either: 10-16 %
+      of the LLVM time of the MLP and ode gradients, no run time measured);
     - "scalar": an array loop kept scalar (the generic-stride loop of a split nest,
       arrays.loops);
     - "control": bookkeeping in array code (the loop handing out the pieces of a parallel
@@ -193,7 +195,7 @@ def loop_hints(module, kind="array"):
 _NO_RUNTIME_UNROLL = ("llvm.loop.unroll.runtime.disable",)
 _SCALAR = (("llvm.loop.vectorize.enable", ir.Constant(ir.IntType(1), 0)),
            ("llvm.loop.interleave.count", ir.Constant(ir.IntType(32), 1)))
-_LOOP_HINTS = {"array": (_NO_RUNTIME_UNROLL,), "scalar": (_NO_RUNTIME_UNROLL, *_SCALAR),
+_LOOP_HINTS = {"array": (_NO_RUNTIME_UNROLL, _SCALAR[1]), "scalar": (_NO_RUNTIME_UNROLL, *_SCALAR),
                "control": (*_SCALAR, ("llvm.loop.unroll.disable",))}
 
 
