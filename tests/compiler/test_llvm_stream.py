@@ -108,12 +108,20 @@ def test_the_kernel_module_declares_the_shipped_ops(shipped, monkeypatch):
     (kernel,) = [t for t in shipped if "adc.entry.mlp" in defined(t)]
     assert ops and ops <= set(declared(kernel))
     assert not set(defined(kernel)) & ops
+    exported = []
     for text in shipped:  # each is a module of its own
         verified(text)
         for line in text.splitlines():
             if line.startswith("define ") and "adc.op." not in line and \
                     "adc.entry." not in line:
-                assert line.startswith("define internal "), line  # copies stay private
+                # small copies stay private; a larger or noinline helper is defined
+                # once, as <name>.x
+                assert line.startswith("define internal ") or '.x"(' in line, line
+                if not line.startswith("define internal "):
+                    exported.append(line.split('@"')[1].split('"')[0])
+    assert len(exported) == len(set(exported))
+    for name in exported:
+        assert name in declared(kernel) or name not in kernel
 
 
 def broadcast_error(a, b):
@@ -217,7 +225,8 @@ def _module():
 
 def test_a_batch_is_a_module_of_its_own():
     module, op, helper = _module()
-    text = stream.batch_text(module, [op])
+    text, exported = stream.batch_text(module, [op])
+    assert exported == {}  # the helper may be inlined: copied, not shared
     assert sorted(defined(text)) == ["adc.helper", "adc.op.t.0"]
     assert 'define i64 @"adc.op.t.0"' in text  # the kernel's module calls it
     assert 'define internal i64 @"adc.helper"' in text
@@ -231,6 +240,28 @@ def test_a_batch_is_a_module_of_its_own():
     assert submitted and batches.shipped == 1
     assert not op.blocks and op.linkage == ""  # only declared in the kernel's module now
     verified(str(module))
+
+
+def test_a_noinline_helper_is_defined_once():
+    module, op, helper = _module()
+    helper.attributes.add("noinline")
+    second = ir.Function(module, op.function_type, name="adc.op.t.1")
+    second.linkage = "internal"
+    b = ir.IRBuilder(second.append_basic_block("entry"))
+    b.ret(b.call(helper, [b.ptrtoint(second.args[0], ir.IntType(64))]))
+    submitted = []
+    batches = stream.Batches(module, lambda t, n: submitted.append(t))
+    for fn in (op, second):
+        batches.pending = [fn]
+        batches.flush()
+    first, then = submitted
+    assert 'define i64 @"adc.helper.x"' in first
+    assert 'declare i64 @"adc.helper.x"' in then and "adc.helper.x" not in defined(then)
+    assert 'call i64 @"adc.helper.x"' in then
+    rest = batches.rest(str(module))
+    assert 'declare i64 @"adc.helper.x"' in rest and "adc.helper" not in defined(rest)
+    for text in (first, then, rest):
+        verified(text)
 
 
 def test_an_op_naming_an_internal_variable_is_not_shipped():

@@ -165,9 +165,10 @@ class Variant:
         (with `submit`, less the outlined ops shipped to it and what only they used)."""
         module = self.llvm_module(submit)
         text = str(module)
-        shipped = submit is not None and module.adc_batches.shipped
+        if submit is not None:
+            text = module.adc_batches.rest(text)
         release(module)
-        return merge.identical(split.prune(text) if shipped else text)
+        return merge.identical(text)
 
     def optimized(self):
         """The module optimised whole (as one part: what `llvm_ir` and `asm` show; the

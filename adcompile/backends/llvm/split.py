@@ -88,7 +88,7 @@ def parts(text, count):
                               if f.name in exported and f.internal else f.text)
             elif f.name in named:
                 pieces.append(f.declaration())
-        out.append(_renaming(renamed, "".join(pieces)))
+        out.append(renaming(renamed, "".join(pieces)))
     return out
 
 
@@ -120,7 +120,8 @@ def prune(text):
     return "".join(pieces)
 
 
-def _renaming(renamed, text):
+def renaming(renamed, text):
+    """`text` with each name of `renamed` ('@"name"' -> '@"new"') replaced."""
     if not renamed:
         return text
     pattern = re.compile("|".join(re.escape(name) for name in renamed))

@@ -11,11 +11,14 @@ lowering goes on. The kernel's module then declares them.
 A batch module holds:
 - its ops, external (the kernel's part calls them by name; op names cannot clash with the
   runtime's symbols, and each compiled module links into a JIT library of its own);
-- everything they use, copied: the functions they call or whose address they pass (parallel
-  pieces, pairwise sums, helpers), internal, and each batch and the kernel's module that
-  uses a helper compiles its own copy (they are small: what the kernel's module no longer
-  uses is pruned, split.prune); the declarations, constants and outside objects they name;
-  the module's metadata so far (alias scopes, loop hints).
+- the functions they call or whose address they pass (parallel pieces, pairwise sums,
+  helpers): a small one that LLVM may inline is copied in, internal (each text that uses it
+  compiles its own copy); a noinline or larger one (SHARED_INSTRUCTIONS) is defined in the
+  first batch that uses it, external under `<name>.x` (an internal helper may be named like
+  a symbol the JIT links in: split.py), and declared by every later text, the kernel's
+  module included (what that module no longer uses is pruned, split.prune);
+- the declarations, constants and outside objects they name; the module's metadata so far
+  (alias scopes, loop hints).
 An op that names an internal global variable (none do today: tapes stay in the kernel) or
 a function still being written is not shipped; it stays in the kernel's module, as do the
 ops of a last batch too small to be worth a job.
@@ -26,12 +29,13 @@ import re
 
 import llvmlite.ir as ir
 
-from adcompile.backends.llvm import merge
+from adcompile.backends.llvm import merge, split
 
 # instructions a batch gathers (ADCOMPILE_LLVM_BATCH): a job's fixed cost (a context, parsing
 # the declarations and the metadata again) is a few milliseconds; its LLVM time about 0.1 ms
 # an instruction
 BATCH_LINES = int(os.environ.get("ADCOMPILE_LLVM_BATCH", "1500"))
+SHARED_INSTRUCTIONS = 60  # a helper this large is compiled once for the whole module
 _REF = re.compile(r'@"([^"]+)"')
 
 
@@ -44,6 +48,8 @@ class Batches:
         self.pending = []
         self.size = 0
         self.shipped = 0
+        self.exported = {}  # noinline helper defined in a batch -> its declaration there
+        self.renamed = {}  # '@"helper"' -> '@"helper.x"', in every text
 
     def finished(self, fn, made):
         """Op function `fn` is complete; `made`: the functions created while lowering it."""
@@ -54,31 +60,51 @@ class Batches:
 
     def flush(self):
         roots, self.pending, self.size = self.pending, [], 0
-        text = batch_text(self.module, roots)
-        if text is None:
+        made = batch_text(self.module, roots, self.exported)
+        if made is None:
             return
+        text, exported = made
+        self.renamed.update((f'@"{name}"', f'@"{name}.x"') for name in exported)
+        text = split.renaming(self.renamed, text)
         self.submit(text, text.count("\n"))
         self.shipped += len(roots)
-        for fn in roots:  # the kernel's module now only declares it
+        self.exported.update(exported)
+        for name in [fn.name for fn in roots] + list(exported):
+            fn = self.module.globals[name]  # the kernel's module now only declares it
             fn.blocks = []
             fn.linkage = ""
 
+    def rest(self, text):
+        """The kernel's module text as the batches left it: their helpers renamed, what
+        only their ops used dropped."""
+        return split.prune(split.renaming(self.renamed, text)) if self.shipped else text
 
-def batch_text(module, roots):
-    """The module text of `roots` (external) and what they use, or None when one of them
-    cannot leave the kernel's module."""
+
+def batch_text(module, roots, exported=None):
+    """(the module text of `roots` and what they use, {noinline helper it defines:
+    declaration}), or None when one of them cannot leave the kernel's module. The roots
+    are external; a noinline helper (a pairwise sum, numpy's iteration plans: LLVM does not
+    inline it) is defined here, external, once for the whole module, and declared by the
+    texts that come after (`exported`, those already defined); any other function they
+    call or hand to the pool is copied in, internal."""
+    exported = exported or {}
     names = {fn.name for fn in roots}
-    functions, outside = {}, {}
+    functions, outside, defined = {}, {}, {}
     todo = list(reversed(roots))
     while todo:
         fn = todo.pop()
-        if fn.name in functions:
+        if fn.name in functions or fn.name in outside:
+            continue
+        if fn.name in exported:
+            outside[fn.name] = exported[fn.name]
             continue
         if any(not block.is_terminated for block in fn.blocks):
             return None  # still being written (a helper of the kernel's own code)
         text = str(fn)
-        if fn.name in names:
+        if fn.name in names or _shared(fn):
             text = text.replace("define internal ", "define ", 1)
+            if fn.name not in names:
+                defined[fn.name] = _declaration(text)
         functions[fn.name] = text
         for name in _REF.findall(text):
             value = module.globals.get(name)
@@ -99,8 +125,22 @@ def batch_text(module, roots):
     lines += [t.get_declaration() for t in module.get_identified_types().values()]
     lines += outside.values()
     lines += functions.values()
-    lines += module._get_metadata_lines()
-    return merge.identical("\n".join(lines) + "\n")
+    lines += module._get_metadata_lines()  # all of them so far: LLVM drops what no one uses
+    return merge.identical("\n".join(lines) + "\n"), defined
+
+
+def _shared(fn):
+    """Whether a helper is defined once, external, rather than copied into each text that
+    uses it: LLVM does not inline it (noinline), or it is too large to be inlined where
+    several functions call it (a pairwise sum, the pieces of a parallel one: called once a
+    row or a sum, never an element)."""
+    return "noinline" in fn.attributes or _instructions(fn) >= SHARED_INSTRUCTIONS
+
+
+def _declaration(text):
+    """`declare` for a definition's text."""
+    head = text[:text.index("\n")]
+    return "declare " + head[len("define "):] + "\n"
 
 
 def _instructions(fn):
