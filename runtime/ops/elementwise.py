@@ -155,12 +155,14 @@ def _additive(np_fn, cls, a, b, alpha, name):
     """a + alpha * b or a - alpha * b (Python operators: fast on numpy scalars)."""
     ad, bd, dt = _operands(a, b, name)
     fused = False
+    scaled = bd
     if alpha.__class__ is not int or alpha != 1:
         fused = dt.np == np.float32 and hasattr(bd, "dtype") and alpha.__class__ is not bool
         if not fused:
-            bd = _scaled(bd, alpha, dt)
+            scaled = _scaled(bd, alpha, dt)
     try:
-        data = fused_axpy(np_fn, ad, bd, alpha) if fused else np_fn(ad, bd)
+        data = fused_axpy(np_fn, ad, bd, alpha) if fused else np_fn(ad, scaled)
+        # the layout follows b itself: alpha * b is numpy's temporary, laid out its own way
         out = _laid_out_result(data, dt, a, b, ad, bd)
     except ValueError:
         raise _shape_error(a, b) from None
