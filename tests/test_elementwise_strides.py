@@ -42,6 +42,9 @@ LAYOUTS = {
     "size1_trailing_permuted": lambda L: _grid(L, 2, 3, 1).permute(2, 0, 1),
     "size1_two_permuted": lambda L: _grid(L, 3, 1, 1).permute(1, 0, 2),
     "size1_inner_transposed": lambda L: _grid(L, 2, 3, 1).transpose(1, 2),  # (3, 1, 1)
+    # a fresh result (no view) that keeps a view's size-1 strides: (1, 3) of strides (1, 1)
+    # (fuzz seed 2414041582232: maximum of it and a 0-dim tensor was laid out (3, 1))
+    "exp_of_row_of_transpose": lambda L: _grid(L, 3, 2).t()[1:2].exp(),
     "permuted_3d": lambda L: _grid(L, 2, 3, 4).permute(2, 0, 1),
     "permuted_not_dense": lambda L: _grid(L, 2, 3, 8).permute(2, 0, 1)[::2],
     "unsqueezed_view": lambda L: _grid(L, 3, 4).t().unsqueeze(1),
@@ -103,7 +106,7 @@ def test_elementwise_result_strides_match_torch(layout, op):
 
 PAIR_LAYOUTS = ["contiguous", "transposed", "expanded", "zero_dim", "column_of_transpose",
                 "size1_middle_permuted", "size1_trailing_permuted", "size1_inner_transposed",
-                "channels_last_size1"]
+                "exp_of_row_of_transpose", "channels_last_size1"]
 PAIR_OPS = {
     "add": lambda L, a, b: a + b,
     "sub_float64": lambda L, a, b: a - b.double(),  # a converted first, keeping its strides

@@ -102,14 +102,14 @@ def _result(data, dt):
 def _laid_out_result(data, dt, a, b, ad, bd):
     """The result of a binary op on tensor `a` and `b` (computed from their arrays `ad`,
     `bd`) laid out as TensorIterator lays it out. Only an operand that is not C-contiguous (a
-    view, or a result laid out as one), or a view with strides of its own along size-1
+    view, or a result laid out as one), or one with strides of its own along size-1
     dimensions, or an empty view (whose strides TensorIterator sorts too), can make numpy's
     layout differ from it, so only then is it checked: this runs on every add and mul (hence
-    the common case inline, cheaper than layout.plain)."""
+    the common case, no size-1 dimension, inline, cheaper than layout.plain)."""
     if data.__class__ is _ndarray and data.ndim > 1 and not (
-            ad.flags.c_contiguous and (ad.base is None or ad.size and 1 not in ad.shape) and (
+            ad.flags.c_contiguous and (1 not in ad.shape and ad.base is None or plain(ad)) and (
                 bd.__class__ is not _ndarray or bd.flags.c_contiguous and (
-                    bd.base is None or bd.size and 1 not in bd.shape))):
+                    1 not in bd.shape and bd.base is None or plain(bd)))):
         data = like_iterator(data, (ad, bd))
     return _result(data, dt)
 
