@@ -45,6 +45,9 @@ LAYOUTS = {
     # a fresh result (no view) that keeps a view's size-1 strides: (1, 3) of strides (1, 1)
     # (fuzz seed 2414041582232: maximum of it and a 0-dim tensor was laid out (3, 1))
     "exp_of_row_of_transpose": lambda L: _grid(L, 3, 2).t()[1:2].exp(),
+    # a fresh dense result, (1, 3, 2) of strides (3, 1, 3): a unary op keeps them all (fuzz
+    # seed 231881746129: cos of one had numpy's (1, 1, 3))
+    "result_of_unsqueezed_transpose": lambda L: _grid(L, 2, 3).t()[None] * 2,
     "permuted_3d": lambda L: _grid(L, 2, 3, 4).permute(2, 0, 1),
     "permuted_not_dense": lambda L: _grid(L, 2, 3, 8).permute(2, 0, 1)[::2],
     "unsqueezed_view": lambda L: _grid(L, 3, 4).t().unsqueeze(1),

@@ -554,7 +554,9 @@ def _unary(np_fn, cls, x, saves, keep_dtype=False):
         data = np_fn(data[()] if data.ndim == 0 else data)
         if data.__class__ is not _ndarray:
             data = _asarray(data)
-        elif data.ndim > 1 and x._base is not None:  # only a view may be laid out apart
+        elif data.ndim > 1 and (x._base is not None or data.strides != source.strides):
+            # numpy's layout is PyTorch's but for a view or where numpy chose strides of its
+            # own (a dense result keeps those of its size-1 dimensions in PyTorch)
             data = iterator_layout(data, (source,))
         if data.dtype is not dt.np and data.dtype != dt.np:  # abs of complex is real
             dt = dtypes.from_numpy(data.dtype)
