@@ -30,7 +30,7 @@ _INPLACE = [
     "atan2", "arctan2", "hypot", "fmod", "remainder", "xlogy", "scatter", "scatter_add",
     "scatter_reduce", "index_add", "index_copy", "index_fill", "index_put", "masked_scatter",
     "tril", "triu", "clamp_min", "clamp_max", "sign", "square", "reciprocal", "rsqrt", "tan",
-    "trunc", "ceil", "log1p", "sinc", "copysign", "heaviside",
+    "trunc", "ceil", "log1p", "sinc", "copysign", "heaviside", "sgn",
 ]
 _TORCH_INPLACE = [
     "acos", "asin", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1", "log2",

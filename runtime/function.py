@@ -143,15 +143,19 @@ class Node:
 
 def _saved_attribute(node, name):
     """grad_fn._saved_self / _saved_other / _saved_result, as PyTorch exposes them."""
-    from runtime.tensor import Tensor
-
     if node._freed:
         raise_freed()
     tensors = [a for a in node._args if type(a) is SavedTensor]
     index = {"_saved_self": 0, "_saved_result": -1, "_saved_other": -1}[name]
     if not tensors:
-        raise AttributeError(f"'{type(node).__name__}' object has no attribute '{name}'")
-    saved = tensors[index]
+        _absent(node, name)
+    return _saved_tensor(node, tensors[index])
+
+
+def _saved_tensor(node, saved):
+    """A SavedTensor of `node` as the tensor PyTorch's attribute shows."""
+    from runtime.tensor import Tensor
+
     if saved.tensor is not None:
         return saved.tensor
     value = saved.unpack(numpy_ops, node)
@@ -204,10 +208,57 @@ def node_class(name, prim, multi_output=False):
     cls = _node_classes.get(name)
     if cls is None:
         base = MultiOutputNode if multi_output else Node
-        cls = type(name, (base,), {"__slots__": (), "_rule": staticmethod(RULES[prim]),
-                                   "_keeps_indices": name in _INDEX_SAVING})
+        fields = {"__slots__": (), "_rule": staticmethod(RULES[prim]),
+                  "_keeps_indices": name in _INDEX_SAVING}
+        fields.update(_saved_properties(SAVED_NAMES.get(name)))
+        cls = type(name, (base,), fields)
         _node_classes[name] = cls
     return cls
+
+
+# The names PyTorch gives a node's saved values (`grad_fn._saved_target`), one per entry of
+# its `_args` (None: an entry PyTorch does not show), for the nodes where the generic three
+# (`_saved_self`: the first saved tensor; `_saved_other`, `_saved_result`: the last) would
+# show a wrong value or one PyTorch's node does not have. An operand not saved shows as None.
+SAVED_NAMES = {
+    "AddBackward0": ("alpha",),
+    "SubBackward0": ("alpha",),
+    "MulBackward0": ("self", "other"),
+    "DivBackward0": ("self", "other"),
+    "SgnBackward0": ("self", "result"),
+    "MseLossBackward0": ("self", "target", "reduction", None),
+    "HuberLossBackward0": ("self", "target", "reduction", "delta", None),
+    "SmoothL1LossBackward0": ("self", "target", "reduction", "beta", None),
+}
+_GENERIC_SAVED = ("_saved_self", "_saved_other", "_saved_result")
+_REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}  # a reduction shows as PyTorch's enum
+
+
+def _saved_properties(names):
+    """The class fields for SAVED_NAMES' `names`: a property per name, and generic names
+    that are not among them made absent."""
+    if names is None:
+        return {}
+    fields = {f"_saved_{n}": property(lambda node, i=i, n=n: _named_saved(node, i, n))
+              for i, n in enumerate(names) if n is not None}
+    absent = [g for g in _GENERIC_SAVED if g not in fields]
+    for generic in absent:
+        fields[generic] = property(lambda node, g=generic: _absent(node, g))
+    fields["__dir__"] = lambda node: [n for n in Node.__dir__(node) if n not in absent]
+    return fields
+
+
+def _named_saved(node, index, name):
+    if node._freed:
+        raise_freed()
+    value = node._args[index]
+    if type(value) is SavedTensor:
+        return _saved_tensor(node, value)
+    return _REDUCTIONS[value] if name == "reduction" else value
+
+
+def _absent(node, name):
+    raise AttributeError(f"'{type(node).__name__}' object has no attribute '{name}'")
 
 
 # -- saved tensors ----------------------------------------------------------------------------

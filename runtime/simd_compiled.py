@@ -94,6 +94,18 @@ def libm_logf(x):
     return out
 
 
+def libm_map(name, x):
+    """The C library's float function `name` (one of LIBM_FLOAT) of each element of a float32
+    array, or None where no compiled kernel is at hand."""
+    fns = kernels()
+    if fns is None:
+        return None
+    x = np.ascontiguousarray(x, F32)
+    out = np.empty_like(x)
+    fns[11][name](x.ctypes.data, out.ctypes.data, x.size)
+    return out
+
+
 def fma_chain(a, b):
     """a (..., m, n) @ b (..., n, p) for float32 arrays of one batch shape, each output the
     chain of fused multiply-adds over n in order from the first (rounded) product; None where
@@ -165,8 +177,9 @@ def nll_sum(values, counted, power):
 def kernels():
     """(log_softmax forward, its backward, nll_sum, lstm step and its backward, the C
     library's logf over an array, fma_chain, layer norm's row moments,
-    oneDNN's gelu and its slope, SLEEF's expf over an array) as ctypes functions, compiled once
-    per process; None where llvmlite cannot compile them."""
+    oneDNN's gelu and its slope, SLEEF's expf over an array, {name: the C library's float
+    function `name` over an array} for LIBM_FLOAT) as ctypes functions, compiled once per
+    process; None where llvmlite cannot compile them."""
     try:
         with _LOCK:
             return _compile()
@@ -676,9 +689,18 @@ entry:
 """ + "".join(_map_kernel(name, f"dnnl_{name}") for name in ("gelu", "gelu_slope"))
 
 
+# the C library's float functions that PyTorch's float32 scalar loops call (std::sinh(float)
+# and the like): glibc's are within an ulp, not correctly rounded, so only they give its bits
+LIBM_FLOAT = ("sinhf", "coshf", "atanhf", "asinhf", "acoshf")
+
+
 def _maps():
-    """The element-wise kernels over arrays: oneDNN's gelu and its slope, SLEEF's expf."""
-    return _dnnl_gelu() + _map_kernel("sleef_expf", "sleef_expf")
+    """The element-wise kernels over arrays: oneDNN's gelu and its slope, SLEEF's expf, and
+    the C library's float functions of LIBM_FLOAT."""
+    return (_dnnl_gelu() + _map_kernel("sleef_expf", "sleef_expf")
+            + "".join(_map_kernel(name, name) + f"declare float @{name}(float)\n"
+                      for name in LIBM_FLOAT))
+
 
 
 def _map_kernel(name, element):
@@ -1018,7 +1040,7 @@ def jit_library(text, symbols, name, opt=3, ir_passes=True):
 
 _SYMBOLS = ("log_softmax_fwd", "log_softmax_bwd", "nll_ladder", "lstm_step", "lstm_step_back",
             "libm_logf", "fma_chain", "ln_moments", "gelu_map", "gelu_slope_map",
-            "sleef_expf_map")
+            "sleef_expf_map") + tuple(f"{name}_map" for name in LIBM_FLOAT)
 
 
 def _compile():
@@ -1036,7 +1058,9 @@ def _compile():
         addresses["ln_moments"])
     gelu, gelu_slope, expf = (ctypes.CFUNCTYPE(None, ptr, ptr, i64)(addresses[f"{name}_map"])
                               for name in ("gelu", "gelu_slope", "sleef_expf"))
-    return fwd, bwd, ladder, step, back, logf, chain, moments, gelu, gelu_slope, expf
+    libm = {name: ctypes.CFUNCTYPE(None, ptr, ptr, i64)(addresses[f"{name}_map"])
+            for name in LIBM_FLOAT}
+    return fwd, bwd, ladder, step, back, logf, chain, moments, gelu, gelu_slope, expf, libm
 
 
 _KEEP = []  # the JIT and its code live as long as the process

@@ -193,7 +193,7 @@ def libm_pow(x, y):
     return np.array(values, F32).reshape(x.shape)
 
 
-def _coalesced_run(shape, strides):
+def coalesced_run(shape, strides):
     """(length, inner strides) of the innermost run of PyTorch's loop over `shape` in C order:
     neighbouring dimensions merge while every operand steps through them evenly."""
     dims = [d for d in range(len(shape)) if shape[d] != 1]
@@ -208,7 +208,7 @@ def _coalesced_run(shape, strides):
     return length, tuple(s[inner] for s in strides)
 
 
-def _vectorizable(inner_strides):
+def vectorizable(inner_strides):
     """PyTorch's loop runs SIMD vectors when every operand is contiguous along the run, or
     all but one are (that one a scalar broadcast along it)."""
     if all(s == 1 for s in inner_strides):
@@ -218,7 +218,7 @@ def _vectorizable(inner_strides):
 
 
 @functools.lru_cache(maxsize=64)
-def _vector_mask(n, run):
+def vector_mask(n, run):
     """Which of n elements (runs of `run` in a row) PyTorch's loop computes in vector pairs:
     each call of its inner loop covers a run, or the part of one inside a thread's chunk, and
     leaves the last (length mod 32) elements to the scalar C function."""
@@ -245,8 +245,8 @@ def torch_pow(x, y):
     scalar_loop = double_pow if np.ndim(y) == 0 and not isinstance(y, np.ndarray) else libm_pow
     xb, yb = np.broadcast_arrays(x, np.asarray(y, F32))
     strides = [tuple(s // 4 for s in a.strides) for a in (xb, yb)]
-    run, inner = _coalesced_run(xb.shape, strides[:1] if scalar_loop is double_pow else strides)
-    if not _vectorizable(inner):
+    run, inner = coalesced_run(xb.shape, strides[:1] if scalar_loop is double_pow else strides)
+    if not vectorizable(inner):
         return scalar_loop(xb, y if scalar_loop is double_pow else yb)
     y_flat = y if scalar_loop is double_pow else yb.reshape(-1)
     return _runs_pow(xb.reshape(-1), y_flat, run, scalar_loop).reshape(xb.shape)
@@ -256,7 +256,7 @@ def _runs_pow(x, y, run, scalar_loop):
     """x ** y over flat operands in runs of `run`: SLEEF where PyTorch runs vectors, the
     scalar loop's function elsewhere."""
     n = x.shape[0]
-    mask = _vector_mask(n, run) if n else np.zeros(0, bool)
+    mask = vector_mask(n, run) if n else np.zeros(0, bool)
     tail = n - int(np.count_nonzero(mask))
     vector_y = F32(y) if np.ndim(y) == 0 else y
     if tail == 0:

@@ -158,3 +158,26 @@ def test_second_backward_through_real_sgn_raises_as_torch():
         except RuntimeError:
             outcomes.append("RuntimeError")
     assert outcomes[1] == outcomes[0]
+
+
+SGN_INPLACE = {
+    "real": lambda L: L.tensor([1.5, -2.0, 0.0, -0.0], requires_grad=True) * 1,
+    "complex": lambda L: L.tensor([3 + 4j, 0j, -1j], requires_grad=True) * 1,
+    "int": lambda L: L.tensor([3, -2, 0]),
+    "bool": lambda L: L.tensor([True, False]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SGN_INPLACE))
+def test_sgn_inplace_matches_torch(name):
+    """x.sgn_() (an AttributeError before): values, dtype, node and what the node saves."""
+    runs = []
+    for L in (torch, adcompile):
+        y = SGN_INPLACE[name](L)
+        y.sgn_()
+        node = y.grad_fn
+        saved = None if node is None else (
+            type(node).__name__, node._saved_self.detach().numpy().tolist(),
+            node._saved_result.detach().numpy().tolist(), hasattr(node, "_saved_other"))
+        runs.append((str(y.dtype), y.detach().numpy().tolist(), saved))
+    assert runs[1] == runs[0]

@@ -41,6 +41,13 @@ LAYOUTS = {
     "size1_middle_permuted": lambda L: _grid(L, 1, 4, 3).transpose(0, 1),
     "size1_trailing_permuted": lambda L: _grid(L, 2, 3, 1).permute(2, 0, 1),
     "size1_two_permuted": lambda L: _grid(L, 3, 1, 1).permute(1, 0, 2),
+    "size1_inner_transposed": lambda L: _grid(L, 2, 3, 1).transpose(1, 2),  # (3, 1, 1)
+    # a fresh result (no view) that keeps a view's size-1 strides: (1, 3) of strides (1, 1)
+    # (fuzz seed 2414041582232: maximum of it and a 0-dim tensor was laid out (3, 1))
+    "exp_of_row_of_transpose": lambda L: _grid(L, 3, 2).t()[1:2].exp(),
+    # a fresh dense result, (1, 3, 2) of strides (3, 1, 3): a unary op keeps them all (fuzz
+    # seed 231881746129: cos of one had numpy's (1, 1, 3))
+    "result_of_unsqueezed_transpose": lambda L: _grid(L, 2, 3).t()[None] * 2,
     "permuted_3d": lambda L: _grid(L, 2, 3, 4).permute(2, 0, 1),
     "permuted_not_dense": lambda L: _grid(L, 2, 3, 8).permute(2, 0, 1)[::2],
     "unsqueezed_view": lambda L: _grid(L, 3, 4).t().unsqueeze(1),
@@ -101,10 +108,13 @@ def test_elementwise_result_strides_match_torch(layout, op):
 
 
 PAIR_LAYOUTS = ["contiguous", "transposed", "expanded", "zero_dim", "column_of_transpose",
-                "size1_middle_permuted", "size1_trailing_permuted", "channels_last_size1"]
+                "size1_middle_permuted", "size1_trailing_permuted", "size1_inner_transposed",
+                "exp_of_row_of_transpose", "channels_last_size1"]
 PAIR_OPS = {
     "add": lambda L, a, b: a + b,
     "sub_float64": lambda L, a, b: a - b.double(),  # a converted first, keeping its strides
+    # (fuzz seed 3730671715471: laid out by numpy's temporary alpha * b, not by b)
+    "add_alpha_float64": lambda L, a, b: L.add(a, b.double(), alpha=0.5),
     "where": lambda L, a, b: L.where(a > 0, a, b),
     "addcmul": lambda L, a, b: L.addcmul(a, a, b),
     "addcdiv": lambda L, a, b: L.addcdiv(b, a, b.abs() + 1),

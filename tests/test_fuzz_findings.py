@@ -471,6 +471,14 @@ v1 = torch.tensor([[[1.35, -1.27, 0.0]], [[1.16, 0.29, 2.19]]], requires_grad=Tr
 v5 = v1.split(1, 2)[1]
 v6 = v5 @ torch.tensor([[-0.38, 2.39]], dtype=torch.float32)
 """,
+    # and an elementwise result by its own strides too (exp of a transpose keeps (4, 1, 2):
+    # no fold, a bmm; seed 3730671716861)
+    "matmul_folds_an_elementwise_result_by_its_strides": """
+v1 = torch.tensor([[1.27], [1.73]], requires_grad=True)
+v3 = torch.matmul(v1, torch.tensor([[[0.25, 1.73]]], dtype=torch.float32))
+v10 = v3.mT.exp()
+v12 = v10 @ torch.tensor([[2.0, -0.43], [0.45, -2.89]], dtype=torch.float32)
+""",
     # elementwise results are laid out as TensorIterator lays them out (the first operand
     # decides; expanded dimensions say nothing), and flip() in a backward makes a new tensor
     "elementwise_result_layouts": """

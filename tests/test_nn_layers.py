@@ -4,6 +4,8 @@ For every layer: parameters initialised from the same manual_seed, output, gradi
 input and of every parameter, grad_fn name, state_dict keys and shapes, buffers after the
 forward pass, and repr must agree with PyTorch's."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -197,6 +199,81 @@ def test_loss_matches_torch(name):
     (lt, gt), (la, ga) = _loss_run(torch, name), _loss_run(adcompile, name)
     _close(la, lt, "loss")
     _close(ga, gt, "gradient")
+
+
+# name: loss(lib, x (2, 3) requiring grad, t (2, 3), a positive target p (2, 3)): PyTorch's
+# grad_fn graph and what its nodes save (grad_fn._saved_*), where runtime.function.SAVED_NAMES
+# names it (huber and smooth L1 have nodes of their own; kl_div is a composition)
+LOSS_GRAPHS = {
+    "huber": lambda L, x, t, p: L.nn.functional.huber_loss(x, t, delta=0.7),
+    "huber_none": lambda L, x, t, p: L.nn.functional.huber_loss(x, t, reduction="none"),
+    "huber_sum_weight": lambda L, x, t, p: L.nn.functional.huber_loss(
+        x, t, reduction="sum", weight=p),
+    "huber_target_grad": lambda L, x, t, p: L.nn.functional.huber_loss(t, x * 2, delta=2.0),
+    "smooth_l1": lambda L, x, t, p: L.nn.functional.smooth_l1_loss(x, t, beta=0.5),
+    "smooth_l1_sum": lambda L, x, t, p: L.nn.functional.smooth_l1_loss(x, t, reduction="sum"),
+    "smooth_l1_beta0": lambda L, x, t, p: L.nn.functional.smooth_l1_loss(x, t, beta=0.0),
+    "mse": lambda L, x, t, p: L.nn.functional.mse_loss(x, t, reduction="sum"),
+    "kl_none": lambda L, x, t, p: L.nn.functional.kl_div(x, p, reduction="none"),
+    "kl_sum": lambda L, x, t, p: L.nn.functional.kl_div(x, p, reduction="sum"),
+    "kl_batchmean": lambda L, x, t, p: L.nn.functional.kl_div(x, p, reduction="batchmean"),
+    "kl_batchmean_0dim": lambda L, x, t, p: L.nn.functional.kl_div(x[0, 0], p[0, 0],
+                                                                   reduction="batchmean"),
+    "kl_log_target": lambda L, x, t, p: L.nn.functional.kl_div(x, t, reduction="none",
+                                                               log_target=True),
+    "kl_target_grad": lambda L, x, t, p: L.nn.functional.kl_div(t, x.exp(), reduction="sum"),
+    "sgn": lambda L, x, t, p: x.sgn(),
+}
+
+
+def _saved_attributes(node):
+    """{node name: {attribute: value}} over the graph below `node` for the nodes whose
+    saved values runtime.function.SAVED_NAMES names."""
+    from runtime.function import SAVED_NAMES
+
+    out, stack, seen = {}, [node], set()
+    while stack:
+        n = stack.pop()
+        if n is None or n in seen:
+            continue
+        seen.add(n)
+        stack.extend(m for m, _ in n.next_functions)
+        if type(n).__name__ in SAVED_NAMES:
+            out[type(n).__name__] = {a: _shown(getattr(n, a)) for a in dir(n)
+                                     if a.startswith("_saved_")}
+    return out
+
+
+def _shown(value):
+    if not hasattr(value, "shape"):
+        return value
+    return (str(value.dtype), tuple(value.shape), value.detach().numpy().round(5).tolist())
+
+
+@pytest.mark.parametrize("name", sorted(LOSS_GRAPHS))
+def test_loss_graph_and_saved_values_match_torch(name):
+    runs = []
+    for lib in (torch, adcompile):
+        x = lib.tensor(_x((2, 3), 7), requires_grad=True)
+        t = lib.tensor(_x((2, 3), 8))
+        p = lib.tensor(np.abs(_x((2, 3), 9)) + 0.1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            y = LOSS_GRAPHS[name](lib, x, t, p)
+        runs.append((_graph(y.grad_fn, 4), _saved_attributes(y.grad_fn)))
+    assert runs[1] == runs[0]
+
+
+def test_kl_div_mean_warns_and_bad_arguments_raise_as_torch():
+    for lib in (torch, adcompile):
+        F = lib.nn.functional
+        with pytest.warns(UserWarning):
+            F.kl_div(lib.zeros(2, 3), lib.ones(2, 3))
+        with pytest.raises(RuntimeError):
+            F.huber_loss(lib.zeros(3), lib.ones(3), delta=0.0)
+        with pytest.raises(ValueError):
+            F.huber_loss(lib.zeros(2, 3), lib.ones(2, 3), weight=lib.ones(3))
+        assert F.huber_loss(lib.zeros(3), lib.ones(3, dtype=lib.float64)).dtype == lib.float32
 
 
 def test_one_hot_and_errors():

@@ -1,12 +1,23 @@
 """Losses beyond the core ones: cross entropy with class weights, ignore_index and label
 smoothing (class-index or probability targets, any number of trailing dimensions), weighted
 binary cross entropy (also from logits, with pos_weight), smooth L1, Huber, KL divergence and
-cosine embedding. Compositions of differentiable eager ops, following PyTorch's formulas.
+cosine embedding. Compositions of differentiable eager ops, following PyTorch's formulas,
+except smooth L1 and Huber, which PyTorch computes in one kernel with a node of its own
+(SmoothL1LossBackward0, HuberLossBackward0, saving input, target, reduction and beta/delta).
 """
 
+import warnings
+
+import numpy as np
+
+from runtime import dtypes
 from runtime import ops as F
+from runtime.autograd_meta import any_requires_grad, record
+from runtime.function import node_class, save_input
 from runtime.nn import functional as NF
 from runtime.nn.modules import _Loss
+from runtime.ops._core import wrap
+from runtime.ops.special import xlogy
 
 
 # the core kernel (with its BinaryCrossEntropyBackward0 node), captured before
@@ -116,31 +127,72 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
                    beta=1.0):
     if beta < 0:
         raise RuntimeError("smooth_l1_loss needs beta >= 0")
-    diff = F.sub(input, target)
-    ad = F.abs(diff)
-    if beta == 0:
-        return _reduce(ad, reduction)
-    quad = F.div(F.mul(F.mul(diff, diff), 0.5), beta)
-    return _reduce(F.where(F.lt(ad, beta), quad, F.sub(ad, 0.5 * beta)), reduction)
+    if beta == 0:  # PyTorch's l1_loss then, a composition
+        return NF.l1_loss(input, target, reduction=reduction)
+    return _own_node_loss(SmoothL1LossBackward0, _smooth_l1, input, target, reduction, beta,
+                          F.result_dtype(input, target))
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
-    diff = F.sub(input, target)
-    ad = F.abs(diff)
-    loss = F.where(F.lt(ad, delta), F.mul(F.mul(diff, diff), 0.5),
-                   F.mul(F.sub(ad, 0.5 * delta), delta))
-    return _reduce(loss if weight is None else F.mul(loss, weight), reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss needs delta > 0")
+    if weight is None:  # the result has input's dtype (computed in the promoted one)
+        return _own_node_loss(HuberLossBackward0, _huber, input, target, reduction, delta,
+                              input._dtype)
+    if tuple(weight._data.shape) != tuple(input._data.shape):
+        raise ValueError(f"huber_loss: the weight's shape {list(weight._data.shape)} must be "
+                         f"the input's, {list(input._data.shape)}")
+    NF._check_reduction(reduction)
+    loss = _own_node_loss(HuberLossBackward0, _huber, input, target, "none", delta,
+                          input._dtype)
+    return _reduce(F.mul(loss, weight), reduction)
+
+
+HuberLossBackward0 = node_class("HuberLossBackward0", "huber_loss")
+SmoothL1LossBackward0 = node_class("SmoothL1LossBackward0", "smooth_l1_loss")
+
+
+def _huber(d, delta):
+    z = np.abs(d)
+    return np.where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta))
+
+
+def _smooth_l1(d, beta):
+    z = np.abs(d)
+    return np.where(z < beta, 0.5 * z * z / beta, z - 0.5 * beta)
+
+
+def _own_node_loss(cls, elementwise, input, target, reduction, parameter, dt):
+    """A loss PyTorch computes in one kernel, recorded as its node `cls` (which saves input,
+    target, the reduction and `parameter`): elementwise(input - target, parameter) in the
+    promoted dtype, rounded to `dt`, reduced as PyTorch reduces."""
+    NF._check_reduction(reduction)
+    if dt.category != dtypes.FLOAT:
+        raise RuntimeError(f"a loss of {dt} cannot be computed: its result is floating point")
+    with np.errstate(all="ignore"):
+        loss = np.asarray(elementwise(input._data - target._data, parameter), dt.np)
+    out = wrap(np.asarray(NF._reduced(loss, reduction), dt.np), dt)
+    if any_requires_grad((input, target)):
+        record(cls, (input, target), out,
+               (save_input(input), save_input(target), reduction, parameter, loss.size))
+    return out
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """PyTorch's composition: exp(t) * (t - input) for a log target, else
+    xlogy(t, t) - t * input; 'batchmean' divides the sum by the batch size (not for a 0-dim
+    input)."""
+    if reduction == "mean":
+        warnings.warn("kl_div: reduction='mean' divides by the number of elements, not by the "
+                      "batch size; 'batchmean' gives the KL divergence's definition (and 'mean' "
+                      "will mean that in a future release)", UserWarning, stacklevel=2)
     if log_target:
         loss = F.mul(F.exp(target), F.sub(target, input))
     else:
-        safe_log = F.log(F.where(F.gt(target, 0), target, 1.0))
-        loss = F.where(F.gt(target, 0), F.mul(target, F.sub(safe_log, input)), 0.0)
+        loss = F.sub(xlogy(target, target), F.mul(target, input))
     if reduction == "batchmean":
-        n = input._data.shape[0] if input._data.ndim else 1
-        return F.div(F.sum(loss), n)
+        total = F.sum(loss)
+        return F.div(total, input._data.shape[0]) if input._data.ndim else total
     return _reduce(loss, reduction)
 
 

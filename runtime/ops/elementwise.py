@@ -102,14 +102,14 @@ def _result(data, dt):
 def _laid_out_result(data, dt, a, b, ad, bd):
     """The result of a binary op on tensor `a` and `b` (computed from their arrays `ad`,
     `bd`) laid out as TensorIterator lays it out. Only an operand that is not C-contiguous (a
-    view, or a result laid out as one), or a view with strides of its own along size-1
+    view, or a result laid out as one), or one with strides of its own along size-1
     dimensions, or an empty view (whose strides TensorIterator sorts too), can make numpy's
     layout differ from it, so only then is it checked: this runs on every add and mul (hence
-    the common case inline, cheaper than layout.plain)."""
+    the common case, no size-1 dimension, inline, cheaper than layout.plain)."""
     if data.__class__ is _ndarray and data.ndim > 1 and not (
-            ad.flags.c_contiguous and (ad.base is None or ad.size and 1 not in ad.shape) and (
+            ad.flags.c_contiguous and (1 not in ad.shape and ad.base is None or plain(ad)) and (
                 bd.__class__ is not _ndarray or bd.flags.c_contiguous and (
-                    bd.base is None or bd.size and 1 not in bd.shape))):
+                    1 not in bd.shape and bd.base is None or plain(bd)))):
         data = like_iterator(data, (ad, bd))
     return _result(data, dt)
 
@@ -155,12 +155,14 @@ def _additive(np_fn, cls, a, b, alpha, name):
     """a + alpha * b or a - alpha * b (Python operators: fast on numpy scalars)."""
     ad, bd, dt = _operands(a, b, name)
     fused = False
+    scaled = bd
     if alpha.__class__ is not int or alpha != 1:
         fused = dt.np == np.float32 and hasattr(bd, "dtype") and alpha.__class__ is not bool
         if not fused:
-            bd = _scaled(bd, alpha, dt)
+            scaled = _scaled(bd, alpha, dt)
     try:
-        data = fused_axpy(np_fn, ad, bd, alpha) if fused else np_fn(ad, bd)
+        data = fused_axpy(np_fn, ad, bd, alpha) if fused else np_fn(ad, scaled)
+        # the layout follows b itself: alpha * b is numpy's temporary, laid out its own way
         out = _laid_out_result(data, dt, a, b, ad, bd)
     except ValueError:
         raise _shape_error(a, b) from None
@@ -552,7 +554,9 @@ def _unary(np_fn, cls, x, saves, keep_dtype=False):
         data = np_fn(data[()] if data.ndim == 0 else data)
         if data.__class__ is not _ndarray:
             data = _asarray(data)
-        elif data.ndim > 1 and x._base is not None:  # only a view may be laid out apart
+        elif data.ndim > 1 and (x._base is not None or data.strides != source.strides):
+            # numpy's layout is PyTorch's but for a view or where numpy chose strides of its
+            # own (a dense result keeps those of its size-1 dimensions in PyTorch)
             data = iterator_layout(data, (source,))
         if data.dtype is not dt.np and data.dtype != dt.np:  # abs of complex is real
             dt = dtypes.from_numpy(data.dtype)

@@ -115,14 +115,16 @@ def _with_strides(data, like):
 
 def plain(a):
     """Whether TensorIterator lays out a result of `a` and other operands, all C-contiguous,
-    as numpy does (C order): `a` has PyTorch's strides along its size-1 dimensions too (a
-    view such as a permute may keep others there, and when the operands' shapes differ
-    TensorIterator orders the dimensions by them; an empty view's strides are
-    arbitrary)."""
-    if a.base is None:  # a fresh array's are
-        return a.flags.c_contiguous
-    return a.flags.c_contiguous and a.size and (1 not in a.shape
-                                                or a.strides == torch_strides(a))
+    as numpy does (C order): `a` has C-order strides along its size-1 dimensions too (a
+    view such as a permute may keep others there, and so may a fresh array laid out like
+    one by `empty_like`; when the operands' shapes differ TensorIterator orders the
+    dimensions by them). An empty view's strides are arbitrary; a fresh empty array's are
+    C order."""
+    if not a.flags.c_contiguous:
+        return False
+    if not a.size:
+        return a.base is None
+    return 1 not in a.shape or a.strides == torch_strides(a)
 
 
 def c_contiguous(data):

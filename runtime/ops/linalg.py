@@ -8,7 +8,6 @@ from runtime import mkl
 from runtime.autograd_meta import any_requires_grad, record, requires_grad
 from runtime.function import node_class, save_input
 from runtime.ops._core import wrap
-from runtime.ops.layout import torch_strides
 from runtime.rules import numpy_ops
 
 DotBackward0 = node_class("DotBackward0", "dot")
@@ -149,10 +148,10 @@ def _should_fold(a, b):
     t1 = a._data if a_larger else np.swapaxes(b._data, -1, -2)
     if t1.size == 0:
         return True
-    # a view keeps its base's strides, size-1 dimensions included, as PyTorch's views do;
-    # other results get PyTorch's strides for their size-1 dimensions
-    shape = t1.shape
-    strides = t1.strides if big._base is not None else torch_strides(t1)
+    # the tensor's own strides, size-1 dimensions included: a view keeps its base's, and an
+    # elementwise result of one the layout TensorIterator gave it ((1, 2, 2) of strides
+    # (4, 1, 2) for exp of a transpose, which does not fold)
+    shape, strides = t1.shape, t1.strides
     # the first n-1 dimensions (those folded into rows) must be contiguous among themselves
     return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(t1.ndim - 2))
 

@@ -13,6 +13,7 @@ import scipy.special as sp
 from runtime import dtypes
 from runtime.autograd_meta import any_requires_grad, record, requires_grad
 from runtime.function import save_input, save_output
+from runtime.libm_float import libm_only, vector_and_libm
 from runtime.mkl import torch_kernel
 from runtime.ops._family import node
 from runtime.ops._core import (
@@ -24,6 +25,7 @@ from runtime.ops._core import (
     is_tensor,
     wrap,
 )
+from runtime.rules import numpy_ops
 from runtime.ops.elementwise import (
     ERROR_FIRST,
     NotImplementedNode,
@@ -48,11 +50,12 @@ UNARY = {
     "acos": (torch_kernel("acos", via_double(np.arccos)), "AcosBackward0", "acos", "input", ()),
     "asin": (torch_kernel("asin", via_double(np.arcsin)), "AsinBackward0", "asin", "input", ()),
     "atan": (torch_kernel("atan", via_double(np.arctan)), "AtanBackward0", "atan", "input", ()),
-    "sinh": (via_double(np.sinh), "SinhBackward0", "sinh", "input", ()),
-    "cosh": (via_double(np.cosh), "CoshBackward0", "cosh", "input", ()),
-    "asinh": (np.arcsinh, "AsinhBackward0", "asinh", "input", ()),
-    "acosh": (np.arccosh, "AcoshBackward0", "acosh", "input", ()),
-    "atanh": (np.arctanh, "AtanhBackward0", "atanh", "input", ()),
+    "sinh": (numpy_ops.sinh, "SinhBackward0", "sinh", "input", ()),
+    "cosh": (numpy_ops.cosh, "CoshBackward0", "cosh", "input", ()),
+    "asinh": (libm_only("asinhf", np.arcsinh), "AsinhBackward0", "asinh", "input", ()),
+    "acosh": (libm_only("acoshf", np.arccosh), "AcoshBackward0", "acosh", "input", ()),
+    "atanh": (vector_and_libm("atanhf", via_double(np.arctanh)), "AtanhBackward0", "atanh",
+              "input", ()),
     "expm1": (via_double(np.expm1), "Expm1Backward0", "expm1", "result", ()),
     "log2": (torch_kernel("log2", np.log2), "Log2Backward0", "log2", "input", (2,)),
     "log10": (torch_kernel("log10", np.log10), "Log10Backward0", "log10", "input", (10,)),

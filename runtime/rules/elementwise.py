@@ -330,6 +330,31 @@ def mse_loss(ops, g, needs, x, target, reduction, count):
     return gx, gt
 
 
+@rule("huber_loss")
+def huber_loss(ops, g, needs, x, target, reduction, delta, count):
+    """The difference clipped to [-delta, delta] times the cotangent (over the count for a
+    mean), multiplied in the order of PyTorch's vector loop (its scalar tail, n mod 16
+    elements, multiplies in double: an ulp apart there); the target's is the negative."""
+    norm = 1.0 / count if reduction == "mean" else 1.0
+    d = ops.sub(x, target)
+    edge = ops.mul(ops.mul(g, norm), delta)
+    inside = ops.mul(ops.mul(d, norm), g)
+    gx = ops.where(ops.le(d, -delta), ops.neg(edge), ops.where(ops.ge(d, delta), edge, inside))
+    return (gx if needs[0] else None), (ops.neg(gx) if needs[1] else None)
+
+
+@rule("smooth_l1_loss")
+def smooth_l1_loss(ops, g, needs, x, target, reduction, beta, count):
+    """The difference over beta, clipped to [-1, 1], times the cotangent (over the count for
+    a mean), in the order of PyTorch's vector loop; the target's gradient is its negative."""
+    norm = 1.0 / count if reduction == "mean" else 1.0
+    d = ops.sub(x, target)
+    edge = ops.mul(g, norm)
+    inside = ops.mul(ops.mul(ops.div(d, beta), norm), g)
+    gx = ops.where(ops.le(d, -beta), ops.neg(edge), ops.where(ops.ge(d, beta), edge, inside))
+    return (gx if needs[0] else None), (ops.neg(gx) if needs[1] else None)
+
+
 @rule("binary_cross_entropy")
 def binary_cross_entropy(ops, g, needs, x, target, reduction, count):
     eps = 1e-12

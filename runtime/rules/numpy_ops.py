@@ -12,6 +12,7 @@ import numpy as np
 
 from runtime.cascade_sum import mean_like_torch, sum_like_torch
 from runtime import cpu_capability, mkl
+from runtime.libm_float import vector_and_libm
 from runtime.fma import fma as _fma, one_minus_square64 as _one_minus_square64
 from runtime.mkl import torch_kernel
 from runtime.simd_pow import torch_pow
@@ -50,8 +51,9 @@ _MATH = {np.sin: math.sin, np.cos: math.cos, np.tan: math.tan, np.exp: math.exp,
 # own result ...) call them too
 sin = torch_kernel("sin", np.sin)
 cos = torch_kernel("cos", np.cos)
-sinh = np.sinh
-cosh = np.cosh
+# PyTorch's float32 sinh and cosh are SLEEF's on its vector body, the C library's elsewhere
+sinh = vector_and_libm("sinhf", via_double(np.sinh))
+cosh = vector_and_libm("coshf", via_double(np.cosh))
 abs = np.abs
 eq = np.equal
 gt = np.greater
