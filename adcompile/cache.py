@@ -1,12 +1,14 @@
 """The on-disk compile cache: one directory shared by processes, entries written atomically.
 
-Two kinds of entry live there, each under the first two hex digits of its key:
+Three kinds of entry live there, each under the first two hex digits of its key:
 - `<key>.o`: object code from the LLVM backend, keyed by the optimised program and the
   machine (backends/llvm/jit.py);
 - `<key>.ir`: the IR a function's specialization (or one of its derivative programs) comes
   out of the pipeline with, keyed by a fingerprint of the function's source and everything its
   lowering reads (frontend/fingerprint.py), so a warm start skips the front end and the
-  derivative transforms (api.py).
+  derivative transforms (api.py);
+- `<key>.so`: a copy of scipy's OpenBLAS, which compiled code loads as a private instance
+  (backends/llvm/blaslib.py), keyed by the library's path, size and time.
 
 Every entry carries a checksum. A damaged entry is reported once and ignored, an unwritable
 directory is reported once, and the caller compiles as if there were no cache.
@@ -121,6 +123,39 @@ def store(key, suffix, data):
               f"code will not be reused by other processes")
 
 
+def copy_in(key, suffix, source):
+    """The path of a verbatim copy of file `source` kept as entry `key` (no header: a
+    shared library the caller maps), made atomically if it is not there yet; None when
+    caching is off or the copy cannot be made (reported once)."""
+    directory = cache_dir()
+    if directory is None:
+        return None
+    folder = os.path.join(directory, key[:2])
+    path = os.path.join(folder, f"{key}.{suffix}")
+    try:
+        if os.path.getsize(path) == os.path.getsize(source):
+            return path
+    except OSError:
+        pass
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+        try:
+            with open(source, "rb") as f, os.fdopen(fd, "wb") as target:
+                while chunk := f.read(1 << 22):
+                    target.write(chunk)
+            os.chmod(tmp, 0o755)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError as e:
+        warn(f"adcompile: cannot write to the compile cache {directory} ({e}); compiled "
+             f"code will not be reused by other processes")
+        return None
+    return path
+
+
 def _entries(directory):
     """(path, suffix, size) of every entry and left-over temporary file under `directory`."""
     for sub in sorted(os.listdir(directory)) if os.path.isdir(directory) else ():
@@ -129,13 +164,14 @@ def _entries(directory):
             continue  # not ours
         for name in sorted(os.listdir(folder)):
             suffix = "tmp" if name.startswith(".tmp-") else name.rpartition(".")[2]
-            if suffix in ("o", "ir", "tmp"):
+            if suffix in ("o", "ir", "so", "tmp"):
                 path = os.path.join(folder, name)
                 yield path, suffix, os.path.getsize(path)
 
 
 def summary():
-    """{suffix: (entries, bytes)} of the cache directory ("o": object code, "ir": IR)."""
+    """{suffix: (entries, bytes)} of the cache directory ("o": object code, "ir": IR, "so":
+    the copy of scipy's OpenBLAS that compiled code calls, backends/llvm/blaslib.py)."""
     counts = {}
     for _, suffix, size in _entries(cache_dir()):
         count, total = counts.get(suffix, (0, 0))

@@ -202,9 +202,10 @@ def cache_command(options):
         return 0
     counts = cache.summary()
     print(f"directory: {directory}")
-    for suffix, label in (("o", "object code"), ("ir", "IR")):
+    for suffix, label in (("o", "object code"), ("ir", "IR"), ("so", "BLAS copy")):
         count, size = counts.get(suffix, (0, 0))
-        print(f"{label + ':':13} {count} entries, {_megabytes(size)}")
+        if count or suffix != "so":
+            print(f"{label + ':':13} {count} entries, {_megabytes(size)}")
     return 0
 
 

@@ -131,8 +131,11 @@ def test_cache_info_and_clear(tmp_path, capsys, monkeypatch):
     status, out, _ = _run(["cache", "info"], capsys, monkeypatch)
     assert status == 0
     assert "object code:  1 entries" in out and "IR:           1 entries" in out
+    assert "BLAS" not in out  # no copy of the BLAS yet
+    (tmp_path / "cache" / "ab" / "ab56.so").write_bytes(b"z" * 2000)
+    assert "BLAS copy:    1 entries" in _run(["cache", "info"], capsys, monkeypatch)[1]
     status, out, _ = _run(["cache", "clear"], capsys, monkeypatch)
-    assert out.startswith("removed 2 entries (0.0 MB)")
+    assert out.startswith("removed 3 entries (0.0 MB)")
     assert [p.name for p in (tmp_path / "cache" / "ab").iterdir()] == ["notes.txt"]
     monkeypatch.setenv("ADCOMPILE_CACHE_DIR", "off")
     assert "off" in _run(["cache", "info"], capsys, monkeypatch)[1]

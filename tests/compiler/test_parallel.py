@@ -14,6 +14,8 @@ Run single-process (-p no:xdist): the pool's settings are process-wide.
 import os
 import threading
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -291,6 +293,60 @@ def test_compiled_code_calls_a_private_one_thread_blas():
     assert used != ctypes.cast(shared.scipy_dgemm_, ctypes.c_void_p).value
     assert shared.scipy_openblas_get_num_threads() == before
     assert pair(product)[1](np.eye(300), np.eye(300)).tobytes() == np.eye(300).tobytes()
+
+
+BLAS_CHILD = """
+import ctypes, json, sys
+import scipy.linalg.cython_blas
+from adcompile.backends.llvm import blaslib
+shared = ctypes.CDLL(blaslib.library())
+before = shared.scipy_openblas_get_num_threads()
+lib = blaslib._copy(blaslib.library())
+mapped = {line.split(None, 5)[-1].strip() for line in open("/proc/self/maps")}
+print(json.dumps({"threads": lib.scipy_openblas_get_num_threads(),
+                  "shared": shared.scipy_openblas_get_num_threads() == before,
+                  "copies": sorted(m for m in mapped if m.startswith(sys.argv[1])
+                                   or "adcompile-openblas" in m)}))
+"""
+
+
+@pytest.mark.parametrize("cached", [True, False], ids=["cache", "memory"])
+def test_the_private_blas_comes_from_the_cache_or_memory(cached, tmp_path):
+    """The private copy is mapped from a copy of scipy's file in the on-disk cache, made by
+    the first process and reused by the next, or from memory when the cache is off; either
+    way on one thread, scipy's copy untouched."""
+    import json
+    import subprocess
+    import sys
+
+    from adcompile.backends.llvm import blaslib
+
+    if blaslib.library() is None and not _scipy_openblas():
+        pytest.skip("scipy is not built with its own OpenBLAS here")
+    env = dict(os.environ, ADCOMPILE_CACHE_DIR=str(tmp_path) if cached else "off",
+               PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    runs = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", BLAS_CHILD, str(tmp_path)], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    copies = list(tmp_path.glob("*/*.so"))
+    for run in runs:
+        assert run["threads"] == 1 and run["shared"]
+        if cached:
+            assert run["copies"] == [str(copies[0])]
+        else:
+            assert len(run["copies"]) == 1 and "adcompile-openblas" in run["copies"][0]
+    assert len(copies) == (1 if cached else 0)
+
+
+def _scipy_openblas():
+    import scipy.linalg.cython_blas  # noqa: F401 (maps scipy's OpenBLAS)
+
+    from adcompile.backends.llvm import blaslib
+
+    return blaslib.library() is not None
 
 
 def test_private_blas_can_be_turned_off(monkeypatch):

@@ -10,7 +10,8 @@ on 2 cores: 12-18 s against 0.4-0.9 s per 3 calls). Compiled code has its own po
 (pool.py: the caller works too, pieces are taken as threads come free, idle workers sleep),
 and set_num_threads governs it.
 
-So compiled code calls a second copy of the same library, loaded from memory (memfd) with
+So compiled code calls a second copy of the same library, loaded from a copy of its file in
+the on-disk cache (adcompile/cache.py; from memory, memfd, when the cache is off) with
 OPENBLAS_NUM_THREADS=1: its globals are its own, it never starts a thread, and scipy's copy
 (what `scipy.linalg` and the user call) keeps its settings. Large products are split over
 the pool's threads by the caller (linalg.py: bands of rows, each one call on one thread).
@@ -22,6 +23,8 @@ pointers as they are. ADCOMPILE_PRIVATE_BLAS=0 asks for that too.
 import ctypes
 import os
 import threading
+
+from adcompile import cache
 
 _lock = threading.Lock()
 _instance = None  # ctypes.CDLL of the private copy; False when it could not be made
@@ -78,7 +81,25 @@ def _load(path):
 
 
 def _copy(path):
-    """The library at `path` loaded a second time, from memory, on one thread."""
+    """The library at `path` loaded a second time, on one thread: from its copy in the
+    on-disk cache (made by the first process; mapping it takes about 2 ms, where copying its
+    25 MB into memory took 25-40 ms in every process), else from memory (memfd)."""
+    stat = os.stat(path)
+    copy = cache.copy_in(cache.key_of("openblas", os.path.realpath(path), stat.st_size,
+                                      stat.st_mtime_ns), "so", path)
+    lib = _one_thread(copy) if copy else None
+    if lib is None:
+        lib = _from_memory(path)
+    if lib is None:
+        return None
+    for setter in ("scipy_openblas_set_num_threads", "openblas_set_num_threads"):
+        if hasattr(lib, setter):
+            getattr(lib, setter)(ctypes.c_int(1))
+            break
+    return lib
+
+
+def _from_memory(path):
     if not hasattr(os, "memfd_create"):
         return None
     try:
@@ -89,24 +110,25 @@ def _copy(path):
         with open(path, "rb") as source, os.fdopen(os.dup(fd), "wb") as target:
             while chunk := source.read(1 << 22):
                 target.write(chunk)
-        saved = os.environ.get("OPENBLAS_NUM_THREADS")
-        os.environ["OPENBLAS_NUM_THREADS"] = "1"  # read by the library's constructor
-        try:
-            lib = ctypes.CDLL(f"/proc/self/fd/{fd}", mode=os.RTLD_LOCAL | os.RTLD_NOW)
-        except OSError:
-            return None
-        finally:
-            if saved is None:
-                del os.environ["OPENBLAS_NUM_THREADS"]
-            else:
-                os.environ["OPENBLAS_NUM_THREADS"] = saved
+        return _one_thread(f"/proc/self/fd/{fd}")
     finally:
         os.close(fd)  # the mapping stays
-    for setter in ("scipy_openblas_set_num_threads", "openblas_set_num_threads"):
-        if hasattr(lib, setter):
-            getattr(lib, setter)(ctypes.c_int(1))
-            break
-    return lib
+
+
+def _one_thread(path):
+    """The library file at `path` (another file than scipy's: the loader maps it again)
+    loaded with OPENBLAS_NUM_THREADS=1, read by its constructor; None if it cannot be."""
+    saved = os.environ.get("OPENBLAS_NUM_THREADS")
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        return ctypes.CDLL(path, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+    except OSError:
+        return None
+    finally:
+        if saved is None:
+            del os.environ["OPENBLAS_NUM_THREADS"]
+        else:
+            os.environ["OPENBLAS_NUM_THREADS"] = saved
 
 
 def threads():
