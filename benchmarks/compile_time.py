@@ -378,7 +378,7 @@ def first_call_both(build, args):
 
 
 def gradbench_section(names):
-    from adcompile.backends.llvm import pool as thread_pool
+    from adcompile.backends.llvm import blaslib, pool as thread_pool
 
     adcompile(thirty_lines)(np.zeros(3), np.zeros(3), 3)  # LLVM and the imports are warm
     stages = list(STAGES)
@@ -401,8 +401,10 @@ def gradbench_section(names):
                     warm = first_call_seconds(build, args)
                     # as in a user's cache after their first run: the thread pool's object
                     # code too (this process built it before `directory` existed; without
-                    # it the new process would build it, 40-80 ms of every "warm new")
+                    # it the new process would build it, 40-80 ms of every "warm new"), and
+                    # the copy of the BLAS (copying it takes 25-40 ms)
                     thread_pool.store_in_cache()
+                    blaslib.store_in_cache()
                 fresh = warm_in_new_process(name, what, directory)
             print(f"{name + ' ' + what:20s}{cold:7.2f}{cold_cpu:7.2f}"
                   + "".join(f"{times.get(n, 0.0):10.2f}" for n in stages)

@@ -80,13 +80,26 @@ def _load(path):
         return _instance
 
 
+def store_in_cache():
+    """Put the copy of scipy's OpenBLAS in the on-disk cache if it is not there (a process
+    that loaded its copy while the cache was off, or from another cache directory, left
+    none for the processes after it)."""
+    path = library()
+    if path:
+        _cached(path)
+
+
+def _cached(path):
+    stat = os.stat(path)
+    return cache.copy_in(cache.key_of("openblas", os.path.realpath(path), stat.st_size,
+                                      stat.st_mtime_ns), "so", path)
+
+
 def _copy(path):
     """The library at `path` loaded a second time, on one thread: from its copy in the
     on-disk cache (made by the first process; mapping it takes about 2 ms, where copying its
     25 MB into memory took 25-40 ms in every process), else from memory (memfd)."""
-    stat = os.stat(path)
-    copy = cache.copy_in(cache.key_of("openblas", os.path.realpath(path), stat.st_size,
-                                      stat.st_mtime_ns), "so", path)
+    copy = _cached(path)
     lib = _one_thread(copy) if copy else None
     if lib is None:
         lib = _from_memory(path)
