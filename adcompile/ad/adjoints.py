@@ -8,6 +8,7 @@ Primitives missing here are not differentiable (comparisons, casts to int...): z
 
 import math
 
+from adcompile.ir import types as T
 from runtime.rules import RULES
 
 
@@ -60,6 +61,18 @@ ADJOINTS = {
     "fmod": ("remainder", (0, 1), None),  # needs trunc(a / b)
     "copysign": ("copysign", (0, 1), lambda op, xs, r: (xs[0], r)),
 }
+
+# math.atan2, math.hypot and their numpy forms compute in floats whatever their operands: the
+# rules see an integer operand as that float (x * x of an int near 2**62 overflowed int64 in
+# atan2's rule, fuzz seed 2665137667466)
+FLOAT_OPERANDS = {"atan2", "hypot"}
+
+
+def float_operands(b, op, xs):
+    """`xs` with each integer or bool operand cast to the float type of op's result."""
+    dtype = op.results[0].type.dtype
+    return [b.cast(x, T.Scalar(dtype)) if x.type.dtype in ("i64", "bool") else x for x in xs]
+
 
 # a % b and fmod(a, b) are a - q * b with q = floor(a / b) or trunc(a / b), piecewise constant
 QUOTIENT = {"mod": "floor", "fmod": "trunc"}

@@ -15,12 +15,13 @@ the sum of the rule's entries over the active operands.
 
 from adcompile.ad import inplace
 from adcompile.ad.adjoints import (ADJOINTS, QUOTIENT, ZERO_DERIVATIVE,
-                                   quotient_args)
+                                   FLOAT_OPERANDS, float_operands, quotient_args)
 from adcompile.ad.ir_ops import IROps
 from adcompile.errors import ArgumentError, CompileError
 from adcompile.ir import types as T
 from adcompile.ir.builder import IRBuilder
 from adcompile.ir.nodes import Block, Function, Value
+from adcompile.ir.prims import ELEMENTWISE
 from adcompile.ad.reverse import _OLD_VALUE, _Reverse, _same_shape
 from runtime.rules import RULES
 
@@ -32,6 +33,31 @@ _LINEAR = {"sum": None, "mean": None, "copy": None, "trace": None, "stack": None
            "mask": (0,), "sum_to": (0,), "broadcast_to": (0,), "diagonal": (0,)}
 # ops whose results have no tangent (integers, constants)
 _CONSTANT = ("argmax", "argmin", "arange", "linspace")
+
+
+# ops that only read an array operand and make nothing that shares its memory
+_READS = frozenset(ELEMENTWISE) | {"shape", "sum", "mean", "amax", "amin", "prod", "argmax",
+                                   "argmin", "matmul", "dot", "trace"}
+
+
+def _only_read(fn):
+    """The arrays `alloc` makes in `fn` that no op writes or could write into: each use only
+    reads them (a scalar load, elementwise arithmetic, a reduction). Such an array is a
+    constant, so it has no tangent; a tangent of zeros made 0 * inf = nan of a derivative
+    whose reverse mode is 0 (an element of np.zeros dividing: fuzz seed 2619663773223)."""
+    from adcompile.ir.nodes import walk
+
+    made, used = set(), set()
+    for op in walk(fn.body):
+        if op.prim == "alloc":
+            made.update(op.results)
+        for k, v in enumerate(op.operands):
+            if op.prim in _READS or (op.prim == "load" and k > 0):
+                continue
+            if op.prim == "load" and isinstance(op.results[0].type, T.Scalar):
+                continue
+            used.add(v)
+    return made - used
 
 
 def jvp_function(fn, active):
@@ -84,6 +110,7 @@ class _Transform:
         body = Block()
         self.b.block = body
         self._zero_tangents_for_written_arrays(fn)
+        self.constant = _only_read(fn)
         self.block(fn.body)
         ret = fn.body.terminator
         result = self.val[ret.operands[0]] if ret.operands else None
@@ -173,6 +200,8 @@ class _Transform:
             args = quotient_args(self.b, op, xs)
             diff_operands = list(op.operands)
         else:
+            if op.prim in FLOAT_OPERANDS:
+                xs = float_operands(self.b, op, xs)
             args = args_fn(op, xs, r)
             diff_operands = [op.operands[i] for i in positions]
         total = None
@@ -395,6 +424,8 @@ class _Transform:
         if t_fill is not None:
             self.tan[result] = self.b.value("alloc", dims + [t_fill],
                                             dict(op.attrs), name=_dot(result))
+        elif result in self.constant:
+            return  # its elements stay what they were made: no tangent, not even zeros
         else:
             attrs = dict(op.attrs, fill=0)
             self.tan[result] = self.b.value("alloc", dims, attrs, name=_dot(result))

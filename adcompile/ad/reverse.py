@@ -23,7 +23,7 @@ import bisect
 from adcompile.ad import checkpoint, inplace
 from adcompile.ad.aliases import TapeAliases
 from adcompile.ad.adjoints import (ADJOINTS, QUOTIENT, ZERO_DERIVATIVE,
-                                   quotient_args)
+                                   FLOAT_OPERANDS, float_operands, quotient_args)
 from adcompile.ad.ir_ops import IROps
 from adcompile.errors import ArgumentError, CompileError
 from adcompile.ir import types as T
@@ -890,6 +890,8 @@ class _Reverse:
             args = quotient_args(self.b, op, xs)
             diff = list(op.operands)
         else:
+            if op.prim in FLOAT_OPERANDS:
+                xs = float_operands(self.b, op, xs)
             args = args_fn(op, xs, result)
             diff = [op.operands[i] for i in positions]
         needs = tuple(v in self.active and _float(v.type) for v in diff)

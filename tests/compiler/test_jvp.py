@@ -88,3 +88,44 @@ def test_jvp_of_a_pair_with_an_int_returned_from_two_places(x, backend):
     assert value == fn(m, x)
     assert value_dot == pytest.approx((fn(m, x + eps) - fn(m, x - eps)) / (2 * eps), rel=1e-6,
                                       abs=1e-9)
+
+
+def divided_by_a_made_zero(x):
+    zeros = np.zeros(2)
+    return np.ceil(x) / ((x // 1.0) / zeros[1])
+
+
+def made_then_written(x):
+    z = np.zeros(2)
+    z[0] = x * 2.0
+    z[1] = 4.0
+    return z[0] / z[1] + z[0]
+
+
+@pytest.mark.parametrize("backend", ["interp", "python", "llvm"])
+def test_an_array_only_read_is_a_constant(backend):
+    """np.zeros that nothing writes has no tangent: forward mode's derivative is reverse
+    mode's 0, not 0 * inf = nan; an array written with a differentiated value keeps one."""
+    f = ac.adcompile(divided_by_a_made_zero, backend=backend)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value, tangent = ac.jvp(f, (-2.5,), (1.0,))
+        assert tangent == 0.0 and ac.grad(f)(-2.5) == 0.0
+        g = ac.adcompile(made_then_written, backend=backend)
+        value, tangent = ac.jvp(g, (1.5,), (1.0,))
+    assert tangent == ac.grad(g)(1.5) == 2.5
+
+
+def atan2_of_a_large_int(y, n):
+    return np.arctan2(y, n - 3) + np.arctan2(n * 1, y)
+
+
+@pytest.mark.parametrize("backend", ["interp", "python", "llvm"])
+def test_atan2_sees_an_int_operand_as_a_float(backend):
+    """The rule squares its operands: an int near 2**62 is squared as a float (as math.atan2
+    and numpy compute it), not in int64, which overflowed."""
+    f = ac.adcompile(atan2_of_a_large_int, backend=backend)
+    n = 2 ** 62
+    expected = float(n - 3) / (float(n - 3) ** 2 + 0.25) - float(n) / (float(n) ** 2 + 0.25)
+    assert ac.grad(f)(0.5, n) == pytest.approx(expected, rel=1e-12, abs=1e-300)
+    assert ac.jvp(f, (0.5, n), (1.0, None))[1] == pytest.approx(expected, rel=1e-12,
+                                                                abs=1e-300)
