@@ -426,8 +426,9 @@ def _refit_to_promoted(node, result):
 
 
 def _snapshot_saved_self(node, t, old_data, operands):
-    """The in-place op's node keeps the target's value from before the op: a copy that
-    still carries the target's old history, so a create_graph backward differentiates it."""
+    """The in-place op's node keeps the target's value from before the op: a recorded clone
+    (CloneBackward0 onto the target's old history, as PyTorch saves it), so a create_graph
+    backward differentiates it; a plain copy when the target has no history."""
     snapshot = None
     for a in node._args:
         if type(a) is not SavedTensor or a.tensor is None:
@@ -438,13 +439,18 @@ def _snapshot_saved_self(node, t, old_data, operands):
         if s is t or (a.vc is t._vc and s._data is old_data
                       and not any(s is o for o in operands)):
             if snapshot is None:
-                snapshot = t._new_like(old_data.copy())
-                snapshot._grad_fn = t._grad_fn
-                snapshot._output_nr = t._output_nr
-                snapshot._requires_grad = t._requires_grad and t._grad_fn is None
+                snapshot = _snapshot(t, old_data)
             a.tensor = snapshot
             a.vc = snapshot._vc
             a.version = snapshot._vc[0]
+
+
+def _snapshot(t, old_data):
+    if t.grad_fn is not None:
+        return t.clone()
+    snapshot = t._new_like(old_data.copy())
+    snapshot._requires_grad = t._requires_grad
+    return snapshot
 
 
 def _saved_results(node):

@@ -24,6 +24,7 @@ from runtime import grad_mode
 from runtime.hooks import RemovableHandle
 from runtime.rules import RULES
 from runtime.rules import numpy_ops
+from runtime.saved_names import AS_UNSIGNED, SAVED_NAMES
 
 _sequence = itertools.count()
 _new = object.__new__
@@ -50,6 +51,7 @@ class Node:
     _rule = None
     _n_outputs = 1
     _keeps_indices = False  # saves index tensors or masks: freed after backward, as in PyTorch
+    _shown = ()  # positions of `_args` shown as grad_fn._saved_<name>: kept after backward
 
     @classmethod
     def name(cls):
@@ -97,10 +99,11 @@ class Node:
         return out
 
     def _release(self):
-        """Drop saved tensors after a non-retaining backward (a later use raises)."""
+        """Drop saved tensors after a non-retaining backward (a later use raises); the
+        values shown as `_saved_<name>` that are not tensors stay, as in PyTorch."""
         if self._freed is False:
             self._freed = True
-            self._args = None
+            self._args = _kept_after_release(self._args, self._shown)
 
     def __call__(self, *grads):
         if len(grads) != self._n_outputs:
@@ -131,25 +134,6 @@ class Node:
         handle = RemovableHandle(hooks)
         hooks[handle.id] = fn
         return handle
-
-    # grad_fn._saved_self / _saved_other / _saved_result as properties, not a __getattr__:
-    # a class with __getattr__ has every attribute read go through a slower hook that
-    # CPython 3.11 cannot specialize (~40 ns against ~10), and the engine reads a node's
-    # fields ~15 times per node
-    _saved_self = property(lambda node: _saved_attribute(node, "_saved_self"))
-    _saved_other = property(lambda node: _saved_attribute(node, "_saved_other"))
-    _saved_result = property(lambda node: _saved_attribute(node, "_saved_result"))
-
-
-def _saved_attribute(node, name):
-    """grad_fn._saved_self / _saved_other / _saved_result, as PyTorch exposes them."""
-    if node._freed:
-        raise_freed()
-    tensors = [a for a in node._args if type(a) is SavedTensor]
-    index = {"_saved_self": 0, "_saved_result": -1, "_saved_other": -1}[name]
-    if not tensors:
-        _absent(node, name)
-    return _saved_tensor(node, tensors[index])
 
 
 def _saved_tensor(node, saved):
@@ -210,55 +194,57 @@ def node_class(name, prim, multi_output=False):
         base = MultiOutputNode if multi_output else Node
         fields = {"__slots__": (), "_rule": staticmethod(RULES[prim]),
                   "_keeps_indices": name in _INDEX_SAVING}
-        fields.update(_saved_properties(SAVED_NAMES.get(name)))
+        fields.update(saved_properties(SAVED_NAMES.get(name)))
         cls = type(name, (base,), fields)
         _node_classes[name] = cls
     return cls
 
 
-# The names PyTorch gives a node's saved values (`grad_fn._saved_target`), one per entry of
-# its `_args` (None: an entry PyTorch does not show), for the nodes where the generic three
-# (`_saved_self`: the first saved tensor; `_saved_other`, `_saved_result`: the last) would
-# show a wrong value or one PyTorch's node does not have. An operand not saved shows as None.
-SAVED_NAMES = {
-    "AddBackward0": ("alpha",),
-    "SubBackward0": ("alpha",),
-    "MulBackward0": ("self", "other"),
-    "DivBackward0": ("self", "other"),
-    "SgnBackward0": ("self", "result"),
-    "MseLossBackward0": ("self", "target", "reduction", None),
-    "HuberLossBackward0": ("self", "target", "reduction", "delta", None),
-    "SmoothL1LossBackward0": ("self", "target", "reduction", "beta", None),
-}
-_GENERIC_SAVED = ("_saved_self", "_saved_other", "_saved_result")
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}  # a reduction shows as PyTorch's enum
+_FREED = object()  # a saved tensor's place in `_args` once backward freed it
 
 
-def _saved_properties(names):
-    """The class fields for SAVED_NAMES' `names`: a property per name, and generic names
-    that are not among them made absent."""
+def saved_properties(names):
+    """The class fields for a SAVED_NAMES row: a property `_saved_<name>` per named entry of
+    `_args`, and the positions to keep after backward."""
     if names is None:
         return {}
     fields = {f"_saved_{n}": property(lambda node, i=i, n=n: _named_saved(node, i, n))
               for i, n in enumerate(names) if n is not None}
-    absent = [g for g in _GENERIC_SAVED if g not in fields]
-    for generic in absent:
-        fields[generic] = property(lambda node, g=generic: _absent(node, g))
-    fields["__dir__"] = lambda node: [n for n in Node.__dir__(node) if n not in absent]
+    fields["_shown"] = tuple(i for i, n in enumerate(names) if n is not None)
     return fields
 
 
+def _kept_after_release(args, shown):
+    """`args` with only the shown values that are not tensors left (None when none is)."""
+    kept = None
+    for i in shown:
+        a = args[i]
+        if a.__class__ is not SavedTensor:
+            if kept is None:
+                kept = [_FREED] * len(args)
+            kept[i] = a
+    return kept
+
+
 def _named_saved(node, index, name):
-    if node._freed:
+    args = node._args
+    value = _FREED if args is None else args[index]
+    if value is _FREED:
         raise_freed()
-    value = node._args[index]
     if type(value) is SavedTensor:
         return _saved_tensor(node, value)
-    return _REDUCTIONS[value] if name == "reduction" else value
+    if name == "reduction":
+        return _REDUCTIONS[value]
+    if name in AS_UNSIGNED:
+        return _as_unsigned(value)
+    return tuple(value) if type(value) is list else value
 
 
-def _absent(node, name):
-    raise AttributeError(f"'{type(node).__name__}' object has no attribute '{name}'")
+def _as_unsigned(value):
+    if isinstance(value, (list, tuple)):
+        return tuple(_as_unsigned(v) for v in value)
+    return value + (1 << 64) if isinstance(value, int) and value < 0 else value
 
 
 # -- saved tensors ----------------------------------------------------------------------------

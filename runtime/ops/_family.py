@@ -11,13 +11,15 @@
 """
 
 from runtime.autograd_meta import record
-from runtime.function import MultiOutputNode, Node
+from runtime.function import SAVED_NAMES, MultiOutputNode, Node, saved_properties
 from runtime.rules import RULES
 
 
 def node(name, prim, multi_output=False):
     base = MultiOutputNode if multi_output else Node
-    return type(name, (base,), {"__slots__": (), "_rule": staticmethod(RULES[prim])})
+    fields = {"__slots__": (), "_rule": staticmethod(RULES[prim])}
+    fields.update(saved_properties(SAVED_NAMES.get(name)))
+    return type(name, (base,), fields)
 
 
 def record_freed(cls, inputs, out, args):
