@@ -107,20 +107,8 @@ def store(key, suffix, data):
     directory = cache_dir()
     if directory is None:
         return
-    folder = os.path.join(directory, key[:2])
-    try:
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(_MAGIC + hashlib.sha256(data).hexdigest().encode() + data)
-            os.replace(tmp, os.path.join(folder, f"{key}.{suffix}"))
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError as e:
-        warn(f"adcompile: cannot write to the compile cache {directory} ({e}); compiled "
-              f"code will not be reused by other processes")
+    _write(directory, key, suffix,
+           lambda f: f.write(_MAGIC + hashlib.sha256(data).hexdigest().encode() + data))
 
 
 def copy_in(key, suffix, source):
@@ -130,30 +118,41 @@ def copy_in(key, suffix, source):
     directory = cache_dir()
     if directory is None:
         return None
-    folder = os.path.join(directory, key[:2])
-    path = os.path.join(folder, f"{key}.{suffix}")
+    path = os.path.join(directory, key[:2], f"{key}.{suffix}")
     try:
         if os.path.getsize(path) == os.path.getsize(source):
             return path
     except OSError:
         pass
+
+    def copy(target):
+        with open(source, "rb") as f:
+            while chunk := f.read(1 << 22):
+                target.write(chunk)
+        os.fchmod(target.fileno(), 0o755)
+
+    return path if _write(directory, key, suffix, copy) else None
+
+
+def _write(directory, key, suffix, write):
+    """Entry `key`.`suffix` written by write(file) into a temporary file renamed into
+    place; whether it was (a failure is reported once)."""
+    folder = os.path.join(directory, key[:2])
     try:
         os.makedirs(folder, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
         try:
-            with open(source, "rb") as f, os.fdopen(fd, "wb") as target:
-                while chunk := f.read(1 << 22):
-                    target.write(chunk)
-            os.chmod(tmp, 0o755)
-            os.replace(tmp, path)
+            with os.fdopen(fd, "wb") as f:
+                write(f)
+            os.replace(tmp, os.path.join(folder, f"{key}.{suffix}"))
         except BaseException:
             os.unlink(tmp)
             raise
     except OSError as e:
         warn(f"adcompile: cannot write to the compile cache {directory} ({e}); compiled "
              f"code will not be reused by other processes")
-        return None
-    return path
+        return False
+    return True
 
 
 def _entries(directory):

@@ -253,8 +253,11 @@ def threshold_backward(g, result):
 
 def prod_others(x, result, dims):
     """Product of the other elements of each reduced slice, from recorded ops so it can be
-    differentiated again. Without zeros that is result / x; with zeros each element's product
-    is taken explicitly (x with that element replaced by 1), which stays exact."""
+    differentiated again. Without zeros that is result / x; with zeros, as PyTorch's
+    prod_safe_zeros_backward: the exclusive products from the left times those from the
+    right (cumprod of a 1 and the slice but its last, and the same of the slice flipped),
+    which stays exact, rounds as PyTorch's and is laid out as x (a transposed product of
+    the slice with each element replaced by 1 was: fuzz seed 3906262129292)."""
     if not np.any(x._data == 0):
         return F.div(result, x)
     nd = x._data.ndim
@@ -264,12 +267,17 @@ def prod_others(x, result, dims):
         return F.reshape(prod_others(flat, F.prod(flat, 0, True), (0,)), x._data.shape)
     if nd == 0:
         return F.div(result, x) if x._data != 0 else wrap(np.ones((), x._dtype.np), x._dtype)
-    last = F.transpose(x, axes[0], -1)
-    n = last._data.shape[-1]
-    rows = F.expand(F.unsqueeze(last, -2), last._data.shape[:-1] + (n, n))
-    eye = wrap(np.eye(n, dtype=bool), None)
-    others = F.prod(F.where(eye, 1.0, rows), -1)
-    return F.transpose(others, axes[0], -1)
+    from runtime.ops.indexing import flip
+
+    d = axes[0] % nd
+    n = x._data.shape[d]
+    if n == 1:  # the empty product
+        return wrap(np.ones(x._data.shape, x._dtype.np), x._dtype)
+    ones = wrap(np.ones(x._data.shape[:d] + (1,) + x._data.shape[d + 1:], x._dtype.np),
+                x._dtype)
+    left = F.cumprod(F.cat([ones, F.narrow(x, d, 0, n - 1)], d), d)
+    right = F.cumprod(F.cat([ones, flip(F.narrow(x, d, 1, n - 1), d)], d), d)
+    return F.mul(left, flip(right, d))
 
 
 from runtime.tensor_ops_breadth import *  # noqa: E402,F401,F403  (issue 16 families)

@@ -479,6 +479,19 @@ v3 = torch.matmul(v1, torch.tensor([[[0.25, 1.73]]], dtype=torch.float32))
 v10 = v3.mT.exp()
 v12 = v10 @ torch.tensor([[2.0, -0.43], [0.45, -2.89]], dtype=torch.float32)
 """,
+    # prod's gradient over a slice holding a zero is PyTorch's exclusive products from both
+    # sides, contiguous (it was laid out transposed; seed 3906262129292), and its double
+    # backward differentiates those products
+    "prod_gradient_with_a_zero": """
+v1 = torch.tensor([[[-0.58, -1.44, 2.39]], [[1.43, -1.86, 0.0]], [[0.5, 0.0, 3.0]]], requires_grad=True)
+v3 = v1.prod(-3)
+v4 = torch.autograd.grad(v3.sum(), [v1], retain_graph=True)[0]
+v5 = v4 // 1  # layout
+v6 = v1.prod(2)
+(g,) = torch.autograd.grad(v6.sum(), [v1], create_graph=True)
+w = g * 1  # layout
+(h,) = torch.autograd.grad((g * g).sum(), [v1])
+""",
     # elementwise results are laid out as TensorIterator lays them out (the first operand
     # decides; expanded dimensions say nothing), and flip() in a backward makes a new tensor
     "elementwise_result_layouts": """

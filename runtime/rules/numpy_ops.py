@@ -571,7 +571,9 @@ def prod_others(x, result, dims):
     left = np.cumprod(np.concatenate([ones, flat[..., :-1]], -1), -1)
     right = np.cumprod(np.concatenate([ones, flat[..., :0:-1]], -1), -1)[..., ::-1]
     others = (left * right).reshape(moved.shape)
-    return np.moveaxis(others, tuple(range(-len(axes), 0)), axes)
+    # contiguous, as PyTorch's cat and cumprod make it (the moved view laid the gradient
+    # out transposed: fuzz seed 3906262129292)
+    return np.ascontiguousarray(np.moveaxis(others, tuple(range(-len(axes), 0)), axes))
 
 
 _VIEW_STEPS = {

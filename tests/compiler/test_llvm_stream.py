@@ -17,7 +17,7 @@ from adcompile import adcompile, grad, value_and_grad
 from adcompile.backends.llvm import jit, native, split, stream
 from adcompile.errors import InternalError
 
-from .test_llvm_parts import HEAD, OP, FN, defined, declared, verified
+from .test_llvm_parts import FN, HEAD, OP, declared, defined, program, verified
 
 
 def _llvm_threads():
@@ -53,12 +53,7 @@ def _unstreamed(monkeypatch, fn, *args, argnums=0):
 
 # -- programs -------------------------------------------------------------------------------
 
-def mlp(x, w, y):
-    h = np.tanh(x @ w)
-    z = h - y
-    s = np.sum(z * z, axis=1)
-    t = np.exp(s - np.max(s))
-    return np.sum(np.log(t + 1.0)) + np.sum(w * w)
+mlp = program  # test_llvm_parts' array program
 
 
 def components(q, x):
@@ -105,7 +100,7 @@ def test_the_kernel_module_declares_the_shipped_ops(shipped, monkeypatch):
     adcompile(mlp)(*args)
     batches = [t for t in shipped if 'define i32 @"adc.op.' in t]
     ops = {name for t in batches for name in defined(t) if name.startswith("adc.op.")}
-    (kernel,) = [t for t in shipped if "adc.entry.mlp" in defined(t)]
+    (kernel,) = [t for t in shipped if "adc.entry.program" in defined(t)]
     assert ops and ops <= set(declared(kernel))
     assert not set(defined(kernel)) & ops
     exported = []
