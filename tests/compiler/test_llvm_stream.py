@@ -291,3 +291,14 @@ def test_jobs_give_the_objects_in_the_order_submitted():
     for k, code in enumerate(objects):
         assert f"f{k}".encode() in code
     assert not _llvm_threads()
+
+
+def test_closing_drops_the_texts_not_started(monkeypatch):
+    """After an error in the lowering, close() does not compile what is still waiting."""
+    started = []
+    monkeypatch.setattr(jit, "_Part", lambda text, tm: started.append(text))
+    jobs = jit.Jobs(0)
+    for k in range(3):
+        jobs.submit(f"; text {k}\n", 1)
+    jobs.close()
+    assert not started and not jobs.waiting and not jobs.objects

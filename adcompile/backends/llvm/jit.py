@@ -170,10 +170,12 @@ class Jobs:
         return [self.objects[k] for k in sorted(self.objects)]
 
     def close(self):
-        """Let the workers end when nothing waits (what does is still compiled: an error
-        in the lowering leaves at most the jobs already submitted), and wait for them."""
+        """Let the workers end, and wait for them: after `finish` nothing waits; after an
+        error in the lowering, the texts not started are dropped (only the jobs running
+        are waited for)."""
         with self.ready:
             self.closed = True
+            self.waiting.clear()
             self.ready.notify_all()
         for thread in self.threads:
             thread.join()
