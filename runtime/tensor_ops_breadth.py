@@ -11,6 +11,8 @@ from runtime.ops._core import wrap
 from runtime.rules import numpy_breadth
 
 digamma = _special.digamma
+i0 = _special.i0
+i1 = _special.special_i1
 roll = _indexing.roll
 tril = _indexing.tril
 triu = _indexing.triu

@@ -20,6 +20,14 @@ def polygamma(n, x):
     return sp.polygamma(n, x)
 
 
+def i0(x):
+    return sp.i0(x)
+
+
+def i1(x):
+    return sp.i1(x)
+
+
 def _along(indices, dim):
     key = list(np.indices(indices.shape, sparse=True))
     key[dim] = indices
