@@ -172,6 +172,7 @@ SAVED_NAMES = {
     "RepeatBackward0": ("repeats", "self_sym_sizes"),
     "RollBackward0": ("shifts", "dims"),
     "Rot90Backward0": ("k", "dims"),
+    "BlockDiagBackward0": (None,),
     "UnfoldBackward0": ("self_sym_sizes", "dimension", "size", "step"),
     "CatBackward0": ("dim", None),
     "StackBackward0": ("dim",),

@@ -473,6 +473,12 @@ EDGES = {
 # Stacking and splitting (numpy-style compositions of views, cat and tensor_split)
 # ------------------------------------------------------------------------------------------
 STACKING = {
+    "block_diag": op(lambda L, x, y: L.block_diag(x, y), [(2, 3), (1, 2)], ANY, D2),
+    "block_diag_mixed_ranks": op(lambda L, x, y, z: L.block_diag(x, y, z), [(), (3,), (2, 2)],
+                                 ANY, D2),
+    "block_diag_one": op(lambda L, x: L.block_diag(x), [(3, 2)], ANY),
+    "block_diag_const": op(lambda L, x, y: L.block_diag(x, y), [Const((2,)), (2, 1)], ANY),
+    "block_diag_empty": op(lambda L, x, y: L.block_diag(x, y), [(0, 2), (1, 1)], ANY),
     "atleast_1d_0d": op(lambda L, x: L.atleast_1d(x), [()], ANY, D2),
     "atleast_1d_many": op(lambda L, x, y: L.atleast_1d(x, y), [(), (2, 3)], ANY),
     "atleast_2d_list": op(lambda L, x, y, z: L.atleast_2d([x, y, z]), [(), (3,), (2, 2)], ANY),
