@@ -473,6 +473,15 @@ EDGES = {
 # Stacking and splitting (numpy-style compositions of views, cat and tensor_split)
 # ------------------------------------------------------------------------------------------
 STACKING = {
+    "cdist": op(lambda L, x, y: L.cdist(x, y), [(3, 4), (5, 4)], ANY),
+    "cdist_p1": op(lambda L, x, y: L.cdist(x, y, p=1), [(2, 3, 4), (2, 5, 4)], ANY),
+    "cdist_p0": op(lambda L, x, y: L.cdist(x, y, p=0), [(3, 2), (2, 2)], ANY),
+    "cdist_p3": op(lambda L, x, y: L.cdist(x, y, p=3), [(3, 2), (4, 2)], ANY),
+    "cdist_pinf": op(lambda L, x, y: L.cdist(x, y, p=float("inf")), [(3, 2), (4, 2)], ANY),
+    "cdist_broadcast": op(lambda L, x, y: L.cdist(x, y), [(2, 3, 4), (5, 4)], ANY),
+    "cdist_const": op(lambda L, x, y: L.cdist(x, y, p=1.0), [(3, 4), Const((2, 4))], ANY),
+    "cdist_no_mm": op(lambda L, x, y: L.cdist(x, y, compute_mode="donot_use_mm_for_euclid_dist"),
+                      [(30, 2), (3, 2)], ANY),
     "block_diag": op(lambda L, x, y: L.block_diag(x, y), [(2, 3), (1, 2)], ANY, D2),
     "block_diag_mixed_ranks": op(lambda L, x, y, z: L.block_diag(x, y, z), [(), (3,), (2, 2)],
                                  ANY, D2),
