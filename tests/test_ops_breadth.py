@@ -473,6 +473,16 @@ EDGES = {
 # Stacking and splitting (numpy-style compositions of views, cat and tensor_split)
 # ------------------------------------------------------------------------------------------
 STACKING = {
+    "cov": op(lambda L, x: L.cov(x), [(3, 5)], ANY, D2),
+    "cov_1d": op(lambda L, x: x.cov(), [(6,)], ANY, D2),
+    "cov_correction0": op(lambda L, x: L.cov(x, correction=0), [(2, 4)], ANY),
+    "cov_fweights": op(lambda L, x: L.cov(x, fweights=L.tensor([1, 3, 2, 1])), [(3, 4)], ANY),
+    "cov_aweights": op(lambda L, x, w: L.cov(x, aweights=w.abs() + 0.1), [(3, 4), (4,)], ANY,
+                       D2),
+    "cov_both_weights": op(lambda L, x, w: x.cov(correction=2, fweights=L.tensor([2, 1, 1, 3]),
+                                                 aweights=w.abs()), [(2, 4), Const((4,))], ANY),
+    "corrcoef": op(lambda L, x: L.corrcoef(x), [(3, 5)], ANY, D2),
+    "corrcoef_1d": op(lambda L, x: x.corrcoef(), [(5,)], ANY),
     "cdist": op(lambda L, x, y: L.cdist(x, y), [(3, 4), (5, 4)], ANY),
     "cdist_p1": op(lambda L, x, y: L.cdist(x, y, p=1), [(2, 3, 4), (2, 5, 4)], ANY),
     "cdist_p0": op(lambda L, x, y: L.cdist(x, y, p=0), [(3, 2), (2, 2)], ANY),
