@@ -473,6 +473,12 @@ EDGES = {
 # Stacking and splitting (numpy-style compositions of views, cat and tensor_split)
 # ------------------------------------------------------------------------------------------
 STACKING = {
+    # vander's backward fails in PyTorch 2.13 (see test_vander_backward_fails_like_torch)
+    "vander": op(lambda L, x: L.vander(x), [Const((4,))], ANY),
+    "vander_increasing": op(lambda L, x: L.vander(x, N=5, increasing=True), [Const((3,))], ANY),
+    "vander_short": op(lambda L, x: L.vander(x, 2), [Const((3,))], ANY),
+    "vander_one_column": op(lambda L, x: (x * 1, L.vander(x, 1)), [(3,)], ANY),
+    "vander_no_columns": op(lambda L, x: (x * 1, L.vander(x, 0)), [(3,)], ANY),
     "cov": op(lambda L, x: L.cov(x), [(3, 5)], ANY, D2),
     "cov_1d": op(lambda L, x: x.cov(), [(6,)], ANY, D2),
     "cov_correction0": op(lambda L, x: L.cov(x, correction=0), [(2, 4)], ANY),
@@ -1056,6 +1062,16 @@ def test_empty(name):
 # error classes (our texts are our own)
 # ------------------------------------------------------------------------------------------
 ERRORS = {
+    "vander_2d": lambda L: L.vander(L.ones(2, 2)),
+    "vander_negative_n": lambda L: L.vander(L.ones(2), -1),
+    "cdist_columns": lambda L: L.cdist(L.ones(2, 3), L.ones(2, 4)),
+    "cdist_negative_p": lambda L: L.cdist(L.ones(2, 3), L.ones(2, 3), p=-1.0),
+    "cdist_ints": lambda L: L.cdist(L.ones(2, 3, dtype=L.int64), L.ones(2, 3, dtype=L.int64)),
+    "cov_3d": lambda L: L.cov(L.ones(2, 2, 2)),
+    "cov_float_fweights": lambda L: L.cov(L.ones(2, 3), fweights=L.ones(3)),
+    "block_diag_3d": lambda L: L.block_diag(L.ones(2, 2, 2)),
+    "nextafter_ints": lambda L: L.nextafter(L.tensor([1]), L.tensor([2])),
+    "ldexp_number": lambda L: L.ldexp(L.ones(2), 2.0),
     "trapezoid_x_and_dx": lambda L: L.trapezoid(L.ones(3), L.ones(3), dx=1.0),
     "trapezoid_number_x": lambda L: L.trapezoid(L.ones(3), 2),
     "bincount_negative": lambda L: L.bincount(L.tensor([-1])),
@@ -1164,6 +1180,26 @@ def test_error_type(name):
     with pytest.raises(Exception) as ours:
         ERRORS[name](adcompile)
     assert type(ours.value).__name__ == type(theirs.value).__name__, str(ours.value)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"N": 5, "increasing": True}])
+def test_vander_backward_fails_like_torch(kwargs):
+    """PyTorch 2.13 overwrites the input its cumprod saved, so vander's backward raises;
+    ours builds the same graph and fails the same way."""
+    def name(fn):
+        return fn.name().split("::")[-1] if fn else None
+
+    def graph(fn):
+        return name(fn), [name(f) for f, _ in fn.next_functions]
+
+    outcomes = []
+    for L in (torch, adcompile):
+        x = L.tensor([0.5, -1.5, 2.0], dtype=L.float64, requires_grad=True)
+        out = L.vander(x, **kwargs)
+        with pytest.raises(RuntimeError) as error:
+            out.sum().backward()
+        outcomes.append((graph(out.grad_fn), type(error.value)))
+    assert outcomes[0] == outcomes[1]
 
 
 def test_scatter_reduce_prod_double_backward_src_larger_than_index():

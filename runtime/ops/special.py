@@ -402,7 +402,7 @@ def nextafter(x, other):
         raise RuntimeError(f"nextafter(): expected both inputs of one dtype, got {x._dtype} "
                            f"and {other._dtype}")
     if dt.category != dtypes.FLOAT:
-        raise RuntimeError(f"nextafter() is only implemented for floating point tensors, "
+        raise NotImplementedError(f"nextafter() is only implemented for floating point tensors, "
                            f"not {dt}")
     out = wrap(iterator_layout(np.nextafter(xd, od), (xd, od)), dt)
     if any_requires_grad((x, other)):
@@ -410,5 +410,5 @@ def nextafter(x, other):
     return out
 
 
-FUNCTIONS = [*UNARY, "ldexp", "nextafter", "logit", "polygamma", "nan_to_num", "atan2", "arctan2", "hypot", "fmod",
-             "remainder", "xlogy", *LOG_ADD_EXP, "copysign", "heaviside"]
+FUNCTIONS = [*UNARY, "ldexp", "nextafter", "logit", "polygamma", "nan_to_num", "atan2", "arctan2",
+             "hypot", "fmod", "remainder", "xlogy", *LOG_ADD_EXP, "copysign", "heaviside"]

@@ -146,6 +146,6 @@ def block_diag(*tensors):
     return out
 
 
-FUNCTIONS = ["block_diag", "rot90", "atleast_1d", "atleast_2d", "atleast_3d", "hstack", "vstack", "row_stack",
-             "dstack", "column_stack", "hsplit", "vsplit", "dsplit"]
+FUNCTIONS = ["block_diag", "rot90", "atleast_1d", "atleast_2d", "atleast_3d", "hstack", "vstack",
+             "row_stack", "dstack", "column_stack", "hsplit", "vsplit", "dsplit"]
 METHODS = ["rot90", "hsplit", "vsplit", "dsplit"]
