@@ -121,13 +121,17 @@ from runtime import dtype_info as _dtype_info, predicates as _predicates  # noqa
 from runtime import sampling as _sampling  # noqa: E402
 from runtime.ops import counting as _counting, integration as _integration  # noqa: E402
 from runtime.ops import stacking as _stacking  # noqa: E402
+from runtime.ops import distance as _distance  # noqa: E402
+from runtime.ops import covariance as _covariance  # noqa: E402
+from runtime.ops import vander as _vander  # noqa: E402
 
 globals().update(_dtype_info.FUNCTIONS)
 globals().update(_sampling.FUNCTIONS)
 globals().update(_predicates.FUNCTIONS)
 for _name in _predicates.METHODS:
     setattr(Tensor, _name, getattr(_predicates, _name))
-for _family in (_stacking, _counting, _integration):
+for _family in (_stacking, _counting, _integration, _distance, _covariance,
+                _vander):
     globals().update({name: getattr(_family, name) for name in _family.FUNCTIONS})
     for _name in _family.METHODS:
         setattr(Tensor, _name, getattr(_family, _name))

@@ -31,11 +31,13 @@ _INPLACE = [
     "scatter_reduce", "index_add", "index_copy", "index_fill", "index_put", "masked_scatter",
     "tril", "triu", "clamp_min", "clamp_max", "sign", "square", "reciprocal", "rsqrt", "tan",
     "trunc", "ceil", "log1p", "sinc", "copysign", "heaviside", "sgn",
+    "i0", "ldexp", "nextafter",
 ]
 _TORCH_INPLACE = [
     "acos", "asin", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1", "log2",
     "log10", "exp2", "erf", "erfc", "logit", "nan_to_num", "xlogy", "index_put", "clamp_min",
     "clamp_max", "square", "reciprocal", "rsqrt", "tan", "trunc", "ceil", "log1p", "sigmoid", "sinc",
+    "i0", "ldexp",
 ]
 _ALIASES = {"arccos": "acos", "arcsin": "asin", "arctan": "atan", "arcsinh": "asinh",
             "arccosh": "acosh", "arctanh": "atanh"}

@@ -11,6 +11,8 @@ from runtime.ops._core import wrap
 from runtime.rules import numpy_breadth
 
 digamma = _special.digamma
+i0 = _special.i0
+i1 = _special.special_i1
 roll = _indexing.roll
 tril = _indexing.tril
 triu = _indexing.triu
@@ -45,6 +47,17 @@ def diagonal_at(x, offset, d1, d2):
 
 def unfold(x, d, size, step):
     return _indexing.unfold(x, d, size, step)
+
+
+_CDIST_BACKWARD = node("CdistBackwardBackward0", "cdist_backward")
+
+
+def cdist_backward(g, x1, x2, p, result, which):
+    data = numpy_breadth.cdist_backward(g._data, x1._data, x2._data, p, result._data, which)
+    out = wrap(data.astype(g._dtype.np, copy=False), g._dtype)
+    if any_requires_grad((g, x1, x2)):
+        record(_CDIST_BACKWARD, (g, x1, x2), out, ())
+    return out
 
 
 _DIAG_SCATTER = node("DiagonalBackwardBackward0", "diag_scatter")

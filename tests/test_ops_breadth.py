@@ -76,6 +76,16 @@ MATH = {
     "sinc": op(lambda L, x: L.sinc(x), [(2, 5)], ANY, D2),
     "sinc_method_": op(lambda L, x: (x * 2).sinc_(), [(6,)], ANY),
     "sinc_fn_": op(lambda L, x: L.sinc_(x * 2), [(6,)], ANY),
+    "i0": op(lambda L, x: L.i0(x * 3), [(2, 5)], ANY, D2),
+    "i0_method": op(lambda L, x: x.i0(), [(6,)], ANY, D2),
+    "i0_": op(lambda L, x: (x * 1).i0_(), [(4,)], ANY),
+    "special_i0": op(lambda L, x: L.special.i0(x), [(4,)], ANY),
+    "special_i1": op(lambda L, x: L.special.i1(x * 3), [(5,)], ANY, D2),
+    "ldexp": op(lambda L, x, e: L.ldexp(x, e), [(2, 3), (3,)], ANY, D2),
+    "ldexp_int_exponent": op(lambda L, x: x.ldexp(L.tensor([1, -2, 3])), [(2, 3)], ANY, D2),
+    "ldexp_": op(lambda L, x, e: (x * 1).ldexp_(e), [(4,), (4,)], ANY),
+    "nextafter": op(lambda L, x, y: L.nextafter(x, y), [(2, 3), (3,)], ANY),
+    "nextafter_method": op(lambda L, x, y: x.nextafter(y), [(4,), Const((4,))], ANY),
     "heaviside": op(lambda L, x, y: L.heaviside(x, y), [Const((2, 3)), Const((3,))], ANY),
     "heaviside_method": op(lambda L, x, y: x.heaviside(y), [Const((4,)), Const(())], ANY),
     "acos": op(lambda L, x: x.acos(), [(2, 3)], UNIT, D2),
@@ -463,6 +473,37 @@ EDGES = {
 # Stacking and splitting (numpy-style compositions of views, cat and tensor_split)
 # ------------------------------------------------------------------------------------------
 STACKING = {
+    # vander's backward fails in PyTorch 2.13 (see test_vander_backward_fails_like_torch)
+    "vander": op(lambda L, x: L.vander(x), [Const((4,))], ANY),
+    "vander_increasing": op(lambda L, x: L.vander(x, N=5, increasing=True), [Const((3,))], ANY),
+    "vander_short": op(lambda L, x: L.vander(x, 2), [Const((3,))], ANY),
+    "vander_one_column": op(lambda L, x: (x * 1, L.vander(x, 1)), [(3,)], ANY),
+    "vander_no_columns": op(lambda L, x: (x * 1, L.vander(x, 0)), [(3,)], ANY),
+    "cov": op(lambda L, x: L.cov(x), [(3, 5)], ANY, D2),
+    "cov_1d": op(lambda L, x: x.cov(), [(6,)], ANY, D2),
+    "cov_correction0": op(lambda L, x: L.cov(x, correction=0), [(2, 4)], ANY),
+    "cov_fweights": op(lambda L, x: L.cov(x, fweights=L.tensor([1, 3, 2, 1])), [(3, 4)], ANY),
+    "cov_aweights": op(lambda L, x, w: L.cov(x, aweights=w.abs() + 0.1), [(3, 4), (4,)], ANY,
+                       D2),
+    "cov_both_weights": op(lambda L, x, w: x.cov(correction=2, fweights=L.tensor([2, 1, 1, 3]),
+                                                 aweights=w.abs()), [(2, 4), Const((4,))], ANY),
+    "corrcoef": op(lambda L, x: L.corrcoef(x), [(3, 5)], ANY, D2),
+    "corrcoef_1d": op(lambda L, x: x.corrcoef(), [(5,)], ANY),
+    "cdist": op(lambda L, x, y: L.cdist(x, y), [(3, 4), (5, 4)], ANY),
+    "cdist_p1": op(lambda L, x, y: L.cdist(x, y, p=1), [(2, 3, 4), (2, 5, 4)], ANY),
+    "cdist_p0": op(lambda L, x, y: L.cdist(x, y, p=0), [(3, 2), (2, 2)], ANY),
+    "cdist_p3": op(lambda L, x, y: L.cdist(x, y, p=3), [(3, 2), (4, 2)], ANY),
+    "cdist_pinf": op(lambda L, x, y: L.cdist(x, y, p=float("inf")), [(3, 2), (4, 2)], ANY),
+    "cdist_broadcast": op(lambda L, x, y: L.cdist(x, y), [(2, 3, 4), (5, 4)], ANY),
+    "cdist_const": op(lambda L, x, y: L.cdist(x, y, p=1.0), [(3, 4), Const((2, 4))], ANY),
+    "cdist_no_mm": op(lambda L, x, y: L.cdist(x, y, compute_mode="donot_use_mm_for_euclid_dist"),
+                      [(30, 2), (3, 2)], ANY),
+    "block_diag": op(lambda L, x, y: L.block_diag(x, y), [(2, 3), (1, 2)], ANY, D2),
+    "block_diag_mixed_ranks": op(lambda L, x, y, z: L.block_diag(x, y, z), [(), (3,), (2, 2)],
+                                 ANY, D2),
+    "block_diag_one": op(lambda L, x: L.block_diag(x), [(3, 2)], ANY),
+    "block_diag_const": op(lambda L, x, y: L.block_diag(x, y), [Const((2,)), (2, 1)], ANY),
+    "block_diag_empty": op(lambda L, x, y: L.block_diag(x, y), [(0, 2), (1, 1)], ANY),
     "atleast_1d_0d": op(lambda L, x: L.atleast_1d(x), [()], ANY, D2),
     "atleast_1d_many": op(lambda L, x, y: L.atleast_1d(x, y), [(), (2, 3)], ANY),
     "atleast_2d_list": op(lambda L, x, y, z: L.atleast_2d([x, y, z]), [(), (3,), (2, 2)], ANY),
@@ -1021,6 +1062,16 @@ def test_empty(name):
 # error classes (our texts are our own)
 # ------------------------------------------------------------------------------------------
 ERRORS = {
+    "vander_2d": lambda L: L.vander(L.ones(2, 2)),
+    "vander_negative_n": lambda L: L.vander(L.ones(2), -1),
+    "cdist_columns": lambda L: L.cdist(L.ones(2, 3), L.ones(2, 4)),
+    "cdist_negative_p": lambda L: L.cdist(L.ones(2, 3), L.ones(2, 3), p=-1.0),
+    "cdist_ints": lambda L: L.cdist(L.ones(2, 3, dtype=L.int64), L.ones(2, 3, dtype=L.int64)),
+    "cov_3d": lambda L: L.cov(L.ones(2, 2, 2)),
+    "cov_float_fweights": lambda L: L.cov(L.ones(2, 3), fweights=L.ones(3)),
+    "block_diag_3d": lambda L: L.block_diag(L.ones(2, 2, 2)),
+    "nextafter_ints": lambda L: L.nextafter(L.tensor([1]), L.tensor([2])),
+    "ldexp_number": lambda L: L.ldexp(L.ones(2), 2.0),
     "trapezoid_x_and_dx": lambda L: L.trapezoid(L.ones(3), L.ones(3), dx=1.0),
     "trapezoid_number_x": lambda L: L.trapezoid(L.ones(3), 2),
     "bincount_negative": lambda L: L.bincount(L.tensor([-1])),
@@ -1129,6 +1180,26 @@ def test_error_type(name):
     with pytest.raises(Exception) as ours:
         ERRORS[name](adcompile)
     assert type(ours.value).__name__ == type(theirs.value).__name__, str(ours.value)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"N": 5, "increasing": True}])
+def test_vander_backward_fails_like_torch(kwargs):
+    """PyTorch 2.13 overwrites the input its cumprod saved, so vander's backward raises;
+    ours builds the same graph and fails the same way."""
+    def name(fn):
+        return fn.name().split("::")[-1] if fn else None
+
+    def graph(fn):
+        return name(fn), [name(f) for f, _ in fn.next_functions]
+
+    outcomes = []
+    for L in (torch, adcompile):
+        x = L.tensor([0.5, -1.5, 2.0], dtype=L.float64, requires_grad=True)
+        out = L.vander(x, **kwargs)
+        with pytest.raises(RuntimeError) as error:
+            out.sum().backward()
+        outcomes.append((graph(out.grad_fn), type(error.value)))
+    assert outcomes[0] == outcomes[1]
 
 
 def test_scatter_reduce_prod_double_backward_src_larger_than_index():

@@ -66,6 +66,7 @@ UNARY = {
     "lgamma": (sp.gammaln, "LgammaBackward0", "lgamma", "input", ()),
     "digamma": (sp.digamma, "DigammaBackward0", "digamma", "input", ()),
     "sinc": (np.sinc, "SincBackward0", "sinc", "input", ()),
+    "i0": (sp.i0, "I0Backward0", "i0", "input", ()),
 }
 
 
@@ -92,6 +93,19 @@ def _define(name, kernel, node_name, prim, saves, extra):
 
 
 globals().update({name: _define(name, *row) for name, row in UNARY.items()})
+SpecialI1Backward0 = node("SpecialI1Backward0", "i1")
+
+
+def special_i1(x):
+    """torch.special.i1 (i0's derivative; it has no torch.* or Tensor name). Its node keeps
+    both the input and the result, as PyTorch's does."""
+    dt = float_dtype(x)
+    d = data_of(x, dt.np)
+    out = wrap(iterator_layout(sp.i1(d), (d,)), dt)
+    if any_requires_grad((x,)):
+        record(SpecialI1Backward0, (x,), out,
+               (save_input(x), save_output(out, "SpecialI1Backward0")))
+    return out
 LogitBackward0 = node("LogitBackward0", "logit")
 PolygammaBackward0 = node("PolygammaBackward0", "polygamma")
 PolygammaBackward1 = node("PolygammaBackward1", "polygamma")  # polygamma_ (in place)
@@ -353,5 +367,48 @@ def heaviside(x, values):
     return out
 
 
-FUNCTIONS = [*UNARY, "logit", "polygamma", "nan_to_num", "atan2", "arctan2", "hypot", "fmod",
-             "remainder", "xlogy", *LOG_ADD_EXP, "copysign", "heaviside"]
+LdexpBackward0 = node("LdexpBackward0", "ldexp")
+
+
+def ldexp(x, other):
+    """x * 2**other, in the dtype of x promoted with that of 2.0**other (so integer inputs
+    give the default float)."""
+    _tensors_only("ldexp", x, other)
+    scale_dt = other._dtype if other._dtype.category == dtypes.FLOAT else get_default_dtype()
+    dt = binary_dtype(x, wrap(np.zeros((), scale_dt.np), scale_dt))
+    xd, od = data_of(x, dt.np), data_of(other, dt.np)
+    try:
+        np.broadcast_shapes(np.shape(xd), np.shape(od))
+    except ValueError:
+        raise _shape_error(x, other) from None
+    with np.errstate(all="ignore"):
+        out = wrap(iterator_layout(xd * np.power(dt.np.type(2), od), (xd, od)), dt)
+    if any_requires_grad((x, other)):
+        integral = other._dtype.category != dtypes.FLOAT
+        record(LdexpBackward0, (x, other), out,
+               (save_input(other), save_output(out, "LdexpBackward0"), integral))
+    return out
+
+
+NextafterBackward0 = node("NextafterBackward0", "nextafter")
+
+
+def nextafter(x, other):
+    """The next representable number after x toward other. PyTorch records a node whose
+    backward passes the cotangent to x unchanged and gives other zeros."""
+    _tensors_only("nextafter", x, other)
+    other, xd, od, dt = _binary_data(x, other, "nextafter", False)
+    if x._dtype is not other._dtype:
+        raise RuntimeError(f"nextafter(): expected both inputs of one dtype, got {x._dtype} "
+                           f"and {other._dtype}")
+    if dt.category != dtypes.FLOAT:
+        raise NotImplementedError(f"nextafter() is only implemented for floating point tensors, "
+                           f"not {dt}")
+    out = wrap(iterator_layout(np.nextafter(xd, od), (xd, od)), dt)
+    if any_requires_grad((x, other)):
+        record(NextafterBackward0, (x, other), out, (save_input(x), save_input(other)))
+    return out
+
+
+FUNCTIONS = [*UNARY, "ldexp", "nextafter", "logit", "polygamma", "nan_to_num", "atan2", "arctan2",
+             "hypot", "fmod", "remainder", "xlogy", *LOG_ADD_EXP, "copysign", "heaviside"]

@@ -9,7 +9,7 @@ reshape, UnsqueezeBackward0, CatBackward0, SliceBackward0) and no derivative rul
 import numpy as np
 
 from runtime.autograd_meta import any_requires_grad, record
-from runtime.ops._core import wrap
+from runtime.ops._core import get_default_dtype, wrap
 from runtime.ops._family import node
 from runtime.ops.indexing import tensor_split
 from runtime.ops.reductions import normalize_dims
@@ -120,6 +120,32 @@ def rot90(x, k=1, dims=(0, 1)):
     return out
 
 
-FUNCTIONS = ["rot90", "atleast_1d", "atleast_2d", "atleast_3d", "hstack", "vstack", "row_stack",
-             "dstack", "column_stack", "hsplit", "vsplit", "dsplit"]
+BlockDiagBackward0 = node("BlockDiagBackward0", "block_diag")
+
+
+def block_diag(*tensors):
+    """The tensors (0-d as 1x1, 1-d as one row) placed along the diagonal of a zero matrix, in
+    their promoted dtype; one node, BlockDiagBackward0, as in torch."""
+    for i, t in enumerate(tensors):
+        if t.dim() > 2:
+            raise RuntimeError(f"block_diag(): input tensors must have 2 or fewer dimensions; "
+                               f"input {i} has {t.dim()}")
+    from runtime.ops._core import result_dtype
+
+    dt = result_dtype(*tensors) if tensors else get_default_dtype()
+    blocks = [np.reshape(t._data, (1, -1)) if t.dim() < 2 else t._data for t in tensors]
+    rows, cols = sum(b.shape[0] for b in blocks), sum(b.shape[1] for b in blocks)
+    data = np.zeros((rows if blocks else 1, cols), dt.np)
+    r = c = 0
+    for b in blocks:
+        data[r:r + b.shape[0], c:c + b.shape[1]] = b
+        r, c = r + b.shape[0], c + b.shape[1]
+    out = wrap(data, dt)
+    if any_requires_grad(tensors):
+        record(BlockDiagBackward0, tensors, out, ([tuple(t.shape) for t in tensors],))
+    return out
+
+
+FUNCTIONS = ["block_diag", "rot90", "atleast_1d", "atleast_2d", "atleast_3d", "hstack", "vstack",
+             "row_stack", "dstack", "column_stack", "hsplit", "vsplit", "dsplit"]
 METHODS = ["rot90", "hsplit", "vsplit", "dsplit"]

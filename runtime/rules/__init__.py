@@ -37,3 +37,4 @@ from runtime.rules import activation  # noqa: E402,F401
 from runtime.rules import norm  # noqa: E402,F401
 from runtime.rules import rnn  # noqa: E402,F401
 from runtime.rules import attention  # noqa: E402,F401
+from runtime.rules import distance  # noqa: E402,F401

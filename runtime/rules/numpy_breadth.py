@@ -20,6 +20,14 @@ def polygamma(n, x):
     return sp.polygamma(n, x)
 
 
+def i0(x):
+    return sp.i0(x)
+
+
+def i1(x):
+    return sp.i1(x)
+
+
 def _along(indices, dim):
     key = list(np.indices(indices.shape, sparse=True))
     key[dim] = indices
@@ -107,3 +115,28 @@ def _register_view_steps():
 
 
 _register_view_steps()
+
+
+def _cdist_slope(diff, dist, p):
+    """d dist / d diff for each row pair and column, 0 where the distance is 0."""
+    d = dist[..., None]
+    if p == 0:
+        return np.zeros_like(diff)
+    if p == 1:
+        return np.sign(diff)
+    if p == 2:
+        return np.where(d == 0, 0.0, diff / d)
+    if p == float("inf"):
+        return np.sign(diff) * (np.abs(diff) == d)
+    slope = diff * np.abs(diff) ** (p - 2) / d ** (p - 1)
+    return np.where(d == 0, 0.0, slope)
+
+
+def cdist_backward(g, x1, x2, p, result, which):
+    """The gradient of cdist in x1 (which = 0) or x2 (which = 1), before any broadcast batch
+    dims are summed away."""
+    from runtime.ops.distance import pairwise_differences
+
+    with np.errstate(all="ignore"):
+        weighted = g[..., None] * _cdist_slope(pairwise_differences(x1, x2), result, p)
+    return weighted.sum(-2) if which == 0 else -weighted.sum(-3)

@@ -4,6 +4,8 @@ Views are linear maps that move elements, so each rule is the transpose: it move
 back (reshape, permute) or embeds it into zeros of the input's shape (select, slice, index).
 """
 
+import numpy as np
+
 from runtime.rules import rule
 
 
@@ -178,6 +180,18 @@ def rotate90(ops, x, k, dims):
              2: lambda: ops.flip(ops.flip(x, d0), d1),
              3: lambda: ops.swapaxes(ops.flip(x, d0), d0, d1)}
     return turns[k % 4]()
+
+
+@rule("block_diag")
+def block_diag(ops, g, needs, shapes):
+    """Each input's block of the cotangent, reshaped back (0-d and 1-d inputs were one row)."""
+    grads, r, c = [], 0, 0
+    for shape, need in zip(shapes, needs):
+        rows, cols = (1, int(np.prod(shape))) if len(shape) < 2 else shape
+        block = ops.getitem(g, (slice(r, r + rows), slice(c, c + cols)))
+        grads.append(ops.reshape(block, shape) if need else None)
+        r, c = r + rows, c + cols
+    return tuple(grads)
 
 
 @rule("rot90")

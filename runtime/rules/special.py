@@ -133,3 +133,35 @@ def modulo(ops, g, needs, a, b, mode, dtype):
 def nan_to_num(ops, g, needs, x):
     """The gradient passes where x was finite; x - x is nan exactly at nan and +-inf."""
     return (ops.where(ops.eq(ops.sub(x, x), 0), g, 0.0),)
+
+
+@rule("i0")
+def i0(ops, g, needs, x):
+    return (ops.mul(g, ops.i1(x)),)
+
+
+@rule("i1")
+def i1(ops, g, needs, x, result):
+    """d/dx I1(x) = I0(x) - I1(x) / x, which tends to 1/2 at x = 0."""
+    slope = ops.sub(ops.i0(x), ops.div(result, x))
+    return (ops.mul(g, ops.where(ops.eq(x, 0), 0.5, slope)),)
+
+
+@rule("ldexp")
+def ldexp(ops, g, needs, other, result, integral):
+    """x * 2**other: the slope in x is 2**other, in other result * ln 2. PyTorch takes the
+    slope of an integer exponent in integers, so 2**-k truncates to 0; so do we."""
+    gx = None
+    if needs[0]:
+        scale = ops.pow(2.0, other)
+        if integral:
+            scale = ops.where(ops.lt(other, 0), 0.0, scale)
+        gx = ops.mul(g, scale)
+    gother = ops.mul(ops.mul(g, result), _LN2) if needs[1] else None
+    return gx, gother
+
+
+@rule("nextafter")
+def nextafter(ops, g, needs, x, other):
+    """PyTorch's convention: x's cotangent passes through, other gets zeros."""
+    return (g if needs[0] else None, ops.zeros_like(g) if needs[1] else None)

@@ -1,0 +1,85 @@
+"""Pairwise distances: torch.cdist on its direct path (one CdistBackward0 node, which keeps
+x1, x2, p and the result, and whose gradient is a CdistBackwardBackward0 node that PyTorch
+cannot differentiate again).
+
+PyTorch computes p = 2 distances through a matrix product (EuclideanDistBackward0 under a
+view) when compute_mode asks for it, or by default when either operand has more than 25 rows;
+that path is not reproduced: it raises, rather than give another graph and other roundings.
+"""
+
+import numpy as np
+
+from runtime import dtypes
+from runtime.autograd_meta import any_requires_grad, record
+from runtime.function import save_input, save_output
+from runtime.ops._core import wrap
+from runtime.ops._family import node
+
+CdistBackward0 = node("CdistBackward0", "cdist")
+
+_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+          "donot_use_mm_for_euclid_dist")
+
+
+def _check(x1, x2, p, compute_mode):
+    if x1.dim() < 2 or x2.dim() < 2:
+        raise RuntimeError(f"cdist() needs at least 2-d operands, got {x1.dim()}-d and "
+                           f"{x2.dim()}-d")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"cdist(): x1 and x2 must have the same number of columns, got "
+                           f"{x1.shape[-1]} and {x2.shape[-1]}")
+    for t in (x1, x2):
+        if t._dtype.category != dtypes.FLOAT or t._dtype.is_complex:
+            raise RuntimeError(f"cdist() only supports floating-point dtypes, got {t._dtype}")
+    if p < 0:
+        raise RuntimeError(f"cdist() only supports non-negative p values, got {p}")
+    if compute_mode not in (None, *_MODES):
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+
+
+def _uses_matmul(x1, x2, p, compute_mode):
+    if p != 2 or compute_mode == "donot_use_mm_for_euclid_dist":
+        return False
+    return compute_mode == "use_mm_for_euclid_dist" or x1.shape[-2] > 25 or x2.shape[-2] > 25
+
+
+def pairwise_differences(a, b):
+    """a[..., i, :] - b[..., j, :] for every row pair: shape (..., P, R, M)."""
+    return a[..., :, None, :] - b[..., None, :, :]
+
+
+def cdist_values(a, b, p):
+    diff = np.abs(pairwise_differences(a, b))
+    if p == 0:
+        return np.count_nonzero(diff, axis=-1).astype(a.dtype)
+    if p == 1:
+        return diff.sum(-1)
+    if p == 2:
+        return np.sqrt((diff * diff).sum(-1))
+    if p == float("inf"):
+        return diff.max(-1, initial=0)
+    return ((diff ** p).sum(-1)) ** (1.0 / p)
+
+
+def cdist(x1, x2, p=2.0, compute_mode=None):
+    """The p-norm distance between each row of x1 and each row of x2 (batched over leading
+    dims, which broadcast)."""
+    _check(x1, x2, p, compute_mode)
+    if _uses_matmul(x1, x2, p, compute_mode):
+        raise NotImplementedError(
+            "cdist(): the matrix-product path of p=2 (taken by PyTorch for more than 25 rows, "
+            "or with compute_mode='use_mm_for_euclid_dist') is not reproduced; pass "
+            "compute_mode='donot_use_mm_for_euclid_dist'")
+    if x1._dtype is not x2._dtype:
+        raise RuntimeError(f"cdist(): x1 and x2 must have the same dtype, got {x1._dtype} and "
+                           f"{x2._dtype}")
+    with np.errstate(all="ignore"):
+        out = wrap(np.ascontiguousarray(cdist_values(x1._data, x2._data, float(p))), x1._dtype)
+    if any_requires_grad((x1, x2)):
+        record(CdistBackward0, (x1, x2), out,
+               (save_input(x1), save_input(x2), float(p), save_output(out, "CdistBackward0")))
+    return out
+
+
+FUNCTIONS = ["cdist"]
+METHODS = []
