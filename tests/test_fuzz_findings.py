@@ -1021,3 +1021,28 @@ def test_fuzz_finding_matches_torch(name):
     prog = program(FINDINGS[name])
     finding = check.check(prog)
     assert finding is None, check.describe(prog, finding)
+
+
+@pytest.mark.parametrize("reduce", ["var", "std"])
+def test_var_backward_is_scaled_cotangent_times_centered(reduce):
+    """var's recorded backward multiplies (2 / dof * g) by x - mean, in PyTorch's order: the
+    graph of a create_graph gradient is Mul(None, Sub(x, Mean)) as in PyTorch, and its
+    values are PyTorch's bits (from seed 3906262147190, whose double backward still differs
+    in the rounding residue of sum(x - mean), a float32 reduction order)."""
+    import torch
+
+    import adcompile
+
+    shown = []
+    for lib in (torch, adcompile):
+        x = lib.tensor([[0.86, 0.03, -1.42], [2.96, 0.0, -2.78]], requires_grad=True)
+        y = getattr(x, reduce)(1)
+        (g,) = lib.autograd.grad((y.expm1() ** 2).sum(), [x], create_graph=True)
+        node = g.grad_fn
+        names = []
+        while node is not None and len(names) < 6:
+            names.append(type(node).__name__)
+            nexts = [n for n, _ in node.next_functions if n is not None]
+            node = nexts[-1] if nexts else None
+        shown.append((names, g.detach().numpy().tolist()))
+    assert shown[0] == shown[1]

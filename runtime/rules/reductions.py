@@ -91,13 +91,14 @@ def std(ops, g, needs, x, result, dims, correction, keepdim):
 
 
 def _var_backward(ops, g, x, dims, correction):
-    """2 / (n - correction) * g * (x - mean), as PyTorch's var_backward; with no degrees of
+    """(2 / (n - correction) * g) * (x - mean), in PyTorch's var_backward's order (which a
+    double backward's rounding and graph show: fuzz seed 3906262147190); with no degrees of
     freedom left (n <= correction) a full reduction gives nan where x equals the mean and
     inf elsewhere, a reduction over dims 2 / 0 = inf."""
     centered = ops.sub(x, ops.mean(x, dims, True))
     dof = _count(ops.shape(x), dims) - correction
     if dof > 0:
-        return ops.mul(g, ops.mul(centered, 2.0 / dof))
+        return ops.mul(ops.mul(g, 2.0 / dof), centered)
     if dims is None:
         flat = ops.eq(centered, 0)
         return ops.where(flat, ops.mul(g, float("nan")), ops.mul(g, float("inf")))
