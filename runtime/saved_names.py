@@ -174,6 +174,7 @@ SAVED_NAMES = {
     "Rot90Backward0": ("k", "dims"),
     "BlockDiagBackward0": (None,),
     "CdistBackward0": ("x1", "x2", "p", "result"),
+    "EuclideanDistBackward0": ("x1", "x2", "result"),
     "UnfoldBackward0": ("self_sym_sizes", "dimension", "size", "step"),
     "CatBackward0": ("dim", None),
     "StackBackward0": ("dim",),

@@ -46,6 +46,7 @@ logical_and = F.logical_and
 logical_or = F.logical_or
 isnan = F.isnan
 matmul = F.matmul
+masked_fill = F.masked_fill
 outer = F.outer
 cross = F.linalg_cross
 log_scalar = numpy_ops.log_scalar

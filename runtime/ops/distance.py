@@ -2,9 +2,15 @@
 x1, x2, p and the result, and whose gradient is a CdistBackwardBackward0 node that PyTorch
 cannot differentiate again).
 
-PyTorch computes p = 2 distances through a matrix product (EuclideanDistBackward0 under a
-view) when compute_mode asks for it, or by default when either operand has more than 25 rows;
-that path is not reproduced: it raises, rather than give another graph and other roundings.
+PyTorch computes p = 2 distances through a matrix product when compute_mode asks for it, or by
+default when either operand has more than 25 rows. Its graph, reproduced here: the operands are
+expanded to the broadcast batch and reshaped to one batch dim (ExpandBackward0, then
+ViewBackward0, with a CloneBackward0 between them when the expansion broadcasts), unless the
+batch has one element, when they are used as they are; an EuclideanDistBackward0 node keeps
+x1, x2 and the result; a ViewBackward0 gives the output its shape. The values are
+sqrt(clamp_min([-2 x1, |x1|^2, 1] @ [x2, 1, |x2|^2]^T, 0)) in that order, so they equal
+PyTorch's bit for bit wherever our row sums |x|^2 do (always in float32; in float64 our sum
+adds in numpy's order, which can differ from PyTorch's in the last bit).
 """
 
 import numpy as np
@@ -13,9 +19,13 @@ from runtime import dtypes
 from runtime.autograd_meta import any_requires_grad, record
 from runtime.function import save_input, save_output
 from runtime.ops._core import wrap
+from runtime.creation import ones_like
+from runtime.grad_mode import no_grad
 from runtime.ops._family import node
+from runtime.ops.shape import cat
 
 CdistBackward0 = node("CdistBackward0", "cdist")
+EuclideanDistBackward0 = node("EuclideanDistBackward0", "euclidean_dist")
 
 _MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
           "donot_use_mm_for_euclid_dist")
@@ -65,20 +75,49 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
     """The p-norm distance between each row of x1 and each row of x2 (batched over leading
     dims, which broadcast)."""
     _check(x1, x2, p, compute_mode)
-    if _uses_matmul(x1, x2, p, compute_mode):
-        raise NotImplementedError(
-            "cdist(): the matrix-product path of p=2 (taken by PyTorch for more than 25 rows, "
-            "or with compute_mode='use_mm_for_euclid_dist') is not reproduced; pass "
-            "compute_mode='donot_use_mm_for_euclid_dist'")
     if x1._dtype is not x2._dtype:
         raise RuntimeError(f"cdist(): x1 and x2 must have the same dtype, got {x1._dtype} and "
                            f"{x2._dtype}")
+    if _uses_matmul(x1, x2, p, compute_mode):
+        return _cdist_matmul(x1, x2)
     with np.errstate(all="ignore"):
         out = wrap(np.ascontiguousarray(cdist_values(x1._data, x2._data, float(p))), x1._dtype)
     if any_requires_grad((x1, x2)):
         record(CdistBackward0, (x1, x2), out,
                (save_input(x1), save_input(x2), float(p), save_output(out, "CdistBackward0")))
     return out
+
+
+def euclidean_dist(x1, x2):
+    """The EuclideanDistBackward0 node: distances of 2-d or batched operands of one batch."""
+    with no_grad():
+        norm1 = x1.pow(2).sum(-1, keepdim=True)
+        norm2 = x2.pow(2).sum(-1, keepdim=True)
+        padded1 = cat([x1.mul(-2), norm1, ones_like(norm1)], -1)
+        padded2 = cat([x2, ones_like(norm2), norm2], -1)
+        out = padded1.matmul(padded2.mT).clamp_min(0).sqrt()
+    if any_requires_grad((x1, x2)):
+        record(EuclideanDistBackward0, (x1, x2), out,
+               (save_input(x1), save_input(x2), save_output(out, "EuclideanDistBackward0")))
+    return out
+
+
+def _flatten_batch(x, flat):
+    # PyTorch copies a broadcasting expansion (CloneBackward0) and then views the copy
+    if not x.is_contiguous():
+        x = x.contiguous()
+    return x.view(flat, *x.shape[-2:])
+
+
+def _cdist_matmul(x1, x2):
+    batch = tuple(np.broadcast_shapes(tuple(x1.shape[:-2]), tuple(x2.shape[:-2])))
+    rows1, rows2, columns = x1.shape[-2], x2.shape[-2], x1.shape[-1]
+    out_shape = (*batch, rows1, rows2)
+    if int(np.prod(batch, dtype=np.int64)) != 1:
+        flat = int(np.prod(batch, dtype=np.int64))
+        x1 = _flatten_batch(x1.expand(*batch, rows1, columns), flat)
+        x2 = _flatten_batch(x2.expand(*batch, rows2, columns), flat)
+    return euclidean_dist(x1, x2).view(out_shape)
 
 
 FUNCTIONS = ["cdist"]

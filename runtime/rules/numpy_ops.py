@@ -66,6 +66,10 @@ isnan = np.isnan
 log = torch_kernel("log", np.log)
 
 
+def masked_fill(x, mask, value):
+    return np.where(mask, np.asarray(value, x.dtype), x)
+
+
 def matmul(a, b, start=None):
     """np.matmul (plus `start`, broadcast to the product's shape and added first, where given:
     addmm's input). A float32 matrix product of the sizes where MKL's sgemm (PyTorch's) adds
