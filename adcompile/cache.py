@@ -16,6 +16,7 @@ directory is reported once, and the caller compiles as if there were no cache.
 
 import hashlib
 import os
+import shutil
 import tempfile
 import warnings
 
@@ -127,8 +128,7 @@ def copy_in(key, suffix, source):
 
     def copy(target):
         with open(source, "rb") as f:
-            while chunk := f.read(1 << 22):
-                target.write(chunk)
+            shutil.copyfileobj(f, target, 1 << 22)
         os.fchmod(target.fileno(), 0o755)
 
     return path if _write(directory, key, suffix, copy) else None

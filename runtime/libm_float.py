@@ -16,6 +16,7 @@ Fortran-contiguous data, C order otherwise).
 
 import ctypes
 import ctypes.util
+import functools
 
 import numpy as np
 
@@ -78,10 +79,15 @@ def _scalar_elements(d):
     return ~vector_mask(n, run).reshape(d.shape)
 
 
+@functools.cache
+def _libm():
+    path = ctypes.util.find_library("m")
+    return ctypes.CDLL(path) if path else None
+
+
 def _c_function(name):
     """The C library's float function `name` through ctypes (None where it has none)."""
-    path = ctypes.util.find_library("m")
-    fn = getattr(ctypes.CDLL(path), name, None) if path else None
+    fn = getattr(_libm(), name, None)
     if fn is not None:
         fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
     return fn

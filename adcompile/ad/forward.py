@@ -51,12 +51,10 @@ def _only_read(fn):
     for op in walk(fn.body):
         if op.prim == "alloc":
             made.update(op.results)
-        for k, v in enumerate(op.operands):
-            if op.prim in _READS or (op.prim == "load" and k > 0):
-                continue
-            if op.prim == "load" and isinstance(op.results[0].type, T.Scalar):
-                continue
-            used.add(v)
+        if op.prim in _READS or (op.prim == "load" and isinstance(op.results[0].type,
+                                                                   T.Scalar)):
+            continue  # an element load reads; a load of a sub-array is a view
+        used.update(op.operands[:1] if op.prim == "load" else op.operands)  # not indices
     return made - used
 
 

@@ -22,6 +22,7 @@ pointers as they are. ADCOMPILE_PRIVATE_BLAS=0 asks for that too.
 
 import ctypes
 import os
+import shutil
 import threading
 
 from adcompile import cache
@@ -121,8 +122,7 @@ def _from_memory(path):
         return None
     try:
         with open(path, "rb") as source, os.fdopen(os.dup(fd), "wb") as target:
-            while chunk := source.read(1 << 22):
-                target.write(chunk)
+            shutil.copyfileobj(source, target, 1 << 22)
         return _one_thread(f"/proc/self/fd/{fd}")
     finally:
         os.close(fd)  # the mapping stays

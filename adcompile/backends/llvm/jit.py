@@ -102,11 +102,8 @@ def compile_objects(ir_text, parts=None):
         texts = split.parts(ir_text, part_count(ir_text) if parts is None else parts)
         if len(texts) == 1 or not _can_unlock():
             return [emit_object(optimize(text)) for text in texts]
-        jobs = Jobs(len(texts) - 1)
-        try:
+        with Jobs(len(texts) - 1) as jobs:
             return jobs.finish(texts)
-        finally:
-            jobs.close()
 
 
 def workers():
@@ -116,9 +113,8 @@ def workers():
     the lowering)."""
     if os.environ.get("ADCOMPILE_LLVM_STREAM", "1") == "0" or not _can_unlock():
         return 0
-    value = os.environ.get("ADCOMPILE_LLVM_PARTS", "").strip()
-    total = int(value) if value.isdigit() else min(_cores(), MAX_PARTS)
-    return max(0, total - 1)
+    total = _configured_parts()
+    return max(0, (min(_cores(), MAX_PARTS) if total is None else total) - 1)
 
 
 class Jobs:
@@ -145,6 +141,12 @@ class Jobs:
                                          name="adcompile-llvm") for tm in tms[:workers]]
         for thread in self.threads:
             thread.start()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     def submit(self, text, lines):
         with self.ready:
@@ -199,8 +201,8 @@ class Jobs:
 
     def _run(self, job, tm):
         _, number, text = job
-        part = None
         start = time.thread_time()
+        part = code = error = None
         try:
             part = _Part(text, tm)
             part.compile()
@@ -208,16 +210,16 @@ class Jobs:
                 raise part.error
             code = part.object_code()
         except BaseException as e:  # raised by finish, in the compiling thread
-            with self.ready:
-                self.errors.append(e.with_traceback(None))
-            return
+            error = e.with_traceback(None)
         finally:
             if part is not None:
                 part.close()
-            with self.ready:
-                self.cpu += time.thread_time() - start
         with self.ready:
-            self.objects[number] = code
+            self.cpu += time.thread_time() - start
+            if error is None:
+                self.objects[number] = code
+            else:
+                self.errors.append(error)
 
 
 class _Part:
@@ -267,10 +269,15 @@ class _Part:
 
 def part_count(ir_text):
     """How many parts a module of this text is cut into."""
-    value = os.environ.get("ADCOMPILE_LLVM_PARTS", "").strip()
-    if value.isdigit():
-        return max(1, int(value))
+    total = _configured_parts()
+    if total is not None:
+        return max(1, total)
     return max(1, min(_cores(), MAX_PARTS, ir_text.count("\n") // PART_LINES))
+
+
+def _configured_parts():
+    value = os.environ.get("ADCOMPILE_LLVM_PARTS", "").strip()
+    return int(value) if value.isdigit() else None
 
 
 def _cores():

@@ -135,12 +135,9 @@ class Variant:
         workers = jit.workers()
         if not workers:
             return jit.compile_objects(self.llvm_text())
-        jobs = jit.Jobs(workers)
-        try:
+        with jit.Jobs(workers) as jobs:
             text = self.llvm_text(jobs.submit)
             return jobs.finish(split.parts(text, jit.part_count(text)))
-        finally:
-            jobs.close()
 
     def llvm_module(self, submit=None):
         """The LLVM IR before optimisation (`submit`: where finished outlined ops go,

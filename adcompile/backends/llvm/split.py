@@ -92,6 +92,11 @@ def parts(text, count):
     return out
 
 
+def declaration(text):
+    """`declare` for the text of a function definition."""
+    return _Function(_DEFINE.match(text), text).declaration()
+
+
 def prune(text):
     """`text` without the internal functions that nothing outside them reaches (a helper
     only the ops shipped in batches used, stream.py); unchanged when it cannot be read."""

@@ -48,7 +48,7 @@ class Batches:
         self.pending = []
         self.size = 0
         self.shipped = 0
-        self.exported = {}  # noinline helper defined in a batch -> its declaration there
+        self.exported = {}  # shared helper defined in a batch -> its declaration
         self.renamed = {}  # '@"helper"' -> '@"helper.x"', in every text
 
     def finished(self, fn, made):
@@ -81,12 +81,12 @@ class Batches:
 
 
 def batch_text(module, roots, exported=None):
-    """(the module text of `roots` and what they use, {noinline helper it defines:
+    """(the module text of `roots` and what they use, {shared helper it defines:
     declaration}), or None when one of them cannot leave the kernel's module. The roots
-    are external; a noinline helper (a pairwise sum, numpy's iteration plans: LLVM does not
-    inline it) is defined here, external, once for the whole module, and declared by the
-    texts that come after (`exported`, those already defined); any other function they
-    call or hand to the pool is copied in, internal."""
+    are external; a shared helper (`_shared`: noinline or large) is defined here, external,
+    once for the whole module, and declared by the texts that come after (`exported`, those
+    already defined); any other function they call or hand to the pool is copied in,
+    internal."""
     exported = exported or {}
     names = {fn.name for fn in roots}
     functions, outside, defined = {}, {}, {}
@@ -104,7 +104,7 @@ def batch_text(module, roots, exported=None):
         if fn.name in names or _shared(fn):
             text = text.replace("define internal ", "define ", 1)
             if fn.name not in names:
-                defined[fn.name] = _declaration(text)
+                defined[fn.name] = split.declaration(text)
         functions[fn.name] = text
         for name in _REF.findall(text):
             value = module.globals.get(name)
@@ -136,11 +136,6 @@ def _shared(fn):
     row or a sum, never an element)."""
     return "noinline" in fn.attributes or _instructions(fn) >= SHARED_INSTRUCTIONS
 
-
-def _declaration(text):
-    """`declare` for a definition's text."""
-    head = text[:text.index("\n")]
-    return "declare " + head[len("define "):] + "\n"
 
 
 def _instructions(fn):
