@@ -189,7 +189,7 @@ class CompiledFunction:
         spec = self.specialize(*args)
         result = spec.callable(*args)
         if spec.native is not None:
-            self._entry = spec.native.last.entry
+            self._entry = spec.native.last.lasting_entry
         return result
 
     def llvm_ir(self, *args):
@@ -487,7 +487,7 @@ class _Transformed:
         result = spec.callable(*args)
         primal = self.cf.specialize(*args)
         if spec.native is not None and not _written_arrays(primal):
-            self._entry = spec.native.last.entry
+            self._entry = spec.native.last.lasting_entry
         else:
             self._entry = None
         return self._finish(result)

@@ -104,7 +104,7 @@ class Derived(api._Transformed):
         spec = self.specialize(*args)
         result = spec.callable(*args)
         fast = spec.native is not None and not api._written_arrays(spec)
-        self._entry = spec.native.last.entry if fast else None  # (see _Transformed.__call__)
+        self._entry = spec.native.last.lasting_entry if fast else None  # (see _Transformed.__call__)
         return result
 
 

@@ -185,13 +185,14 @@ def fresh(monkeypatch):
     """No on-disk cache (the part count is not in its key: any count's code is the same
     program), and a record of how many parts each compile made."""
     monkeypatch.setenv("ADCOMPILE_CACHE_DIR", "off")
+    monkeypatch.setattr(jit, "ONCE", False)  # one object per part (test_llvm_tiers: the tier)
     counts = []
     original = native.Variant.compile
 
     def counted(self):
-        objects = original(self)
+        objects, once = original(self)
         counts.append(len(objects))
-        return objects
+        return objects, once
 
     monkeypatch.setattr(native.Variant, "compile", counted)
     return counts

@@ -99,6 +99,10 @@ class ArrayLowering(PairwiseLowering):
         and one for any other strides, kept scalar. Left to itself LLVM makes a copy of the
         loop for each combination of broadcast operands, each vectorised with its own
         checks and remainders, for strides that are 1 at nearly every call."""
+        if shape and self.in_kernel():  # (see in_kernel)
+            self.outlined_range(i64(1), lambda lo, hi: self.loops(shape, strides, body, bases,
+                                                                  split), "loops")
+            return
         offsets = list(bases) if bases is not None else [i64(0)] * len(strides)
         unknown = _unknown_inner(strides) if split and shape else []
         if not unknown:

@@ -36,6 +36,12 @@ _state = {}
 _names = itertools.count()
 LOCK = threading.RLock()  # one JIT per process; one compile at a time (its parts run at once)
 OPT_LEVEL = 3
+# The code that runs once per call (split.tiers: the entry point, and an array program's
+# kernel, whose loops only call outlined work) is compiled with this IR pipeline and code
+# generation level 0 (FastISel, the fast register allocator): a tenth of O3's time on such
+# code. ADCOMPILE_LLVM_ONCE=0 compiles it like the rest.
+ONCE_LEVEL = 0
+ONCE = os.environ.get("ADCOMPILE_LLVM_ONCE", "1") != "0"
 # Parts of a module compiled at once: ADCOMPILE_LLVM_PARTS, else the cores this process may
 # run on (at most 4); a module of fewer than PART_LINES lines per part is cut into fewer
 # (a thread and a second copy of the declarations cost more than they save).
@@ -55,14 +61,36 @@ def _init():
             tm = _new_target_machine(cpu, features)
             lljit = llvm.create_lljit_compiler(tm)
             _state.update(cpu=cpu, features=features, tm=tm, lljit=lljit,
+                          tms=(tm, _new_target_machine(cpu, features, 0)),
                           part_tms=[])  # all at once
     return _state
 
 
-def _new_target_machine(cpu, features):
+def _new_target_machine(cpu, features, level=3):
     target = llvm.Target.from_triple(llvm.get_process_triple())
-    return target.create_target_machine(cpu=cpu, features=features, opt=3, reloc="static",
-                                        codemodel="jitdefault", jit=True)
+    return target.create_target_machine(cpu=cpu, features=features, opt=level,
+                                        reloc="static", codemodel="jitdefault", jit=True)
+
+
+class Once(str):
+    """The text of a module that runs once per call (split.tiers): compiled quickly."""
+
+
+def tiered(parts_of, ir_text):
+    """parts_of(the text less the code that runs once per call) and that code's text (a
+    `Once`), when ONCE and split.tiers find it; else parts_of(ir_text)."""
+    if not ONCE:
+        return parts_of(ir_text)
+    rest, once = split.tiers(ir_text)
+    return parts_of(rest) + ([Once(once)] if once is not None else [])
+
+
+def _pipeline(text, tms):
+    """(target machine, IR level) for a text, from tms = (full, quick): a `Once` text gets
+    the quick ones."""
+    quick = isinstance(text, Once)
+    tm = tms[1] if quick else tms[0]
+    return tm, (ONCE_LEVEL if quick else OPT_LEVEL)
 
 
 def target_machine():
@@ -95,15 +123,53 @@ def emit_object(mod):
     return _init()["tm"].emit_object(mod)
 
 
-def compile_objects(ir_text, parts=None):
+def compile_objects(ir_text, parts=None, texts=None):
     """Object code for a module's IR text: one object per part (split.py), the parts
-    compiled at once, one in the calling thread."""
+    compiled at once, one in the calling thread. `texts`: a list that receives the texts
+    compiled (the last a `Once` when the quick tier took one)."""
     with LOCK:
-        texts = split.parts(ir_text, part_count(ir_text) if parts is None else parts)
-        if len(texts) == 1 or not _can_unlock():
-            return [emit_object(optimize(text)) for text in texts]
-        with Jobs(len(texts) - 1) as jobs:
+        count = part_count(ir_text) if parts is None else parts
+        made = tiered(lambda text: split.parts(text, part_count(text) if parts is None
+                                               else parts), ir_text)
+        if texts is not None:
+            texts.extend(made)
+        texts = made
+        if count < 2 or len(texts) == 1 or not _can_unlock():  # one thread
+            tms = _init()["tms"]
+            objects = []
+            for text in texts:
+                tm, level = _pipeline(text, tms)
+                objects.append(tm.emit_object(optimize(text, level)))
+            return objects
+        with Jobs(min(len(texts), count) - 1) as jobs:
             return jobs.finish(texts)
+
+
+def compile_full(text):
+    """The object code of a `Once` text compiled with the full pipeline (a tier-up, in a
+    thread of its own: a context and target machine of its own, outside llvmlite's lock for
+    the long calls like a part)."""
+    state = _init()
+    with _tier_tm_lock:
+        if "tier_tm" not in state:
+            state["tier_tm"] = _new_target_machine(state["cpu"], state["features"])
+    tms = (state["tier_tm"], state["tier_tm"])
+    part = _Part(str(text), tms)  # a plain str: O3
+    try:
+        part.compile()
+        if part.error is not None:
+            raise part.error
+        return part.object_code()
+    finally:
+        part.close()
+
+
+_tier_tm_lock = threading.Lock()
+
+
+def can_tier_up():
+    """Whether compile_full can run beside the caller's thread (see _can_unlock)."""
+    return _can_unlock()
 
 
 def workers():
@@ -129,7 +195,8 @@ class Jobs:
         state = _init()
         tms = state["part_tms"]
         while len(tms) < workers:
-            tms.append(_new_target_machine(state["cpu"], state["features"]))
+            tms.append((_new_target_machine(state["cpu"], state["features"]),
+                        _new_target_machine(state["cpu"], state["features"], 0)))
         self.waiting = []  # (lines, number, text)
         self.objects = {}
         self.cpu = 0.0  # CPU seconds of the jobs, all threads
@@ -159,7 +226,7 @@ class Jobs:
         workers; the objects of every text submitted."""
         for text in texts:
             self.submit(text, text.count("\n"))
-        tm = _init()["tm"]
+        tm = _init()["tms"]
         while True:
             with self.ready:
                 job = self._take()
@@ -225,12 +292,12 @@ class Jobs:
 class _Part:
     """One part's module, in a context of its own, and what compiling it gave."""
 
-    def __init__(self, text, tm):
-        self.tm = tm
+    def __init__(self, text, tms):
+        self.tm, level = _pipeline(text, tms)
         self.context = llvm.create_context()
         self.module = llvm.parse_assembly(text, self.context)
         self.module.verify()
-        self.run = _pass_builder(tm, OPT_LEVEL, unlocked=True)
+        self.run = _pass_builder(self.tm, level, unlocked=True)
         self.buffer = self.error = None
 
     def compile(self):

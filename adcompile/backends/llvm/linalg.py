@@ -16,7 +16,7 @@ says which, and is part of the cache key.
 
 import llvmlite.ir as ir
 
-from adcompile.backends.llvm.values import I32, I64, PTR, REG, i32, i64, zero
+from adcompile.backends.llvm.values import I8, I32, I64, PTR, REG, ArrayV, i32, i64, zero
 
 SINGULAR = "Singular matrix"
 BLAS_MIN = 8192  # multiply-adds from which a matrix product calls BLAS
@@ -295,11 +295,47 @@ class LinalgLowering:
     # -- BLAS products ---------------------------------------------------------------------
     def blas_or_loops(self, a, c, out, offsets, sizes, strides, loops):
         """out = a @ c for one (m x k) @ (k x n) product at `offsets`, as numpy's matmul
-        computes it once it is worth a call (BLAS_MIN multiply-adds): BLAS gemm when no
-        length is 1, gemv for a row times a matrix or a matrix times a column, provided BLAS
-        can address the operands (one unit stride, the other at least a row's length;
-        vectors: a positive stride); else `loops()` (numpy's own loops add in order of k,
-        as ours do). BLAS orders each sum its own way."""
+        computes it: BLAS when numpy's matmul would call it and BLAS can address the operands
+        (blas_product_fn, one function per dtype that every product of the module calls:
+        the decision is 300-400 lines of IR, which each product used to repeat), else
+        `loops()` (numpy's own loops add in order of k, as ours do). BLAS orders each sum its
+        own way."""
+        b = self.b
+        o, oa, oc = offsets
+        done = self.scratch(I8, "blas")
+        status = b.call(self.blas_product_fn(out.dtype),
+                        [self.ctx, a.data, c.data, out.data, o, oa, oc, *sizes, *strides, done])
+        self.exit_unless_ok(status, "blas")
+        with b.if_then(b.icmp_unsigned("==", b.load(done, typ=I8), ir.Constant(I8, 0))):
+            loops()
+
+    def blas_product_fn(self, dtype):
+        """`i32 adc.blas_product.<dtype>(ctx, a*, c*, out*, o, oa, oc, m, k, n, so_m, so_n,
+        sa_m, sa_k, sc_k, sc_n, done*)`: the product by BLAS when it is worth a call and
+        possible (blas_dispatch), *done set to 1; else *done = 0 and nothing written.
+        Shared by the module's products of that dtype, kept out of line."""
+        name = f"adc.blas_product.{dtype}"
+        fn = self.module.globals.get(name)
+        if fn is not None:
+            return fn
+        fnty = ir.FunctionType(I32, [PTR] * 4 + [I64] * 12 + [PTR])
+        fn = ir.Function(self.module, fnty, name=name)
+        fn.linkage = "internal"
+        fn.attributes.add("noinline")
+        sub = self.sub_lowering(fn)
+        a, c, out = (ArrayV(dtype, None, p, [], []) for p in fn.args[1:4])
+        args = fn.args[4:-1]
+        sub.blas_dispatch(a, c, out, args[0:3], args[3:6], args[6:12], fn.args[-1])
+        sub.finish()
+        if not hasattr(self, "_scopes") and hasattr(sub, "_scopes"):
+            self._scopes = sub._scopes
+        return fn
+
+    def blas_dispatch(self, a, c, out, offsets, sizes, strides, done):
+        """numpy's choice for one product once it is worth a call (BLAS_MIN multiply-adds):
+        BLAS gemm when no length is 1, gemv for a row times a matrix or a matrix times a
+        column, provided BLAS can address the operands (one unit stride, the other at least
+        a row's length; vectors: a positive stride). *done says whether BLAS computed it."""
         b = self.b
         o, oa, oc = offsets
         m, k, n = sizes
@@ -327,29 +363,25 @@ class LinalgLowering:
         p = _prefix(dtype)
         one, nothing = ir.Constant(REG[dtype], 1.0), zero(REG[dtype])
         blas = b.and_(big, b.or_(gemm, b.or_(row_gemv, col_gemv)))
-        with b.if_else(blas) as (call, alone):
-            with call:
-                with b.if_else(gemm) as (matrices, vector):
-                    with matrices:
-                        def gemm(lo, rows):  # rows [lo, lo + rows) of out = a @ c
-                            at = self.b  # a band's own builder when it runs as a piece
-                            self.blas_call(f"{p}gemm", [
-                                _char(at, c_trans), _char(at, a_trans), n, rows, k, one,
-                                self.element(c, oc), c_ld,
-                                self.element(a, at.add(oa, at.mul(lo, sa_m))), a_ld, nothing,
-                                self.element(out, at.add(o, at.mul(lo, so_m))), o_ld])
+        b.store(b.zext(blas, I8), done)
+        with b.if_then(blas):
+            with b.if_else(gemm) as (matrices, vector):
+                with matrices:
+                    def gemm(lo, rows):  # rows [lo, lo + rows) of out = a @ c
+                        at = self.b  # a band's own builder when it runs as a piece
+                        self.blas_call(f"{p}gemm", [
+                            _char(at, c_trans), _char(at, a_trans), n, rows, k, one,
+                            self.element(c, oc), c_ld,
+                            self.element(a, at.add(oa, at.mul(lo, sa_m))), a_ld, nothing,
+                            self.element(out, at.add(o, at.mul(lo, so_m))), o_ld])
 
-                        self.gemm_bands(m, b.mul(n, k), gemm)
-                    with vector:
-                        with b.if_else(row_gemv) as (row, col):
-                            with row:
-                                self.gemv(ct_trans, n, k, c, oc, ct_ld, a, oa, sa_k, out, o,
-                                          so_n)
-                            with col:
-                                self.gemv(a_trans, m, k, a, oa, a_ld, c, oc, sc_k, out, o,
-                                          so_m)
-            with alone:
-                loops()
+                    self.gemm_bands(m, b.mul(n, k), gemm)
+                with vector:
+                    with b.if_else(row_gemv) as (row, col):
+                        with row:
+                            self.gemv(ct_trans, n, k, c, oc, ct_ld, a, oa, sa_k, out, o, so_n)
+                        with col:
+                            self.gemv(a_trans, m, k, a, oa, a_ld, c, oc, sc_k, out, o, so_m)
 
     def gemm_bands(self, m, nk, gemm):
         """gemm(lo, rows) over the m rows of a product with n*k multiply-adds per row: one

@@ -39,6 +39,7 @@ from adcompile.backends.llvm.values import (CONTEXT, CTX_ERR, F32, F64, I1, I8, 
                                             TupleV, alloca, arrays_in, external, flat,
                                             flat_types, i64, unflat, zero)
 from adcompile.ir import types as T
+from adcompile.ir.nodes import walk, walk_op
 from adcompile.ir.prims import ELEMENTWISE
 
 
@@ -69,6 +70,8 @@ def lower_kernel(module, fn, name, layouts, target_data, fastmath=False, boundsc
         lowering.fusion = plan(fn)
     lowering.lapack = lapack
     lowering.blas = blas
+    lowering.array_program = any(isinstance(r.type, T.Array) for op in walk(fn.body)
+                                 for r in op.results)
     enable_parallel(module, parallel)  # None: every loop serial (parallel.py)
     lowering.start()
     args = iter(func.args[1:-1])
@@ -122,6 +125,8 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
         self._deaths = {}
         self.outlined_fns = {}  # key -> (function, result template, output types, errors)
         self.located = True  # error messages name the op's line (not in an outlined op)
+        self.kernel_fn = func  # see in_kernel
+        self.array_program = False  # the function makes arrays (lower_kernel; outlined_nest)
         self.exits = {}  # error code -> this function's block that leaves with it
         self.ranges = {}  # (an outlined function's errors, line) -> their codes here
 
@@ -263,6 +268,13 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
         return handler(self, op)
 
     # -- array ops in functions of their own -----------------------------------------------
+    def in_kernel(self):
+        """Whether code goes into the kernel itself (not into an outlined op, a parallel piece
+        or an outlined loop nest). The kernel's array loop nests are outlined too
+        (arrays.loops): a kernel whose loops only call outlined work is compiled with a quick
+        pipeline (split.tiers), and its own code runs a few times per call."""
+        return OUTLINE and self.outlined_fns is not None and self.func is self.kernel_fn
+
     def outlines(self, op):
         """Whether op's loop nest goes into a function of its own (see outlined)."""
         if not OUTLINE or self.outlined_fns is None:
@@ -463,6 +475,9 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
         return self.b.fpext(value, to) if src == F32 else self.b.fptrunc(value, to)
 
     def lower_for(self, op):
+        if self.in_kernel() and self.array_program and _scalar_nest(op):
+            self.outlined_nest(op)
+            return
         start, stop, step = (self.v(x) for x in op.operands[:3])
         inits = [self.v(x) for x in op.operands[3:]]
         for value in inits:  # the carried values own their arrays
@@ -503,6 +518,25 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
         self.b.position_at_end(done)
         self.bind(op.results, [self.set_origin(unflat(p.type, iter(phis)), r)
                                for p, r, phis in zip(body.params[1:], op.results, carried)])
+
+    def outlined_nest(self, op):
+        """A loop nest of scalar code in an array program's kernel (build_q's loops in gmm,
+        with their tape) lowered into a noinline function of its own (parallel.outlined_range:
+        it reads what it needs of the kernel through its env) that leaves the loop's results
+        in the kernel's stack slots: compiled with O3 apart from the kernel, which then only
+        calls work and may take the quick pipeline (split.tiers)."""
+        types = [t for r in op.results for t in flat_types(r.type)]
+        slots = [self.scratch(t, "nest") for t in types]
+
+        def body(lo, hi):
+            _Lowering.lower_for(self, op)  # (not in the kernel any more: lowered here)
+            comps = [c for r in op.results for c in flat(self.values[r])]
+            for slot, c in zip(slots, comps):
+                self.b.store(c, slot)
+
+        self.outlined_range(i64(1), body, "nest")
+        loaded = iter([self.b.load(slot, typ=t) for slot, t in zip(slots, types)])
+        self.bind(op.results, [unflat(r.type, loaded) for r in op.results])
 
     def lower_while(self, op):
         head_region, body_region = op.regions
@@ -1214,6 +1248,29 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
         cap = self.b.load(self.tape_field(tape.slot, 2), typ=I64)
         with self.b.if_then(self.b.icmp_signed(">", needed, cap), likely=False):
             self.tape_grow(tape.slot, needed)
+
+
+# what a loop nest outlined_nest takes may do: scalar code, elements of arrays read and
+# written, a tape's scalars pushed and popped (nothing that allocates, views or returns)
+_NEST_ARRAYS = frozenset(["load", "store", "add_at", "shape"])
+_NEST_TAPES = frozenset(["tape_push", "tape_pop", "tape_size", "tape_reserve"])
+
+
+def _scalar_nest(op):
+    """Whether a `for` op and everything in it is scalar code (see outlined_nest)."""
+    for inner in walk_op(op):
+        if inner.prim == "return" or any(not isinstance(r.type, T.Scalar)
+                                         for r in inner.results):
+            return False
+        for x in inner.operands:
+            if isinstance(x.type, T.Array) and inner.prim not in _NEST_ARRAYS:
+                return False
+            if isinstance(x.type, T.Tape) and (inner.prim not in _NEST_TAPES or
+                                               not isinstance(x.type.item, T.Scalar)):
+                return False
+            if not isinstance(x.type, (T.Scalar, T.Array, T.Tape)):
+                return False
+    return True
 
 
 def _elementwise_or_scalar(rule):

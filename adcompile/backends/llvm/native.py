@@ -7,9 +7,12 @@ argument) and compiles them on first use. Calling it tries the last variant's en
 which checks the arguments itself; only when they do not fit does Python pick the variant.
 """
 
+import atexit
 import ctypes
-import struct
 import linecache
+import os
+import struct
+import threading
 
 import llvmlite.ir as ir
 import numpy as np
@@ -113,31 +116,91 @@ class Variant:
         key = jit.cache_key(print_function(fn), _locations(fn), layouts, options.key(), exact,
                             self.lapack, self.blas, lower.OUTLINE, lower.FUSE, fusion.JOIN,
                             tiles.TILES, tiles.TILE, tiles.MIN_TILED, values.SHARED)
-        objects = jit.cache_load(key)
-        self.from_cache = objects is not None
+        self.imports = imports
         self._module = None
+        self._trackers = []
+        # the quick tier (jit.Once): the code that runs once per call, compiled quickly, is
+        # compiled again with O3 after TIER_UP calls, in a thread of its own (tier_up)
+        self.once_text = None
+        self.calls_left = 0
+        self.tier_thread = None
+        self._full_key, self._once_key = jit.cache_key(key, "full"), jit.cache_key(key, "once")
+        objects = jit.cache_load(self._full_key)  # what an earlier tier-up left
         if objects is None:
-            objects = self.compile()
+            objects = jit.cache_load(key)
+            if objects is not None:
+                once = jit.cache_load(self._once_key)
+                self.once_text = once[0].decode() if once else None
+        self.from_cache = objects is not None
+        if objects is None:
+            objects, self.once_text = self.compile()
             jit.cache_store(key, objects)
-        address, self._tracker = jit.link(objects, entry_symbol(fn.name), imports)
+            if self.once_text is not None:
+                jit.cache_store(self._once_key, [self.once_text.encode()])
+        self.objects = objects
+        self.pending = self.once_text is not None and TIER_UP > 0 and jit.can_tier_up()
+        if self.pending:
+            self.calls_left = TIER_UP
+        self.entry = self._install(objects)
+
+    @property
+    def lasting_entry(self):
+        """The entry point callers may keep and call directly (api.py's fast paths): None
+        while the quick tier's code waits to be replaced (its calls must reach `called`)."""
+        return None if self.pending else self.entry
+
+    def _install(self, objects):
+        """Link `objects` and return their entry point as a Python builtin."""
+        address, tracker = jit.link(objects, entry_symbol(self.name), self.imports)
+        self._trackers.append(tracker)  # (a replaced entry may still run in another thread)
         name_bytes = self.name.encode()
         method_def, def_address = _method_def(name_bytes, address)
         # the builtin's `self` is (definition, name, this Variant): whoever holds the entry
         # point keeps the method definition and the JIT'd code it points to alive. The tuple
         # (no tp_clear) and the bytes (untracked) survive the collection of the cycle
         # Variant -> entry -> self tuple -> Variant until the builtin itself is freed.
-        self.entry = _new_builtin(def_address, (method_def, name_bytes, self), None)
+        return _new_builtin(def_address, (method_def, name_bytes, self), None)
+
+    def called(self):
+        """Count a call of the quick tier's code; the last one it waits for starts the
+        tier-up."""
+        self.calls_left -= 1
+        if self.calls_left <= 0:
+            with _tier_lock_start:  # (threads calling at once start one tier-up)
+                if self.tier_thread is None:
+                    self.calls_left = 0
+                    self.tier_thread = _tier_up(self)
+
+    def tier_up(self):
+        """The code that runs once per call compiled again with O3 and linked with the other
+        objects (already compiled) into a new library, whose entry point replaces this
+        one; the full set of objects goes to the cache for later processes. Runs in a thread
+        of its own; a failure leaves the quick code in place."""
+        try:
+            objects = self.objects[:-1] + [jit.compile_full(self.once_text)]
+            self.entry = self._install(objects)
+            self.objects, self.once_text = objects, None
+        finally:
+            self.pending = False
+        jit.cache_store(self._full_key, objects)
 
     def compile(self):
-        """The object code: where LLVM may run on several threads, the outlined ops go to
-        it in batches while the kernel is still being lowered (stream.py), then the rest of
-        the module in parts; else the whole module's parts after the lowering."""
+        """(The object code, the text of the code that runs once per call when it was
+        compiled quickly, else None): where LLVM may run on several threads, the outlined
+        ops go to it in batches while the kernel is still being lowered (stream.py), then
+        the rest of the module in parts; else the whole module's parts after the
+        lowering."""
         workers = jit.workers()
         if not workers:
-            return jit.compile_objects(self.llvm_text())
-        with jit.Jobs(workers) as jobs:
-            text = self.llvm_text(jobs.submit)
-            return jobs.finish(split.parts(text, jit.part_count(text)))
+            texts = []
+            objects = jit.compile_objects(self.llvm_text(), texts=texts)
+        else:
+            with jit.Jobs(workers) as jobs:
+                text = self.llvm_text(jobs.submit)
+                texts = jit.tiered(lambda t: split.parts(t, jit.part_count(t)), text)
+                objects = jobs.finish(texts)
+        once = texts[-1] if texts and isinstance(texts[-1], jit.Once) else None
+        return objects, once  # (the Once text's object is the last)
 
     def llvm_module(self, submit=None):
         """The LLVM IR before optimisation (`submit`: where finished outlined ops go,
@@ -173,6 +236,40 @@ class Variant:
         if self._module is None:
             self._module = jit.optimize(self.llvm_text())
         return self._module
+
+
+TIER_UP = int(os.environ.get("ADCOMPILE_TIER_UP", "20") or 0)  # calls; 0: never
+_tiering = []  # the tier-up threads not yet joined
+_tier_lock = threading.Lock()
+_tier_lock_start = threading.Lock()
+
+
+def _tier_up(variant):
+    """Start variant.tier_up in a thread (one at a time, in the order asked)."""
+    def run():
+        with _tier_lock:
+            try:
+                variant.tier_up()
+            except Exception as e:  # the quick code stays; say why once
+                import warnings
+                warnings.warn(f"adcompile: could not compile {variant.name} again with O3 "
+                              f"({type(e).__name__}: {e}); it keeps its first code",
+                              RuntimeWarning, stacklevel=1)
+
+    thread = threading.Thread(target=run, name="adcompile-tier-up", daemon=True)
+    _tiering.append(thread)
+    thread.start()
+    return thread
+
+
+def settle():
+    """Wait for the tier-ups started so far (benchmarks, tests; and at exit, so that no
+    thread is inside LLVM while the interpreter goes down)."""
+    while _tiering:
+        _tiering.pop().join()
+
+
+atexit.register(settle)
 
 
 def release(module):
@@ -256,9 +353,13 @@ class NativeFunction:
         if last is not None:
             result = last.entry(*args)
             if result is not capi.MISS:
+                if last.calls_left:
+                    last.called()
                 return result
         variant = self.variant(args)
         result = variant.entry(*args)
+        if variant.calls_left and result is not capi.MISS:
+            variant.called()
         if result is capi.MISS:  # e.g. a float cotangent for an int result: convert it
             args = tuple(_coerce(v, p.type) for v, p in zip(args, self.fn.params))
             result = variant.entry(*args)

@@ -36,6 +36,10 @@ _REF = re.compile(r'@"([^"]+)"')
 _CALL = re.compile(r'\bcall [^@\n]*@"([^"]+)"\(')
 _GLOBAL = re.compile(r'^@"([^"]+)" = (internal |private )?(.*)$')
 _VARIABLE = re.compile(r'^(?:unnamed_addr )?global ')
+_LABEL = re.compile(r'label %"?([^",\s]+)"?')
+ENTRY, KERNEL = "adc.entry.", "adc.fn."  # native.entry_symbol, native.kernel_symbol
+ONCE_LINES = 1500  # less code that runs once per call is compiled with the rest (see tiers)
+_NOT_WORK = ("adc.rt.", "adc.tape_", "adc.take_large")  # memory and tape helpers
 
 
 class _Function:
@@ -69,6 +73,11 @@ def parts(text, count):
     used = len(set(home.values()))
     if used < 2:
         return [text]
+    return _cut(functions, rest, globals_, by_name, home, used)
+
+
+def _cut(functions, rest, globals_, by_name, home, used):
+    """The module texts of parts 0 .. used - 1, each function in part home[name]."""
     exported = {name for f in functions for name in f.refs
                 if name in by_name and home[name] != home[f.name]}
     users = {}
@@ -90,6 +99,99 @@ def parts(text, count):
                 pieces.append(f.declaration())
         out.append(renaming(renamed, "".join(pieces)))
     return out
+
+
+def tiers(text):
+    """(the rest, the code that runs once per call) of a module: the entry point with the
+    kernel and the helpers only they call, when every innermost loop of the kernel calls an
+    outlined op or a parallel piece (array code: its own instructions run a few times per
+    call, the work is in the functions it calls). jit.py compiles that code with a quick
+    pipeline (jit.ONCE_LEVEL), in a tenth of the time O3 takes. (text, None) when the kernel
+    has loops of its own (hot_loops), there is too little of it (ONCE_LINES) or the module
+    cannot be cut."""
+    found = _functions(text)
+    if found is None:
+        return text, None
+    functions, rest = found
+    globals_ = _globals(rest, functions)
+    if globals_ is None:
+        return text, None
+    entries = [f for f in functions if f.name.startswith(ENTRY)]
+    kernels = [f for f in functions if f.name.startswith(KERNEL)]
+    if len(entries) != 1 or len(kernels) != 1 or hot_loops(kernels[0].text):
+        return text, None
+    by_name = {f.name: f for f in functions}
+    root = _roots(functions, by_name)
+    once = {f.name for f in functions if root(f.name) == root(entries[0].name)}
+    if kernels[0].name not in once or len(once) == len(functions) or \
+            sum(by_name[name].text.count("\n") for name in once) < ONCE_LINES:
+        return text, None
+    home = {f.name: int(f.name in once) for f in functions}
+    rest_text, once_text = _cut(functions, rest, globals_, by_name, home, 2)
+    return rest_text, once_text
+
+
+def hot_loops(text):
+    """Whether a function's text has an innermost loop that calls no outlined work (no
+    `adc.op.*`, no parallel piece, no BLAS product...): scalar loops, which the full
+    pipeline must compile."""
+    blocks, order = {}, []
+    label = "entry"
+    for line in text.splitlines()[2:]:
+        if line.endswith(":") and not line.startswith(" "):
+            label = line[:-1].strip('"')
+            continue
+        if label not in blocks:
+            blocks[label] = ([], [])
+            order.append(label)
+        successors, calls = blocks[label]
+        if " br " in line or line.lstrip().startswith(("br ", "switch ")):
+            successors.extend(_LABEL.findall(line))
+        calls.extend(_CALL.findall(line))
+    # back edges by a depth-first walk; each one's natural loop
+    loops, state, stack = [], {}, [(order[0], iter(blocks[order[0]][0]))] if order else []
+    state[order[0] if order else None] = 1
+    while stack:
+        block, successors = stack[-1]
+        for target in successors:
+            if target not in blocks:
+                continue
+            if state.get(target) == 1:
+                loops.append((target, block))
+            elif target not in state:
+                state[target] = 1
+                stack.append((target, iter(blocks[target][0])))
+                break
+        else:
+            state[block] = 2
+            stack.pop()
+    predecessors = {}
+    for name, (successors, _) in blocks.items():
+        for target in successors:
+            predecessors.setdefault(target, set()).add(name)
+    bodies = []
+    for header, latch in loops:
+        body, todo = {header, latch}, [latch] if latch != header else []
+        while todo:
+            for p in predecessors.get(todo.pop(), ()):
+                if p not in body:
+                    body.add(p)
+                    todo.append(p)
+        bodies.append((header, body))
+    headers = {h for h, _ in bodies}
+    for header, body in bodies:
+        if body & headers - {header}:
+            continue  # not innermost
+        if not any(_work(name) for block in body for name in blocks[block][1]):
+            return True
+    return False
+
+
+def _work(name):
+    """Whether a call to `name` is outlined work (not a helper of memory or tapes, not the
+    C library, libm or an intrinsic)."""
+    return (name.startswith("adc.") and not name.startswith(_NOT_WORK)) or \
+        name == "adc_parallel_for"
 
 
 def declaration(text):
@@ -182,8 +284,10 @@ def _leading_type(text):
     return text
 
 
-def _deal(functions, by_name, count):
-    """Function name -> part: call trees kept whole, dealt largest first to the lightest."""
+def _roots(functions, by_name):
+    """name -> the root of its call tree: a function that one other function calls, and
+    nothing else names, belongs to its caller's tree unless it is noinline (LLVM inlines
+    it into that caller)."""
     referrers, callers = {}, {}
     for f in functions:
         for name in f.refs:
@@ -206,6 +310,12 @@ def _deal(functions, by_name, count):
         if f.internal and len(only) == 1 and only == callers.get(f.name) and \
                 "noinline" not in f.attrs:
             root[find(f.name)] = find(next(iter(only)))
+    return find
+
+
+def _deal(functions, by_name, count):
+    """Function name -> part: call trees kept whole, dealt largest first to the lightest."""
+    find = _roots(functions, by_name)
     trees = {}
     for f in functions:
         trees.setdefault(find(f.name), []).append(f)
@@ -243,4 +353,6 @@ def _rest_for(rest, part, globals_, users):
             else:
                 continue
         lines.append(line)
+    if lines and not lines[-1].endswith("\n"):  # a text may end without one
+        lines[-1] += "\n"
     return "".join(lines)

@@ -1,0 +1,423 @@
+"""The code that runs once per call compiled quickly (split.tiers, jit.Once), the kernel's
+array loop nests outlined (arrays.loops), and one BLAS dispatch per dtype and module
+(linalg.blas_product_fn).
+
+The loop analysis (split.hot_loops) is checked on small function texts; the cut on a small
+module (both texts must verify); then whole programs: an array program's kernel goes to the
+quick tier and gives the same bits as when everything is compiled with O3, a program with
+scalar loops of its own stays whole, and products share one dispatch function."""
+
+import llvmlite.binding as llvm
+import numpy as np
+import pytest
+
+from adcompile import adcompile, grad, value_and_grad
+from adcompile.backends.llvm import jit, native, split
+
+FUNCTION = '''define internal i32 @"adc.fn.f"(ptr %".1", i64 %".2")
+{{
+entry:
+  br label %"head"
+head:
+  %"i" = phi i64 [0, %"entry"], [%"next", %"body"]
+  %"more" = icmp slt i64 %"i", %".2"
+  br i1 %"more", label %"body", label %"end"
+body:
+{body}
+  %"next" = add i64 %"i", 1
+  br label %"head", !llvm.loop !0
+end:
+  ret i32 0
+}}
+'''
+
+NESTED = '''define internal i32 @"adc.fn.f"(ptr %".1", i64 %".2")
+{{
+entry:
+  br label %"outer"
+outer:
+  %"i" = phi i64 [0, %"entry"], [%"i.next", %"outer.end"]
+  %".3" = call i32 @"adc.op.a"(ptr %".1", i64 %"i")
+  br label %"inner"
+inner:
+  %"j" = phi i64 [0, %"outer"], [%"j.next", %"inner"]
+{inner}
+  %"j.next" = add i64 %"j", 1
+  %"j.more" = icmp slt i64 %"j.next", %".2"
+  br i1 %"j.more", label %"inner", label %"outer.end"
+outer.end:
+  %"i.next" = add i64 %"i", 1
+  %"i.more" = icmp slt i64 %"i.next", %".2"
+  br i1 %"i.more", label %"outer", label %"end"
+end:
+  ret i32 0
+}}
+'''
+
+ARITHMETIC = '''  %"p" = getelementptr double, ptr %".1", i64 %"i"
+  %"x" = load double, ptr %"p"
+  %"y" = fmul double %"x", %"x"
+  store double %"y", ptr %"p"'''
+
+
+@pytest.mark.parametrize("body,hot", [
+    (ARITHMETIC, True),  # a scalar loop
+    ('  %"s" = call i32 @"adc.op.mul.3"(ptr %".1", i64 %"i")', False),
+    ('  %"s" = call i32 @"adc_parallel_for"(ptr @"adc.chunk.2", ptr %".1", i64 %"i", i64 1, '
+     'i64 0)', False),
+    ('  %"s" = call i32 @"adc.blas_product.f64"(ptr %".1")', False),
+    # memory and tape helpers, libm and the C library are not outlined work
+    (ARITHMETIC + '\n  %"t" = call {ptr, i64, ptr} @"adc.tape_grow"(ptr %".1")', True),
+    ('  %"b" = call ptr @"adc.rt.buffer"(ptr %".1", i64 8)', True),
+    ('  %"e" = call double @"exp"(double 1.0)', True),
+], ids=["arithmetic", "op", "piece", "blas", "tape", "buffer", "libm"])
+def test_a_loop_is_hot_unless_it_calls_outlined_work(body, hot):
+    assert split.hot_loops(FUNCTION.format(body=body)) is hot
+
+
+def test_only_innermost_loops_count():
+    # the outer loop calls an op, the inner one computes: hot
+    assert split.hot_loops(NESTED.format(inner=ARITHMETIC.replace('"i"', '"j"')))
+    call = '  %"s" = call i32 @"adc.op.b"(ptr %".1", i64 %"j")'
+    assert not split.hot_loops(NESTED.format(inner=call))
+
+
+def test_a_function_without_loops_is_not_hot():
+    text = ('define internal i32 @"adc.fn.f"(ptr %".1")\n{\nentry:\n'
+            '  %".2" = call i32 @"adc.op.a"(ptr %".1")\n  ret i32 %".2"\n}\n')
+    assert not split.hot_loops(text)
+
+
+HEAD = '''target triple = "x86_64-unknown-linux-gnu"
+
+@".str0" = private constant [4 x i8] c"bad\\00"
+declare double @"llvm.exp.f64"(double %".1")
+'''
+
+OP = '''define internal i32 @"adc.op.{name}"(ptr %".1", i64 %".2") noinline
+{{
+entry:
+  %".3" = getelementptr double, ptr %".1", i64 %".2"
+  %".4" = load double, ptr %".3"
+  %".5" = call double @"llvm.exp.f64"(double %".4")
+  store double %".5", ptr %".3"
+  ret i32 0
+}}
+'''
+
+KERNEL = '''define internal i32 @"adc.fn.f"(ptr %".1", i64 %".2")
+{{
+entry:
+  br label %"head"
+head:
+  %"i" = phi i64 [0, %"entry"], [%"next", %"body"]
+  %"more" = icmp slt i64 %"i", %".2"
+  br i1 %"more", label %"body", label %"end"
+body:
+{body}
+  %"next" = add i64 %"i", 1
+  br label %"head", !llvm.loop !0
+end:
+  %"t" = call i32 @"adc.op.b"(ptr %".1", i64 0)
+  %"u" = call i32 @"adc.helper"(ptr %".1")
+  ret i32 %"t"
+}}
+define internal i32 @"adc.helper"(ptr %".1")
+{{
+entry:
+  %".2" = getelementptr i8, ptr @".str0", i64 1
+  ret i32 0
+}}
+define ptr @"adc.entry.f"(ptr %".1", ptr %".2", i64 %".3")
+{{
+entry:
+  %".4" = call i32 @"adc.fn.f"(ptr %".1", i64 %".3")
+  ret ptr null
+}}
+!0 = distinct !{{ !0 }}
+'''
+
+
+def small_module(body='  %"s" = call i32 @"adc.op.a"(ptr %".1", i64 %"i")'):
+    return HEAD + OP.format(name="a") + OP.format(name="b") + KERNEL.format(body=body)
+
+
+def defined(text):
+    return sorted(line.split('@"')[1].split('"')[0] for line in text.splitlines()
+                  if line.startswith("define "))
+
+
+def declared(text):
+    return sorted(line.split('@"')[1].split('"')[0] for line in text.splitlines()
+                  if line.startswith("declare "))
+
+
+def verified(text):
+    jit._init()
+    module = llvm.parse_assembly(text, llvm.create_context())
+    module.verify()
+    return module
+
+
+def test_the_entry_and_a_kernel_that_only_calls_go_apart(monkeypatch):
+    monkeypatch.setattr(split, "ONCE_LINES", 0)
+    rest, once = split.tiers(small_module())
+    assert defined(once) == ["adc.entry.f", "adc.fn.f", "adc.helper"]  # the helper is its own
+    assert declared(once) == ["adc.op.a.x", "adc.op.b.x", "llvm.exp.f64"]
+    assert defined(rest) == ["adc.op.a.x", "adc.op.b.x"]
+    for text in (rest, once):
+        verified(text)
+
+
+def test_a_kernel_with_loops_of_its_own_stays(monkeypatch):
+    monkeypatch.setattr(split, "ONCE_LINES", 0)
+    text = small_module(ARITHMETIC)
+    assert split.tiers(text) == (text, None)
+
+
+def test_too_little_code_that_runs_once_stays():
+    text = small_module()
+    assert split.tiers(text) == (text, None)  # fewer than ONCE_LINES lines
+
+
+# -- whole programs ------------------------------------------------------------------------
+
+def mlp_like(x, w, v, y):
+    h = np.tanh(x @ w)
+    z = h @ v - y
+    s = np.sum(z * z, axis=1)
+    t = np.exp(s - np.max(s))
+    return np.sum(np.log(t + 1.0)) + np.sum(w * w) + np.sum(v * v)
+
+
+def scalar_loops(a, b):
+    total = 0.0
+    for i in range(a.shape[0]):
+        total += np.sin(a[i]) * b[i]
+    return total
+
+
+def broadcast_gradient(x, b):
+    return np.sum(np.tanh(x + b) * x)  # b's gradient: a sum over x's first axis
+
+
+def _mlp_args(n=200):
+    rng = np.random.default_rng(5)
+    return (rng.standard_normal((n, 40)), rng.standard_normal((40, 30)) * 0.2,
+            rng.standard_normal((30, 10)) * 0.2, rng.standard_normal((n, 10)))
+
+
+@pytest.fixture
+def tiers_seen(monkeypatch):
+    """No on-disk cache; the (rest, once) of every compile's module text."""
+    monkeypatch.setenv("ADCOMPILE_CACHE_DIR", "off")
+    monkeypatch.setattr(split, "ONCE_LINES", 0)  # these programs are small
+    seen = []
+    original = split.tiers
+
+    def spy(text):
+        result = original(text)
+        seen.append(result)
+        return result
+
+    monkeypatch.setattr(split, "tiers", spy)
+    return seen
+
+
+@pytest.mark.parametrize("parts", ["1", "2"])
+@pytest.mark.parametrize("fn,args,argnums", [
+    (mlp_like, _mlp_args(), (1, 2)),
+    (broadcast_gradient, (np.linspace(-1, 1, 600).reshape(20, 30), np.linspace(0, 1, 30)),
+     (0, 1)),
+], ids=["mlp-like", "broadcast"])
+def test_the_quick_tier_gives_the_same_bits(fn, args, argnums, parts, tiers_seen,
+                                            monkeypatch):
+    monkeypatch.setenv("ADCOMPILE_LLVM_PARTS", parts)
+    monkeypatch.setattr(jit, "ONCE", False)
+    expected = value_and_grad(adcompile(fn), argnums=argnums)(*args)
+    assert not tiers_seen
+    monkeypatch.setattr(jit, "ONCE", True)
+    value, grads = value_and_grad(adcompile(fn), argnums=argnums)(*args)
+    assert tiers_seen and all(once is not None for _, once in tiers_seen), \
+        "the kernel did not go to the quick tier"
+    assert value == expected[0]
+    for g, e in zip(grads, expected[1]):
+        np.testing.assert_array_equal(g, e)
+
+
+def test_a_kernel_with_scalar_loops_is_compiled_whole(tiers_seen):
+    a, b = np.linspace(0, 1, 50), np.linspace(2, 3, 50)
+    value = adcompile(scalar_loops)(a, b)
+    assert value == pytest.approx(np.sum(np.sin(a) * b), rel=1e-12)
+    assert tiers_seen and all(once is None for _, once in tiers_seen)
+
+
+def _module_texts(monkeypatch, call):
+    """The LLVM IR text of every module `call()` compiles (no on-disk cache)."""
+    monkeypatch.setenv("ADCOMPILE_CACHE_DIR", "off")
+    texts = []
+    original = jit.tiered
+
+    def spy(parts_of, text):
+        texts.append(text)
+        return original(parts_of, text)
+
+    monkeypatch.setattr(jit, "tiered", spy)
+    call()
+    return texts
+
+
+def _kernel(text):
+    functions, _ = split._functions(text)
+    (kernel,) = [f for f in functions if f.name.startswith(split.KERNEL)]
+    return kernel.text
+
+
+def test_an_array_kernel_has_no_loops_of_its_own(monkeypatch):
+    x, b = np.linspace(-1, 1, 600).reshape(20, 30), np.linspace(0, 1, 30)
+    g = grad(adcompile(broadcast_gradient), argnums=(0, 1))
+    texts = _module_texts(monkeypatch, lambda: g(x, b))
+    assert texts
+    for text in texts:
+        kernel = _kernel(text)
+        assert not split.hot_loops(kernel)
+        assert "!llvm.loop" not in kernel
+
+
+def product(a, b):
+    return a @ b
+
+
+def products(a, b, c):
+    return np.sum((a @ b) @ c) + np.sum(a @ (b @ c)) + np.sum(c.T @ b.T)
+
+
+def test_products_share_one_blas_dispatch(monkeypatch):
+    monkeypatch.setenv("ADCOMPILE_LLVM_STREAM", "0")  # the whole module in one text
+    rng = np.random.default_rng(7)
+    a, b, c = (rng.standard_normal((64, 48)), rng.standard_normal((48, 40)),
+               rng.standard_normal((40, 32)))
+    (text,) = _module_texts(monkeypatch, lambda: adcompile(products)(a, b, c))
+    assert text.count('define internal i32 @"adc.blas_product.f64"') == 1
+    assert text.count('call i32 @"adc.blas_product.f64"') >= 3  # one per product op
+    np.testing.assert_allclose(adcompile(products)(a, b, c), products(a, b, c), rtol=1e-12)
+    # a vector times a matrix (gemv) and a product too small for BLAS
+    v = rng.standard_normal(64)
+    np.testing.assert_allclose(adcompile(product)(v, a), v @ a, rtol=1e-13)
+    small = rng.standard_normal((3, 4))
+    np.testing.assert_allclose(adcompile(product)(small, small.T), small @ small.T, rtol=1e-14)
+
+
+# -- scalar loop nests of an array program, and the tier-up ---------------------------------
+
+def build_q(q, l):
+    """gmm's factors (GradBench): scalar loops in an array program."""
+    k_count, d = q.shape
+    qs = np.zeros((k_count, d, d))
+    for k in range(k_count):
+        p = 0
+        for c in range(d):
+            qs[k, c, c] = np.exp(q[k, c])
+            for r in range(c + 1, d):
+                qs[k, r, c] = l[k, p]
+                p += 1
+    return np.sum(qs * qs) + np.sum(q @ q.T)
+
+
+def _q_args():
+    rng = np.random.default_rng(11)
+    return rng.standard_normal((3, 4)), rng.standard_normal((3, 6))
+
+
+def test_scalar_nests_of_an_array_program_are_outlined(monkeypatch):
+    q, l = _q_args()
+    g = grad(adcompile(build_q), argnums=(0, 1))
+    texts = _module_texts(monkeypatch, lambda: g(q, l))
+    (text,) = texts
+    assert text.count('define internal i32 @"adc.nest.') >= 2  # the forward and reverse nests
+    assert not split.hot_loops(_kernel(text))
+    gq, gl = g(q, l)
+    expected = grad(adcompile(build_q, backend="python"), argnums=(0, 1))(q, l)
+    np.testing.assert_array_equal(gq, expected[0])
+    np.testing.assert_array_equal(gl, expected[1])
+
+
+def test_a_scalar_program_keeps_its_loops(monkeypatch):
+    a, b = np.linspace(0, 1, 50), np.linspace(2, 3, 50)
+    (text,) = _module_texts(monkeypatch, lambda: adcompile(scalar_loops)(a, b))
+    assert "adc.nest." not in text  # no arrays made: nothing to set apart
+    assert split.hot_loops(_kernel(text))
+
+
+@pytest.fixture
+def quick_tier(monkeypatch):
+    """The quick tier for small programs too, tier-up after 3 calls, no on-disk cache."""
+    monkeypatch.setenv("ADCOMPILE_CACHE_DIR", "off")
+    monkeypatch.setattr(split, "ONCE_LINES", 0)
+    monkeypatch.setattr(native, "TIER_UP", 3)
+
+
+@pytest.fixture
+def made(monkeypatch):
+    """The native variants made in the test, in order."""
+    variants, init = [], native.Variant.__init__
+
+    def recording(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        variants.append(self)
+
+    monkeypatch.setattr(native.Variant, "__init__", recording)
+    return variants
+
+
+def test_the_quick_code_is_replaced_after_some_calls(quick_tier, made):
+    args = _mlp_args(50)
+    f = grad(adcompile(mlp_like), argnums=(1, 2))
+    first = f(*args)
+    (variant,) = made
+    assert variant.pending and variant.once_text is not None
+    quick_entry = variant.entry
+    for _ in range(5):
+        again = f(*args)
+    native.settle()
+    assert not variant.pending and variant.once_text is None
+    assert variant.entry is not quick_entry
+    after = f(*args)
+    for a, b, c in zip(first, again, after):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, c)
+
+
+def test_a_later_process_takes_the_full_code_from_the_cache(tmp_path, monkeypatch, made):
+    monkeypatch.setenv("ADCOMPILE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(split, "ONCE_LINES", 0)
+    monkeypatch.setattr(native, "TIER_UP", 2)
+    args = _mlp_args(20)
+    f = grad(adcompile(mlp_like), argnums=(1, 2))
+    expected = [f(*args) for _ in range(3)][0]
+    native.settle()
+    g = grad(adcompile(mlp_like), argnums=(1, 2))  # a new function object: from the cache
+    result = g(*args)
+    first, variant = made
+    assert first.pending is False and not first.from_cache
+    assert variant.from_cache and not variant.pending
+    for a, b in zip(result, expected):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_failed_tier_up_keeps_the_quick_code(quick_tier, monkeypatch, made):
+    def broken(text):
+        raise RuntimeError("no LLVM today")
+
+    monkeypatch.setattr(jit, "compile_full", broken)
+    args = _mlp_args(20)
+    f = grad(adcompile(mlp_like), argnums=(1, 2))
+    first = f(*args)
+    with pytest.warns(RuntimeWarning, match="could not compile"):
+        for _ in range(4):
+            f(*args)
+        native.settle()
+    (variant,) = made
+    assert not variant.pending and variant.once_text is not None
+    for a, b in zip(f(*args), first):
+        np.testing.assert_array_equal(a, b)
