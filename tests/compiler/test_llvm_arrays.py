@@ -150,6 +150,11 @@ def reshapes(x):
     return x.reshape(3, 4), x.reshape(-1, 2), x.ravel(), x.reshape(12)
 
 
+def empty_reshapes(x):  # numpy's no-copy algorithm is for non-empty arrays (a crash)
+    return x.reshape(x.shape[1], x.shape[0]), x.reshape(-1), \
+        x.T.reshape(x.shape[0], x.shape[1])
+
+
 def reshape_writes_through(x):
     y = x.reshape(2, -1)
     y[0, 1] = 100.0
@@ -372,6 +377,7 @@ CASES = [
     (scalar_of_slice, [(_n(4, 3), 1), (_n(4, 3), -2)]),
     (transposes, [(_n(2, 3, 4),)]),
     (reshapes, [(_n(12),), (_n(4, 3),), (_n(2, 6).T,)]),
+    (empty_reshapes, [(np.zeros((0, 5)),), (np.zeros((5, 0)),), (np.zeros((0, 0)),)]),
     (reshape_writes_through, [(_n(12),), (_n(4, 6),), (_n(6, 4)[:, ::2],)]),
     (write_through_view, [(5,)]),
     (slice_assign, [(_n(3, 3), _n(3, seed=1)), (_n(3), 2.0)]),

@@ -558,7 +558,7 @@ class ArrayLowering(PairwiseLowering):
         """numpy's _attempt_nocopy_reshape in C order: x's axes (those longer than 1) are
         grouped with runs of new axes of the same total length; a group of old axes without
         gaps between them is one stride sequence for the new ones. Writes the new strides
-        into `slots`; i1 whether that works (only meaningful for a non-empty array)."""
+        into `slots`; i1 whether that works (false for an empty array)."""
         b = self.b
         k = max(x.ndim, 1)
         old_dims = self.scratch(ir.ArrayType(I64, k), "old_dims")
@@ -576,11 +576,16 @@ class ArrayLowering(PairwiseLowering):
             old_n = b.add(old_n, b.zext(b.icmp_signed("!=", n, i64(1)), I64))
         for j, n in enumerate(dims):
             b.store(n, cell(new_dims, i64(j), len(dims)))
-        ok = b.call(self.nocopy_fn(k, len(dims)), [old_n, old_dims, old_strides, new_dims,
-                                                    new_strides])
-        for j, slot in enumerate(slots):
-            b.store(b.load(cell(new_strides, i64(j), len(dims)), typ=I64), slot)
-        return b.and_(ok, b.icmp_signed(">", self.count(x.shape), i64(0)))
+        # numpy's algorithm assumes a non-empty array: with a length 0 the axes' products
+        # never meet, and it would read past the arrays of lengths (seed 1270583723507)
+        ok = self.scratch(I1, "nocopy")
+        b.store(ir.Constant(I1, 0), ok)
+        with b.if_then(b.icmp_signed(">", self.count(x.shape), i64(0))):
+            b.store(b.call(self.nocopy_fn(k, len(dims)), [old_n, old_dims, old_strides,
+                                                           new_dims, new_strides]), ok)
+            for j, slot in enumerate(slots):
+                b.store(b.load(cell(new_strides, i64(j), len(dims)), typ=I64), slot)
+        return b.load(ok, typ=I1)
 
     def nocopy_fn(self, old_size, new_n):
         """adc.nocopy_reshape.<old>.<new>(old_n, old_dims*, old_strides*, new_dims*,

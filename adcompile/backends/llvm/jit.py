@@ -39,7 +39,8 @@ OPT_LEVEL = 3
 # The code that runs once per call (split.tiers: the entry point, and an array program's
 # kernel, whose loops only call outlined work) is compiled with this IR pipeline and code
 # generation level 0 (FastISel, the fast register allocator): a tenth of O3's time on such
-# code. ADCOMPILE_LLVM_ONCE=0 compiles it like the rest.
+# code, which runs slower; the variant compiles it again with O3 after some calls
+# (compile_full, native.Variant.tier_up). ADCOMPILE_LLVM_ONCE=0 compiles it like the rest.
 ONCE_LEVEL = 0
 ONCE = os.environ.get("ADCOMPILE_LLVM_ONCE", "1") != "0"
 # Parts of a module compiled at once: ADCOMPILE_LLVM_PARTS, else the cores this process may

@@ -106,7 +106,8 @@ def tiers(text):
     kernel and the helpers only they call, when every innermost loop of the kernel calls an
     outlined op or a parallel piece (array code: its own instructions run a few times per
     call, the work is in the functions it calls). jit.py compiles that code with a quick
-    pipeline (jit.ONCE_LEVEL), in a tenth of the time O3 takes. (text, None) when the kernel
+    pipeline (jit.ONCE_LEVEL), in a tenth of the time O3 takes, and the variant compiles it
+    again with O3 after some calls (native.Variant.tier_up). (text, None) when the kernel
     has loops of its own (hot_loops), there is too little of it (ONCE_LINES) or the module
     cannot be cut."""
     found = _functions(text)
@@ -145,12 +146,13 @@ def hot_loops(text):
             blocks[label] = ([], [])
             order.append(label)
         successors, calls = blocks[label]
-        if " br " in line or line.lstrip().startswith(("br ", "switch ")):
+        if line.lstrip().startswith(("br ", "switch ")):
             successors.extend(_LABEL.findall(line))
         calls.extend(_CALL.findall(line))
+    if not order:
+        return False
     # back edges by a depth-first walk; each one's natural loop
-    loops, state, stack = [], {}, [(order[0], iter(blocks[order[0]][0]))] if order else []
-    state[order[0] if order else None] = 1
+    loops, state, stack = [], {order[0]: 1}, [(order[0], iter(blocks[order[0]][0]))]
     while stack:
         block, successors = stack[-1]
         for target in successors:
