@@ -30,8 +30,9 @@ def _fold_identities(fn):
         if len(op.results) != 1:
             continue
         if isinstance(op.result.type, T.Array) and op.prim != "tuple_get" and (
-                op.result in written or any(v in written for v in op.operands)):
-            continue  # x * 1 is a new array: x itself would alias it, seen by a write
+                op.result in written or any(_root(v) in written for v in op.operands)):
+            continue  # x * 1 is a new array: x itself would alias it, seen by a write (also
+            # a write into another view of x's memory: seed 1440600711258)
         if op.prim == "mul":
             a, b = op.operands
             for const, other in ((a, b), (b, a)):
@@ -67,6 +68,13 @@ def _fold_identities(fn):
 
 _WRITES = ("store", "add_at", "assign", "iadd", "scatter_add", "mask_add")
 _VIEWS = ("load", "slice", "transpose", "diagonal", "strided")
+
+
+def _root(v):
+    """The array a chain of views `v` is taken from (v itself when it is no view)."""
+    while v.owner is not None and v.owner.prim in _VIEWS:
+        v = v.owner.operands[0]
+    return v
 
 
 def _written_arrays(fn):

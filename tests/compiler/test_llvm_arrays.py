@@ -155,6 +155,23 @@ def empty_reshapes(x):  # numpy's no-copy algorithm is for non-empty arrays (a c
         x.T.reshape(x.shape[0], x.shape[1])
 
 
+def overlapping_assigns(x):
+    """numpy copies an overlapping source only for opposite 1-d strides or more axes; else its
+    loop reads while it writes, backward when the source starts below (seed 1440600711258)"""
+    x[2::2] = x[:-2:2]
+    x[1:4] = x[0:3]
+    x[:3] = x[::-1][:3]
+    x[3::3] = x[1:-3:2][:len(x[3::3])]
+    return x
+
+
+def overlapping_rows(m):
+    m[:, 2] = m[1, :]
+    m[1:, :] = m[:-1, :]
+    m[:, 0] = 0 + m[2, :]
+    return m
+
+
 def reshape_writes_through(x):
     y = x.reshape(2, -1)
     y[0, 1] = 100.0
@@ -377,6 +394,8 @@ CASES = [
     (scalar_of_slice, [(_n(4, 3), 1), (_n(4, 3), -2)]),
     (transposes, [(_n(2, 3, 4),)]),
     (reshapes, [(_n(12),), (_n(4, 3),), (_n(2, 6).T,)]),
+    (overlapping_assigns, [(_n(12),), (_n(13),)]),
+    (overlapping_rows, [(_n(4, 4),), (_n(4, 4).T,)]),
     (empty_reshapes, [(np.zeros((0, 5)),), (np.zeros((5, 0)),), (np.zeros((0, 0)),)]),
     (reshape_writes_through, [(_n(12),), (_n(4, 6),), (_n(6, 4)[:, ::2],)]),
     (write_through_view, [(5,)]),

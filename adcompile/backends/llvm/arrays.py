@@ -931,13 +931,22 @@ class ArrayLowering(PairwiseLowering):
         return out
 
     # -- stores ----------------------------------------------------------------------------
-    def source(self, dst, value, loc, what):
+    def source(self, dst, value, loc, what, assign=False):
         """(value to read, its strides in dst's axes, whether it is a copy to release): an
-        array that may overlap dst is read through a copy, as numpy does."""
+        array that may overlap dst is read through a copy, as numpy's ufuncs do. `assign`:
+        as numpy's PyArray_AssignArray, which copies an overlapping source into a 1-d
+        destination only when their strides point opposite ways; otherwise its loop reads
+        while it writes, in an order of its own (backward_1d), which a copy matches when the
+        strides are the same."""
         strides = self.fit_into(value, dst.shape, loc, what)
         if isinstance(value, LazyV) or {dst.origin, value.origin} == {"arg", "alloc"}:
             return value, strides, False
         overlap = self.may_overlap(dst, value)
+        if assign and dst.ndim == 1 and value.ndim == 1:
+            b = self.b
+            opposite = b.icmp_signed("<", b.mul(dst.strides[0], value.strides[0]), i64(0))
+            same = b.icmp_signed("==", dst.strides[0], strides[0])
+            overlap = b.and_(overlap, b.or_(opposite, same))
         pre = self.b.block
         copy_bb = self.func.append_basic_block("overlap.copy")
         done = self.func.append_basic_block("overlap.end")
@@ -1017,10 +1026,51 @@ class ArrayLowering(PairwiseLowering):
         self.assign_array(op, dst, value)
 
     def assign_array(self, op, dst, value):
-        read, strides, overlap = self.source(dst, value, op.loc, "assignment")
-        self.parallel_loops(dst.shape, [dst.strides, strides], lambda offs: self.write(
-            dst, offs[0], self.read(read, offs[1]), read.dtype), [dst])
+        read, strides, overlap = self.source(dst, value, op.loc, "assignment", assign=True)
+
+        def forward():
+            self.parallel_loops(dst.shape, [dst.strides, strides], lambda offs: self.write(
+                dst, offs[0], self.read(read, offs[1]), read.dtype), [dst])
+
+        if overlap is False or dst.ndim != 1 or value.ndim != 1:
+            forward()
+        else:
+            with self.b.if_else(self.backward_1d(dst, value, strides[0], overlap)) as (
+                    back, ahead):
+                with back:  # the same loop over both reversed
+                    n = dst.shape[0]
+                    last = self.b.sub(n, i64(1))
+                    self.loops([n], [[self.b.neg(dst.strides[0])], [self.b.neg(strides[0])]],
+                               lambda offs: self.write(dst, offs[0], self.read(read, offs[1]),
+                                                       read.dtype),
+                               bases=[self.b.mul(last, dst.strides[0]),
+                                      self.b.mul(last, strides[0])])
+                with ahead:
+                    forward()
         self.done_with_source(read, overlap)
+
+    def backward_1d(self, dst, value, s_src, copied):
+        """Whether numpy's assignment of the overlapping 1-d `value` (not copied) into dst
+        runs from the last index down: its loop first makes dst's stride positive (both
+        reversed when it is negative), then goes backward where the source starts below the
+        destination and reaches into it (raw_array_assign_array)."""
+        b = self.b
+        n, s_dst = dst.shape[0], dst.strides[0]
+        size = i64(ITEMSIZE[dst.dtype])
+
+        def lowest(data, stride):
+            reach = b.mul(b.sub(n, i64(1)), stride)
+            low = b.select(b.icmp_signed("<", reach, i64(0)), reach, i64(0))
+            return b.add(b.ptrtoint(data, I64), b.mul(low, size))
+
+        src_low, dst_low = lowest(value.data, s_src), lowest(dst.data, s_dst)
+        span = b.mul(b.mul(n, b.select(b.icmp_signed("<", s_src, i64(0)), b.neg(s_src),
+                                       s_src)), size)
+        back = b.and_(b.icmp_signed("<", src_low, dst_low),
+                      b.icmp_signed(">", b.add(src_low, span), dst_low))
+        overlap = self.may_overlap(dst, value)
+        flipped = b.icmp_signed("<", s_dst, i64(0))
+        return b.and_(b.and_(overlap, b.not_(copied)), b.xor(back, flipped))
 
     def iadd(self, op):
         """dst op= value in place (op is attrs["op"], default add), the result cast back to
