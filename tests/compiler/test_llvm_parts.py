@@ -77,6 +77,19 @@ def declared(text):
             if line.startswith("declare ")]
 
 
+def recorded(monkeypatch, owner, name, keep=lambda args, result: result):
+    """keep(arguments, result) of every call of owner.name for the rest of the test."""
+    calls, original = [], getattr(owner, name)
+
+    def spy(*args):
+        result = original(*args)
+        calls.append(keep(args, result))
+        return result
+
+    monkeypatch.setattr(owner, name, spy)
+    return calls
+
+
 def verified(text):
     jit._init()
     mod = llvm.parse_assembly(text, llvm.create_context())
@@ -270,15 +283,7 @@ def test_every_part_goes_through_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("ADCOMPILE_LLVM_PARTS", "2")
     args = _args(20)
     expected = grad(adcompile(program), argnums=1)(*args)
-    loaded = []
-    original = jit.cache_load
-
-    def spy(key):
-        objects = original(key)
-        loaded.append(objects)
-        return objects
-
-    monkeypatch.setattr(jit, "cache_load", spy)
+    loaded = recorded(monkeypatch, jit, "cache_load")
     monkeypatch.setattr(native.Variant, "compile", lambda *a: pytest.fail("compiled again"))
     got = grad(adcompile(program), argnums=1)(*args)
     np.testing.assert_array_equal(got, expected)

@@ -7,12 +7,13 @@ module (both texts must verify); then whole programs: an array program's kernel 
 quick tier and gives the same bits as when everything is compiled with O3, a program with
 scalar loops of its own stays whole, and products share one dispatch function."""
 
-import llvmlite.binding as llvm
 import numpy as np
 import pytest
 
 from adcompile import adcompile, grad, value_and_grad
 from adcompile.backends.llvm import jit, native, split
+
+from .test_llvm_parts import HEAD, OP, declared, defined, recorded, verified
 
 FUNCTION = '''define internal i32 @"adc.fn.f"(ptr %".1", i64 %".2")
 {{
@@ -27,7 +28,7 @@ body:
   %"next" = add i64 %"i", 1
   br label %"head", !llvm.loop !0
 end:
-  ret i32 0
+{end}
 }}
 '''
 
@@ -72,7 +73,7 @@ ARITHMETIC = '''  %"p" = getelementptr double, ptr %".1", i64 %"i"
     ('  %"e" = call double @"exp"(double 1.0)', True),
 ], ids=["arithmetic", "op", "piece", "blas", "tape", "buffer", "libm"])
 def test_a_loop_is_hot_unless_it_calls_outlined_work(body, hot):
-    assert split.hot_loops(FUNCTION.format(body=body)) is hot
+    assert split.hot_loops(FUNCTION.format(body=body, end="  ret i32 0")) is hot
 
 
 def test_only_innermost_loops_count():
@@ -88,41 +89,11 @@ def test_a_function_without_loops_is_not_hot():
     assert not split.hot_loops(text)
 
 
-HEAD = '''target triple = "x86_64-unknown-linux-gnu"
-
-@".str0" = private constant [4 x i8] c"bad\\00"
-declare double @"llvm.exp.f64"(double %".1")
-'''
-
-OP = '''define internal i32 @"adc.op.{name}"(ptr %".1", i64 %".2") noinline
-{{
-entry:
-  %".3" = getelementptr double, ptr %".1", i64 %".2"
-  %".4" = load double, ptr %".3"
-  %".5" = call double @"llvm.exp.f64"(double %".4")
-  store double %".5", ptr %".3"
-  ret i32 0
-}}
-'''
-
-KERNEL = '''define internal i32 @"adc.fn.f"(ptr %".1", i64 %".2")
-{{
-entry:
-  br label %"head"
-head:
-  %"i" = phi i64 [0, %"entry"], [%"next", %"body"]
-  %"more" = icmp slt i64 %"i", %".2"
-  br i1 %"more", label %"body", label %"end"
-body:
-{body}
-  %"next" = add i64 %"i", 1
-  br label %"head", !llvm.loop !0
-end:
-  %"t" = call i32 @"adc.op.b"(ptr %".1", i64 0)
+KERNEL_END = '''  %"t" = call i32 @"adc.op.b"(ptr %".1", i64 0)
   %"u" = call i32 @"adc.helper"(ptr %".1")
-  ret i32 %"t"
-}}
-define internal i32 @"adc.helper"(ptr %".1")
+  ret i32 %"t"'''
+
+KERNEL = FUNCTION.replace("{end}", KERNEL_END) + '''define internal i32 @"adc.helper"(ptr %".1")
 {{
 entry:
   %".2" = getelementptr i8, ptr @".str0", i64 1
@@ -139,32 +110,16 @@ entry:
 
 
 def small_module(body='  %"s" = call i32 @"adc.op.a"(ptr %".1", i64 %"i")'):
-    return HEAD + OP.format(name="a") + OP.format(name="b") + KERNEL.format(body=body)
-
-
-def defined(text):
-    return sorted(line.split('@"')[1].split('"')[0] for line in text.splitlines()
-                  if line.startswith("define "))
-
-
-def declared(text):
-    return sorted(line.split('@"')[1].split('"')[0] for line in text.splitlines()
-                  if line.startswith("declare "))
-
-
-def verified(text):
-    jit._init()
-    module = llvm.parse_assembly(text, llvm.create_context())
-    module.verify()
-    return module
+    return HEAD + OP.format(name="a", hint="shared_hint") + \
+        OP.format(name="b", hint="shared_hint") + KERNEL.format(body=body)
 
 
 def test_the_entry_and_a_kernel_that_only_calls_go_apart(monkeypatch):
     monkeypatch.setattr(split, "ONCE_LINES", 0)
     rest, once = split.tiers(small_module())
-    assert defined(once) == ["adc.entry.f", "adc.fn.f", "adc.helper"]  # the helper is its own
-    assert declared(once) == ["adc.op.a.x", "adc.op.b.x", "llvm.exp.f64"]
-    assert defined(rest) == ["adc.op.a.x", "adc.op.b.x"]
+    assert sorted(defined(once)) == ["adc.entry.f", "adc.fn.f", "adc.helper"]
+    assert sorted(declared(once)) == ["adc.op.a.x", "adc.op.b.x", "llvm.exp.f64"]
+    assert sorted(defined(rest)) == ["adc.chunk.a", "adc.chunk.b", "adc.op.a.x", "adc.op.b.x"]
     for text in (rest, once):
         verified(text)
 
@@ -212,16 +167,7 @@ def tiers_seen(monkeypatch):
     """No on-disk cache; the (rest, once) of every compile's module text."""
     monkeypatch.setenv("ADCOMPILE_CACHE_DIR", "off")
     monkeypatch.setattr(split, "ONCE_LINES", 0)  # these programs are small
-    seen = []
-    original = split.tiers
-
-    def spy(text):
-        result = original(text)
-        seen.append(result)
-        return result
-
-    monkeypatch.setattr(split, "tiers", spy)
-    return seen
+    return recorded(monkeypatch, split, "tiers")
 
 
 @pytest.mark.parametrize("parts", ["1", "2"])
@@ -255,14 +201,7 @@ def test_a_kernel_with_scalar_loops_is_compiled_whole(tiers_seen):
 def _module_texts(monkeypatch, call):
     """The LLVM IR text of every module `call()` compiles (no on-disk cache)."""
     monkeypatch.setenv("ADCOMPILE_CACHE_DIR", "off")
-    texts = []
-    original = jit.tiered
-
-    def spy(parts_of, text):
-        texts.append(text)
-        return original(parts_of, text)
-
-    monkeypatch.setattr(jit, "tiered", spy)
+    texts = recorded(monkeypatch, jit, "tiered", keep=lambda args, result: args[1])
     call()
     return texts
 
@@ -360,14 +299,7 @@ def quick_tier(monkeypatch):
 @pytest.fixture
 def made(monkeypatch):
     """The native variants made in the test, in order."""
-    variants, init = [], native.Variant.__init__
-
-    def recording(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        variants.append(self)
-
-    monkeypatch.setattr(native.Variant, "__init__", recording)
-    return variants
+    return recorded(monkeypatch, native.Variant, "__init__", keep=lambda args, result: args[0])
 
 
 def test_the_quick_code_is_replaced_after_some_calls(quick_tier, made):
