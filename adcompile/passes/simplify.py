@@ -6,7 +6,7 @@ exactly what the op would have computed at run time (errors, e.g. 1/0, are left 
 
 from adcompile.ir import interp
 from adcompile.ir import types as T
-from adcompile.ir.nodes import walk
+from adcompile.ir.nodes import VIEWS, walk
 
 _FOLDABLE = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "neg", "abs", "eq", "ne",
              "lt", "le", "gt", "ge", "not", "truth", "cast", "min", "max"}
@@ -67,7 +67,7 @@ def _fold_identities(fn):
 
 
 _WRITES = ("store", "add_at", "assign", "iadd", "scatter_add", "mask_add")
-_VIEWS = ("load", "slice", "transpose", "diagonal", "strided")
+_VIEWS = VIEWS  # ops whose result may be a view of their first operand (reshape may be one)
 
 
 def _root(v):

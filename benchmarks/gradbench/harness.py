@@ -50,7 +50,10 @@ def compile_seconds(build, args):
     call; lstm's one 0.25 s was more likely the collection of the cold compile's garbage,
     which native.release now mostly spares). The code
     compiled does not depend on the workload's sizes (the IR has no sizes in it), so every
-    size of an eval compiles the same modules. Without MEASURE_COMPILE only the ordinary
+    size of an eval compiles the same modules. The cold seconds are those of the first call,
+    whose code that runs once per call is compiled quickly; its O3 compile (the tier-up,
+    native.Variant.tier_up) runs after that call, in a thread of its own, and is waited for
+    before the ordinary calls, out of the count. Without MEASURE_COMPILE only the ordinary
     first call is made and both seconds are None."""
     if not MEASURE_COMPILE:
         derivative = build()

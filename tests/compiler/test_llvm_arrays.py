@@ -1023,6 +1023,21 @@ def test_blas_products_and_subnormals(fastmath):
     check_same(f(normal, b, 0.5), blas_product(normal, b, 0.5), "blas product")
 
 
+def half_into_front(x, n):
+    x[:n] = x[::2]
+    return x
+
+
+def test_an_assignment_that_reads_what_it_writes_runs_in_order():
+    """numpy does not copy x[::2] before writing x[:n] (same direction, different strides):
+    its loop reads elements it wrote before, so the loop is not split over threads."""
+    x = np.arange(2_000_001, dtype=np.float64)
+    expected = half_into_front(x.copy(), 1_000_001)
+    for _ in range(3):
+        np.testing.assert_array_equal(ac.adcompile(half_into_front)(x.copy(), 1_000_001),
+                                      expected)
+
+
 def test_views_of_arguments_write_through():
     x = _n(5)
     before = x.copy()

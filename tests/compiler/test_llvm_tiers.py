@@ -353,3 +353,28 @@ def test_a_failed_tier_up_keeps_the_quick_code(quick_tier, monkeypatch, made):
     assert not variant.pending and variant.once_text is not None
     for a, b in zip(f(*args), first):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_fork_waits_for_the_tier_up(quick_tier, made):
+    """A child forked while a tier-up runs would inherit llvmlite's lock held (a deadlock at
+    its first compile): the fork waits for the tier-up (native.settle before a fork)."""
+    import os
+
+    args = _mlp_args(20)
+    f = grad(adcompile(mlp_like), argnums=(1, 2))
+    expected = f(*args)
+    for _ in range(3):
+        f(*args)
+    pid = os.fork()
+    if pid == 0:  # the child compiles and calls a new function, then leaves at once
+        try:
+            g = grad(adcompile(broadcast_gradient), argnums=(0, 1))
+            g(np.ones((3, 4)), np.ones(4))
+            ok = all(np.array_equal(a, b) for a, b in zip(f(*args), expected))
+        except BaseException:  # pragma: no cover - reported by the exit status
+            ok = False
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    native.settle()
+    assert not made[0].pending

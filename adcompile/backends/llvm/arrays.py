@@ -1035,25 +1035,28 @@ class ArrayLowering(PairwiseLowering):
         if overlap is False or dst.ndim != 1 or value.ndim != 1:
             forward()
         else:
-            with self.b.if_else(self.backward_1d(dst, value, strides[0], overlap)) as (
-                    back, ahead):
-                with back:  # the same loop over both reversed
-                    n = dst.shape[0]
-                    last = self.b.sub(n, i64(1))
-                    self.loops([n], [[self.b.neg(dst.strides[0])], [self.b.neg(strides[0])]],
+            b = self.b
+            in_place = b.and_(self.may_overlap(dst, value), b.not_(overlap))
+            with b.if_else(in_place) as (serial, apart):
+                with serial:  # reads what it writes: one thread, in numpy's order
+                    back = self.backward_1d(dst, value, strides[0])
+                    last = b.sub(dst.shape[0], i64(1))
+                    steps = [b.select(back, b.neg(s), s) for s in (dst.strides[0], strides[0])]
+                    bases = [b.select(back, b.mul(last, s), i64(0))
+                             for s in (dst.strides[0], strides[0])]
+                    self.loops([dst.shape[0]], [[steps[0]], [steps[1]]],
                                lambda offs: self.write(dst, offs[0], self.read(read, offs[1]),
-                                                       read.dtype),
-                               bases=[self.b.mul(last, dst.strides[0]),
-                                      self.b.mul(last, strides[0])])
-                with ahead:
+                                                       read.dtype), bases=bases)
+                with apart:
                     forward()
         self.done_with_source(read, overlap)
 
-    def backward_1d(self, dst, value, s_src, copied):
+    def backward_1d(self, dst, value, s_src):
         """Whether numpy's assignment of the overlapping 1-d `value` (not copied) into dst
         runs from the last index down: its loop first makes dst's stride positive (both
         reversed when it is negative), then goes backward where the source starts below the
-        destination and reaches into it (raw_array_assign_array)."""
+        destination and reaches into it (raw_array_assign_array). Such a loop reads what it
+        writes, so it runs in one thread (assign_array)."""
         b = self.b
         n, s_dst = dst.shape[0], dst.strides[0]
         size = i64(ITEMSIZE[dst.dtype])
@@ -1068,9 +1071,8 @@ class ArrayLowering(PairwiseLowering):
                                        s_src)), size)
         back = b.and_(b.icmp_signed("<", src_low, dst_low),
                       b.icmp_signed(">", b.add(src_low, span), dst_low))
-        overlap = self.may_overlap(dst, value)
         flipped = b.icmp_signed("<", s_dst, i64(0))
-        return b.and_(b.and_(overlap, b.not_(copied)), b.xor(back, flipped))
+        return b.xor(back, flipped)
 
     def iadd(self, op):
         """dst op= value in place (op is attrs["op"], default add), the result cast back to

@@ -80,7 +80,7 @@ class Once(str):
 def tiered(parts_of, ir_text):
     """parts_of(the text less the code that runs once per call) and that code's text (a
     `Once`), when ONCE and split.tiers find it; else parts_of(ir_text)."""
-    if not ONCE:
+    if not ONCE or not can_tier_up():  # (quick code that could never be replaced)
         return parts_of(ir_text)
     rest, once = split.tiers(ir_text)
     return parts_of(rest) + ([Once(once)] if once is not None else [])
@@ -227,13 +227,13 @@ class Jobs:
         workers; the objects of every text submitted."""
         for text in texts:
             self.submit(text, text.count("\n"))
-        tm = _init()["tms"]
+        tms = _init()["tms"]
         while True:
             with self.ready:
                 job = self._take()
             if job is None:
                 break
-            self._run(job, tm)
+            self._run(job, tms)
         self.close()
         if self.errors:
             raise self.errors[0]
@@ -257,7 +257,7 @@ class Jobs:
         self.waiting.remove(job)
         return job
 
-    def _work(self, tm):
+    def _work(self, tms):
         while True:
             with self.ready:
                 while not self.waiting and not self.closed:
@@ -265,14 +265,14 @@ class Jobs:
                 job = self._take()
             if job is None:
                 return
-            self._run(job, tm)
+            self._run(job, tms)
 
-    def _run(self, job, tm):
+    def _run(self, job, tms):
         _, number, text = job
         start = time.thread_time()
         part = code = error = None
         try:
-            part = _Part(text, tm)
+            part = _Part(text, tms)
             part.compile()
             if part.error is not None:
                 raise part.error

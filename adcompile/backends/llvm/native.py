@@ -137,8 +137,8 @@ class Variant:
             jit.cache_store(key, objects)
             if self.once_text is not None:
                 jit.cache_store(self._once_key, [self.once_text.encode()])
-        self.objects = objects
         self.pending = self.once_text is not None and TIER_UP > 0 and jit.can_tier_up()
+        self.objects = objects if self.pending else None  # (kept for the tier-up only)
         if self.pending:
             self.calls_left = TIER_UP
         self.entry = self._install(objects)
@@ -167,8 +167,8 @@ class Variant:
         self.calls_left -= 1
         if self.calls_left <= 0:
             with _tier_lock_start:  # (threads calling at once start one tier-up)
+                self.calls_left = 0  # (a racing decrement may have gone below)
                 if self.tier_thread is None:
-                    self.calls_left = 0
                     self.tier_thread = _tier_up(self)
 
     def tier_up(self):
@@ -179,9 +179,9 @@ class Variant:
         try:
             objects = self.objects[:-1] + [jit.compile_full(self.once_text)]
             self.entry = self._install(objects)
-            self.objects, self.once_text = objects, None
+            self.once_text = None
         finally:
-            self.pending = False
+            self.pending, self.objects = False, None
         jit.cache_store(self._full_key, objects)
 
     def compile(self):
@@ -245,7 +245,7 @@ _tier_lock_start = threading.Lock()
 
 
 def _tier_up(variant):
-    """Start variant.tier_up in a thread (one at a time, in the order asked)."""
+    """Start variant.tier_up in a thread (they compile one at a time)."""
     def run():
         with _tier_lock:
             try:
@@ -257,19 +257,27 @@ def _tier_up(variant):
                               RuntimeWarning, stacklevel=1)
 
     thread = threading.Thread(target=run, name="adcompile-tier-up", daemon=True)
-    _tiering.append(thread)
+    _tiering[:] = [t for t in _tiering if t.is_alive()] + [thread]
     thread.start()
     return thread
 
 
 def settle():
-    """Wait for the tier-ups started so far (benchmarks, tests; and at exit, so that no
-    thread is inside LLVM while the interpreter goes down)."""
+    """Wait for the tier-ups started so far (benchmarks, tests; at exit, so that no thread is
+    inside LLVM while the interpreter goes down; before a fork, so that the child inherits
+    no lock a tier-up holds: llvmlite's, _tier_lock)."""
     while _tiering:
         _tiering.pop().join()
 
 
+def _after_fork_in_child():
+    global _tier_lock, _tier_lock_start
+    _tier_lock, _tier_lock_start = threading.Lock(), threading.Lock()
+    _tiering.clear()
+
+
 atexit.register(settle)
+os.register_at_fork(before=settle, after_in_child=_after_fork_in_child)
 
 
 def release(module):

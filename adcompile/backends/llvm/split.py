@@ -36,7 +36,7 @@ _REF = re.compile(r'@"([^"]+)"')
 _CALL = re.compile(r'\bcall [^@\n]*@"([^"]+)"\(')
 _GLOBAL = re.compile(r'^@"([^"]+)" = (internal |private )?(.*)$')
 _VARIABLE = re.compile(r'^(?:unnamed_addr )?global ')
-_LABEL = re.compile(r'label %"?([^",\s]+)"?')
+_LABEL = re.compile(r'label %(?:"([^"]*)"|([-\w.$]+))')
 ENTRY, KERNEL = "adc.entry.", "adc.fn."  # native.entry_symbol, native.kernel_symbol
 ONCE_LINES = 1500  # less code that runs once per call is compiled with the rest (see tiers)
 _NOT_WORK = ("adc.rt.", "adc.tape_", "adc.take_large")  # memory and tape helpers
@@ -140,14 +140,15 @@ def hot_loops(text):
     label = "entry"
     for line in text.splitlines()[2:]:
         if line.endswith(":") and not line.startswith(" "):
-            label = line[:-1].strip('"')
+            label = line[:-1]
+            label = label[1:-1] if label.startswith('"') else label
             continue
         if label not in blocks:
             blocks[label] = ([], [])
             order.append(label)
         successors, calls = blocks[label]
         if line.lstrip().startswith(("br ", "switch ")):
-            successors.extend(_LABEL.findall(line))
+            successors.extend(quoted or plain for quoted, plain in _LABEL.findall(line))
         calls.extend(_CALL.findall(line))
     if not order:
         return False
