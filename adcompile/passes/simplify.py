@@ -6,7 +6,7 @@ exactly what the op would have computed at run time (errors, e.g. 1/0, are left 
 
 from adcompile.ir import interp
 from adcompile.ir import types as T
-from adcompile.ir.nodes import VIEWS, walk
+from adcompile.ir.nodes import VIEWS, WRITES, walk
 
 _FOLDABLE = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "neg", "abs", "eq", "ne",
              "lt", "le", "gt", "ge", "not", "truth", "cast", "min", "max"}
@@ -66,13 +66,9 @@ def _fold_identities(fn):
             op.operands = [_resolve(replace, v) for v in op.operands]
 
 
-_WRITES = ("store", "add_at", "assign", "iadd", "scatter_add", "mask_add")
-_VIEWS = VIEWS  # ops whose result may be a view of their first operand (reshape may be one)
-
-
 def _root(v):
     """The array a chain of views `v` is taken from (v itself when it is no view)."""
-    while v.owner is not None and v.owner.prim in _VIEWS:
+    while v.owner is not None and v.owner.prim in VIEWS:  # (reshape may be a view)
         v = v.owner.operands[0]
     return v
 
@@ -81,10 +77,10 @@ def _written_arrays(fn):
     """Arrays something writes into, directly or through a view (and those views)."""
     written = set()
     for op in walk(fn.body):
-        if op.prim in _WRITES:
+        if op.prim in WRITES:
             v = op.operands[0]
             written.add(v)
-            while v.owner is not None and v.owner.prim in _VIEWS:
+            while v.owner is not None and v.owner.prim in VIEWS:
                 v = v.owner.operands[0]
                 written.add(v)
     return written

@@ -154,15 +154,7 @@ def compile_full(text):
     with _tier_tm_lock:
         if "tier_tm" not in state:
             state["tier_tm"] = _new_target_machine(state["cpu"], state["features"])
-    tms = (state["tier_tm"], state["tier_tm"])
-    part = _Part(str(text), tms)  # a plain str: O3
-    try:
-        part.compile()
-        if part.error is not None:
-            raise part.error
-        return part.object_code()
-    finally:
-        part.close()
+    return _object_code(str(text), (state["tier_tm"], state["tier_tm"]))  # a plain str: O3
 
 
 _tier_tm_lock = threading.Lock()
@@ -270,24 +262,29 @@ class Jobs:
     def _run(self, job, tms):
         _, number, text = job
         start = time.thread_time()
-        part = code = error = None
+        code = error = None
         try:
-            part = _Part(text, tms)
-            part.compile()
-            if part.error is not None:
-                raise part.error
-            code = part.object_code()
+            code = _object_code(text, tms)
         except BaseException as e:  # raised by finish, in the compiling thread
             error = e.with_traceback(None)
-        finally:
-            if part is not None:
-                part.close()
         with self.ready:
             self.cpu += time.thread_time() - start
             if error is None:
                 self.objects[number] = code
             else:
                 self.errors.append(error)
+
+
+def _object_code(text, tms):
+    """The object code of one module text (a part), compiled in this thread as _Part does."""
+    part = _Part(text, tms)
+    try:
+        part.compile()
+        if part.error is not None:
+            raise part.error
+        return part.object_code()
+    finally:
+        part.close()
 
 
 class _Part:
