@@ -2,7 +2,9 @@
 calls live once per process in the runtime library (values.shared, pool.py), outlined array
 ops recompute the strides a caller derives from shapes (lower._param_pattern), functions that
 only plan an operation are not optimised (pairwise.planning), and integer arithmetic that is
-one of its operands or a constant is not emitted (values.Builder). The corpora check that
+one of its operands or a constant is not emitted (values.Builder), a length broadcast from
+the constant 1 is the other length itself (arrays.broadcast), and a store whose value cannot
+be its destination's memory checks no overlap (fusion.Fusion.apart). The corpora check that
 results do not change; these check the mechanisms themselves."""
 
 import re
@@ -15,7 +17,7 @@ pytest.importorskip("llvmlite")
 
 from adcompile import adcompile, grad  # noqa: E402
 from adcompile.backends.llvm import lower, pool, values  # noqa: E402
-from adcompile.backends.llvm.values import F64, I1, I64, PTR, i64  # noqa: E402
+from adcompile.backends.llvm.values import F64, I1, I64, PTR, ArrayV, i64  # noqa: E402
 
 
 def row_norms(x, y):
@@ -208,3 +210,88 @@ def test_kernels_carry_no_integer_identities():
     assert len(functions) > 3
     for name, body in functions.items():
         assert not _IDENTITY.search(body), (name, _IDENTITY.search(body).group(0))
+
+
+# -- broadcasting against a length 1 known while compiling ---------------------------------------
+
+def test_broadcasting_against_a_constant_one_emits_nothing():
+    """An axis of the constant length 1 (keepdims, x[:, None]) stretches to any length: the
+    result keeps the other operand's length itself (no select, no check), so what comes
+    after still knows two lengths are the same value (an outlined op's parameters)."""
+    fn = ir.Function(ir.Module(), ir.FunctionType(I64, [I64, I64, PTR]), name="f")
+    lowering = lower._Lowering(fn.module, fn, False, False)
+    lowering.b = values.Builder(fn.append_basic_block("entry"))
+    n, m, data = fn.args
+    a = ArrayV("f64", data, data, [n, m], [m, i64(1)])
+    column = ArrayV("f64", data, data, [n, i64(1)], [i64(1), i64(0)])
+    row = ArrayV("f64", data, data, [i64(1), m], [i64(0), i64(1)])
+    shape, strides = lowering.broadcast([column, a, row], 2, None)
+    assert shape[0] is n and shape[1] is m
+    assert [str(s) for s in strides[0]] == ["i64 1", "i64 0"]
+    assert strides[1] == [m, i64(1)] and strides[1][0] is m
+    assert [str(s) for s in strides[2]] == ["i64 0", "i64 1"]
+    assert strides == [lowering.fit_into(v, [n, m], None, "assignment")
+                       for v in (column, a, row)]
+    assert not fn.blocks[0].instructions
+
+
+def centred(x):
+    return np.sum((x - np.max(x, axis=1, keepdims=True)) ** 2)
+
+
+def test_a_keepdims_broadcast_gives_numpys_result_without_a_check():
+    x = np.random.default_rng(2).standard_normal((50, 40))
+    kernel = _kernel_functions(kernel_module_text(centred, x))["adc.fn.centred"]
+    assert "out_of_range" not in kernel  # (the lengths' check, before)
+    assert adcompile(centred)(x) == centred(x)
+    g = grad(adcompile(centred))(x)
+    np.testing.assert_allclose(g, grad_of_centred(x), rtol=1e-12, atol=1e-12)
+
+
+def grad_of_centred(x):
+    d = x - np.max(x, axis=1, keepdims=True)
+    g = 2 * d
+    top = x == np.max(x, axis=1, keepdims=True)
+    g[top] -= np.sum(2 * d, axis=1)  # (one maximum per row)
+    return g
+
+
+# -- stores whose value cannot be the destination's memory ---------------------------------------
+
+def shifted(x):
+    y = x * 2.0
+    y[1:] += y[:-1]  # reads what it writes: numpy's ufunc reads a copy
+    z = x * 3.0
+    z[1:] += y[:-1]  # two new buffers: no overlap to check
+    z[:-1] = x[1:]  # an argument into a new buffer
+    return y + z
+
+
+def test_only_a_store_that_may_read_its_destination_checks_for_overlap():
+    x = np.arange(7.0)
+    text = kernel_module_text(shifted, x)
+    assert text.count("overlap.copy:") == 1
+    np.testing.assert_array_equal(adcompile(shifted)(x), shifted(x))
+
+
+def two_uses(x, w):
+    h = x @ w
+    return np.sum(np.tanh(h)) + np.sum(h @ w.T)
+
+
+def test_reverse_mode_adds_into_its_shadows_without_overlap_checks(monkeypatch):
+    """h_bar and w_bar each receive two contributions, products' new buffers: the additions
+    check nothing (two overlap checks and copies before)."""
+    from tests.compiler.test_llvm_parts import recorded
+    from adcompile.backends.llvm import native
+
+    texts = recorded(monkeypatch, native.Variant, "llvm_module",
+                     keep=lambda args, result: str(result))
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((6, 5)), rng.standard_normal((5, 5))
+    gx, gw = grad(adcompile(two_uses), argnums=(0, 1))(x, w)
+    assert texts[-1].count("adc.op.iadd") >= 2
+    assert "overlap.copy:" not in texts[-1]
+    h_bar = (1 - np.tanh(x @ w) ** 2) + np.ones((6, 5)) @ w
+    np.testing.assert_allclose(gx, h_bar @ w.T, rtol=1e-12)
+    np.testing.assert_allclose(gw, x.T @ h_bar + np.ones((6, 5)).T @ (x @ w), rtol=1e-12)

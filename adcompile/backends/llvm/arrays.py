@@ -236,8 +236,10 @@ class ArrayLowering(PairwiseLowering):
             for j, d in enumerate(a.shape):
                 k = lead + j
                 n = shape[k]
-                if n is None or n is d:
+                if n is None or n is d or _is_one(n):  # (1 stretches to d)
                     shape[k] = d
+                    continue
+                if _is_one(d):
                     continue
                 one_d = self.b.icmp_signed("==", d, i64(1))
                 bad = self.b.and_(self.b.not_(one_d),
@@ -272,6 +274,9 @@ class ArrayLowering(PairwiseLowering):
         strides = [self.no_stride(value)] * max(0, lead)
         for j in range(max(0, -lead), value.ndim):
             d, n = value.shape[j], shape[lead + j]
+            if d is n or _is_one(d):
+                strides.append(value.strides[j] if d is n else self.no_stride(value))
+                continue
             bad = self.b.and_(self.b.icmp_signed("!=", d, i64(1)),
                               self.b.icmp_signed("!=", d, n))
             self.fail_with(bad, "ValueError", f"{what}: could not broadcast a value of length "
@@ -931,15 +936,17 @@ class ArrayLowering(PairwiseLowering):
         return out
 
     # -- stores ----------------------------------------------------------------------------
-    def source(self, dst, value, loc, what, assign=False):
+    def source(self, dst, value, loc, what, assign=False, apart=False):
         """(value to read, its strides in dst's axes, whether it is a copy to release): an
-        array that may overlap dst is read through a copy, as numpy's ufuncs do. `assign`:
+        array that may overlap dst is read through a copy, as numpy's ufuncs do (`apart`:
+        the store's value cannot be dst's memory, Fusion.apart; nor can an argument be a
+        buffer the kernel made). `assign`:
         as numpy's PyArray_AssignArray, which copies an overlapping source into a 1-d
         destination only when their strides point opposite ways; otherwise its loop reads
         while it writes, in an order of its own (backward_1d), which a copy matches when the
         strides are the same."""
         strides = self.fit_into(value, dst.shape, loc, what)
-        if isinstance(value, LazyV) or {dst.origin, value.origin} == {"arg", "alloc"}:
+        if apart or isinstance(value, LazyV) or {dst.origin, value.origin} == {"arg", "alloc"}:
             return value, strides, False
         overlap = self.may_overlap(dst, value)
         if assign and dst.ndim == 1 and value.ndim == 1:
@@ -1026,7 +1033,8 @@ class ArrayLowering(PairwiseLowering):
         self.assign_array(op, dst, value)
 
     def assign_array(self, op, dst, value):
-        read, strides, overlap = self.source(dst, value, op.loc, "assignment", assign=True)
+        read, strides, overlap = self.source(dst, value, op.loc, "assignment", assign=True,
+                                             apart=op in self.apart)
 
         def forward():
             self.parallel_loops(dst.shape, [dst.strides, strides], lambda offs: self.write(
@@ -1093,7 +1101,8 @@ class ArrayLowering(PairwiseLowering):
         self.iadd_array(op, dst, value, combine)
 
     def iadd_array(self, op, dst, value, combine):
-        read, strides, overlap = self.source(dst, value, op.loc, "augmented assignment")
+        read, strides, overlap = self.source(dst, value, op.loc, "augmented assignment",
+                                             apart=op in self.apart)
         self.parallel_loops(dst.shape, [dst.strides, strides], lambda offs: self.write(
             dst, offs[0], combine(self.old_element(op, dst, offs[0]), self.read(read, offs[1])),
             combine.dtype), [dst])
@@ -1562,3 +1571,8 @@ NARROW = 4  # a product with fewer result columns sums each element in a registe
 
 def _constant_length(d):
     return isinstance(d, ir.Constant) and d.constant >= 0
+
+
+def _is_one(d):
+    """Whether a length is the constant 1 (it broadcasts to any length, unchecked)."""
+    return isinstance(d, ir.Constant) and d.constant == 1

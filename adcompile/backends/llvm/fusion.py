@@ -79,6 +79,7 @@ class Fusion:
         self.hoisted = {}  # a group's first store -> the ops between its stores
         self.later = set()
         self.origins = None  # ir/origins.py: arrays of new buffers known apart
+        self.apart = set()  # stores of an array that cannot be memory of their destination
         self.runs = {}  # first op -> the ops of a tiled run (tiles.py)
         self.in_run = set()  # the other ops of runs, lowered with their first
         self.units = set()  # the ops of runs that make a loop
@@ -105,7 +106,20 @@ def plan(fn):
         _plan_groups(block, set(fn.params), fusion)
         if tiles.TILES:
             tiles.plan_runs(block, set(fn.params), fusion)
+    fusion.apart = _apart_stores(fn, fusion.origins)
     return fusion
+
+
+def _apart_stores(fn, origins):
+    """The assignments and augmented assignments of an array whose value cannot share memory
+    with the destination (two new buffers, a new buffer and an argument, shadows the
+    reverse mode made...: _may_share): they need no check for overlap, nor a copy.
+    Reverse mode's additions into shadow arrays are mostly such."""
+    params = set(fn.params)
+    return {op for op in walk(fn.body) if op.prim in ("assign", "iadd")
+            and isinstance(op.operands[1].type, T.Array)
+            and not _may_share(_root(op.operands[0]), _root(op.operands[1]), params,
+                               origins=origins)}
 
 
 def _plan_joined_block(block, params, fusion):
@@ -506,6 +520,7 @@ class FusionLowering:
     """Lazy values in the kernel's lowering (mixed into lower._Lowering)."""
 
     fusion = NO_FUSION
+    apart = frozenset()  # Fusion.apart of the kernel (outlined ops' lowerings share it)
 
     def lazy_value(self, op, values, shape, strides):
         """The lazy value of elementwise `op`, whose operands are `values` (array operands

@@ -68,6 +68,7 @@ def lower_kernel(module, fn, name, layouts, target_data, fastmath=False, boundsc
     lowering.origin_of = origins(fn)
     if FUSE:
         lowering.fusion = plan(fn)
+        lowering.apart = lowering.fusion.apart
     lowering.lapack = lapack
     lowering.blas = blas
     lowering.array_program = any(isinstance(r.type, T.Array) for op in walk(fn.body)
@@ -312,7 +313,7 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
                tuple(repr(x.type) for x in op.operands), tuple(repr(r.type) for r in op.results),
                tuple(pattern), tuple(a.origin for v in values for a in arrays_in(v)),
                tuple(v.signature() for v in values if isinstance(v, (LazyV, JoinV))),
-               tuple(p.type for p in params))
+               tuple(p.type for p in params), op in self.apart)
         made = self.outlined_fns.get(key)
         if made is None:
             before = len(self.module.globals)
@@ -371,6 +372,7 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
         sub.errors = ErrorTable()  # its own, unlocated (see located_status)
         sub.located = False
         sub.origin_of = self.origin_of
+        sub.apart = self.apart
         sub.target_data = getattr(self, "target_data", None)
         sub.lapack = getattr(self, "lapack", False)
         sub.blas = getattr(self, "blas", False)
