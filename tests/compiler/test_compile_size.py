@@ -4,7 +4,8 @@ ops recompute the strides a caller derives from shapes (lower._param_pattern), f
 only plan an operation are not optimised (pairwise.planning), and integer arithmetic that is
 one of its operands or a constant is not emitted (values.Builder), a length broadcast from
 the constant 1 is the other length itself (arrays.broadcast), and a store whose value cannot
-be its destination's memory checks no overlap (fusion.Fusion.apart). The corpora check that
+be its destination's memory checks no overlap (fusion.Fusion.apart), and neighbouring axes
+whose strides chain are one loop (arrays.coalesced). The corpora check that
 results do not change; these check the mechanisms themselves."""
 
 import re
@@ -295,3 +296,30 @@ def test_reverse_mode_adds_into_its_shadows_without_overlap_checks(monkeypatch):
     h_bar = (1 - np.tanh(x @ w) ** 2) + np.ones((6, 5)) @ w
     np.testing.assert_allclose(gx, h_bar @ w.T, rtol=1e-12)
     np.testing.assert_allclose(gw, x.T @ h_bar + np.ones((6, 5)).T @ (x @ w), rtol=1e-12)
+
+
+# -- neighbouring axes whose strides chain are one loop ------------------------------------------
+
+def scaled_rows(x):
+    return (x - 2.0) * x + x.T.T
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_an_elementwise_op_on_a_c_contiguous_matrix_is_one_loop(parallel):
+    """Every operand's row stride is its row's length (the same value while compiling), so
+    the (n, m) nest is one loop over n * m elements (arrays.coalesced), in the same order."""
+    x = arrays(40, 2)[0]
+    compiled = adcompile(scaled_rows, parallel=parallel)
+    np.testing.assert_array_equal(compiled(x), scaled_rows(x))
+    text = str(compiled.specialize(x).native.variant((x,)).llvm_module())
+    loops = [body.count("!llvm.loop") for body in _kernel_functions(text).values()]
+    assert max(loops) == 1, loops
+
+
+def test_a_transposed_operand_keeps_its_nest():
+    x = np.asfortranarray(arrays(6, 5)[0])
+    compiled = adcompile(scaled_rows)
+    np.testing.assert_array_equal(compiled(x), scaled_rows(x))
+    np.testing.assert_array_equal(compiled(x[:, ::2]), scaled_rows(x[:, ::2]))
+    text = str(compiled.specialize(x).native.variant((x,)).llvm_module())
+    assert max(body.count("!llvm.loop") for body in _kernel_functions(text).values()) >= 2

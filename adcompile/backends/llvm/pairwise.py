@@ -78,23 +78,23 @@ class PairwiseLowering:
             return self.reduce_into(op, x, axes, lambda base: finish(self.total(x, dtype,
                                                                                 op.loc)))
         out = self.reduced_array(op, x, axes)
+        order = self.lazy_order(x) if isinstance(x, LazyV) else None  # (worked out once)
         if list(axes) != [x.ndim - 1] or dtype != x.dtype:
-            self.planned_axis_sum(op, x, axes, dtype, finish, out)
+            self.planned_axis_sum(op, x, axes, dtype, finish, out, order)
             return out[0]
-        with self.b.if_else(self.rows_in_order(x)) as (rows, planned):
+        with self.b.if_else(self.rows_in_order(x, order)) as (rows, planned):
             with rows:
                 self.row_sums(x, dtype, finish, out)
             with planned:
-                self.planned_axis_sum(op, x, axes, dtype, finish, out)
+                self.planned_axis_sum(op, x, axes, dtype, finish, out, order)
         return out[0]
 
-    def rows_in_order(self, x):
+    def rows_in_order(self, x, perm):
         """Whether numpy sums x over its last axis as one pairwise sum per row, in place:
-        x (an expression: its temporary) is C-contiguous, so nditer keeps the last axis
-        innermost and hands each row to the add loop whole."""
+        x (an expression: its temporary, whose axis order is `perm`) is C-contiguous, so
+        nditer keeps the last axis innermost and hands each row to the add loop whole."""
         b = self.b
         if isinstance(x, LazyV):
-            perm = self.lazy_order(x)
             ordered = ir.Constant(I1, 1)
             for k, p in enumerate(perm):
                 ordered = b.and_(ordered, b.icmp_signed("==", p, i64(x.ndim - 1 - k)))
@@ -119,11 +119,12 @@ class PairwiseLowering:
         self.parallel_loops(x.shape[:-1], [out_strides, x.strides[:-1]], one,
                             work=self.count(x.shape))
 
-    def planned_axis_sum(self, op, x, axes, dtype, finish, out):
-        """axis_sum over numpy's plan, an expression computed into its temporary first."""
+    def planned_axis_sum(self, op, x, axes, dtype, finish, out, order):
+        """axis_sum over numpy's plan, an expression computed into its temporary (in the
+        axis order `order`, lazy_order) first."""
         temp = None
         if isinstance(x, LazyV):
-            x = temp = self.temporary(x, self.lazy_order(x), op.loc)
+            x = temp = self.temporary(x, order, op.loc)
         self.axis_sum(op, x, axes, dtype, finish, out)
         if temp is not None:
             self.release(temp)
@@ -411,16 +412,24 @@ class PairwiseLowering:
         lays its result out in the order its operands' strides give (the leaves', and its
         children's temporaries')."""
         leaves = iter([[pack.items[k] for pack in x.strides] for k in range(x.width)])
-        return self.node_layout(x.node, x.shape, leaves)[0]
+        return self.node_layout(x.node, x.shape, leaves, {})[0]
 
-    def node_layout(self, node, shape, leaves):
-        """(axis order, strides of the temporary) of one op of a lazy tree."""
+    def node_layout(self, node, shape, leaves, known):
+        """(axis order, strides of the temporary) of one op of a lazy tree; `known` keeps
+        them by node and operand strides (a node used twice, as y in y * y, once)."""
         operands = []
         for part in node.parts:
             if isinstance(part, LazyNode):
-                operands.append(self.node_layout(part, shape, leaves)[1])
+                operands.append(self.node_layout(part, shape, leaves, known)[1])
             elif part is not None:
                 operands.append(next(leaves))
+        key = (id(node), tuple(id(s) for strides in operands for s in strides))
+        if key in known:
+            return known[key]
+        known[key] = self._node_layout(shape, operands)
+        return known[key]
+
+    def _node_layout(self, shape, operands):
         perm = self.axis_order(shape, operands)
         b = self.b
         sizes = []
