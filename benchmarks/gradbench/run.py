@@ -76,6 +76,10 @@ def main():
     if args.cpu_time:
         harness.CLOCK = harness.cpu_seconds
     _one_thread()
+    if harness.MEASURE_COMPILE:
+        print(f"adcompile start-up in this process: {harness.start_up_seconds():.2f} s (LLVM, the "
+              "runtime library, scipy's BLAS: once, before the first compile; the compile "
+              "seconds below are each derivative's own)", flush=True)
     for name in args.evals.split(","):
         module = _import(name.strip())
         if module is None:

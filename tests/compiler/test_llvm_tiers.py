@@ -109,17 +109,54 @@ entry:
 '''
 
 
+LOOPING_CHUNK = '''define internal i32 @"adc.chunk.b"(ptr %".1", i64 %".2")
+{
+entry:
+  br label %"head"
+head:
+  %"i" = phi i64 [0, %"entry"], [%"next", %"head"]
+  %".3" = getelementptr double, ptr %".1", i64 %"i"
+  %".4" = load double, ptr %".3"
+  %".5" = fmul double %".4", %".4"
+  store double %".5", ptr %".3"
+  %"next" = add i64 %"i", 1
+  %"more" = icmp slt i64 %"next", %".2"
+  br i1 %"more", label %"head", label %"end"
+end:
+  ret i32 0
+}
+'''
+
+
 def small_module(body='  %"s" = call i32 @"adc.op.a"(ptr %".1", i64 %"i")'):
-    return HEAD + OP.format(name="a", hint="shared_hint") + \
-        OP.format(name="b", hint="shared_hint") + KERNEL.format(body=body)
+    """A kernel calling two ops: op.a's chunk has no loop (the op only calls: code that
+    runs once per call), op.b's chunk a loop of its own (work)."""
+    op_b = OP.format(name="b", hint="shared_hint")
+    op_b = op_b[:op_b.index('define internal i32 @"adc.chunk.b"')] + LOOPING_CHUNK
+    return HEAD + OP.format(name="a", hint="shared_hint") + op_b + KERNEL.format(body=body)
 
 
 def test_the_entry_and_a_kernel_that_only_calls_go_apart(monkeypatch):
     monkeypatch.setattr(split, "ONCE_LINES", 0)
     rest, once = split.tiers(small_module())
+    # op.a has no loop of its own and only the kernel calls it: it goes with the kernel
+    assert sorted(defined(once)) == ["adc.chunk.a", "adc.entry.f", "adc.fn.f", "adc.helper",
+                                     "adc.op.a"]
+    assert sorted(declared(once)) == ["adc.op.b.x", "llvm.exp.f64"]
+    assert sorted(defined(rest)) == ["adc.chunk.b", "adc.op.b.x"]
+    for text in (rest, once):
+        verified(text)
+
+
+def test_an_op_that_other_work_calls_stays(monkeypatch):
+    monkeypatch.setattr(split, "ONCE_LINES", 0)
+    text = small_module().replace(
+        '  %".3" = call i32 @"adc.chunk.b"(ptr %".1", i64 %".2")',
+        '  %".3" = call i32 @"adc.chunk.b"(ptr %".1", i64 %".2")\n'
+        '  %".9" = call i32 @"adc.op.a"(ptr %".1", i64 %".2")')
+    rest, once = split.tiers(text)
     assert sorted(defined(once)) == ["adc.entry.f", "adc.fn.f", "adc.helper"]
-    assert sorted(declared(once)) == ["adc.op.a.x", "adc.op.b.x", "llvm.exp.f64"]
-    assert sorted(defined(rest)) == ["adc.chunk.a", "adc.chunk.b", "adc.op.a.x", "adc.op.b.x"]
+    assert "adc.op.a.x" in defined(rest)
     for text in (rest, once):
         verified(text)
 
@@ -221,6 +258,36 @@ def test_an_array_kernel_has_no_loops_of_its_own(monkeypatch):
         kernel = _kernel(text)
         assert not split.hot_loops(kernel)
         assert "!llvm.loop" not in kernel
+
+
+def two_uses(x, w):
+    h = x @ w
+    return np.sum(np.tanh(h)) + np.sum(h @ w.T)
+
+
+@pytest.mark.parametrize("stream", ["1", "0"])
+def test_ops_that_only_call_work_go_to_the_quick_tier(monkeypatch, stream):
+    """The gradient's additions into shadows hand their loops to the pool: they go with the
+    kernel into the quick tier (split._cold_callees), their pieces with the work, whether
+    the ops were shipped in batches while the kernel was lowered (stream.py) or not."""
+    monkeypatch.setenv("ADCOMPILE_CACHE_DIR", "off")
+    monkeypatch.setenv("ADCOMPILE_LLVM_PARTS", "2")
+    monkeypatch.setenv("ADCOMPILE_LLVM_STREAM", stream)
+    monkeypatch.setattr(split, "ONCE_LINES", 0)
+    cuts = recorded(monkeypatch, split, "tiers")
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((6, 5)), rng.standard_normal((5, 5))
+    gx, gw = grad(adcompile(two_uses), argnums=(0, 1))(x, w)
+    rest, once = cuts[-1]
+    quick = [name for name in defined(once) if name.startswith("adc.op.iadd")]
+    assert quick and not [n for n in defined(rest) if n.startswith("adc.op.iadd")]
+    functions = split._functions(once)[0]
+    assert not any(split.hot_loops(f.text) for f in functions if f.name in quick)
+    assert not [f.name for f in functions if f.name.startswith("adc.chunk.")]  # (work)
+    monkeypatch.setattr(jit, "ONCE", False)
+    expected = grad(adcompile(two_uses), argnums=(0, 1))(x, w)
+    np.testing.assert_array_equal(gx, expected[0])
+    np.testing.assert_array_equal(gw, expected[1])
 
 
 def product(a, b):

@@ -27,6 +27,8 @@ is left whole: `parts` then returns the text alone.
 
 import re
 
+import llvmlite.ir as ir
+
 _DEFINE = re.compile(r'^define (internal )?([^\n@]*)@"([^"]+)"\(([^\n]*)\)([^\n]*)\n\{$',
                      re.M)
 _ANY_DEFINE = re.compile(r"^define ", re.M)
@@ -124,12 +126,36 @@ def tiers(text):
     by_name = {f.name: f for f in functions}
     root = _roots(functions, by_name)
     once = {f.name for f in functions if root(f.name) == root(entries[0].name)}
+    once |= _cold_callees(functions, by_name, once, root)
     if kernels[0].name not in once or len(once) == len(functions) or \
             sum(by_name[name].text.count("\n") for name in once) < ONCE_LINES:
         return text, None
     home = {f.name: int(f.name in once) for f in functions}
     rest_text, once_text = _cut(functions, rest, globals_, by_name, home, 2)
     return rest_text, once_text
+
+
+def _cold_callees(functions, by_name, once, root):
+    """The call trees (_roots) that only the code in `once` calls, directly, and whose loops
+    all call work (hot_loops): outlined ops that hand their loops to the pool, which
+    stream.py keeps out of its batches for this. They run once per call of theirs, too."""
+    referrers, trees = {}, {}
+    for f in functions:
+        for name in f.refs:
+            referrers.setdefault(name, set()).add(f.name)
+        trees.setdefault(root(f.name), []).append(f.name)
+    inside, changed = set(once), True
+    while changed:
+        changed = False
+        for name, tree in trees.items():
+            users = referrers.get(name, set())
+            if name in inside or not users or not users <= inside or \
+                    any(name not in by_name[user].calls for user in users) or \
+                    any(hot_loops(by_name[member].text) for member in tree):
+                continue
+            inside.update(tree)
+            changed = True
+    return inside - once
 
 
 def hot_loops(text):
@@ -150,6 +176,28 @@ def hot_loops(text):
         if line.lstrip().startswith(("br ", "switch ")):
             successors.extend(quoted or plain for quoted, plain in _LABEL.findall(line))
         calls.extend(_CALL.findall(line))
+    return _hot(blocks, order)
+
+
+def hot_loops_in(fn):
+    """hot_loops of an llvmlite function (its blocks and calls, no text printed)."""
+    blocks, order = {}, []
+    for block in fn.blocks:
+        calls = [ins.callee.name for ins in block.instructions
+                 if isinstance(ins, ir.CallInstr) and isinstance(ins.callee, ir.Function)]
+        term = block.terminator
+        successors = [] if term is None else [o for o in term.operands
+                                              if isinstance(o, ir.Block)]
+        if isinstance(term, ir.SwitchInstr):
+            successors += [term.default] + [target for _, target in term.cases]
+        blocks[block] = (successors, calls)
+        order.append(block)
+    return _hot(blocks, order)
+
+
+def _hot(blocks, order):
+    """Whether the control-flow graph {block: (successors, names called)} (entry first in
+    `order`) has an innermost natural loop that calls no outlined work."""
     if not order:
         return False
     # back edges by a depth-first walk; each one's natural loop
@@ -185,12 +233,12 @@ def hot_loops(text):
     for header, body in bodies:
         if body & headers - {header}:
             continue  # not innermost
-        if not any(_work(name) for block in body for name in blocks[block][1]):
+        if not any(is_work(name) for block in body for name in blocks[block][1]):
             return True
     return False
 
 
-def _work(name):
+def is_work(name):
     """Whether a call to `name` is outlined work (not a helper of memory or tapes, not the
     C library, libm or an intrinsic)."""
     return (name.startswith("adc.") and not name.startswith(_NOT_WORK)) or \

@@ -6,7 +6,10 @@ An outlined op (lower.py, `adc.op.*`) is finished when its rule returns, and onl
 calls it, so it can be compiled at once: `Batches` collects finished ops and, once they add
 up to BATCH_LINES instructions, prints them as a module of their own and hands that text to
 the compile's job queue (jit.Jobs), whose threads optimise and code-generate it while the
-lowering goes on. The kernel's module then declares them.
+lowering goes on. The kernel's module then declares them. An op whose loops all call work
+(it hands its loop to the pool, as most of a gradient's additions do) is not shipped: it
+stays with the kernel, in the code that runs once per call (split.tiers), and only the
+functions made with it (its pieces) go.
 
 A batch module holds:
 - its ops, external (the kernel's part calls them by name; op names cannot clash with the
@@ -52,9 +55,18 @@ class Batches:
         self.renamed = {}  # '@"helper"' -> '@"helper.x"', in every text
 
     def finished(self, fn, made):
-        """Op function `fn` is complete; `made`: the functions created while lowering it."""
-        self.pending.append(fn)
-        self.size += sum(_instructions(f) for f in (fn, *made) if isinstance(f, ir.Function))
+        """Op function `fn` is complete; `made`: the functions created while lowering it. An
+        op whose loops all call work (parallel pieces, sums...: split.hot_loops_in) stays in
+        the kernel's module, with the code that runs once per call (split.tiers: compiled
+        quickly, O3 at the tier-up); the functions made with it are shipped."""
+        if split.hot_loops_in(fn):
+            self.pending.append(fn)
+            shipped = (fn, *made)
+        else:
+            shipped = [f for f in made if isinstance(f, ir.Function) and f.blocks and
+                       f is not fn and split.is_work(f.name)]
+            self.pending.extend(shipped)
+        self.size += sum(_instructions(f) for f in shipped if isinstance(f, ir.Function))
         if self.size >= BATCH_LINES:
             self.flush()
 
