@@ -305,6 +305,8 @@ def test_products_share_one_blas_dispatch(monkeypatch):
                rng.standard_normal((40, 32)))
     (text,) = _module_texts(monkeypatch, lambda: adcompile(products)(a, b, c))
     assert text.count('define internal i32 @"adc.blas_product.f64"') == 1
+    (line,) = [l for l in text.splitlines() if l.startswith('define internal i32 @"adc.blas_')]
+    assert "optnone" in line  # control, once a product: LLVM compiles it as it is
     assert text.count('call i32 @"adc.blas_product.f64"') >= 3  # one per product op
     np.testing.assert_allclose(adcompile(products)(a, b, c), products(a, b, c), rtol=1e-12)
     # a vector times a matrix (gemv) and a product too small for BLAS

@@ -322,6 +322,7 @@ class LinalgLowering:
         fn = ir.Function(self.module, fnty, name=name)
         fn.linkage = "internal"
         fn.attributes.add("noinline")
+        fn.attributes.add("optnone")  # (control: one call a product; see pairwise.planning)
         sub = self.sub_lowering(fn)
         a, c, out = (ArrayV(dtype, None, p, [], []) for p in fn.args[1:4])
         args = fn.args[4:-1]
