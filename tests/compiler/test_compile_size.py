@@ -157,6 +157,20 @@ def _sum_axis_1(a):
     return np.sum(a, axis=1)
 
 
+def _total(v):
+    return np.sum(v * v)
+
+
+def test_a_parallel_sums_tree_is_optnone():
+    """The function that cuts a long pairwise sum into pieces for the pool and adds their
+    results up the tree runs once a sum: not optimised (the pieces compute)."""
+    v = np.linspace(-1.0, 1.0, 100_001)
+    text = kernel_module_text(_total, v)
+    trees = re.findall(r'^define[^\n]*@"adc\.pairwise_tree\.[^"]+"\([^\n]*', text, re.M)
+    assert trees and all("optnone" in line and "noinline" in line for line in trees)
+    assert adcompile(_total)(v) == np.sum(v * v)
+
+
 def test_unshared_helpers_give_the_same_results(monkeypatch):
     """ADCOMPILE_LLVM_SHARED=0 (values.SHARED False, for comparisons): each module defines
     its own internal helpers, and the results are the same."""

@@ -39,6 +39,7 @@ of sum, `adc.pairwise_tree.K`, as they share `adc.pairwise.K`).
 import llvmlite.ir as ir
 
 from adcompile.backends.llvm import fpenv
+from adcompile.backends.llvm.pairwise import planning
 from adcompile.backends.llvm.pool import CHUNK_FN, ZERO_BLOCK, ZERO_ENV, zero_chunk
 from adcompile.backends.llvm.values import I1, I8, I32, I64, ITEMSIZE, OK, PTR, REG, Builder, Pack, \
     alloca, i64
@@ -221,7 +222,7 @@ class ParallelLowering:
         fn of the same signature, on 2**depth pieces of the tree when n is large enough."""
         tree = ir.Function(self.module, fn.function_type,
                            name=fn.name.replace("adc.pairwise.", "adc.pairwise_tree."))
-        tree.linkage = "internal"
+        planning(tree)  # control, once a sum (the pieces and the pairwise sums compute)
         sub = self.sub_lowering(tree)
         args = list(tree.args)
         params, bases = args[1:1 + nparams], args[1 + nparams:-2]
