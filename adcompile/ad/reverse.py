@@ -366,8 +366,9 @@ class _Reverse:
         if not prune:
             return
         useful = _reaching_the_output(self.fn)
-        self.active = {v for v in self.active
-                       if not isinstance(v.type, T.Scalar) or v in useful}
+        unread = _unread_arrays(self.fn, useful)
+        self.active = {v for v in self.active if v in useful or not (
+            isinstance(v.type, T.Scalar) or unread(v))}
 
     def _propagate(self, op):
         changed = False
@@ -1953,6 +1954,28 @@ def _reaching_the_output(fn):
         for op in regions:
             changed |= mark(_region_flow(op, useful))
     return useful
+
+
+def _unread_arrays(fn, useful):
+    """A test of whether an array value's memory is a new array no derivative flows out of:
+    an op without regions made its memory root, nothing that reaches the output is that
+    array or a view of it, nothing writes into it (a write's adjoint reads the destination's
+    shadow) and no tape may hold it (a program with tapes keeps every array, as
+    _reaching_the_output keeps its writes). The array and its views then get no adjoint:
+    `np.sum(x[np.arcsin(x) >= 0])` inside a branch compared arcsin(x) only, and its adjoint,
+    a zero array, met arcsin's partial derivative (nan for |x| > 1)."""
+    if any(op.prim.startswith("tape_") for op in walk(fn.body)):
+        return lambda v: False
+    read = {_root(u) for u in useful if isinstance(u.type, T.Array)}
+    read.update(_root(op.operands[0]) for op in walk(fn.body) if op.prim in _WRITES)
+
+    def unread(v):
+        if not isinstance(v.type, T.Array):
+            return False
+        root = _root(v)
+        return root not in read and root.owner is not None and not root.owner.regions
+
+    return unread
 
 
 def _region_flow(op, useful):
