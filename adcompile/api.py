@@ -9,7 +9,7 @@ import functools
 import sys
 import threading
 
-from adcompile import cache
+from adcompile import cache, collector
 from adcompile.ad.forward import jvp_function
 from adcompile.ad.reverse import vjp_function
 from adcompile.errors import internal_errors
@@ -36,7 +36,7 @@ def _once(specs, key, make):
     """specs[key], made by make() under the compile lock when missing."""
     spec = specs.get(key)
     if spec is None:
-        with _COMPILING:
+        with _COMPILING, collector.paused():
             spec = specs.get(key)
             if spec is None:
                 spec = specs[key] = make()

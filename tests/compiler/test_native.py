@@ -1446,3 +1446,56 @@ def test_python_int_overflow_is_an_error_not_a_wrong_answer():
     big = np.int64(2**40)
     with np.errstate(over="ignore"):
         assert llvm(np_wraps)(big) == np_wraps(big)  # numpy integers wrap, as in numpy
+
+
+# -- the cyclic garbage collector during a compile (adcompile/collector.py) -------------------
+
+def _collector_probe(x):
+    return np.sum(np.exp(x) * x)
+
+
+def test_the_collector_is_off_while_compiling_and_restored(monkeypatch):
+    from adcompile import collector
+    from adcompile.backends.llvm import native
+
+    seen = []
+    compile_variant = native.Variant.compile
+
+    def watched(self):
+        seen.append(gc.isenabled())
+        return compile_variant(self)
+
+    monkeypatch.setenv("ADCOMPILE_CACHE_DIR", "off")
+    monkeypatch.setattr(native.Variant, "compile", watched)
+    assert gc.isenabled()
+    ac.grad(ac.adcompile(_collector_probe))(np.linspace(0, 1, 5))
+    assert seen == [False] and gc.isenabled()
+    gc.disable()  # the user's choice is kept
+    try:
+        with collector.paused():
+            with collector.paused():
+                assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_the_collector_comes_back_when_the_last_of_two_compiles_ends():
+    from adcompile import collector
+
+    inside, release = threading.Event(), threading.Event()
+
+    def other():
+        with collector.paused():
+            inside.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    inside.wait(10)
+    with collector.paused():
+        assert not gc.isenabled()
+    assert not gc.isenabled()  # the other compile still runs
+    release.set()
+    thread.join()
+    assert gc.isenabled()

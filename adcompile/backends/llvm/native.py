@@ -22,6 +22,7 @@ from adcompile.backends.llvm import capi, fusion, jit, merge, pool, reassociate,
 from adcompile.backends.llvm.entry import METH_FASTCALL, build_entry
 from adcompile.backends.llvm import lower
 from adcompile.backends.llvm.lower import lower_kernel
+from adcompile import collector
 from adcompile.errors import internal_errors
 from adcompile.ir import types as T
 from adcompile.ir import nodes
@@ -133,7 +134,8 @@ class Variant:
                 self.once_text = once[0].decode() if once else None
         self.from_cache = objects is not None
         if objects is None:
-            objects, self.once_text = self.compile()
+            with collector.paused():
+                objects, self.once_text = self.compile()
             jit.cache_store(key, objects)
             if self.once_text is not None:
                 jit.cache_store(self._once_key, [self.once_text.encode()])
