@@ -356,8 +356,12 @@ class _Reverse:
         """Values that depend on a differentiated argument (a fixed point over loops) and,
         for scalars, reach the output through differentiable operations: a value only
         compared (`if x ** 0.5 > 1:`) gets no adjoint, whose zero would otherwise meet the
-        partial derivative (nan at x < 0) in a product. `prune=False`: every value that
-        depends on one."""
+        partial derivative (nan at x < 0) in a product. So does an array an op without
+        regions made (and its views) when nothing that reaches the output is its memory
+        and nothing writes into it (a write's adjoint reads the destination's shadow):
+        `np.sum(x[np.arcsin(x) >= 0])` inside a branch compared arcsin(x) only, and its
+        zero adjoint met arcsin's partial derivative (nan for |x| > 1). `prune=False`:
+        every value that depends on one."""
         changed = True
         while changed:
             changed = False
@@ -365,10 +369,17 @@ class _Reverse:
                 changed |= self._propagate(op)
         if not prune:
             return
-        useful = _reaching_the_output(self.fn)
-        unread = _unread_arrays(self.fn, useful)
-        self.active = {v for v in self.active if v in useful or not (
-            isinstance(v.type, T.Scalar) or unread(v))}
+        useful, unread = _reaching_the_output(self.fn)
+        kept = set(self.fn.params)
+        kept.update(_root(op.operands[0]) for op in walk(self.fn.body) if op.prim in _WRITES)
+
+        def dropped(v):
+            if isinstance(v.type, T.Scalar):
+                return True
+            root = _root(v) if isinstance(v.type, T.Array) else None
+            return root is not None and root not in kept and unread(root)
+
+        self.active = {v for v in self.active if v in useful or not dropped(v)}
 
     def _propagate(self, op):
         changed = False
@@ -1917,7 +1928,8 @@ def _reaching_the_output(fn):
     the result never reads (`a[k] *= inf * x` before `return -0.5 * x`) has no adjoint, whose
     zero would otherwise meet the infinite partial derivative (nan). Programs with tapes
     (a derivative differentiated again) keep every write: their arrays share memory through
-    the tapes."""
+    the tapes. Returns (those values, the test of whether an array's memory root is such an
+    array whose contents reach no output)."""
     useful = set(fn.body.terminator.operands)
     ops = list(walk(fn.body))
     regions = [op for op in ops if op.regions]
@@ -1953,29 +1965,7 @@ def _reaching_the_output(fn):
                 changed |= mark(op.operands)
         for op in regions:
             changed |= mark(_region_flow(op, useful))
-    return useful
-
-
-def _unread_arrays(fn, useful):
-    """A test of whether an array value's memory is a new array no derivative flows out of:
-    an op without regions made its memory root, nothing that reaches the output is that
-    array or a view of it, nothing writes into it (a write's adjoint reads the destination's
-    shadow) and no tape may hold it (a program with tapes keeps every array, as
-    _reaching_the_output keeps its writes). The array and its views then get no adjoint:
-    `np.sum(x[np.arcsin(x) >= 0])` inside a branch compared arcsin(x) only, and its adjoint,
-    a zero array, met arcsin's partial derivative (nan for |x| > 1)."""
-    if any(op.prim.startswith("tape_") for op in walk(fn.body)):
-        return lambda v: False
-    read = {_root(u) for u in useful if isinstance(u.type, T.Array)}
-    read.update(_root(op.operands[0]) for op in walk(fn.body) if op.prim in _WRITES)
-
-    def unread(v):
-        if not isinstance(v.type, T.Array):
-            return False
-        root = _root(v)
-        return root not in read and root.owner is not None and not root.owner.regions
-
-    return unread
+    return useful, unread
 
 
 def _region_flow(op, useful):

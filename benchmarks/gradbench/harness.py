@@ -36,30 +36,26 @@ def adcompile(fn):
     return ac.adcompile(fn, fastmath=FASTMATH)
 
 
-_START_UP = []
-
-
 def _small(a, b):
     return np.sum(a @ b)
 
 
+@functools.cache
 def start_up_seconds():
     """Wall seconds of adcompile's start-up in this process, paid once by its first compile
     and measured once: LLVM's initialisation, the runtime library (compiled into an empty
     cache here, as a cold compile's) and scipy's BLAS bindings, with the compile of a small
     program using them. compile_seconds pays it first, so its cold seconds are the
     derivative's own; run.py prints it on its own line."""
-    if not _START_UP:
-        saved = os.environ.get("ADCOMPILE_CACHE_DIR")
-        with tempfile.TemporaryDirectory(prefix="adcompile-start-") as directory:
-            os.environ["ADCOMPILE_CACHE_DIR"] = directory
-            try:
-                start = time.perf_counter()
-                ac.adcompile(_small)(np.ones((2, 2)), np.ones((2, 2)))
-                _START_UP.append(time.perf_counter() - start)
-            finally:
-                _restore("ADCOMPILE_CACHE_DIR", saved)
-    return _START_UP[0]
+    saved = os.environ.get("ADCOMPILE_CACHE_DIR")
+    with tempfile.TemporaryDirectory(prefix="adcompile-start-") as directory:
+        os.environ["ADCOMPILE_CACHE_DIR"] = directory
+        try:
+            start = time.perf_counter()
+            ac.adcompile(_small)(np.ones((2, 2)), np.ones((2, 2)))
+            return time.perf_counter() - start
+        finally:
+            _restore("ADCOMPILE_CACHE_DIR", saved)
 
 
 def _restore(name, value):

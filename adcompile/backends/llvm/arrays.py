@@ -290,14 +290,15 @@ class ArrayLowering(PairwiseLowering):
         strides = [self.no_stride(value)] * max(0, lead)
         for j in range(max(0, -lead), value.ndim):
             d, n = value.shape[j], shape[lead + j]
-            if d is n or _is_one(d):
-                strides.append(value.strides[j] if d is n else self.no_stride(value))
+            if d is n:
+                strides.append(value.strides[j])
                 continue
-            bad = self.b.and_(self.b.icmp_signed("!=", d, i64(1)),
-                              self.b.icmp_signed("!=", d, n))
-            self.fail_with(bad, "ValueError", f"{what}: could not broadcast a value of length "
-                           f"%lld into length %lld (axis {lead + j} of the destination)", loc,
-                           d, n)
+            if not _is_one(d):  # (the constant 1 fits any length)
+                bad = self.b.and_(self.b.icmp_signed("!=", d, i64(1)),
+                                  self.b.icmp_signed("!=", d, n))
+                self.fail_with(bad, "ValueError", f"{what}: could not broadcast a value of "
+                               f"length %lld into length %lld (axis {lead + j} of the "
+                               "destination)", loc, d, n)
             strides.append(self.broadcast_stride(d, value.strides[j]))
         return strides
 

@@ -978,9 +978,8 @@ def _out_of_line(fn):
 def planning(fn):
     """An internal function that plans an operation (an axis order, a reduction's blocks, a
     reshape's strides, a parallel sum's tree): run once per operation, never per element,
-    so it is not optimised
-    at all (`optnone`: no IR passes, LLVM's fast instruction selection), which saves its
-    share of the compile time for a few nanoseconds a call."""
+    so it is not optimised at all (`optnone`: no IR passes, LLVM's fast instruction
+    selection), which saves its share of the compile time for a few nanoseconds a call."""
     fn.linkage = "internal"
     fn.attributes.add("noinline")
     fn.attributes.add("optnone")

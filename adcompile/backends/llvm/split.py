@@ -144,17 +144,20 @@ def _cold_callees(functions, by_name, once, root):
         for name in f.refs:
             referrers.setdefault(name, set()).add(f.name)
         trees.setdefault(root(f.name), []).append(f.name)
+    hot = {}  # (each tree's loops are read once, however many rounds)
     inside, changed = set(once), True
     while changed:
         changed = False
         for name, tree in trees.items():
             users = referrers.get(name, set())
             if name in inside or not users or not users <= inside or \
-                    any(name not in by_name[user].calls for user in users) or \
-                    any(hot_loops(by_name[member].text) for member in tree):
+                    any(name not in by_name[user].calls for user in users):
                 continue
-            inside.update(tree)
-            changed = True
+            if name not in hot:
+                hot[name] = any(hot_loops(by_name[member].text) for member in tree)
+            if not hot[name]:
+                inside.update(tree)
+                changed = True
     return inside - once
 
 
