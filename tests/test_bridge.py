@@ -18,6 +18,7 @@ import torch as real_torch
 import adcompile as torch
 from adcompile import adcompile, grad
 from adcompile.bridge import Derived
+from adcompile.backends.llvm import native
 from tests.slices import FULL_ONLY, full, sliced
 
 # -- the functions, compiled and as Tensor operations ------------------------------------------
@@ -584,6 +585,7 @@ def test_memory_stays_flat_over_many_calls():
                     (halving, x, w)):
         for _ in range(300):  # warm-up: compilation, allocator pools
             (f(a * 1.0, b) ** 2).sum().backward()
+        native.settle()  # (the tier-up these calls started: its code is loaded once)
         gc.collect()
         before = _rss_mib()
         for _ in range(3000):

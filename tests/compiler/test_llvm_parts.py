@@ -203,9 +203,9 @@ def fresh(monkeypatch):
     original = native.Variant.compile
 
     def counted(self):
-        objects, once = original(self)
+        objects = original(self)
         counts.append(len(objects))
-        return objects, once
+        return objects
 
     monkeypatch.setattr(native.Variant, "compile", counted)
     return counts
@@ -275,6 +275,9 @@ def test_an_error_in_a_part_reaches_the_caller(monkeypatch):
     monkeypatch.setattr(jit, "_pass_builder", pass_builder)
     with pytest.raises(RuntimeError, match="part b failed"):
         jit.compile_objects(text, parts=3)
+    with pytest.raises(RuntimeError, match="part b failed"):  # one part, the caller's thread
+        jit.compile_objects(text, parts=1)
+    monkeypatch.setattr(jit, "_pass_builder", failing)
     assert len(jit.compile_objects(text, parts=1)) == 1
 
 

@@ -359,10 +359,13 @@ def test_a_scalar_program_keeps_its_loops(monkeypatch):
 
 @pytest.fixture
 def quick_tier(monkeypatch):
-    """The quick tier for small programs too, tier-up after 3 calls, no on-disk cache."""
+    """The quick tier for small programs too (the code that runs once per call, and the
+    code generation of the rest), tier-up after 3 calls, no on-disk cache."""
     monkeypatch.setenv("ADCOMPILE_CACHE_DIR", "off")
     monkeypatch.setattr(split, "ONCE_LINES", 0)
+    monkeypatch.setattr(jit, "QUICK_LINES", 0)
     monkeypatch.setattr(native, "TIER_UP", 3)
+    monkeypatch.setattr(native, "TIER_UP_SECONDS", 60.0)
 
 
 @pytest.fixture
@@ -376,17 +379,98 @@ def test_the_quick_code_is_replaced_after_some_calls(quick_tier, made):
     f = grad(adcompile(mlp_like), argnums=(1, 2))
     first = f(*args)
     (variant,) = made
-    assert variant.pending and variant.once_text is not None
+    assert variant.pending and isinstance(variant.redo[-1], jit.Once)
+    assert all(isinstance(redo, bytes) for redo in variant.redo[:-1])  # bitcode
     quick_entry = variant.entry
     for _ in range(5):
         again = f(*args)
     native.settle()
-    assert not variant.pending and variant.once_text is None
+    assert not variant.pending and variant.redo is None
     assert variant.entry is not quick_entry
     after = f(*args)
     for a, b, c in zip(first, again, after):
         np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(a, c)
+
+
+def _level_of_code_generation(monkeypatch):
+    """The code-generation level of every part compiled from now on, in order."""
+    levels = []
+    part = jit._Part.__init__
+
+    def init(self, source, tms, quick=False):
+        part(self, source, tms, quick)
+        levels.append(0 if self.tm in (jit._init()["tms"][1],
+                                       *(tm for _, tm in jit._init()["part_tms"])) else 3)
+
+    monkeypatch.setattr(jit._Part, "__init__", init)
+    return levels
+
+
+def test_large_texts_are_code_generated_quickly_then_again(monkeypatch, made):
+    """Every text of QUICK_LINES lines or more is optimised with O3 and code-generated at
+    level 0; the tier-up code-generates its bitcode at level 3, and the bits stay."""
+    monkeypatch.setenv("ADCOMPILE_CACHE_DIR", "off")
+    monkeypatch.setattr(native, "TIER_UP", 2)
+    monkeypatch.setattr(jit, "QUICK_LINES", 0)
+    levels = _level_of_code_generation(monkeypatch)
+    args = (np.linspace(-1, 1, 600).reshape(20, 30), np.linspace(0, 1, 30))
+    f = grad(adcompile(broadcast_gradient), argnums=(0, 1))
+    first = f(*args)
+    (variant,) = made
+    assert levels and set(levels) == {0}
+    assert variant.pending and all(isinstance(redo, bytes) for redo in variant.redo)
+    del levels[:]
+    f(*args)
+    native.settle()
+    assert not variant.pending and variant.redo is None
+    assert levels and set(levels) == {3}
+    for a, b in zip(first, f(*args)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_small_texts_are_code_generated_at_once(monkeypatch, made):
+    monkeypatch.setenv("ADCOMPILE_CACHE_DIR", "off")
+    monkeypatch.setattr(jit, "QUICK_LINES", 1000)
+    levels = _level_of_code_generation(monkeypatch)
+    a = np.linspace(0, 1, 50)
+    adcompile(scalar_loops)(a, a)  # a module of a few hundred lines
+    (variant,) = made
+    assert levels and set(levels) == {3}
+    assert not variant.pending and not any(variant.redo)
+
+
+def test_a_long_call_starts_the_tier_up(quick_tier, monkeypatch, made):
+    """The quick code is replaced after TIER_UP calls, or once its calls took
+    TIER_UP_SECONDS: one long call is enough."""
+    monkeypatch.setattr(native, "TIER_UP", 1000)
+    monkeypatch.setattr(native, "TIER_UP_SECONDS", 1e-9)
+    f = grad(adcompile(mlp_like), argnums=(1, 2))
+    f(*_mlp_args(20))
+    (variant,) = made
+    native.settle()
+    assert not variant.pending and variant.redo is None
+
+
+def test_a_later_process_tiers_up_the_quick_code_it_finds(tmp_path, monkeypatch, made):
+    """The quick objects in the cache come with what their final code is made from."""
+    monkeypatch.setenv("ADCOMPILE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(split, "ONCE_LINES", 0)
+    monkeypatch.setattr(jit, "QUICK_LINES", 0)
+    monkeypatch.setattr(native, "TIER_UP", 1000)
+    args = _mlp_args(20)
+    expected = grad(adcompile(mlp_like), argnums=(1, 2))(*args)
+    monkeypatch.setattr(native, "TIER_UP", 1)
+    g = grad(adcompile(mlp_like), argnums=(1, 2))  # a new function object: from the cache
+    result = g(*args)
+    native.settle()
+    first, variant = made
+    assert first.pending and variant.from_cache
+    assert not variant.pending and variant.redo is None
+    for a, b in zip(g(*args), expected):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(result, expected):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_a_later_process_takes_the_full_code_from_the_cache(tmp_path, monkeypatch, made):
@@ -407,7 +491,7 @@ def test_a_later_process_takes_the_full_code_from_the_cache(tmp_path, monkeypatc
 
 
 def test_a_failed_tier_up_keeps_the_quick_code(quick_tier, monkeypatch, made):
-    def broken(text):
+    def broken(redo):
         raise RuntimeError("no LLVM today")
 
     monkeypatch.setattr(jit, "compile_full", broken)
@@ -419,7 +503,7 @@ def test_a_failed_tier_up_keeps_the_quick_code(quick_tier, monkeypatch, made):
             f(*args)
         native.settle()
     (variant,) = made
-    assert not variant.pending and variant.once_text is not None
+    assert not variant.pending and variant.redo is not None
     for a, b in zip(f(*args), first):
         np.testing.assert_array_equal(a, b)
 

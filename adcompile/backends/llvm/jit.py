@@ -43,6 +43,15 @@ OPT_LEVEL = 3
 # (compile_full, native.Variant.tier_up). ADCOMPILE_LLVM_ONCE=0 compiles it like the rest.
 ONCE_LEVEL = 0
 ONCE = os.environ.get("ADCOMPILE_LLVM_ONCE", "1") != "0"
+# The rest (the loops that do the work) is optimised with O3 and, in a compile that a
+# tier-up will follow (`quick`), code-generated at level 0 too: code generation was half of
+# LLVM's time and level 0 takes a seventh of it; the code runs 1.5-2.6 times slower, until
+# the tier-up generates it again at level 3 from the optimised module, kept as bitcode
+# (compile_full). Only texts of QUICK_LINES lines or more (ADCOMPILE_LLVM_QUICK_LINES): a
+# small module compiles fast anyway, and is not worth a tier-up.
+# ADCOMPILE_LLVM_QUICK_CODEGEN=0 generates everything at level 3 at once.
+QUICK_CODEGEN = os.environ.get("ADCOMPILE_LLVM_QUICK_CODEGEN", "1") != "0"
+QUICK_LINES = int(os.environ.get("ADCOMPILE_LLVM_QUICK_LINES", "1000") or 0)
 # Parts of a module compiled at once: ADCOMPILE_LLVM_PARTS, else the cores this process may
 # run on (at most 4); a module of fewer than PART_LINES lines per part is cut into fewer
 # (a thread and a second copy of the declarations cost more than they save).
@@ -77,6 +86,14 @@ class Once(str):
     """The text of a module that runs once per call (split.tiers): compiled quickly."""
 
 
+class Code(bytes):
+    """The object code of one part; `redo` is what a tier-up makes its final code from
+    (compile_full): None when it is final, the part's `Once` text when it was compiled
+    quickly, the optimised module's bitcode when only its code generation was quick."""
+
+    redo = None
+
+
 def tiered(parts_of, ir_text):
     """parts_of(the text less the code that runs once per call) and that code's text (a
     `Once`), when ONCE and split.tiers find it; else parts_of(ir_text)."""
@@ -86,12 +103,12 @@ def tiered(parts_of, ir_text):
     return parts_of(rest) + ([Once(once)] if once is not None else [])
 
 
-def _pipeline(text, tms):
+def _pipeline(text, tms, quick=False):
     """(target machine, IR level) for a text, from tms = (full, quick): a `Once` text gets
-    the quick ones."""
-    quick = isinstance(text, Once)
-    tm = tms[1] if quick else tms[0]
-    return tm, (ONCE_LEVEL if quick else OPT_LEVEL)
+    the quick ones; any other text O3, and the quick target machine when `quick`."""
+    if isinstance(text, Once):
+        return tms[1], ONCE_LEVEL
+    return (tms[1] if quick else tms[0]), OPT_LEVEL
 
 
 def target_machine():
@@ -124,10 +141,12 @@ def emit_object(mod):
     return _init()["tm"].emit_object(mod)
 
 
-def compile_objects(ir_text, parts=None, texts=None):
-    """Object code for a module's IR text: one object per part (split.py), the parts
-    compiled at once, one in the calling thread. `texts`: a list that receives the texts
-    compiled (the last a `Once` when the quick tier took one)."""
+def compile_objects(ir_text, parts=None, texts=None, quick=False):
+    """Object code (`Code`) for a module's IR text: one object per part (split.py), the
+    parts compiled at once, one in the calling thread. `texts`: a list that receives the
+    texts compiled (the last a `Once` when the quick tier took one). `quick`: code
+    generation at level 0 for the parts that are not a `Once` (QUICK_CODEGEN), for a
+    caller that tiers up."""
     with LOCK:
         count = part_count(ir_text) if parts is None else parts
         made = tiered(lambda text: split.parts(text, part_count(text) if parts is None
@@ -137,24 +156,24 @@ def compile_objects(ir_text, parts=None, texts=None):
         texts = made
         if count < 2 or len(texts) == 1 or not _can_unlock():  # one thread
             tms = _init()["tms"]
-            objects = []
-            for text in texts:
-                tm, level = _pipeline(text, tms)
-                objects.append(tm.emit_object(optimize(text, level)))
-            return objects
-        with Jobs(min(len(texts), count) - 1) as jobs:
+            if not _can_unlock():  # (then no part is quick: see tiered and native.py)
+                return [Code(tms[0].emit_object(optimize(text))) for text in texts]
+            return [_object_code(text, tms, quick) for text in texts]
+        with Jobs(min(len(texts), count) - 1, quick) as jobs:
             return jobs.finish(texts)
 
 
-def compile_full(text):
-    """The object code of a `Once` text compiled with the full pipeline (a tier-up, in a
-    thread of its own: a context and target machine of its own, outside llvmlite's lock for
-    the long calls like a part)."""
+def compile_full(redo):
+    """The final object code of a part compiled quickly, from its `Code.redo`: a `Once`
+    text compiled with O3, or an optimised module's bitcode code-generated at level 3 (a
+    tier-up, in a thread of its own: a context and target machine of its own, outside
+    llvmlite's lock for the long calls like a part)."""
     state = _init()
     with _tier_tm_lock:
         if "tier_tm" not in state:
             state["tier_tm"] = _new_target_machine(state["cpu"], state["features"])
-    return _object_code(str(text), (state["tier_tm"], state["tier_tm"]))  # a plain str: O3
+    tm = state["tier_tm"]
+    return _object_code(redo if isinstance(redo, bytes) else str(redo), (tm, tm))
 
 
 _tier_tm_lock = threading.Lock()
@@ -184,8 +203,9 @@ class Jobs:
     objects come back in the order their texts were submitted (the cut, not the timing,
     decides what is in each)."""
 
-    def __init__(self, workers):
+    def __init__(self, workers, quick=False):
         state = _init()
+        self.quick = quick  # (compile_objects)
         tms = state["part_tms"]
         while len(tms) < workers:
             tms.append((_new_target_machine(state["cpu"], state["features"]),
@@ -264,7 +284,7 @@ class Jobs:
         start = time.thread_time()
         code = error = None
         try:
-            code = _object_code(text, tms)
+            code = _object_code(text, tms, self.quick)
         except BaseException as e:  # raised by finish, in the compiling thread
             error = e.with_traceback(None)
         with self.ready:
@@ -275,14 +295,17 @@ class Jobs:
                 self.errors.append(error)
 
 
-def _object_code(text, tms):
-    """The object code of one module text (a part), compiled in this thread as _Part does."""
-    part = _Part(text, tms)
+def _object_code(source, tms, quick=False):
+    """The object code (`Code`) of one module text (a part), compiled in this thread as
+    _Part does, or of an optimised module's bitcode, only code-generated (with tms[0])."""
+    part = _Part(source, tms, quick)
     try:
         part.compile()
         if part.error is not None:
             raise part.error
-        return part.object_code()
+        code = Code(part.object_code())
+        code.redo = source if isinstance(source, Once) else part.bitcode
+        return code
     finally:
         part.close()
 
@@ -290,19 +313,30 @@ def _object_code(text, tms):
 class _Part:
     """One part's module, in a context of its own, and what compiling it gave."""
 
-    def __init__(self, text, tms):
-        self.tm, level = _pipeline(text, tms)
+    def __init__(self, source, tms, quick=False):
         self.context = llvm.create_context()
-        self.module = llvm.parse_assembly(text, self.context)
-        self.module.verify()
-        self.run = _pass_builder(self.tm, level, unlocked=True)
+        self.bitcode = None
+        if isinstance(source, bytes):  # optimised already
+            self.tm, self.run, self.keep = tms[0], None, False
+            self.module = llvm.parse_bitcode(source, self.context)
+        else:
+            quick = quick and source.count("\n") >= QUICK_LINES
+            self.tm, level = _pipeline(source, tms, quick)
+            self.keep = quick and not isinstance(source, Once)  # (for the tier-up)
+            self.module = llvm.parse_assembly(source, self.context)
+            self.module.verify()
+            self.run = _pass_builder(self.tm, level, unlocked=True)
         self.buffer = self.error = None
 
     def compile(self):
         """Optimise and code-generate outside llvmlite's lock (see the module's docstring);
-        an exception is kept for the compiling thread to raise."""
+        an exception is kept for the compiling thread to raise. A part code-generated
+        quickly keeps its optimised module as bitcode, before code generation changes it."""
         try:
-            self.run(self.module)
+            if self.run is not None:
+                self.run(self.module)
+            if self.keep:
+                self.bitcode = self.module.as_bitcode()
             with ffi.OutputString() as error:
                 buffer = _raw("LLVMPY_TargetMachineEmitToMemory")(self.tm, self.module, 1,
                                                                    error)

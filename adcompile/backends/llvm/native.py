@@ -13,6 +13,7 @@ import linecache
 import os
 import struct
 import threading
+import time
 
 import llvmlite.ir as ir
 import numpy as np
@@ -120,29 +121,33 @@ class Variant:
         self.imports = imports
         self._module = None
         self._trackers = []
-        # the quick tier (jit.Once): the code that runs once per call, compiled quickly, is
-        # compiled again with O3 after TIER_UP calls, in a thread of its own (tier_up)
-        self.once_text = None
+        # the quick tier: the code that runs once per call compiled quickly (jit.Once), the
+        # rest code-generated quickly (jit.QUICK_CODEGEN); all of it is compiled again
+        # after TIER_UP calls or TIER_UP_SECONDS in them, in a thread of its own (tier_up).
+        # `redo`: per object, what its final code is made from (jit.Code.redo), or None.
+        self.redo = None
         self.calls_left = 0
+        self.seconds_left = 0.0
         self.tier_thread = None
-        self._full_key, self._once_key = jit.cache_key(key, "full"), jit.cache_key(key, "once")
+        self._full_key, self._redo_key = jit.cache_key(key, "full"), jit.cache_key(key, "redo")
         objects = jit.cache_load(self._full_key)  # what an earlier tier-up left
         if objects is None:
             objects = jit.cache_load(key)
             if objects is not None:
-                once = jit.cache_load(self._once_key)
-                self.once_text = once[0].decode() if once else None
+                self.redo = _redo_loaded(jit.cache_load(self._redo_key), len(objects))
         self.from_cache = objects is not None
         if objects is None:
             with collector.paused():
-                objects, self.once_text = self.compile()
+                objects = self.compile()
+            self.redo = [code.redo for code in objects]
             jit.cache_store(key, objects)
-            if self.once_text is not None:
-                jit.cache_store(self._once_key, [self.once_text.encode()])
-        self.pending = self.once_text is not None and TIER_UP > 0 and jit.can_tier_up()
+            if any(self.redo):
+                jit.cache_store(self._redo_key, [_redo_blob(r) for r in self.redo])
+        self.pending = bool(self.redo and any(self.redo)) and TIER_UP > 0 and \
+            jit.can_tier_up()
         self.objects = objects if self.pending else None  # (kept for the tier-up only)
         if self.pending:
-            self.calls_left = TIER_UP
+            self.calls_left, self.seconds_left = TIER_UP, TIER_UP_SECONDS
         self.entry = self._install(objects)
 
     @property
@@ -163,46 +168,44 @@ class Variant:
         # Variant -> entry -> self tuple -> Variant until the builtin itself is freed.
         return _new_builtin(def_address, (method_def, name_bytes, self), None)
 
-    def called(self):
-        """Count a call of the quick tier's code; the last one it waits for starts the
-        tier-up."""
+    def called(self, seconds):
+        """Count a call of the quick tier's code, which took `seconds`: the last call it
+        waits for, or the one that brings the time spent in it to TIER_UP_SECONDS, starts
+        the tier-up."""
         self.calls_left -= 1
-        if self.calls_left <= 0:
+        self.seconds_left -= seconds
+        if self.calls_left <= 0 or self.seconds_left <= 0:
             with _tier_lock_start:  # (threads calling at once start one tier-up)
                 self.calls_left = 0  # (a racing decrement may have gone below)
                 if self.tier_thread is None:
                     self.tier_thread = _tier_up(self)
 
     def tier_up(self):
-        """The code that runs once per call compiled again with O3 and linked with the other
-        objects (already compiled) into a new library, whose entry point replaces this
+        """Each object compiled quickly made again with the full pipeline (jit.compile_full)
+        and linked with the others into a new library, whose entry point replaces this
         one; the full set of objects goes to the cache for later processes. Runs in a thread
         of its own; a failure leaves the quick code in place."""
         try:
-            objects = self.objects[:-1] + [jit.compile_full(self.once_text)]
+            objects = [code if redo is None else jit.compile_full(redo)
+                       for code, redo in zip(self.objects, self.redo)]
             self.entry = self._install(objects)
-            self.once_text = None
+            self.redo = None
         finally:
             self.pending, self.objects = False, None
         jit.cache_store(self._full_key, objects)
 
     def compile(self):
-        """(The object code, the text of the code that runs once per call when it was
-        compiled quickly, else None): where LLVM may run on several threads, the outlined
-        ops go to it in batches while the kernel is still being lowered (stream.py), then
-        the rest of the module in parts; else the whole module's parts after the
-        lowering."""
+        """The object code (jit.Code, whose `redo` says which were compiled quickly): where
+        LLVM may run on several threads, the outlined ops go to it in batches while the
+        kernel is still being lowered (stream.py), then the rest of the module in parts;
+        else the whole module's parts after the lowering."""
         workers = jit.workers()
+        quick = jit.QUICK_CODEGEN and TIER_UP > 0 and jit.can_tier_up()
         if not workers:
-            texts = []
-            objects = jit.compile_objects(self.llvm_text(), texts=texts)
-        else:
-            with jit.Jobs(workers) as jobs:
-                text = self.llvm_text(jobs.submit)
-                texts = jit.tiered(lambda t: split.parts(t, jit.part_count(t)), text)
-                objects = jobs.finish(texts)
-        once = texts[-1] if texts and isinstance(texts[-1], jit.Once) else None
-        return objects, once  # (the Once text's object is the last)
+            return jit.compile_objects(self.llvm_text(), quick=quick)
+        with jit.Jobs(workers, quick) as jobs:
+            text = self.llvm_text(jobs.submit)
+            return jobs.finish(jit.tiered(lambda t: split.parts(t, jit.part_count(t)), text))
 
     def llvm_module(self, submit=None):
         """The LLVM IR before optimisation (`submit`: where finished outlined ops go,
@@ -241,6 +244,25 @@ class Variant:
 
 
 TIER_UP = int(os.environ.get("ADCOMPILE_TIER_UP", "20") or 0)  # calls; 0: never
+# ... or once the calls of the quick code took this long (a few long calls tier up too)
+TIER_UP_SECONDS = float(os.environ.get("ADCOMPILE_TIER_UP_SECONDS", "0.05") or 0)
+
+
+def _redo_blob(redo):
+    """A Code.redo as bytes for the cache: empty (final), b"T" and a Once text, b"B" and
+    bitcode."""
+    if redo is None:
+        return b""
+    return b"B" + redo if isinstance(redo, bytes) else b"T" + str(redo).encode()
+
+
+def _redo_loaded(blobs, count):
+    """The redo list of `count` cached objects from their blobs (None when absent or of
+    another layout: then the cached code stays as it is)."""
+    if blobs is None or len(blobs) != count:
+        return None
+    return [None if not blob else jit.Once(blob[1:].decode()) if blob[:1] == b"T"
+            else bytes(blob[1:]) for blob in blobs]
 _tiering = []  # the tier-up threads not yet joined
 _tier_lock = threading.Lock()
 _tier_lock_start = threading.Lock()
@@ -361,15 +383,21 @@ class NativeFunction:
     def __call__(self, *args):
         last = self.last
         if last is not None:
-            result = last.entry(*args)
-            if result is not capi.MISS:
-                if last.calls_left:
-                    last.called()
-                return result
+            if not last.calls_left:
+                result = last.entry(*args)
+                if result is not capi.MISS:
+                    return result
+            else:  # the quick tier's code: count the call and its time
+                start = time.perf_counter()
+                result = last.entry(*args)
+                if result is not capi.MISS:
+                    last.called(time.perf_counter() - start)
+                    return result
         variant = self.variant(args)
+        start = time.perf_counter()
         result = variant.entry(*args)
         if variant.calls_left and result is not capi.MISS:
-            variant.called()
+            variant.called(time.perf_counter() - start)
         if result is capi.MISS:  # e.g. a float cotangent for an int result: convert it
             args = tuple(_coerce(v, p.type) for v, p in zip(args, self.fn.params))
             result = variant.entry(*args)
