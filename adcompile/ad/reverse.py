@@ -547,8 +547,8 @@ class _Reverse:
                 rest = [self.val[v] for v in op.operands[1:]]
                 self.shadow[r] = self.b.value(op.prim, [self.shadow[op.operands[0]]] + rest,
                                               op.attrs, name=f"{r.name or 'a'}_bar")
-            elif op.operands[0] in self.late:
-                self.late.add(op.results[0])
+            elif op.operands[0] in self.late or op.operands[0] in self.late_yields:
+                self.late.add(op.results[0])  # (made when its base's shadow is: late_shadow)
         elif op.results and isinstance(op.results[0].type, T.Array) and \
                 op.results[0] in self.active and _float(op.results[0].type) and \
                 op.results[0] not in self.functional:
@@ -1928,14 +1928,19 @@ def _reaching_the_output(fn):
     the result never reads (`a[k] *= inf * x` before `return -0.5 * x`) has no adjoint, whose
     zero would otherwise meet the infinite partial derivative (nan). Programs with tapes
     (a derivative differentiated again) keep every write: their arrays share memory through
-    the tapes. Returns (those values, the test of whether an array's memory root is such an
-    array whose contents reach no output)."""
+    the tapes. An array a loop or a branch merges (a loop's result, its carried parameter, a
+    branch's result) is such an array when every array of its slot (_merged_slots) is, and
+    nothing writes into them. Returns (those values, the test of whether an array's memory
+    root is such an array whose contents reach no output)."""
     useful = set(fn.body.terminator.operands)
     ops = list(walk(fn.body))
     regions = [op for op in ops if op.regions]
     params = set(fn.params)
     tapes = any(op.prim.startswith("tape_") for op in ops)
     read = set()  # memory roots of the useful array values
+    slots = _merged_slots(regions)
+    written = {_root(op.operands[0]) for op in ops if op.prim in _WRITES}
+    merged = {}  # len(read) -> the merged arrays whose slots are unread then
 
     def mark(values):
         new = [v for v in values if v not in useful]
@@ -1943,9 +1948,33 @@ def _reaching_the_output(fn):
         read.update(_root(v) for v in new if isinstance(v.type, T.Array))
         return bool(new)
 
-    def unread(root):
+    def unread_merges():
+        """The merged arrays whose every slot member's root is unread: the largest such
+        set (a loop's slot refers to itself), for the roots read so far."""
+        if len(read) not in merged:
+            ok = {v for v in slots if v not in read and v not in written}
+            changed = True
+            while changed:
+                changed = False
+                for v in list(ok):
+                    if not all(made_unread(_root(m)) or _root(m) in ok
+                               for m in slots[v]):
+                        ok.discard(v)
+                        changed = True
+            merged.clear()
+            merged[len(read)] = ok
+        return merged[len(read)]
+
+    def made_unread(root):
         made = root in params or (root.owner is not None and not root.owner.regions)
-        return made and not tapes and root not in read
+        return made and root not in read and root not in written
+
+    def unread(root):
+        if tapes:
+            return False
+        if root in params or (root.owner is not None and not root.owner.regions):
+            return root not in read
+        return root in slots and root in unread_merges()
 
     read.update(_root(v) for v in useful if isinstance(v.type, T.Array))
     changed = True
@@ -1958,6 +1987,8 @@ def _reaching_the_output(fn):
                 if not unread(_root(op.operands[0])):
                     changed |= mark(op.operands)
                 continue
+            if op.prim in ("yield", "condition"):
+                continue  # a region's terminator: _region_flow, slot by slot
             if not op.results or op.prim == "tape_push" or \
                     any(r in useful for r in op.results):
                 if op.regions:
@@ -1966,6 +1997,35 @@ def _reaching_the_output(fn):
         for op in regions:
             changed |= mark(_region_flow(op, useful))
     return useful, unread
+
+
+def _merged_slots(regions):
+    """{array a loop or branch merges: the values of its slot}: a loop's result, carried
+    parameters, initial and yielded values; a branch's result and the values its regions
+    yield."""
+    slots = {}
+    for op in regions:
+        if op.prim == "for":
+            body = op.regions[0]
+            groups = [(op.operands[3 + k], body.params[1 + k], body.terminator.operands[k], r)
+                      for k, r in enumerate(op.results)]
+        elif op.prim == "while":
+            head, body = op.regions
+            groups = [(op.operands[k], head.params[k], body.params[k],
+                       head.terminator.operands[1 + k], body.terminator.operands[k], r)
+                      for k, r in enumerate(op.results)]
+        elif op.prim == "if":
+            groups = [tuple(region.terminator.operands[k] for region in op.regions) + (r,)
+                      for k, r in enumerate(op.results)]
+        else:
+            continue
+        params = {p for region in op.regions for p in region.params}
+        for group in groups:
+            if isinstance(group[-1].type, T.Array):
+                for v in group:
+                    if v.owner is op or v in params:  # (the merged ones)
+                        slots[v] = group
+    return slots
 
 
 def _region_flow(op, useful):

@@ -898,6 +898,59 @@ def test_an_array_only_compared_gets_no_adjoint(backend):
     np.testing.assert_array_equal(g, (np.arcsin(np.clip(x, -1, 1)) >= 0) & (np.abs(x) <= 1))
 
 
+def mask_carried_by_a_loop(x):
+    acc = np.arcsin(x) * 1.0
+    for i in range(3):
+        acc = acc * 2.0
+    return np.sum(x[acc >= 0])
+
+
+def mask_merged_by_a_branch(flag, x):
+    acc = np.arcsin(x) * 1.0
+    if flag > 0:
+        acc = acc * 2.0
+    return np.sum(x[acc >= 0])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_array_only_compared_after_a_loop_or_branch_gets_no_adjoint(backend):
+    """As above, with the compared array carried by a loop or merged by a branch: the slot's
+    arrays (initial, carried, yielded, result) reach no output, so none gets an adjoint
+    (each had a zero one, and arcsin's partial made it nan where |x| > 1)."""
+    x = np.array([0.5, -0.3, 1.5, 0.2])
+    expected = np.array([1.0, 0.0, 0.0, 1.0])
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g_loop = ac.grad(compiled(mask_carried_by_a_loop, backend))(x)
+        g_branch = ac.grad(compiled(mask_merged_by_a_branch, backend), argnums=1)(1.0, x)
+    np.testing.assert_array_equal(g_loop, expected)
+    np.testing.assert_array_equal(g_branch, expected)
+
+
+def reversed_view_in_a_loop(a, n):
+    h = np.log(a) * 0.5
+    t = a * 1.0
+    u = 0.0
+    for i in range(n):
+        h = h * 0.5 + a
+        u = t[0] if h[i] <= t[1] else u
+        t = a * h[::-1]
+    return float(np.sum(t)) + u
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_view_of_an_array_the_reversed_loop_carries(backend):
+    """h is made in the loop and carried to the next trip: the reversed loop carries its
+    shadow, and the view h[::-1] takes its shadow from that one (it had none: KeyError,
+    fuzz seed 3411244320428)."""
+    a = np.array([0.5, 0.9, 1.3, 1.7])
+    g = ac.grad(compiled(reversed_view_in_a_loop, backend))(a, 3)
+    eps = 1e-6
+    fd = [(reversed_view_in_a_loop(a + eps * e, 3) - reversed_view_in_a_loop(a - eps * e, 3))
+          / (2 * eps) for e in np.eye(4)]
+    np.testing.assert_allclose(g, fd, rtol=1e-6)
+
+
 def constant_test_returns(a, b):
     if -7:
         return a
