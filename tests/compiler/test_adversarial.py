@@ -951,6 +951,20 @@ def test_a_view_of_an_array_the_reversed_loop_carries(backend):
     np.testing.assert_allclose(g, fd, rtol=1e-6)
 
 
+def huge_folded_int(x, n):
+    v = int(1.7976931348623157e308) * 10  # folded: an int no float holds
+    return x + (v + n) % 7 + (n - v) % 5
+
+
+@pytest.mark.parametrize("backend", ["interp", "python"])
+def test_an_int_constant_no_float_holds_is_emitted(backend):
+    """The Python backend printed a folded int constant through math.copysign, which turns
+    it into a float: OverflowError while compiling (fuzz seed 3411244320685). Compiled code
+    has 64-bit ints and raises OverflowError instead (test_native)."""
+    v = int(1.7976931348623157e308) * 10
+    same(compiled(huge_folded_int, backend)(1.0, 3), 1.0 + (v + 3) % 7 + (3 - v) % 5)
+
+
 def constant_test_returns(a, b):
     if -7:
         return a

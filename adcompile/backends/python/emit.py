@@ -229,7 +229,9 @@ class _Emitter:
             node = ast.UnaryOp(ast.USub(), self.call("float", [ast.Constant("nan")]))
         elif isinstance(value, float) and not math.isfinite(value):  # the NaN keeps its sign
             node = self.call("float", [ast.Constant(repr(value))])
-        elif not isinstance(value, bool) and math.copysign(1.0, value) < 0:
+        elif not isinstance(value, bool) and (value < 0 if isinstance(value, int) else
+                                              math.copysign(1.0, value) < 0):
+            # (an int need not fit a float: int(1.8e308) * 10 folded is one constant)
             # a unary minus, so that astor parenthesises it: (-2.0) ** y, not -2.0 ** y
             node = ast.UnaryOp(ast.USub(), ast.Constant(-value))
         else:
