@@ -29,7 +29,7 @@ from adcompile.errors import ArgumentError, CompileError
 from adcompile.ir import types as T
 from adcompile.ir.builder import IRBuilder
 from adcompile.ir.nodes import Block, Function, Op, Value, export_from_if, walk, walk_op
-from adcompile.ir.nodes import MEMORY_VIEWS, memory_root as _root
+from adcompile.ir.nodes import MEMORY_VIEWS, memory_root as _root, region_slots
 from adcompile.ir.prims import ELEMENTWISE, PRIMS
 from adcompile.passes.dce import dead_code
 from adcompile.passes.simplify import constant_fold
@@ -1172,9 +1172,9 @@ class _Reverse:
     def rev_load(self, op, adj, scope):
         array = op.operands[0]
         r = op.results[0]
-        if (array not in self.shadow and array not in self.late) or \
-                isinstance(r.type, T.Array):
-            return
+        if (array not in self.shadow and array not in self.late and
+                array not in self.late_yields) or isinstance(r.type, T.Array):
+            return  # (a late yield's shadow: the reversed loop carries it, _reverse_loop)
         g = adj.get(r)
         if g is None:
             return
@@ -2005,22 +2005,8 @@ def _merged_slots(regions):
     yield."""
     slots = {}
     for op in regions:
-        if op.prim == "for":
-            body = op.regions[0]
-            groups = [(op.operands[3 + k], body.params[1 + k], body.terminator.operands[k], r)
-                      for k, r in enumerate(op.results)]
-        elif op.prim == "while":
-            head, body = op.regions
-            groups = [(op.operands[k], head.params[k], body.params[k],
-                       head.terminator.operands[1 + k], body.terminator.operands[k], r)
-                      for k, r in enumerate(op.results)]
-        elif op.prim == "if":
-            groups = [tuple(region.terminator.operands[k] for region in op.regions) + (r,)
-                      for k, r in enumerate(op.results)]
-        else:
-            continue
         params = {p for region in op.regions for p in region.params}
-        for group in groups:
+        for group in region_slots(op):
             if isinstance(group[-1].type, T.Array):
                 for v in group:
                     if v.owner is op or v in params:  # (the merged ones)
@@ -2161,13 +2147,22 @@ def _functional_loops(fn, active, memory):
             y = yields[k]
             if plain(p) and (y is p or y in candidates):
                 found.add(k)
-        # a yielded value of a slot that is not functional needs its shadow
-        for k, y in enumerate(yields):
-            if k not in found:
-                candidates.discard(y)
-        for k in list(found):
-            if yields[k] is not body.params[1 + k] and yields[k] not in candidates:
-                found.discard(k)
+        params = body.params[1:]
+        changed = True
+        while changed:
+            changed = False
+            # a yielded value of a slot that is not functional needs its shadow, also when
+            # it is another slot's parameter (`a, b = b, a * x`: a's slot yields b)
+            for k, y in enumerate(yields):
+                if k not in found:
+                    candidates.discard(y)
+                    for j in [j for j in found if params[j] is y]:
+                        found.discard(j)
+                        changed = True
+            for k in list(found):
+                if yields[k] is not params[k] and yields[k] not in candidates:
+                    found.discard(k)
+                    changed = True
         slots.update((op, k) for k in found)
         inner.update(candidates)
         inner.update(body.params[1 + k] for k in found)

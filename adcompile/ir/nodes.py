@@ -113,6 +113,24 @@ VIEWS = ("load", "slice", "transpose", "diagonal", "broadcast_to", "reshape", "s
 MEMORY_VIEWS = ("load", "slice", "transpose", "diagonal", "strided", "reshape")
 
 
+def region_slots(op):
+    """The values of each slot of region op `op` (a `for`, `while` or `if`): one tuple per
+    result, of the values that are that result on some path (the initial value, the carried
+    parameters, the yielded values, the result itself); () for other ops."""
+    if op.prim == "for":
+        body = op.regions[0]
+        return [(op.operands[3 + k], body.params[1 + k], body.terminator.operands[k], r)
+                for k, r in enumerate(op.results)]
+    if op.prim == "while":
+        head, body = op.regions
+        return [(op.operands[k], head.params[k], body.params[k], head.terminator.operands[1 + k],
+                 body.terminator.operands[k], r) for k, r in enumerate(op.results)]
+    if op.prim == "if":
+        return [tuple(region.terminator.operands[k] for region in op.regions) + (r,)
+                for k, r in enumerate(op.results)]
+    return ()
+
+
 def memory_root(array):
     """The array whose memory `array` may be (a view's or a row's operand, followed to the
     first array that is not one: MEMORY_VIEWS)."""

@@ -6,7 +6,7 @@ exactly what the op would have computed at run time (errors, e.g. 1/0, are left 
 
 from adcompile.ir import interp
 from adcompile.ir import types as T
-from adcompile.ir.nodes import VIEWS, WRITES, walk
+from adcompile.ir.nodes import VIEWS, WRITES, region_slots, walk
 
 _FOLDABLE = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "neg", "abs", "eq", "ne",
              "lt", "le", "gt", "ge", "not", "truth", "cast", "min", "max"}
@@ -74,15 +74,32 @@ def _root(v):
 
 
 def _written_arrays(fn):
-    """Arrays something writes into, directly or through a view (and those views)."""
+    """Arrays something writes into, directly or through a view (and those views), and every
+    array of a loop's or branch's slot one of whose arrays is written (`a = x * 1.0` carried
+    by a loop that writes into `a`: x * 1 is a new array there, not x)."""
     written = set()
+
+    def add(v):
+        new = v not in written
+        written.add(v)
+        while v.owner is not None and v.owner.prim in VIEWS:
+            v = v.owner.operands[0]
+            new |= v not in written
+            written.add(v)
+        return new
+
+    slots = []
     for op in walk(fn.body):
         if op.prim in WRITES:
-            v = op.operands[0]
-            written.add(v)
-            while v.owner is not None and v.owner.prim in VIEWS:
-                v = v.owner.operands[0]
-                written.add(v)
+            add(op.operands[0])
+        slots += [slot for slot in region_slots(op) if isinstance(slot[-1].type, T.Array)]
+    changed = True
+    while changed:
+        changed = False
+        for slot in slots:
+            if any(v in written or _root(v) in written for v in slot):
+                for v in slot:
+                    changed |= add(v)
     return written
 
 

@@ -927,6 +927,50 @@ def test_an_array_only_compared_after_a_loop_or_branch_gets_no_adjoint(backend):
     np.testing.assert_array_equal(g_branch, expected)
 
 
+def element_of_a_carried_array(x):
+    a = x * 2.0
+    s = 0.0
+    for i in range(3):
+        a = a * x
+        s = s + a[i]
+    return s
+
+
+def swapped_carried_arrays(x):
+    a = x * 1.0
+    b = x * 2.0
+    for i in range(2):
+        a, b = b, a * x
+    return a[0] + b[1]
+
+
+def written_copy_carried_by_a_loop(x):
+    a = x * 1.0
+    for i in range(2):
+        a[0] = a[0] * 3.0
+        a = a * x
+    return a[0]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [element_of_a_carried_array, swapped_carried_arrays,
+                                written_copy_carried_by_a_loop])
+def test_arrays_a_loop_makes_and_carries(fn, backend):
+    """Three gradients through arrays a loop carries, found by review: an element read of
+    the array the body makes and yields had no adjoint (0); of two slots swapping arrays,
+    one carried its adjoint as a value and the other looked for its shadow (half the
+    gradient lost); and `x * 1.0` was folded to x although the loop writes into it, so the
+    function wrote into its argument."""
+    x = np.array([0.5, -0.3, 0.7])
+    before = x.copy()
+    same(compiled(fn, backend)(x), fn(before.copy()))
+    np.testing.assert_array_equal(x, before)
+    g = ac.grad(compiled(fn, backend))(x)
+    eps = 1e-6
+    fd = [(fn(x + eps * e) - fn(x - eps * e)) / (2 * eps) for e in np.eye(3)]
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-9)
+
+
 def reversed_view_in_a_loop(a, n):
     h = np.log(a) * 0.5
     t = a * 1.0

@@ -437,7 +437,7 @@ def test_small_texts_are_code_generated_at_once(monkeypatch, made):
     adcompile(scalar_loops)(a, a)  # a module of a few hundred lines
     (variant,) = made
     assert levels and set(levels) == {3}
-    assert not variant.pending and not any(variant.redo)
+    assert not variant.pending and variant.redo is None
 
 
 def test_a_long_call_starts_the_tier_up(quick_tier, monkeypatch, made):
@@ -452,6 +452,16 @@ def test_a_long_call_starts_the_tier_up(quick_tier, monkeypatch, made):
     assert not variant.pending and variant.redo is None
 
 
+def test_no_time_limit_means_calls_only(quick_tier, monkeypatch, made):
+    monkeypatch.setattr(native, "TIER_UP", 1000)
+    monkeypatch.setattr(native, "TIER_UP_SECONDS", 0.0)
+    f = grad(adcompile(mlp_like), argnums=(1, 2))
+    for _ in range(3):
+        f(*_mlp_args(20))
+    (variant,) = made
+    assert variant.pending and variant.tier_thread is None
+
+
 def test_a_later_process_tiers_up_the_quick_code_it_finds(tmp_path, monkeypatch, made):
     """The quick objects in the cache come with what their final code is made from."""
     monkeypatch.setenv("ADCOMPILE_CACHE_DIR", str(tmp_path))
@@ -460,6 +470,7 @@ def test_a_later_process_tiers_up_the_quick_code_it_finds(tmp_path, monkeypatch,
     monkeypatch.setattr(native, "TIER_UP", 1000)
     args = _mlp_args(20)
     expected = grad(adcompile(mlp_like), argnums=(1, 2))(*args)
+    assert len(list(tmp_path.rglob("*.o"))) == 1  # (the objects and their redo: one entry)
     monkeypatch.setattr(native, "TIER_UP", 1)
     g = grad(adcompile(mlp_like), argnums=(1, 2))  # a new function object: from the cache
     result = g(*args)
@@ -498,12 +509,13 @@ def test_a_failed_tier_up_keeps_the_quick_code(quick_tier, monkeypatch, made):
     args = _mlp_args(20)
     f = grad(adcompile(mlp_like), argnums=(1, 2))
     first = f(*args)
+    quick_entry = made[0].entry
     with pytest.warns(RuntimeWarning, match="could not compile"):
         for _ in range(4):
             f(*args)
         native.settle()
     (variant,) = made
-    assert not variant.pending and variant.redo is not None
+    assert not variant.pending and variant.redo is None and variant.entry is quick_entry
     for a, b in zip(f(*args), first):
         np.testing.assert_array_equal(a, b)
 

@@ -129,25 +129,26 @@ class Variant:
         self.calls_left = 0
         self.seconds_left = 0.0
         self.tier_thread = None
-        self._full_key, self._redo_key = jit.cache_key(key, "full"), jit.cache_key(key, "redo")
+        self._full_key = jit.cache_key(key, "full")
         objects = jit.cache_load(self._full_key)  # what an earlier tier-up left
         if objects is None:
-            objects = jit.cache_load(key)
-            if objects is not None:
-                self.redo = _redo_loaded(jit.cache_load(self._redo_key), len(objects))
+            stored = jit.cache_load(key)
+            if stored is not None:
+                objects, self.redo = _unpacked(stored)
         self.from_cache = objects is not None
         if objects is None:
             with collector.paused():
                 objects = self.compile()
             self.redo = [code.redo for code in objects]
-            jit.cache_store(key, objects)
-            if any(self.redo):
-                jit.cache_store(self._redo_key, [_redo_blob(r) for r in self.redo])
+            jit.cache_store(key, _packed(objects, self.redo))
         self.pending = bool(self.redo and any(self.redo)) and TIER_UP > 0 and \
             jit.can_tier_up()
         self.objects = objects if self.pending else None  # (kept for the tier-up only)
         if self.pending:
-            self.calls_left, self.seconds_left = TIER_UP, TIER_UP_SECONDS
+            self.calls_left = TIER_UP
+            self.seconds_left = TIER_UP_SECONDS if TIER_UP_SECONDS > 0 else float("inf")
+        elif self.redo is not None and not self.pending:
+            self.redo = None  # (nothing will use it)
         self.entry = self._install(objects)
 
     @property
@@ -189,9 +190,8 @@ class Variant:
             objects = [code if redo is None else jit.compile_full(redo)
                        for code, redo in zip(self.objects, self.redo)]
             self.entry = self._install(objects)
-            self.redo = None
-        finally:
-            self.pending, self.objects = False, None
+        finally:  # (after a failure the quick code stays, for good)
+            self.pending, self.objects, self.redo = False, None, None
         jit.cache_store(self._full_key, objects)
 
     def compile(self):
@@ -244,25 +244,35 @@ class Variant:
 
 
 TIER_UP = int(os.environ.get("ADCOMPILE_TIER_UP", "20") or 0)  # calls; 0: never
-# ... or once the calls of the quick code took this long (a few long calls tier up too)
+# ... or once the calls of the quick code took this long (a few long calls tier up too;
+# 0: calls only)
 TIER_UP_SECONDS = float(os.environ.get("ADCOMPILE_TIER_UP_SECONDS", "0.05") or 0)
+_REDO = b"adcompile redo "  # (no object file starts so)
 
 
-def _redo_blob(redo):
-    """A Code.redo as bytes for the cache: empty (final), b"T" and a Once text, b"B" and
-    bitcode."""
-    if redo is None:
-        return b""
-    return b"B" + redo if isinstance(redo, bytes) else b"T" + str(redo).encode()
+def _packed(objects, redo):
+    """The cache entry of a compile: its objects, and when some were compiled quickly what
+    their final code is made from (one blob each: empty when final, b"T" and a Once text, b"B"
+    and bitcode) and a last blob that says how many objects there are. One entry, so that
+    quick objects never come without it."""
+    if not any(redo):
+        return list(objects)
+    blobs = [b"" if r is None else b"B" + r if isinstance(r, bytes) else
+             b"T" + str(r).encode() for r in redo]
+    return list(objects) + blobs + [_REDO + str(len(objects)).encode()]
 
 
-def _redo_loaded(blobs, count):
-    """The redo list of `count` cached objects from their blobs (None when absent or of
-    another layout: then the cached code stays as it is)."""
-    if blobs is None or len(blobs) != count:
-        return None
-    return [None if not blob else jit.Once(blob[1:].decode()) if blob[:1] == b"T"
-            else bytes(blob[1:]) for blob in blobs]
+def _unpacked(stored):
+    """(objects, redo list or None) from a cache entry _packed made."""
+    last = stored[-1]
+    if not last.startswith(_REDO):
+        return stored, None
+    count = int(last[len(_REDO):])
+    if len(stored) != 2 * count + 1:
+        return None, None  # (another layout: compiled again)
+    redo = [None if not blob else jit.Once(blob[1:].decode()) if blob[:1] == b"T"
+            else bytes(blob[1:]) for blob in stored[count:2 * count]]
+    return stored[:count], redo
 _tiering = []  # the tier-up threads not yet joined
 _tier_lock = threading.Lock()
 _tier_lock_start = threading.Lock()
