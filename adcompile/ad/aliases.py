@@ -28,7 +28,7 @@ of its own time instead of the contents the last trip left.
 """
 
 from adcompile.ir import types as T
-from adcompile.ir.nodes import WRITES, memory_root, walk
+from adcompile.ir.nodes import WRITES, memory_root, region_slots, walk
 
 _VIEWS = ("load", "slice", "transpose", "diagonal")
 
@@ -40,7 +40,7 @@ class TapeAliases:
         for op in walk(fn.body):
             for group in _sharing(op):
                 self.union(group)
-            for group in _slots(op):
+            for group in region_slots(op):
                 merged.update(group)
         written = {self.find(op.operands[0]) for op in walk(fn.body) if op.prim in WRITES}
         classes = {}
@@ -92,22 +92,4 @@ def _sharing(op):
         return [tuple(op.operands)]
     if op.prim == "tape_pop" and isinstance(op.results[0].type, T.Array):
         return [(op.operands[0], op.results[0])]
-    return [g for g in _slots(op) if isinstance(g[0].type, T.Array)]
-
-
-def _slots(op):
-    """Per carried (or merged) value of a region op: its initial value, block parameters,
-    yielded values and result."""
-    if op.prim == "for":
-        body = op.regions[0]
-        return [(op.operands[3 + k], body.params[1 + k], body.terminator.operands[k], r)
-                for k, r in enumerate(op.results)]
-    if op.prim == "while":
-        head, body = op.regions
-        passed = head.terminator.operands[1:]
-        return [(op.operands[k], head.params[k], passed[k], body.params[k],
-                 body.terminator.operands[k], r) for k, r in enumerate(op.results)]
-    if op.prim == "if":
-        return [(r,) + tuple(region.terminator.operands[k] for region in op.regions)
-                for k, r in enumerate(op.results)]
-    return []
+    return [g for g in region_slots(op) if isinstance(g[0].type, T.Array)]
