@@ -353,7 +353,9 @@ def _call_tensor_hook(fn, g, ops):
 def _run_tensor_hooks(node, grads, ops):
     if type(node) is AccumulateGrad:
         m = node.variable._meta
-        if m is not None and m.hooks:
+        # (a leaf an in-place op has since given a history: its leaf hooks are gone, as
+        # PyTorch reads them from the tensor when the node runs; the node then raises)
+        if m is not None and m.hooks and node.variable._grad_fn is None:
             for fn in list(m.hooks.values()):
                 grads[0] = _call_tensor_hook(fn, grads[0], ops)
         return

@@ -996,6 +996,17 @@ b = x > 5
 c = b.view_as(b)
 b &= c
 """,
+    # a leaf's hooks ran before its old AccumulateGrad raised (the leaf was detached and got a
+    # history in place); PyTorch reads the hooks from the tensor then, and it has none
+    "leaf_hook_after_detach_and_inplace": """
+v1 = torch.tensor([[0.5, 1.5], [2.0, -1.0]], requires_grad=True)
+v2 = v1.ceil()
+v1.register_hook(hook('v1'))
+v1.detach_()
+v1 -= v2
+v1.pow(2).mean().backward()
+_log = list(log)
+""",
 }
 
 
