@@ -1940,7 +1940,7 @@ def _reaching_the_output(fn):
     read = set()  # memory roots of the useful array values
     slots = _merged_slots(regions)
     written = {_root(op.operands[0]) for op in ops if op.prim in _WRITES}
-    merged = {}  # len(read) -> the merged arrays whose slots are unread then
+    merged = [-1, set()]  # (len(read) when computed, the merged arrays then unread)
 
     def mark(values):
         new = [v for v in values if v not in useful]
@@ -1948,31 +1948,30 @@ def _reaching_the_output(fn):
         read.update(_root(v) for v in new if isinstance(v.type, T.Array))
         return bool(new)
 
+    def made(root):
+        return root in params or (root.owner is not None and not root.owner.regions)
+
     def unread_merges():
-        """The merged arrays whose every slot member's root is unread: the largest such
-        set (a loop's slot refers to itself), for the roots read so far."""
-        if len(read) not in merged:
+        """The merged arrays whose every slot member's root is unread and not written: the
+        largest such set (a loop's slot refers to itself), for the roots read so far."""
+        if merged[0] != len(read):  # (read only grows)
             ok = {v for v in slots if v not in read and v not in written}
             changed = True
             while changed:
                 changed = False
                 for v in list(ok):
-                    if not all(made_unread(_root(m)) or _root(m) in ok
-                               for m in slots[v]):
+                    roots = [_root(m) for m in slots[v]]
+                    if not all(r in ok or made(r) and r not in read and r not in written
+                               for r in roots):
                         ok.discard(v)
                         changed = True
-            merged.clear()
-            merged[len(read)] = ok
-        return merged[len(read)]
-
-    def made_unread(root):
-        made = root in params or (root.owner is not None and not root.owner.regions)
-        return made and root not in read and root not in written
+            merged[:] = [len(read), ok]
+        return merged[1]
 
     def unread(root):
         if tapes:
             return False
-        if root in params or (root.owner is not None and not root.owner.regions):
+        if made(root):
             return root not in read
         return root in slots and root in unread_merges()
 

@@ -147,7 +147,7 @@ class Variant:
         if self.pending:
             self.calls_left = TIER_UP
             self.seconds_left = TIER_UP_SECONDS if TIER_UP_SECONDS > 0 else float("inf")
-        elif self.redo is not None and not self.pending:
+        else:
             self.redo = None  # (nothing will use it)
         self.entry = self._install(objects)
 
@@ -273,6 +273,8 @@ def _unpacked(stored):
     redo = [None if not blob else jit.Once(blob[1:].decode()) if blob[:1] == b"T"
             else bytes(blob[1:]) for blob in stored[count:2 * count]]
     return stored[:count], redo
+
+
 _tiering = []  # the tier-up threads not yet joined
 _tier_lock = threading.Lock()
 _tier_lock_start = threading.Lock()
@@ -393,16 +395,12 @@ class NativeFunction:
     def __call__(self, *args):
         last = self.last
         if last is not None:
-            if not last.calls_left:
-                result = last.entry(*args)
-                if result is not capi.MISS:
-                    return result
-            else:  # the quick tier's code: count the call and its time
-                start = time.perf_counter()
-                result = last.entry(*args)
-                if result is not capi.MISS:
+            start = time.perf_counter() if last.calls_left else 0.0  # (the quick tier's)
+            result = last.entry(*args)
+            if result is not capi.MISS:
+                if last.calls_left:
                     last.called(time.perf_counter() - start)
-                    return result
+                return result
         variant = self.variant(args)
         start = time.perf_counter()
         result = variant.entry(*args)
