@@ -154,10 +154,10 @@ def compile_objects(ir_text, parts=None, texts=None, quick=False):
         if texts is not None:
             texts.extend(made)
         texts = made
-        if count < 2 or len(texts) == 1 or not _can_unlock():  # one thread
-            tms = _init()["tms"]
-            if not _can_unlock():  # (then no part is quick: see tiered and native.py)
-                return [Code(tms[0].emit_object(optimize(text))) for text in texts]
+        tms = _init()["tms"]
+        if not _can_unlock():  # one thread, llvmlite's calls (no quick part: see tiered)
+            return [Code(tms[0].emit_object(optimize(text))) for text in texts]
+        if count < 2 or len(texts) == 1:  # one thread
             return [_object_code(text, tms, quick) for text in texts]
         with Jobs(min(len(texts), count) - 1, quick) as jobs:
             return jobs.finish(texts)
