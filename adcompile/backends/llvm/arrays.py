@@ -21,6 +21,7 @@ allow; elementwise ops fuse into the loops of their consumers (fusion.py).
 
 import llvmlite.ir as ir
 
+from adcompile.backends.llvm import ufuncs
 from adcompile.backends.llvm.fusion import LazyV, Pack
 from adcompile.backends.llvm.pairwise import Cells, Locals, PairwiseLowering, _pick, \
     planning, while_loop
@@ -306,6 +307,8 @@ class ArrayLowering(PairwiseLowering):
     def elementwise(self, op):
         t = op.results[0].type
         values = [self.v(x) for x in op.operands]
+        if ufuncs.replaces(op):
+            return self.ufunc_elementwise(op, values)
         if any(isinstance(v, JoinV) for v in values):
             return self.join_elementwise(op, values)
         arrays = [v for v in values if isinstance(v, (ArrayV, LazyV))]
@@ -1292,6 +1295,8 @@ class ArrayLowering(PairwiseLowering):
         """One reduction over the elements of x at base + the index of `shape` (C order);
         returns a register of `dtype`."""
         b = self.b
+        if ufuncs.reduces(prim, x.dtype):
+            return self.cast_to(self.ufunc_reduce(prim, x, base, shape, strides), x.dtype, dtype)
         acc_dtype = accumulated(prim, x.dtype, dtype)
         acc_t = REG[acc_dtype]
         acc = self.scratch(acc_t, "acc")

@@ -42,7 +42,7 @@ import math
 
 import llvmlite.ir as ir
 
-from adcompile.backends.llvm import tiles
+from adcompile.backends.llvm import tiles, ufuncs
 from adcompile.backends.llvm.memory import sum_to_may_alias
 from adcompile.backends.llvm.values import I1, I64, ITEMSIZE, MEM, ArrayV, JoinV, LazyNode, \
     LazyV, Pack, i64
@@ -294,6 +294,8 @@ def _join_uses(v, uses, depth=0):
             if depth >= 16 or not _stepless(user) or \
                     not _join_uses(user.results[0], uses, depth + 1):
                 return False
+        elif ufuncs.replaces(user):
+            return False
         elif user.prim in ELEMENTWISE or user.prim == "concatenate":
             t = user.results[0].type
             if not (isinstance(t, T.Array) and t.ndim == 1):
@@ -414,8 +416,8 @@ def _fusible(op):
         return isinstance(op.results[0].type, T.Array)
     if op.prim == "concatenate":
         return JOIN and _joinable(op)
-    if op.prim not in ELEMENTWISE or len(op.results) != 1:
-        return False
+    if op.prim not in ELEMENTWISE or len(op.results) != 1 or ufuncs.replaces(op):
+        return False  # (numpy's loops compute a block at a time: ufuncs.py)
     t = op.results[0].type
     if not isinstance(t, T.Array):
         return False

@@ -33,6 +33,7 @@ from adcompile.backends.llvm.joins import JoinLowering
 from adcompile.backends.llvm.linalg import LINALG_RULES, LinalgLowering
 from adcompile.backends.llvm.memory import MemoryLowering, origins
 from adcompile.backends.llvm.tiles import TileLowering
+from adcompile.backends.llvm.ufuncs import UfuncLowering
 from adcompile.backends.llvm.parallel import ParallelLowering, enable as enable_parallel
 from adcompile.backends.llvm.values import (CONTEXT, CTX_ERR, F32, F64, I1, I8, I32, I64, MEM,
                                             OK, PTR, REG, TAPE, ArrayV, Builder, JoinV, TapeV,
@@ -113,7 +114,7 @@ class ErrorTable(dict):
 
 
 class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
-                FusionLowering, JoinLowering, TileLowering):
+                FusionLowering, JoinLowering, TileLowering, UfuncLowering):
     def __init__(self, module, func, fastmath, boundscheck):
         self.module = module
         self.func = func

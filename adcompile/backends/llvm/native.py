@@ -19,7 +19,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from adcompile.backends.llvm import capi, fusion, jit, merge, pool, reassociate, split, \
-    stream, tiles, values
+    stream, tiles, ufuncs, values
 from adcompile.backends.llvm.entry import METH_FASTCALL, build_entry
 from adcompile.backends.llvm import lower
 from adcompile.backends.llvm.lower import lower_kernel
@@ -111,13 +111,17 @@ class Variant:
             imports.update(capi.lapack_symbols())
         if any(op.prim == "matmul" for op in walk(fn.body)):
             imports.update(capi.blas_symbols())
+        looped = any(ufuncs.calls(op) for op in walk(fn.body))
+        if looped:  # numpy's loops of transcendental functions of arrays
+            imports.update(ufuncs.symbols())
         if options.parallel is not False and _has_arrays(fn):
             imports.update(pool.symbols())
         self.lapack = any(name.startswith("adc_lapack_") for name in imports)
         self.blas = any(name.startswith("adc_blas_") for name in imports)
         key = jit.cache_key(print_function(fn), _locations(fn), layouts, options.key(), exact,
                             self.lapack, self.blas, lower.OUTLINE, lower.FUSE, fusion.JOIN,
-                            tiles.TILES, tiles.TILE, tiles.MIN_TILED, values.SHARED)
+                            tiles.TILES, tiles.TILE, tiles.MIN_TILED, values.SHARED,
+                            ufuncs.key() if looped else ())
         self.imports = imports
         self._module = None
         self._trackers = []
