@@ -1129,13 +1129,19 @@ class _Reverse:
         if dst not in self.shadow and not _has_shadow(scope, dst):
             return
         shadow = scope.shadow(dst, self)
+        clear = [shadow, self.b.const(0.0, T.Scalar(shadow.type.dtype))]
         if value in self.active and _float(value.type):
             g = shadow if isinstance(value.type, T.Scalar) or _same_shape(value, dst) else \
                 self.sum_to(shadow, scope.get(value))
             if isinstance(value.type, T.Array):
-                g = self.b.value("copy", (g,))  # read before the shadow is cleared
+                # read before the shadow is cleared, and cleared before the value's shadow is
+                # added into: the two may overlap (`x[1:-1] = x[2:]`, `x[...] = x`)
+                g = self.b.value("copy", (g,))
+                self.b.emit("assign", clear)
+                self.accumulate_into(value, g, adj, scope)
+                return
             self.accumulate_into(value, g, adj, scope)
-        self.b.emit("assign", [shadow, self.b.const(0.0, T.Scalar(shadow.type.dtype))])
+        self.b.emit("assign", clear)
 
     def rev_iadd(self, op, adj, scope):
         dst, value = op.operands
