@@ -85,5 +85,8 @@ def _attrs(op):
         parts.append(f"{key}={op.attrs[key]!r}" if not isinstance(op.attrs[key], str)
                      else f"{key}={op.attrs[key]}")
     if op.prim == "const":
-        parts.insert(0, repr(op.attrs["value"]))
+        value = op.attrs["value"]
+        # (an int of more than 4300 digits has no decimal repr: Python refuses to make one)
+        big = type(value) is int and value.bit_length() > 1000
+        parts.insert(0, hex(value) if big else repr(value))
     return ", ".join(parts)

@@ -150,4 +150,6 @@ def _frozen(value):
     its sign bit set (inf - inf on x86) from one without."""
     if isinstance(value, float) and value != value:
         return f"nan{math.copysign(1.0, value):+.0f}"
+    if type(value) is int:  # (itself: repr refuses an int of more than 4300 digits)
+        return value
     return repr(value)

@@ -1009,6 +1009,25 @@ def test_an_int_constant_no_float_holds_is_emitted(backend):
     same(compiled(huge_folded_int, backend)(1.0, 3), 1.0 + (v + 3) % 7 + (3 - v) % 5)
 
 
+def int_of_five_thousand_digits(x, n):
+    v = 10 ** 5000  # folded: Python has no decimal repr for it
+    return x + (v + n) % 7 - v // (v - 1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_int_constant_of_more_than_4300_digits(backend):
+    """CSE keyed constants by their repr and the printer printed them with it, which Python
+    refuses for ints of more than 4300 digits: an InternalError. The interpreter and the
+    Python backend compute with Python ints; compiled code's ints are 64-bit, so the folded
+    constant is an OverflowError when the code runs."""
+    want = 2.5 + (10 ** 5000 + 3) % 7 - 1
+    if backend == "llvm":
+        with pytest.raises(OverflowError):
+            compiled(int_of_five_thousand_digits, backend)(2.5, 3)
+    else:
+        same(compiled(int_of_five_thousand_digits, backend)(2.5, 3), want)
+
+
 def constant_test_returns(a, b):
     if -7:
         return a

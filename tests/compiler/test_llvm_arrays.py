@@ -1363,3 +1363,28 @@ def test_zero_dim_array_gradient_is_zero_dim(dtype):
     for value, (a_bar, x_bar) in results:
         assert a_bar.shape == () and a_bar.dtype == dtype and x_bar.shape == (3,)
         assert (value, a_bar.item(), x_bar.tolist()) == (6.0, 3.0, [2.0, 2.0, 2.0])
+
+
+def narrow_product(a, c):
+    return a @ c
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 5, 1), (2, 1000, 2), (3, 7, 3), (5, 0, 2), (4, 9, 1),
+                                   (7, 3, 2), (6, 2, 4)])
+def test_a_narrow_product_adds_in_order_of_k(m, k, n):
+    """Products of fewer than NARROW result columns compute two rows' elements at a time,
+    all in registers side by side (arrays.narrow_product): each element is still its
+    products added in order of k from +0.0, on any layout."""
+    rng = np.random.default_rng(m * 100 + k + n)
+    a, c = rng.normal(size=(m, k)), rng.normal(size=(k, n))
+    want = np.zeros((m, n))
+    for i in range(m):
+        for j in range(n):
+            s = 0.0
+            for kk in range(k):
+                s += a[i, kk] * c[kk, j]
+            want[i, j] = s
+    f = ac.adcompile(narrow_product)
+    for x, y in ((a, c), (np.asfortranarray(a), c[::-1][::-1]), (a[::-1][::-1], c.T.copy().T)):
+        np.testing.assert_array_equal(f(x, y), want)
+    np.testing.assert_array_equal(f(np.stack([a, a * 2.0]), c)[1], f(a * 2.0, c))

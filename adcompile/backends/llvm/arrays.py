@@ -1535,18 +1535,13 @@ class ArrayLowering(PairwiseLowering):
 
     def product_rows(self, a, c, out, offsets, sizes, strides, dtype):
         """Our own loops of a matrix product: i, k, j (the innermost loop walks rows of c and
-        of the result, vectorisable), or for a result of fewer than NARROW columns, i, j, k
-        (each element a sum in a register: rows of one or two elements made the i-k-j loops
-        all overhead). Both add each element's products in order of k from +0.0."""
+        of the result, vectorisable), or for a result of fewer than NARROW columns, each
+        element a sum in a register (narrow_product: rows of one or two elements made the
+        i-k-j loops all overhead). Both add each element's products in order of k from +0.0."""
         b = self.b
         o, oa, oc = offsets
         m, k, n = sizes
         so_m, so_n, sa_m, sa_k, sc_k, sc_n = strides
-
-        def dots(i):
-            orow, arow = b.add(o, b.mul(i, so_m)), b.add(oa, b.mul(i, sa_m))
-            self.loop(n, lambda j: self.write(out, b.add(orow, b.mul(j, so_n)), self.dot_at(
-                a, c, arow, b.add(oc, b.mul(j, sc_n)), k, sa_k, sc_k, dtype), dtype))
 
         def row(i):
             orow = b.add(o, b.mul(i, so_m))
@@ -1571,9 +1566,61 @@ class ArrayLowering(PairwiseLowering):
 
         with b.if_else(b.icmp_signed("<", n, i64(NARROW))) as (narrow, wide):
             with narrow:
-                self.loop(m, dots)
+                self.narrow_product(a, c, out, offsets, sizes, strides, dtype)
             with wide:
                 self.loop(m, row)
+
+    def narrow_product(self, a, c, out, offsets, sizes, strides, dtype):
+        """A product of fewer than NARROW result columns: for each column count, two rows at
+        a time, each result element's sum in a register and all 2n of them in one loop over
+        k (their chains of additions side by side: reverse mode's x.T @ g of an (n, 2) g is
+        four sums of n products); each element adds its products in order of k from +0.0,
+        as dot_at does (the same bits)."""
+        b = self.b
+        n = sizes[2]
+        for count in range(1, NARROW):  # (no switch: parallel._capture rebinds none)
+            with b.if_then(b.icmp_signed("==", n, i64(count))):
+                self.narrow_rows(a, c, out, offsets, sizes, strides, dtype, count)
+
+    def narrow_rows(self, a, c, out, offsets, sizes, strides, dtype, count):
+        """narrow_product for `count` columns."""
+        b = self.b
+        o, oa, oc = offsets
+        m, k, _ = sizes
+        so_m, so_n, sa_m, sa_k, sc_k, sc_n = strides
+        t = REG[dtype]
+
+        def rows(first, height):
+            b = self.b
+            cells = [[self.scratch(t, "dot") for _ in range(count)] for _ in range(height)]
+            for cell in (c for line in cells for c in line):
+                b.store(self.identity("sum", dtype), cell)
+            arows = [b.add(oa, b.mul(b.add(first, i64(r)), sa_m)) for r in range(height)]
+
+            def term(kk):
+                b = self.b
+                xs = [self.cast_to(self.read(a, b.add(arow, b.mul(kk, sa_k))), a.dtype,
+                                   dtype) for arow in arows]
+                crow = b.add(oc, b.mul(kk, sc_k))
+                ys = [self.cast_to(self.read(c, b.add(crow, b.mul(i64(j), sc_n))),
+                                   c.dtype, dtype) for j in range(count)]
+                for x, line in zip(xs, cells):
+                    for y, cell in zip(ys, line):
+                        product = self.arith_of(dtype, "mul", x, y)
+                        b.store(self.arith_of(dtype, "add", b.load(cell, typ=t), product),
+                                cell)
+
+            self.loop(k, term)
+            for r, line in enumerate(cells):
+                orow = b.add(o, b.mul(b.add(first, i64(r)), so_m))
+                for j, cell in enumerate(line):
+                    self.write(out, b.add(orow, b.mul(i64(j), so_n)),
+                               b.load(cell, typ=t), dtype)
+
+        pairs = b.sdiv(m, i64(2))
+        self.loop(pairs, lambda p: rows(self.b.mul(p, i64(2)), 2))
+        with b.if_then(b.icmp_signed("!=", b.mul(pairs, i64(2)), m)):
+            rows(b.sub(m, i64(1)), 1)
 
 
 ARRAY_RULES = {

@@ -233,7 +233,10 @@ class _Emitter:
                                               math.copysign(1.0, value) < 0):
             # (an int need not fit a float: int(1.8e308) * 10 folded is one constant)
             # a unary minus, so that astor parenthesises it: (-2.0) ** y, not -2.0 ** y
-            node = ast.UnaryOp(ast.USub(), ast.Constant(-value))
+            node = ast.UnaryOp(ast.USub(), self.literal(-value, None))
+        elif isinstance(value, int) and not isinstance(value, bool) and \
+                value.bit_length() > 1000:  # no decimal repr past 4300 digits
+            node = self.call("int", [ast.Constant(hex(value)), ast.Constant(16)])
         else:
             node = ast.Constant(value)
         if isinstance(type, T.Scalar) and not type.weak:
