@@ -1388,3 +1388,26 @@ def test_a_narrow_product_adds_in_order_of_k(m, k, n):
     for x, y in ((a, c), (np.asfortranarray(a), c[::-1][::-1]), (a[::-1][::-1], c.T.copy().T)):
         np.testing.assert_array_equal(f(x, y), want)
     np.testing.assert_array_equal(f(np.stack([a, a * 2.0]), c)[1], f(a * 2.0, c))
+
+
+def broadcast_into_rows(x, b):
+    return np.sum(np.sin(x * b + b))
+
+
+@pytest.mark.parametrize("xs,bs", [((1000, 1), (1,)), ((1000, 2), (2,)), ((999, 3), (3,)),
+                                   ((1000, 4), (4,)), ((1000, 5), (5,)), ((300, 2, 2), (2, 2)),
+                                   ((7, 3, 2), (3, 2)), ((64, 1, 2), (1, 2)), ((0, 2), (2,))])
+def test_a_few_sums_over_rows_in_registers(xs, bs, monkeypatch):
+    """b's adjoint sums x's rows (sum_to over the leading axes): with at most FEW_SUMS
+    results, each sum is in a register, all in one pass (arrays.sums_in_registers); each adds
+    in C order from +0.0 as the sums through memory do: the same bits as without."""
+    from adcompile.backends.llvm import arrays
+    monkeypatch.setenv("ADCOMPILE_CACHE_DIR", "off")
+    rng = np.random.default_rng(len(xs) * 10 + xs[-1])
+    x, b = rng.normal(size=xs), rng.normal(size=bs)
+    for layout in (x, np.asfortranarray(x)):
+        got = ac.grad(ac.adcompile(broadcast_into_rows), argnums=1)(layout, b)
+        monkeypatch.setattr(arrays, "FEW_SUMS", 0)
+        want = ac.grad(ac.adcompile(broadcast_into_rows), argnums=1)(layout, b)
+        monkeypatch.setattr(arrays, "FEW_SUMS", 4)
+        assert got.tobytes() == want.tobytes()

@@ -1448,6 +1448,73 @@ class ArrayLowering(PairwiseLowering):
 
     def summed_to(self, g, like, t, lead, loc):
         out = self.new_array(t.dtype, like.shape, loc)
+        if lead and g.dtype == t.dtype == "f64":
+            # a few sums, each a long chain of additions (reverse mode's sum over the rows
+            # of an (n, 2) adjoint): each in a register, all in one pass
+            b = self.b
+            kept = self.count(like.shape)
+            whole = ir.Constant(I1, 1)
+            for n, d in zip(like.shape, g.shape[lead:]):
+                whole = b.and_(whole, b.icmp_signed("==", n, d))
+            few = b.and_(whole, b.icmp_signed("<=", kept, i64(FEW_SUMS)))
+            with b.if_else(few) as (in_registers, in_memory):
+                with in_registers:
+                    self.outlined_range(i64(1), lambda lo, hi: self.sums_in_registers(
+                        g, out, lead, kept), "sums")
+                with in_memory:
+                    self.sums_in_memory(g, like, out, t, lead, loc)
+            return out
+        self.sums_in_memory(g, like, out, t, lead, loc)
+        return out
+
+    def sums_in_registers(self, g, out, lead, kept):
+        """out (C order, `kept` elements, at most FEW_SUMS; g's trailing axes have its shape)
+        = g summed over its `lead` leading axes, element by element in C order as
+        sums_in_memory adds them (the same bits), each sum in a register: one pass over g,
+        the chains of additions side by side rather than through memory (where each addition
+        waited for the store of the one before). In a function of its own (summed_to), on
+        whose stack the sums live."""
+        for count in range(1, FEW_SUMS + 1):  # (no switch: parallel._capture rebinds none)
+            with self.b.if_then(self.b.icmp_signed("==", kept, i64(count))):
+                self.sums_of(g, out, lead, count)
+
+    def sums_of(self, g, out, lead, count):
+        """sums_in_registers for `count` sums."""
+        b = self.b
+        places = []  # each kept element's offset in g's trailing axes
+        for j in range(count):
+            offset, rest = i64(0), i64(j)
+            for axis in reversed(range(lead, g.ndim)):
+                n = g.shape[axis]
+                offset = self.advance(offset, b.urem(rest, n), g.strides[axis])
+                rest = b.udiv(rest, n)
+            places.append(offset)
+        cells = [self.scratch(F64, "sum") for _ in range(count)]
+        for cell in cells:
+            b.store(zero(F64), cell)
+
+        def add(offsets):
+            for place, cell in zip(places, cells):
+                value = self.read(g, self.offset_sum(offsets[0], place))
+                self.b.store(self.b.fadd(self.b.load(cell, typ=F64), value,
+                                         flags=self.flags), cell)
+
+        self.loop_nest(g.shape[:lead], [g.strides[:lead]], add,
+                       [self.no_stride(g) if isinstance(g, LazyV) else i64(0)])
+        for j, cell in enumerate(cells):
+            self.write(out, i64(j), b.load(cell, typ=F64), "f64")
+
+    def offset_sum(self, a, c):
+        """a + c, offsets (a lazy value's: Packs, one per leaf)."""
+        if isinstance(a, Pack) or isinstance(c, Pack):
+            width = len((a if isinstance(a, Pack) else c).items)
+            a, c = (x.items if isinstance(x, Pack) else [x] * width for x in (a, c))
+            return Pack([self.b.add(p, q) for p, q in zip(a, c)])
+        return self.b.add(a, c)
+
+    def sums_in_memory(self, g, like, out, t, lead, loc):
+        """out (zero-filled here) += g summed to like's shape, element by element in C order
+        through memory (any shapes: length-1 axes of like summed too)."""
         self.zero_fill(out)
         strides = [i64(0)] * lead
         for k, n in enumerate(like.shape):
@@ -1465,7 +1532,6 @@ class ArrayLowering(PairwiseLowering):
             self.write(out, offs[0], self.accumulate("sum", acc_dtype, old, value), acc_dtype)
 
         self.loops(g.shape, [strides, g.strides], add, split=True)
-        return out
 
     # -- products --------------------------------------------------------------------------
     def matmul(self, op):
@@ -1635,6 +1701,7 @@ ARRAY_RULES = {
 }
 
 
+FEW_SUMS = 4  # sum_to's results of at most this many elements add in registers
 NARROW = 4  # a product with fewer result columns sums each element in a register
 
 

@@ -100,7 +100,8 @@ def tiered(parts_of, ir_text):
     if not ONCE or not can_tier_up():  # (quick code that could never be replaced)
         return parts_of(ir_text)
     rest, once = split.tiers(ir_text)
-    return parts_of(rest) + ([Once(once)] if once is not None else [])
+    return (parts_of(rest) if rest is not None else []) + \
+        ([Once(once)] if once is not None else [])
 
 
 def _pipeline(text, tms, quick=False):

@@ -111,7 +111,7 @@ def tiers(text):
     pipeline (jit.ONCE_LEVEL), in a tenth of the time O3 takes, and the variant compiles it
     again with O3 after some calls (native.Variant.tier_up). (text, None) when the kernel
     has loops of its own (hot_loops), there is too little of it (ONCE_LINES) or the module
-    cannot be cut."""
+    cannot be cut; (None, text) when all of it runs once per call."""
     found = _functions(text)
     if found is None:
         return text, None
@@ -127,9 +127,11 @@ def tiers(text):
     root = _roots(functions, by_name)
     once = {f.name for f in functions if root(f.name) == root(entries[0].name)}
     once |= _cold_callees(functions, by_name, once, root)
-    if kernels[0].name not in once or len(once) == len(functions) or \
+    if kernels[0].name not in once or \
             sum(by_name[name].text.count("\n") for name in once) < ONCE_LINES:
         return text, None
+    if len(once) == len(functions):  # (the ops with loops went to stream.py's batches)
+        return None, text
     home = {f.name: int(f.name in once) for f in functions}
     rest_text, once_text = _cut(functions, rest, globals_, by_name, home, 2)
     return rest_text, once_text
