@@ -23,6 +23,7 @@ import pytest
 import adcompile as ac
 from adcompile.backends.llvm import capi
 from adcompile.backends.llvm.linalg import BLAS_MIN
+from tests.compiler import corpus
 
 # -- the functions ------------------------------------------------------------------------------
 
@@ -1377,13 +1378,7 @@ def test_a_narrow_product_adds_in_order_of_k(m, k, n):
     products added in order of k from +0.0, on any layout."""
     rng = np.random.default_rng(m * 100 + k + n)
     a, c = rng.normal(size=(m, k)), rng.normal(size=(k, n))
-    want = np.zeros((m, n))
-    for i in range(m):
-        for j in range(n):
-            s = 0.0
-            for kk in range(k):
-                s += a[i, kk] * c[kk, j]
-            want[i, j] = s
+    want = corpus.matmul(a, c)  # (the corpus's loops: each element summed in order of k)
     f = ac.adcompile(narrow_product)
     for x, y in ((a, c), (np.asfortranarray(a), c[::-1][::-1]), (a[::-1][::-1], c.T.copy().T)):
         np.testing.assert_array_equal(f(x, y), want)
