@@ -25,7 +25,10 @@ value it consumes is computed block by block (BLOCK elements into a buffer on th
 each block goes through one call of the loop, into the new array; an operand already in
 memory in the loop's dtype is passed as it is, strides and all. Every array op of these
 functions goes through the loop, so a value computed again (fused elsewhere, recomputed by
-reverse mode) has the same bits. Where a loop cannot be found (another layout of the struct
+reverse mode) has the same bits. `np.max` and `np.min` of floats reduce with numpy's
+`maximum` / `minimum` loop, called the way numpy's reduction calls it (ufunc_reduce): numpy's
+vectorised reduction, and its choice among equal zeros and NaNs. Where a loop cannot be
+found (another layout of the struct
 in a later numpy), the op is computed with the C library's function and fused as before.
 `ADCOMPILE_LLVM_UFUNCS=0` turns the loops off.
 """
@@ -37,7 +40,7 @@ import threading
 import llvmlite.ir as ir
 import numpy as np
 
-from adcompile.backends.llvm.values import I64, ITEMSIZE, MEM, PTR, ArrayV, JoinV, LazyV, Pack, \
+from adcompile.backends.llvm.values import I64, ITEMSIZE, MEM, PTR, ArrayV, JoinV, Pack, \
     external, i64
 from adcompile.ir import types as T
 
