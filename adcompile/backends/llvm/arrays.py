@@ -1470,10 +1470,10 @@ class ArrayLowering(PairwiseLowering):
     def sums_in_registers(self, g, out, lead, kept):
         """out (C order, `kept` elements, at most FEW_SUMS; g's trailing axes have its shape)
         = g summed over its `lead` leading axes, element by element in C order as
-        sums_in_memory adds them (the same bits), each sum in a register: one pass over g,
-        the chains of additions side by side rather than through memory (where each addition
-        waited for the store of the one before). In a function of its own (summed_to), on
-        whose stack the sums live."""
+        sums_in_memory adds them (the same bits with fastmath=False), each sum in a register:
+        one pass over g, the chains of additions side by side rather than through memory
+        (where each addition waited for the store of the one before). In a function of its
+        own (summed_to), on whose stack the sums live."""
         for count in range(1, FEW_SUMS + 1):  # (no switch: parallel._capture rebinds none)
             with self.b.if_then(self.b.icmp_signed("==", kept, i64(count))):
                 self.sums_of(g, out, lead, count)
@@ -1641,7 +1641,7 @@ class ArrayLowering(PairwiseLowering):
         a time, each result element's sum in a register and all 2n of them in one loop over
         k (their chains of additions side by side: reverse mode's x.T @ g of an (n, 2) g is
         four sums of n products); each element adds its products in order of k from +0.0,
-        as dot_at does (the same bits)."""
+        as dot_at does (the same bits, with fastmath=False)."""
         b = self.b
         n = sizes[2]
         for count in range(1, NARROW):  # (no switch: parallel._capture rebinds none)
