@@ -1130,17 +1130,17 @@ class _Reverse:
             return
         shadow = scope.shadow(dst, self)
         clear = [shadow, self.b.const(0.0, T.Scalar(shadow.type.dtype))]
-        if value in self.active and _float(value.type):
-            g = shadow if isinstance(value.type, T.Scalar) or _same_shape(value, dst) else \
-                self.sum_to(shadow, scope.get(value))
-            if isinstance(value.type, T.Array):
-                # read before the shadow is cleared, and cleared before the value's shadow is
-                # added into: the two may overlap (`x[1:-1] = x[2:]`, `x[...] = x`)
-                g = self.b.value("copy", (g,))
-                self.b.emit("assign", clear)
-                self.accumulate_into(value, g, adj, scope)
-                return
+        active = value in self.active and _float(value.type)
+        if active and isinstance(value.type, T.Array):
+            # read before the shadow is cleared, and cleared before the value's shadow is
+            # added into: the two may overlap (`x[1:-1] = x[2:]`, `x[...] = x`)
+            g = shadow if _same_shape(value, dst) else self.sum_to(shadow, scope.get(value))
+            g = self.b.value("copy", (g,))
+            self.b.emit("assign", clear)
             self.accumulate_into(value, g, adj, scope)
+            return
+        if active:  # a number: the shadow's sum, read before it is cleared
+            self.accumulate_into(value, shadow, adj, scope)
         self.b.emit("assign", clear)
 
     def rev_iadd(self, op, adj, scope):

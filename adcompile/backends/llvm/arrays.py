@@ -1448,23 +1448,23 @@ class ArrayLowering(PairwiseLowering):
 
     def summed_to(self, g, like, t, lead, loc):
         out = self.new_array(t.dtype, like.shape, loc)
-        if lead and g.dtype == t.dtype == "f64":
-            # a few sums, each a long chain of additions (reverse mode's sum over the rows
-            # of an (n, 2) adjoint): each in a register, all in one pass
-            b = self.b
-            kept = self.count(like.shape)
-            whole = ir.Constant(I1, 1)
-            for n, d in zip(like.shape, g.shape[lead:]):
-                whole = b.and_(whole, b.icmp_signed("==", n, d))
-            few = b.and_(whole, b.icmp_signed("<=", kept, i64(FEW_SUMS)))
-            with b.if_else(few) as (in_registers, in_memory):
-                with in_registers:
-                    self.outlined_range(i64(1), lambda lo, hi: self.sums_in_registers(
-                        g, out, lead, kept), "sums")
-                with in_memory:
-                    self.sums_in_memory(g, like, out, t, lead, loc)
+        if not (lead and g.dtype == t.dtype == "f64"):
+            self.sums_in_memory(g, like, out, t, lead, loc)
             return out
-        self.sums_in_memory(g, like, out, t, lead, loc)
+        # a few sums, each a long chain of additions (reverse mode's sum over the rows of an
+        # (n, 2) adjoint): each in a register, all in one pass
+        b = self.b
+        kept = self.count(like.shape)
+        whole = ir.Constant(I1, 1)
+        for n, d in zip(like.shape, g.shape[lead:]):
+            whole = b.and_(whole, b.icmp_signed("==", n, d))
+        with b.if_else(b.and_(whole, b.icmp_signed("<=", kept, i64(FEW_SUMS)))) as \
+                (in_registers, in_memory):
+            with in_registers:
+                self.outlined_range(i64(1), lambda lo, hi: self.sums_in_registers(
+                    g, out, lead, kept), "sums")
+            with in_memory:
+                self.sums_in_memory(g, like, out, t, lead, loc)
         return out
 
     def sums_in_registers(self, g, out, lead, kept):
@@ -1481,9 +1481,9 @@ class ArrayLowering(PairwiseLowering):
     def sums_of(self, g, out, lead, count):
         """sums_in_registers for `count` sums."""
         b = self.b
-        places = []  # each kept element's offset in g's trailing axes
+        places = []  # each kept element's offset in g's trailing axes (Packs: a lazy g's)
         for j in range(count):
-            offset, rest = i64(0), i64(j)
+            offset, rest = self.no_stride(g), i64(j)
             for axis in reversed(range(lead, g.ndim)):
                 n = g.shape[axis]
                 offset = self.advance(offset, b.urem(rest, n), g.strides[axis])
@@ -1495,22 +1495,13 @@ class ArrayLowering(PairwiseLowering):
 
         def add(offsets):
             for place, cell in zip(places, cells):
-                value = self.read(g, self.offset_sum(offsets[0], place))
+                value = self.read(g, self.advance(offsets[0], i64(1), place))
                 self.b.store(self.b.fadd(self.b.load(cell, typ=F64), value,
                                          flags=self.flags), cell)
 
-        self.loop_nest(g.shape[:lead], [g.strides[:lead]], add,
-                       [self.no_stride(g) if isinstance(g, LazyV) else i64(0)])
+        self.loop_nest(g.shape[:lead], [g.strides[:lead]], add, [self.no_stride(g)])
         for j, cell in enumerate(cells):
             self.write(out, i64(j), b.load(cell, typ=F64), "f64")
-
-    def offset_sum(self, a, c):
-        """a + c, offsets (a lazy value's: Packs, one per leaf)."""
-        if isinstance(a, Pack) or isinstance(c, Pack):
-            width = len((a if isinstance(a, Pack) else c).items)
-            a, c = (x.items if isinstance(x, Pack) else [x] * width for x in (a, c))
-            return Pack([self.b.add(p, q) for p, q in zip(a, c)])
-        return self.b.add(a, c)
 
     def sums_in_memory(self, g, like, out, t, lead, loc):
         """out (zero-filled here) += g summed to like's shape, element by element in C order

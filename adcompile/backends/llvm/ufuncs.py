@@ -43,8 +43,7 @@ import threading
 import llvmlite.ir as ir
 import numpy as np
 
-from adcompile.backends.llvm.values import I64, ITEMSIZE, MEM, PTR, ArrayV, Pack, external, \
-    i64
+from adcompile.backends.llvm.values import I64, ITEMSIZE, MEM, PTR, ArrayV, external, i64
 from adcompile.ir import types as T
 
 UFUNCS = os.environ.get("ADCOMPILE_LLVM_UFUNCS", "1") != "0"
@@ -213,14 +212,14 @@ class UfuncLowering:
         row = shape[-1]
         blocks = b.sdiv(b.add(row, i64(BLOCK - 1)), i64(BLOCK))
         space = list(shape[:-1]) + [blocks]
-        by_block = [s[:-1] + [self.times(s[-1], BLOCK)] for s in (out_strides, strides)]
+        by_block = [s[:-1] + [self.advance(i64(0), i64(BLOCK), s[-1])]
+                    for s in (out_strides, strides)]
         starts = [i64(0)] * (len(space) - 1) + [i64(BLOCK)]
 
         def body(offsets):  # (in a piece, self.b is the piece's builder)
             b = self.b
             at, read_at, start = offsets
-            n = b.sub(row, start)
-            n = b.select(b.icmp_signed("<", n, i64(BLOCK)), n, i64(BLOCK))
+            n = self.block_length(b.sub(row, start))
             source, step = self.ufunc_source(x, read_at, strides[-1], n, t.dtype)
             target = b.gep(out.data, [at], source_etype=MEM[t.dtype])
             self.call_ufunc(op.prim, t.dtype, [source, target],
@@ -230,10 +229,9 @@ class UfuncLowering:
         self.parallel_loops(space, by_block + [starts], body, work=work)
         return out
 
-    def times(self, stride, k):
-        if isinstance(stride, Pack):
-            return Pack([self.b.mul(s, i64(k)) for s in stride.items])
-        return self.b.mul(stride, i64(k))
+    def block_length(self, left):
+        """min(left, BLOCK): the elements of the block that starts `left` before a row's end."""
+        return self.b.select(self.b.icmp_signed("<", left, i64(BLOCK)), left, i64(BLOCK))
 
     def ufunc_source(self, x, offset, stride, n, dtype):
         """(pointer, byte step) of n elements of x from `offset` as the loop reads them: x's
@@ -299,8 +297,7 @@ class UfuncLowering:
             def block(k):  # a lazy value: BLOCK elements at a time through a buffer
                 b = self.b
                 j = b.mul(k, i64(BLOCK))
-                n = b.sub(left, j)
-                n = b.select(b.icmp_signed("<", n, i64(BLOCK)), n, i64(BLOCK))
+                n = self.block_length(b.sub(left, j))
                 source, byte_step = self.ufunc_source(x, self.advance(start, j, step), step, n,
                                                       dtype)
                 self.call_ufunc(prim, dtype, [cell, source, cell], [i64(0), byte_step, i64(0)],
