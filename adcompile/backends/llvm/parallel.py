@@ -41,8 +41,8 @@ import llvmlite.ir as ir
 from adcompile.backends.llvm import fpenv
 from adcompile.backends.llvm.pairwise import planning
 from adcompile.backends.llvm.pool import CHUNK_FN, ZERO_BLOCK, ZERO_ENV, zero_chunk
-from adcompile.backends.llvm.values import I1, I8, I32, I64, ITEMSIZE, OK, PTR, REG, Builder, Pack, \
-    alloca, i64
+from adcompile.backends.llvm.values import I1, I8, I32, I64, ITEMSIZE, OK, PTR, REG, TAPE, \
+    Builder, Pack, alloca, i64
 
 MAX_DEPTH = 6  # a parallel pairwise sum has at most 2**6 pieces
 # the elements of work a libm call per element counts for: the pool's threshold is in
@@ -87,10 +87,12 @@ class ParallelLowering:
             work = i64(0)
         elif _calls_libm(fn):
             work = self.b.mul(work, i64(LIBM_WORK))
-        env = self.env_for(fn)
+        env, tapes = self.env_for(fn)
         fn = fpenv.wrap(self.module, fn, bool(self.flags))  # pool threads: fastmath's FTZ
-        self.exit_unless_ok(self.b.call(self.libc(*_PARALLEL_FOR),
-                                        [fn, env, n, work, i64(self.parallel_cap)]), "chunk")
+        status = self.b.call(self.libc(*_PARALLEL_FOR), [fn, env, n, work,
+                                                         i64(self.parallel_cap)])
+        self.tapes_back(tapes)
+        self.exit_unless_ok(status, "chunk")
 
     def outlined_range(self, n, body, name):
         """body(lo, hi) over [0, n), lowered into a noinline function `adc.<name>.N` of its
@@ -101,18 +103,38 @@ class ParallelLowering:
         fn.linkage = "internal"
         fn.attributes.add("noinline")
         self.emit_chunk(fn, body, piece=False)
-        env = self.env_for(fn)
-        self.exit_unless_ok(self.b.call(fn, [env, i64(0), n]), "outlined")
+        env, tapes = self.env_for(fn)
+        status = self.b.call(fn, [env, i64(0), n])
+        self.tapes_back(tapes)
+        self.exit_unless_ok(status, "outlined")
 
     def env_for(self, fn):
-        """Closure-convert fn (_capture) and fill its env here: a pointer to it."""
+        """Closure-convert fn (_capture) and fill its env here. Returns a pointer to it and
+        the pairs (tape, copy) that tapes_back must copy back after the call.
+
+        fn gets a copy of each of this function's tapes it pushes or pops, never the tape's
+        own stack slot: a slot whose address is stored somewhere escapes, and LLVM then keeps
+        the tape's top and capacity in memory in every loop of this function that pushes
+        (GradBench det's forward loop, whose reversed loop is an outlined nest, stored and
+        reloaded them on every trip: a third of the gradient's time)."""
         captured = _capture(fn)
         env_type = ir.LiteralStructType([v.type for v in captured])
         env = self.scratch(env_type, "env")
+        tapes = []
         for k, v in enumerate(captured):
+            if v in self.tapes:
+                copy = self.scratch(TAPE, "tape.copy")
+                self.b.store(self.b.load(v, typ=TAPE), copy)
+                tapes.append((v, copy))
+                v = copy
             self.b.store(v, self.b.gep(env, [i64(0), ir.Constant(I32, k)],
                                        source_etype=env_type))
-        return env
+        return env, tapes
+
+    def tapes_back(self, tapes):
+        """After the call: each tape as the outlined function left it (see env_for)."""
+        for tape, copy in tapes:
+            self.b.store(self.b.load(copy, typ=TAPE), tape)
 
     def exit_unless_ok(self, status, label):
         failed = self.func.append_basic_block(f"{label}.fail")
