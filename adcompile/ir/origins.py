@@ -79,3 +79,26 @@ class Origins:
         loop, _ = self.slots[slot]
         return slot in loop.regions[0].params and loop in self.loops.get(maker, ())
 
+
+
+def holds(root):
+    """"shadows of f" or "values of f" for a shadow array the reverse mode of f made, or an
+    array popped off a tape it made for shadow arrays or for values of f (the two kinds
+    never share memory: shadows are made by that reverse mode itself), else None."""
+    owner = root.owner
+    if owner is not None and owner.prim == "alloc":
+        return owner.attrs.get("holds")
+    if owner is None or owner.prim != "tape_pop":
+        return None
+    tape = owner.operands[0].owner
+    return tape.attrs.get("holds") if tape is not None and tape.prim == "tape_new" else None
+
+
+def held_apart(a, b, params):
+    """Whether the arrays rooted at a and b are apart by what holds them: a shadow and a
+    value of one reverse mode, or a shadow and an argument (`params`: the function's)."""
+    kinds = {holds(a), holds(b)}
+    if None not in kinds and len(kinds) == 2 and len({k.split(" of ")[1] for k in kinds}) == 1:
+        return True
+    return any(k is not None and k.startswith("shadows") for k in kinds) and \
+        (a in params or b in params)  # (a shadow is never an argument)

@@ -10,6 +10,7 @@ import sys
 from adcompile.ir.printer import print_function
 from adcompile.ir.verifier import verify as verify_ir
 from adcompile.passes.accumulate import accumulate_in_registers
+from adcompile.passes.adjacent_additions import adjacent_additions
 from adcompile.passes.cse import common_subexpressions
 from adcompile.passes.dce import dead_code
 from adcompile.passes.first_store import first_store
@@ -24,6 +25,7 @@ PIPELINE = [
     ("gather", gather_additions),
     ("fold", constant_fold),
     ("cse", common_subexpressions),
+    ("adjacent", adjacent_additions),
     ("dce", dead_code),
 ]
 

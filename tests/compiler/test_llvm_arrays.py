@@ -886,6 +886,45 @@ def test_large_buffers_are_reused_and_bounded():
     assert not errors
 
 
+def four_large_results(x):
+    return x * 2.0, x + 1.0, x - 3.0, x * x
+
+
+FOUR_LARGE = """
+import sys
+sys.path.insert(0, {root!r})
+import numpy as np
+from tests.compiler import test_llvm_arrays as t
+f = t.compiled(t.four_large_results, "llvm")
+x = np.linspace(-1.0, 1.0, 40_000)
+for _ in range(5):
+    got = f(x)
+    t.check_same(got, t.four_large_results(x), "four large results")
+    print(*(a.ctypes.data % 4096 for a in got))
+    del got
+"""
+
+
+def test_large_blocks_fall_in_different_cache_sets():
+    """malloc hands out the large blocks of one size at about one offset into a page (16
+    bytes apart on its heap, at one offset when mapped); each large buffer starts a different
+    number of cache lines into its block (memory.COLOURS), so the arrays of one loop fall in
+    different sets of the L1 cache. Blocks freed and taken again keep working: results stay
+    numpy's, call after call. In a process of its own: blocks other tests gave back to the
+    cache could hold any colour."""
+    import os
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-c", FOUR_LARGE.format(root=root)],
+                         capture_output=True, text=True, check=True, cwd=root,
+                         env={**os.environ, "ADCOMPILE_CACHE_DIR": "off"})
+    for line in out.stdout.split("\n")[-6:-1]:
+        offsets = [int(v) for v in line.split()]
+        assert all(v % 16 == 0 for v in offsets)
+        assert len({v // 64 for v in offsets}) == 4, offsets
+
+
 def large_results(x, scale):
     """Two results past the pool's limit (a whole buffer and a view of another) and a
     small one."""

@@ -18,7 +18,7 @@ import llvmlite.ir as ir
 from adcompile.backends.llvm import capi
 from adcompile.backends.llvm.memory import (LARGE_BYTES, LARGE_CACHE, LARGE_KEPT, SLAB,
                                             SLAB_CACHE, SLABS_KEPT, TAG, TR_BASE, TR_CLASS, TR_NELEMS, TR_NEXT, TR_PYOBJ,
-                                            TR_TAG)
+                                            TR_TAG, large_block_malloced)
 from adcompile.backends.llvm.values import (CONTEXT, CTX_ERR, CTX_LARGE, CTX_SLABS, CTX_SPARE,
                                             CTX_TEMPS,
                                             CTX_TSTATE, F32, F64, I1, I8, I32, I64, ITEMSIZE,
@@ -167,7 +167,7 @@ class _Entry:
                 alone = b.icmp_signed("<", self.field(trailer, 8 * TR_CLASS, I64), i64(0))
                 with b.if_then(alone):
                     b.call(self.declare("free", ir.VoidType(), [PTR]),
-                           [self.field(trailer, 8 * TR_BASE, PTR)])
+                           [large_block_malloced(b, self.field(trailer, 8 * TR_BASE, PTR))])
             with handed:
                 b.call(self.declare("Py_DecRef", ir.VoidType(), [PTR]), [owner])
         trailer.add_incoming(nxt, b.block)
@@ -671,7 +671,8 @@ def keep_newest_large(module, b, first, free):
         return b.load(link(trailer), typ=PTR)
 
     def release(b, trailer):
-        b.call(free, [b.load(b.gep(trailer, [i64(TR_BASE)], source_etype=I64), typ=PTR)])
+        base = b.load(b.gep(trailer, [i64(TR_BASE)], source_etype=I64), typ=PTR)
+        b.call(free, [large_block_malloced(b, base)])
 
     def keep_or_free(b, trailer):  # kept in the list's order: the newest stay at its head
         size = b.neg(b.load(b.gep(trailer, [i64(TR_CLASS)], source_etype=I64), typ=I64))

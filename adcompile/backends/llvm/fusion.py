@@ -48,7 +48,7 @@ from adcompile.backends.llvm.values import I1, I64, ITEMSIZE, MEM, ArrayV, JoinV
     LazyV, Pack, i64
 from adcompile.ir import types as T
 from adcompile.ir.nodes import VIEWS, WRITES, Op, walk, walk_op
-from adcompile.ir.origins import Origins
+from adcompile.ir.origins import Origins, held_apart
 from adcompile.ir.prims import BINARY_MATH, ELEMENTWISE, UNARY_MATH
 
 RECOMPUTE = 8  # scalar ops a lazy value used more than once may cost per element
@@ -476,19 +476,6 @@ def _made_after(a, b, position):
     return made is None or made not in position or position[made] < position[owner]
 
 
-def _tape_kind(root):
-    """"shadows of f" or "values of f" for a shadow array the reverse mode of f made, or an
-    array popped off a tape it made for shadow arrays or for values of f (the two kinds
-    never share memory: shadows are made by that reverse mode itself), else None."""
-    owner = root.owner
-    if owner is not None and owner.prim == "alloc":
-        return owner.attrs.get("holds")
-    if owner is None or owner.prim != "tape_pop":
-        return None
-    tape = owner.operands[0].owner
-    return tape.attrs.get("holds") if tape is not None and tape.prim == "tape_new" else None
-
-
 def _made_here(root):
     return root.owner is not None and root.owner.prim not in _UNKNOWN_OWNERS
 
@@ -503,11 +490,7 @@ def _may_share(a, b, params, position=None, origins=None):
         return True
     if origins is not None and origins.distinct(a, b):
         return False
-    kinds = {_tape_kind(a), _tape_kind(b)}
-    if None not in kinds and len(kinds) == 2 and len({k.split(" of ")[1] for k in kinds}) == 1:
-        return False
-    if any(k is not None and k.startswith("shadows") for k in kinds) and \
-            (a in params or b in params):  # (a shadow is never an argument)
+    if held_apart(a, b, params):
         return False
     if position is not None and (_made_after(a, b, position) or _made_after(b, a, position)):
         return False

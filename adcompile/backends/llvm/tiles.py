@@ -138,6 +138,19 @@ def _tileable_store(op, params, fusion):
     return _made_here(root) and root not in params
 
 
+def _by_destination(stores):
+    """The stores cut where the destination changes: the additions into one view that
+    passes/adjacent_additions.py brought together stay one unit, one loop (each element
+    loaded and stored once)."""
+    runs = []
+    for op in stores:
+        if runs and runs[-1][-1].operands[0] is op.operands[0]:
+            runs[-1].append(op)
+        else:
+            runs.append([op])
+    return runs
+
+
 # -- lowering ----------------------------------------------------------------------------------
 class _Unit:
     """One loop of a run: `stores` (a store or a group's stores, `pairs` as _plan_groups
@@ -164,10 +177,11 @@ class TileLowering:
                 continue
             if op in self.fusion.units and op.prim in ("assign", "iadd"):
                 group = self.fusion.groups.get(op)
-                if group:  # each store its own unit: a group's shifted destinations overlap,
+                if group:  # a unit per destination: a group's shifted destinations overlap,
                     self.lower_hoisted(op)  # which would keep the run from being tiled
-                for store in group[0] if group else [op]:
-                    units.append(_Unit([store]))
+                for stores in _by_destination(group[0] if group else [op]):
+                    pairs = [(p, q) for q in range(len(stores)) for p in range(q)]
+                    units.append(_Unit(stores, pairs))
                     self.check_fits(units[-1])
             elif op in self.fusion.units:
                 units.append(self.made_unit(op))

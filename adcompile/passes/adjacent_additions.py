@@ -1,0 +1,129 @@
+"""Additions into one array brought next to each other (derivative programs).
+
+Reverse mode adds each contribution to a shadow as the adjoint statement that makes it comes
+up: GradBench ode's step adds into `x_bar[1:]` once per RK4 stage, with the stages' other
+adjoint work in between (`x_bar[1:] += a1; t_bar[:-1] = b1; ... x_bar[1:] += a2; ...`).
+Each addition is then a loop of its own that reads and writes the whole destination. When
+nothing between two additions into the same view touches its memory, the earlier one moves
+down to stand just before the later: `x_bar[1:] += a1; x_bar[1:] += a2` run one after the
+other, which the LLVM backend makes one loop (fusion.py's store groups: each element gets
+`(x + a1) + a2`, loaded once and stored once). Nothing is added in another order, so every
+backend gives the bits it gave before.
+
+An addition `iadd view, value` moves past the ops between it and the next addition into the
+same view (the same IR value) when
+- the view is memory of a new array the function made (an error part-way through leaves
+  nothing the caller sees in another state);
+- no op between uses an array that may share the view's memory, other than views of its
+  shape (`shape`, a new view); `x[:s]` and `x[s:]` of one array and one `s` are apart;
+- no op between writes memory that one of the values moved past it may share (each value
+  is read where its addition now stands): only arrays known apart count (ir/origins.py:
+  made by different new-buffer ops, a shadow and a value of one reverse mode; a new buffer
+  and an argument);
+- no op between has regions (a branch or loop) or takes a tuple.
+"""
+
+from adcompile.ir import types as T
+from adcompile.ir.nodes import WRITES, memory_root, walk_op
+from adcompile.ir.origins import FRESH, Origins, held_apart
+
+# ops that read no element of an array operand (a view made of it is checked where it is used)
+_NO_READ = ("shape", "size", "slice", "transpose", "diagonal", "strided", "reshape",
+            "broadcast_to")
+
+
+def adjacent_additions(fn):
+    facts = _Facts(fn)
+    _block(fn.body, facts)
+    return fn
+
+
+class _Facts:
+    def __init__(self, fn):
+        self.origins = Origins(fn)
+        self.params = set(fn.params)
+
+    def apart(self, a, b):
+        ra, rb = memory_root(a), memory_root(b)
+        if ra is rb:
+            return False
+        if self.origins.distinct(ra, rb) or held_apart(ra, rb, self.params):
+            return True
+        return (_new(ra) and rb in self.params) or (_new(rb) and ra in self.params)
+
+
+def _new(root):
+    """Whether root is a buffer an op of the function made (never an argument's memory)."""
+    return root.owner is not None and root.owner.prim in FRESH
+
+
+def _block(block, facts):
+    for op in block.ops:
+        for region in op.regions:
+            _block(region, facts)
+    placed = set()
+    k = 0
+    while k < len(block.ops):
+        op = block.ops[k]
+        if op in placed or not _movable(op):
+            k += 1
+            continue
+        run = _run(block.ops, k, facts)
+        placed.update(run)
+        if len(run) > 1:
+            last = block.ops.index(run[-1])
+            moved = run[:-1]
+            kept = [o for o in block.ops[:last] if o not in moved]
+            block.ops[:] = kept + moved + block.ops[last:]
+        else:
+            k += 1
+
+
+def _movable(op):
+    if op.prim != "iadd" or not isinstance(op.operands[0].type, T.Array):
+        return False
+    return _new(memory_root(op.operands[0]))
+
+
+def _run(ops, k, facts):
+    """The additions into ops[k]'s view that can stand together at the place of the last."""
+    view = ops[k].operands[0]
+    run, values = [ops[k]], [ops[k].operands[1]]
+    for op in ops[k + 1:]:
+        if op.prim == "iadd" and op.operands[0] is view:
+            run.append(op)
+            values.append(op.operands[1])
+        elif _interferes(op, view, values, facts):
+            break
+    return run
+
+
+def _interferes(op, view, values, facts):
+    """Whether an addition into `view` of `values` may not move past op."""
+    if op.regions:
+        return True
+    if any(isinstance(v.type, T.Tuple) for v in op.operands):
+        return True
+    if op.prim not in _NO_READ and any(
+            isinstance(v.type, T.Array) and not facts.apart(v, view) and
+            not _complementary(v, view) for v in op.operands):
+        return True
+    if op.prim in WRITES:
+        dst = op.operands[0]
+        return any(isinstance(v.type, T.Array) and not facts.apart(dst, v) for v in values)
+    return False
+
+
+def _complementary(a, b):
+    """Whether a and b are x[:s] and x[s:] (either way round) of one array x and one s."""
+    ea, eb = a.owner, b.owner
+    if ea is None or eb is None or ea.prim != "slice" or eb.prim != "slice":
+        return False
+    if ea.operands[0] is not eb.operands[0] or len(ea.operands) != 2 or len(eb.operands) != 2:
+        return False
+    if ea.operands[1] is not eb.operands[1]:
+        return False
+    if len(ea.attrs["index"]) != 1 or len(eb.attrs["index"]) != 1:
+        return False
+    items = {tuple(ea.attrs["index"][0]), tuple(eb.attrs["index"][0])}
+    return items == {("slice", False, True, False), ("slice", True, False, False)}

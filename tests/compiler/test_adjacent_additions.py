@@ -1,0 +1,142 @@
+"""The `adjacent` pass (additions into one view brought next to each other): where it
+applies, the additions into a view stand together and programs give exactly the bits they
+give without it on every backend; where something between uses the array or writes what a
+moved value reads, or the array is an argument, the additions stay where they were."""
+
+import numpy as np
+import pytest
+
+from adcompile.ir.nodes import walk
+from adcompile.passes import pipeline
+from tests.compiler.test_first_store import (  # noqa: F401 (no_ir_cache: a fixture)
+    _compiled, no_ir_cache, same_bits_without)
+
+# -- user programs: additions into a view of a new array, other work between ---------------
+
+
+def two_views(v, w, u):  # x[:1] and x[1:] of one x are apart
+    x = v * 1.0
+    x[1:] += w[1:]
+    t = u * 2.0
+    x[:1] += u[:1]
+    t[1:] += v[1:]
+    x[1:] += t[1:] * w[1:]
+    return x, t
+
+
+def read_between(v, w, u):  # x is read between: left alone
+    x = v * 1.0
+    x[1:] += w[1:]
+    s = np.sum(x)
+    x[1:] += u[1:]
+    return x, s
+
+
+def value_written_between(v, w, u):  # the first value changes before the second addition
+    x = v * 1.0
+    b = w * 3.0
+    x += b
+    b[0] = 5.0
+    x += u
+    return x, b
+
+
+def overlapping_view_between(v, w, u):  # x[:2] meets x[1:]: left alone
+    x = v * 1.0
+    x[1:] += w[1:]
+    x[:2] += u[:2]
+    x[1:] += u[1:]
+    return x
+
+
+def an_argument(v, w, u):  # additions into an argument stay where they are
+    v[1:] += w[1:]
+    t = u * 2.0
+    v[1:] += t[1:]
+    return v
+
+
+# -- derivative programs: reverse mode's additions into x_bar --------------------------------
+
+
+def field(x, y):
+    return np.concatenate((x[:1], x[1:] * y[:-1]))
+
+
+def rk4_last(x, u, w):  # GradBench ode's steps: four stages add into x_bar[:1] and x_bar[1:]
+    h = 0.5
+    y = u * 1.0
+    for _ in range(2):
+        k1 = field(x, y)
+        k2 = field(x, y + h / 2 * k1)
+        k3 = field(x, y + h / 2 * k2)
+        k4 = field(x, y + h * k3)
+        y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return np.sum(y * w)
+
+
+def _vectors(rng, n):
+    v, w, u = (rng.uniform(-1.5, 1.5, n) for _ in range(3))
+    v[::3] = -0.0
+    w[::2] = -0.0
+    return v, w, u
+
+
+# (function, argnums for a gradient or None, whether the pass applies)
+CASES = [
+    (two_views, None, True), (read_between, None, False),
+    (value_written_between, None, False), (overlapping_view_between, None, False),
+    (an_argument, None, False), (rk4_last, (0, 1), True),
+]
+IDS = [c[0].__name__ for c in CASES]
+
+
+def _without_pass(monkeypatch):
+    monkeypatch.setattr(pipeline, "PIPELINE",
+                        [p for p in pipeline.PIPELINE if p[0] != "adjacent"])
+
+
+def _copies(args):
+    return tuple(np.array(a, copy=True) for a in args)
+
+
+@pytest.mark.parametrize("n", [1, 2, 64, 40_000])
+@pytest.mark.parametrize("backend", ["interp", "python", "llvm"])
+@pytest.mark.parametrize("fn,argnums,applies", CASES, ids=IDS)
+def test_same_bits_with_and_without_the_pass(fn, argnums, applies, backend, n, no_ir_cache,
+                                             monkeypatch):
+    if n == 40_000 and backend != "llvm":
+        pytest.skip("the long arrays are for the LLVM backend's tiled runs")
+    args = _vectors(np.random.default_rng(n), n)
+    if fn is an_argument:  # it writes its argument: each call gets its own
+        with_pass = _compiled(fn, argnums, backend)(*_copies(args))
+        _without_pass(monkeypatch)
+        np.testing.assert_array_equal(with_pass, _compiled(fn, argnums, backend)(*_copies(args)))
+        np.testing.assert_array_equal(with_pass, fn(*_copies(args)))
+        return
+    same_bits_without(fn, argnums, backend, args, lambda: _without_pass(monkeypatch))
+
+
+def _scattered(ir_fn):
+    """The views whose additions (in one block) do not all stand together."""
+    found = []
+    blocks = [ir_fn.body] + [r for op in walk(ir_fn.body) for r in op.regions]
+    for block in blocks:
+        at = {}
+        for k, op in enumerate(block.ops):
+            if op.prim == "iadd":
+                at.setdefault(op.operands[0], []).append(k)
+        found += [view for view, ks in at.items() if ks[-1] - ks[0] != len(ks) - 1]
+    return found
+
+
+@pytest.mark.parametrize("fn,argnums,applies", CASES, ids=IDS)
+def test_applies_where_nothing_between_touches_the_view(fn, argnums, applies, no_ir_cache,
+                                                        monkeypatch):
+    args = _vectors(np.random.default_rng(0), 6)
+    compiled = _compiled(fn, argnums, "llvm")
+    with_pass = _scattered(compiled.specialize(*_copies(args)).ir)
+    _without_pass(monkeypatch)
+    without = _scattered(_compiled(fn, argnums, "llvm").specialize(*_copies(args)).ir)
+    assert without, "each case has additions with work between them"
+    assert (not with_pass) == applies, with_pass
