@@ -3,11 +3,15 @@ applies, the additions into a view stand together and programs give exactly the 
 give without it on every backend; where something between uses the array or writes what a
 moved value reads, or the array is an argument, the additions stay where they were."""
 
+import re
+
 import numpy as np
 import pytest
 
+import adcompile as ac
 from adcompile.ir.nodes import walk
 from adcompile.passes import pipeline
+from tests.compiler.test_accumulate import _same_bits
 from tests.compiler.test_first_store import (  # noqa: F401 (no_ir_cache: a fixture)
     _compiled, no_ir_cache, same_bits_without)
 
@@ -140,3 +144,37 @@ def test_applies_where_nothing_between_touches_the_view(fn, argnums, applies, no
     without = _scattered(_compiled(fn, argnums, "llvm").specialize(*_copies(args)).ir)
     assert without, "each case has additions with work between them"
     assert (not with_pass) == applies, with_pass
+
+
+# -- the LLVM backend: additions into one view, one loop, one store ------------------------
+
+
+def three_into_one(x, a, b, c):  # the values read arrays the function made, as y is
+    y = x * 1.0
+    u = a * 2.0
+    u[0] = 0.5
+    y[1:] += u[1:]
+    t = b * 2.0
+    t[0] = 0.25
+    y[1:] += t[1:] * c[1:]
+    y[1:] += u[1:] * c[1:]
+    return y, u, t
+
+
+def _vector_bodies(text):
+    """(loads, stores) of each vectorised loop body in an LLVM module's text."""
+    found = []
+    for body in re.findall(r"\nvector\.body[^\n]*\n(.*?)\n\n", text, re.S):
+        found.append((body.count("= load <"), body.count("store <")))
+    return found
+
+
+def test_additions_into_one_view_store_once(no_ir_cache):
+    """The additions brought together run as one store group; its values read no
+    destination, and alias scopes say so (lower.alias_info), so LLVM keeps the element in a
+    register through the three additions and stores it once."""
+    args = [np.linspace(-1.0, 1.0, 1000) + k for k in range(4)]
+    text = ac.adcompile(three_into_one).llvm_ir(*args)
+    bodies = [(loads, stores) for loads, stores in _vector_bodies(text) if loads >= 4]
+    assert bodies and min(stores for _, stores in bodies) == 1, bodies
+    _same_bits(ac.adcompile(three_into_one)(*args), three_into_one(*args))

@@ -785,18 +785,29 @@ class FusionLowering:
         return b.or_(b.not_(self.may_overlap(a, c)), same)
 
     def store_elements(self, ops, dsts, values, offsets):
+        """The group's stores of one element each, in order. Its values read no destination
+        (_independent): alias scopes say so (lower.alias_info)."""
         n = len(ops)
-        for op, dst, value, at, read_at in zip(ops, dsts, values, offsets[:n], offsets[n:]):
-            if isinstance(value, (ArrayV, LazyV)):
-                element, dtype = self.read(value, read_at), value.dtype
-            else:
-                element, dtype = value, op.operands[1].type.dtype
-            if op.prim == "assign":
-                self.write(dst, at, element, dtype)
-                continue
-            combine = self.combiner(op.attrs.get("op", "add"), dst.dtype, op.operands[1],
-                                    op.loc)
-            self.write(dst, at, combine(self.old_element(op, dst, at), element), combine.dtype)
+        scopes = self.new_scopes("adcompile.group.dst", "adcompile.group.src")
+        saved = self.group_access
+        try:
+            for op, dst, value, at, read_at in zip(ops, dsts, values, offsets[:n],
+                                                   offsets[n:]):
+                self.group_access = ("src", scopes)
+                if isinstance(value, (ArrayV, LazyV)):
+                    element, dtype = self.read(value, read_at), value.dtype
+                else:
+                    element, dtype = value, op.operands[1].type.dtype
+                self.group_access = ("dst", scopes)
+                if op.prim == "assign":
+                    self.write(dst, at, element, dtype)
+                    continue
+                combine = self.combiner(op.attrs.get("op", "add"), dst.dtype, op.operands[1],
+                                        op.loc)
+                self.write(dst, at, combine(self.old_element(op, dst, at), element),
+                           combine.dtype)
+        finally:
+            self.group_access = saved
 
 
 def _ndim(value):

@@ -1024,26 +1024,52 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
             value = self.b.zext(value, I8)
         self.alias_info(self.b.store(value, ptr), array)
 
+    # (role, scopes) while a store group's loop is lowered (FusionLowering.store_elements):
+    # role "dst" for its destinations' elements, "src" for what its values read
+    group_access = None
+
     def alias_info(self, access, array):
         """Arrays the kernel allocates never share memory with its arguments: say so with
         scoped-noalias metadata, so LLVM may keep values in registers across a loop's
-        iterations (an adjoint's g[i+1] += ... then g[i] += ... next time round)."""
-        if array.origin is None:
-            return
-        scopes = self.scopes()
-        mine, other = (scopes[0], scopes[1]) if array.origin == "alloc" else \
-            (scopes[1], scopes[0])
-        access.set_metadata("alias.scope", mine)
-        access.set_metadata("noalias", other)
+        iterations (an adjoint's g[i+1] += ... then g[i] += ... next time round). In a store
+        group's loop, its values never read what its stores write (fusion._independent):
+        two more scopes say that too, so the additions into one element stay in a register
+        and one store is left (passes/adjacent_additions.py's groups)."""
+        mine, other = [], []
+        if array.origin is not None:
+            alloc, args = self.scopes()[2:]
+            mine, other = ([alloc], [args]) if array.origin == "alloc" else ([args], [alloc])
+        if self.group_access is not None:
+            role, (dst, src) = self.group_access
+            mine.append(dst if role == "dst" else src)
+            other.append(src if role == "dst" else dst)
+        if mine:
+            m = self.module
+            access.set_metadata("alias.scope", m.add_metadata(mine))
+            access.set_metadata("noalias", m.add_metadata(other))
 
     def scopes(self):
+        """(the list of the allocated scope, of the arguments' scope, the two scopes)."""
         if not hasattr(self, "_scopes"):
             m = self.module
             domain = m.add_metadata([ir.MetaDataString(m, "adcompile")])
-            alloc = m.add_metadata([ir.MetaDataString(m, "adcompile.allocated"), domain])
-            args = m.add_metadata([ir.MetaDataString(m, "adcompile.arguments"), domain])
-            self._scopes = (m.add_metadata([alloc]), m.add_metadata([args]))
+            alloc, args = (m.add_metadata([ir.MetaDataString(m, name), domain])
+                           for name in ("adcompile.allocated", "adcompile.arguments"))
+            self._scopes = (m.add_metadata([alloc]), m.add_metadata([args]), alloc, args)
         return self._scopes
+
+    def new_scopes(self, *names):
+        """New alias scopes, one per name, in a domain of their own: LLVM finds two accesses
+        apart when, in one domain, every scope of one is on the other's noalias list, so the
+        allocated and argument scopes of an access must not count against these."""
+        m = self.module
+        domain = m.add_metadata([ir.MetaDataString(m, "adcompile.groups")])
+        made = []
+        for name in names:  # (llvmlite makes one node of equal operands: a number each)
+            m.adc_scopes = getattr(m, "adc_scopes", 0) + 1
+            made.append(m.add_metadata([ir.MetaDataString(m, f"{name}.{m.adc_scopes}"),
+                                        domain]))
+        return made
 
     def typed_indices(self, operands):
         return [(self.v(x), x.type) for x in operands]
