@@ -36,16 +36,19 @@ _CONSTANT = ("argmax", "argmin", "arange", "linspace")
 
 
 # ops that only read an array operand and make nothing that shares its memory
-_READS = frozenset(ELEMENTWISE) | {"shape", "sum", "mean", "amax", "amin", "prod", "argmax",
-                                   "argmin", "matmul", "dot", "trace"}
+_READS = frozenset(ELEMENTWISE) | {"shape", "size", "sum", "mean", "amax", "amin", "prod",
+                                   "argmax", "argmin", "matmul", "dot", "trace"}
 
 
-def _only_read(fn):
-    """The arrays `alloc` makes in `fn` that no op writes or could write into: each use only
-    reads them (a scalar load, elementwise arithmetic, a reduction). Such an array is a
-    constant, so it has no tangent; a tangent of zeros made 0 * inf = nan of a derivative
-    whose reverse mode is 0 (an element of np.zeros dividing: fuzz seed 2619663773223)."""
-    from adcompile.ir.nodes import walk
+def _constant_arrays(fn, depends):
+    """The arrays `alloc` makes in `fn` whose elements never depend on a differentiated
+    argument: each use of their memory (through views too) reads it, or writes a value that
+    does not depend on one (`depends`: every value that does, reverse mode's activity
+    analysis). Such an array is a constant, so it has no tangent; a tangent of zeros made
+    0 * inf = nan of a derivative whose reverse mode is 0 (an element of np.zeros dividing:
+    fuzz seed 2619663773223; an array filled with -inf in a loop, then arctan2 of an
+    element: fuzz seed 589792254069)."""
+    from adcompile.ir.nodes import MEMORY_VIEWS, WRITES, memory_root, walk
 
     made, used = set(), set()
     for op in walk(fn.body):
@@ -54,7 +57,13 @@ def _only_read(fn):
         if op.prim in _READS or (op.prim == "load" and isinstance(op.results[0].type,
                                                                    T.Scalar)):
             continue  # an element load reads; a load of a sub-array is a view
-        used.update(op.operands[:1] if op.prim == "load" else op.operands)  # not indices
+        if op.prim in MEMORY_VIEWS:
+            continue  # a view: its uses count, as uses of the memory it views
+        if op.prim in WRITES:
+            if op.operands[-1] in depends:
+                used.add(memory_root(op.operands[0]))
+            continue  # (the value, indices and masks are read)
+        used.update(memory_root(v) for v in op.operands if isinstance(v.type, T.Array))
     return made - used
 
 
@@ -108,7 +117,9 @@ class _Transform:
         body = Block()
         self.b.block = body
         self._zero_tangents_for_written_arrays(fn)
-        self.constant = _only_read(fn)
+        depends = _Reverse(fn, self.active)
+        depends.needs_old_value()  # (its activity analysis: every value that depends)
+        self.constant = _constant_arrays(fn, depends.active)
         self.block(fn.body)
         ret = fn.body.terminator
         result = self.val[ret.operands[0]] if ret.operands else None
@@ -333,7 +344,8 @@ class _Transform:
         dst, value = op.operands
         t_dst, t_value = self.tan.get(dst), self.tan.get(value)
         if t_dst is None:
-            if t_value is not None and dst.type.dtype in ("f32", "f64"):
+            if t_value is not None and dst.type.dtype in ("f32", "f64") and \
+                    not self.made_constant(dst):
                 raise CompileError.at(op.loc, "a value that depends on a differentiated "
                                       "argument is written into an array without a "
                                       "derivative; allocate it in the function instead")
@@ -355,7 +367,7 @@ class _Transform:
             if t_value is not None or t_dst is not None:  # (ad/inplace.py rewrites these)
                 raise CompileError.at(op.loc, _OLD_VALUE)
             return
-        if t_value is None:
+        if t_value is None or (t_dst is None and self.made_constant(dst)):
             return
         if t_dst is None:
             raise CompileError.at(op.loc, "a value that depends on a differentiated argument "
@@ -375,6 +387,12 @@ class _Transform:
         t_dst, t_value = self.tan.get(op.operands[0]), self.tan.get(op.operands[-1])
         if t_value is not None and t_dst is not None:
             self.b.emit("mask_add", [t_dst, self.val[op.operands[1]], t_value])
+
+    def made_constant(self, array):
+        """Whether `array` is memory of an array _constant_arrays found: what is written
+        there depends on no differentiated argument (a tangent it has is zeros)."""
+        from adcompile.ir.nodes import memory_root
+        return memory_root(array) in self.constant
 
     def op_const(self, op):
         self.clone(op)
@@ -400,7 +418,8 @@ class _Transform:
         t_array = self.tan.get(array)
         t_value = self.tan.get(value)
         if t_array is None:
-            if t_value is not None and array.type.dtype in ("f32", "f64"):
+            if t_value is not None and array.type.dtype in ("f32", "f64") and \
+                    not self.made_constant(array):
                 raise CompileError.at(op.loc, "a value that depends on a differentiated "
                                       "argument is stored into an array without a derivative; "
                                       "allocate it with np.zeros/np.empty in the function "
