@@ -20,16 +20,24 @@ same view (the same IR value) when
   is read where its addition now stands): only arrays known apart count (ir/origins.py:
   made by different new-buffer ops, a shadow and a value of one reverse mode; a new buffer
   and an argument);
-- no op between has regions (a branch or loop) or takes a tuple.
+- no op between has regions (a branch or loop) or takes a tuple;
+- when a moved addition may raise (a value of another shape: the user's code; reverse
+  mode's additions do not), no op between may raise or write memory the caller sees: the
+  error and what the caller finds written stay those of the program as written.
 """
 
 from adcompile.ir import types as T
 from adcompile.ir.nodes import WRITES, memory_root, walk_op
 from adcompile.ir.origins import FRESH, Origins, held_apart
+from adcompile.ir.prims import may_raise
 
-# ops that read no element of an array operand (a view made of it is checked where it is used)
-_NO_READ = ("shape", "size", "slice", "transpose", "diagonal", "strided", "reshape",
-            "broadcast_to")
+# ops that read no element of an array operand (a view made of it is checked where it is used;
+# not a reshape, which copies when the layout allows no view)
+_NO_READ = ("shape", "size", "slice", "transpose", "diagonal", "strided", "broadcast_to")
+
+
+# ops that exist to raise (may_raise counts errors of computing, not these)
+_FAILS = ("assert", "raise")
 
 
 def adjacent_additions(fn):
@@ -89,18 +97,26 @@ def _run(ops, k, facts):
     """The additions into ops[k]'s view that can stand together at the place of the last."""
     view = ops[k].operands[0]
     run, values = [ops[k]], [ops[k].operands[1]]
+    raises = may_raise(ops[k])
     for op in ops[k + 1:]:
         if op.prim == "iadd" and op.operands[0] is view:
             run.append(op)
             values.append(op.operands[1])
-        elif _interferes(op, view, values, facts):
+            raises = raises or may_raise(op)
+        elif _interferes(op, view, values, facts, raises):
             break
     return run
 
 
-def _interferes(op, view, values, facts):
-    """Whether an addition into `view` of `values` may not move past op."""
+def _interferes(op, view, values, facts, raises):
+    """Whether an addition into `view` of `values` may not move past op. `raises`: one of
+    the additions moved may raise (numpy's error for a value of another shape), so op must
+    not raise either (the user would get its error instead) nor write memory the caller
+    sees (the caller would find op's write done)."""
     if op.regions:
+        return True
+    if raises and (may_raise(op) or op.prim in _FAILS or (
+            op.prim in WRITES and not _new(memory_root(op.operands[0])))):
         return True
     if any(isinstance(v.type, T.Tuple) for v in op.operands):
         return True

@@ -18,7 +18,16 @@ from tests.compiler.test_first_store import (  # noqa: F401 (no_ir_cache: a fixt
 # -- user programs: additions into a view of a new array, other work between ---------------
 
 
-def two_views(v, w, u):  # x[:1] and x[1:] of one x are apart
+def work_between(v, w, u):  # what lies between raises nothing and touches no x
+    x = v * 1.0
+    x[1:] += w[1:]
+    t = u * 2.0
+    s = t * 3.0 + 1.0
+    x[1:] += s[1:]
+    return x, s
+
+
+def raising_between(v, w, u):  # x[1:] += w[1:] may raise (shapes), and so may what follows
     x = v * 1.0
     x[1:] += w[1:]
     t = u * 2.0
@@ -51,6 +60,15 @@ def overlapping_view_between(v, w, u):  # x[:2] meets x[1:]: left alone
     x[:2] += u[:2]
     x[1:] += u[1:]
     return x
+
+
+def reshape_between(v, w, u):  # a reshape of a strided view copies (reads): left alone
+    x = np.zeros((v.shape[0], 4))
+    s = x[:, :2]
+    s += w[:, None]
+    r = s.reshape(2 * v.shape[0])
+    s += u[:, None]
+    return r, x
 
 
 def an_argument(v, w, u):  # additions into an argument stay where they are
@@ -88,9 +106,9 @@ def _vectors(rng, n):
 
 # (function, argnums for a gradient or None, whether the pass applies)
 CASES = [
-    (two_views, None, True), (read_between, None, False),
+    (work_between, None, True), (raising_between, None, False), (read_between, None, False),
     (value_written_between, None, False), (overlapping_view_between, None, False),
-    (an_argument, None, False), (rk4_last, (0, 1), True),
+    (an_argument, None, False), (reshape_between, None, False), (rk4_last, (0, 1), True),
 ]
 IDS = [c[0].__name__ for c in CASES]
 
@@ -149,18 +167,6 @@ def test_applies_where_nothing_between_touches_the_view(fn, argnums, applies, no
 # -- the LLVM backend: additions into one view, one loop, one store ------------------------
 
 
-def three_into_one(x, a, b, c):  # the values read arrays the function made, as y is
-    y = x * 1.0
-    u = a * 2.0
-    u[0] = 0.5
-    y[1:] += u[1:]
-    t = b * 2.0
-    t[0] = 0.25
-    y[1:] += t[1:] * c[1:]
-    y[1:] += u[1:] * c[1:]
-    return y, u, t
-
-
 def _vector_bodies(text):
     """(loads, stores) of each vectorised loop body in an LLVM module's text."""
     found = []
@@ -170,11 +176,53 @@ def _vector_bodies(text):
 
 
 def test_additions_into_one_view_store_once(no_ir_cache):
-    """The additions brought together run as one store group; its values read no
-    destination, and alias scopes say so (lower.alias_info), so LLVM keeps the element in a
-    register through the three additions and stores it once."""
-    args = [np.linspace(-1.0, 1.0, 1000) + k for k in range(4)]
-    text = ac.adcompile(three_into_one).llvm_ir(*args)
-    bodies = [(loads, stores) for loads, stores in _vector_bodies(text) if loads >= 4]
+    """The four additions into x_bar[1:] of rk4_last's gradient run as one store group; its
+    values read no destination, and alias scopes say so (lower.alias_info), so LLVM keeps
+    the element in a register through the additions and stores it once."""
+    args = _vectors(np.random.default_rng(3), 1000)
+    g = ac.grad(ac.adcompile(rk4_last))
+    bodies = [(loads, stores) for loads, stores in _vector_bodies(g.llvm_ir(*args))
+              if loads >= 8]
     assert bodies and min(stores for _, stores in bodies) == 1, bodies
-    _same_bits(ac.adcompile(three_into_one)(*args), three_into_one(*args))
+    _same_bits(g(*args), ac.grad(ac.adcompile(rk4_last, backend="python"))(*args))
+
+
+# -- errors: an addition that may raise keeps its place before what raises or what the caller
+# sees -----------------------------------------------------------------------------------------
+
+
+def index_error_between(x, i, out):
+    t = np.zeros(3)
+    t[1:] += x  # of another shape: numpy's ValueError comes first
+    y = x[i]
+    t[1:] += y
+    return np.sum(t)
+
+
+def assert_between(x, i, out):
+    t = np.zeros(3)
+    t[1:] += x
+    assert i < 0, "i must be negative"
+    t[1:] += 1.0
+    return np.sum(t)
+
+
+def argument_written_between(x, i, out):
+    t = np.zeros(3)
+    t[1:] += x
+    out[0] = 7.0  # the caller must not find this done
+    t[1:] += 1.0
+    return np.sum(t)
+
+
+@pytest.mark.parametrize("backend", ["interp", "python", "llvm"])
+@pytest.mark.parametrize("fn", [index_error_between, assert_between, argument_written_between])
+def test_an_addition_that_may_raise_stays_before_what_raises(fn, backend, no_ir_cache):
+    x = np.ones(4)  # t[1:] has 2 elements: ValueError
+    out = np.zeros(2)
+    with pytest.raises(ValueError):
+        fn(x, 10, out)
+    f = ac.adcompile(fn, backend=backend)
+    with pytest.raises(ValueError):
+        f(x, 10, out)
+    np.testing.assert_array_equal(out, np.zeros(2))
