@@ -126,7 +126,7 @@ class _Reverse:
         """A predicate on fn's ops: an in-place update whose adjoint needs the array's old
         value (ad/inplace.py), by this transform's activity analysis."""
         self.active = {p for p, on in zip(self.fn.params, self.active_params)
-                       if on and _float(p.type)}
+                       if on and (_float(p.type) or _float_tuple(p.type))}
         self.aliases = TapeAliases(self.fn)
         self._activity(prune=False)
         return lambda op: inplace.needs_old_value(op, self.active)

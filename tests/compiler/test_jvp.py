@@ -166,6 +166,23 @@ def test_an_array_written_only_with_constants_is_a_constant(backend):
             assert tangent == pytest.approx(ac.grad(g)(*args)[k], rel=1e-12)
 
 
+def filled_from_a_tuple(p):
+    a, b = p
+    t = np.zeros(2)
+    t[0] = a
+    t[1] = b
+    return np.sum(t * t)
+
+
+@pytest.mark.parametrize("backend", ["interp", "python", "llvm"])
+def test_an_array_filled_from_a_differentiated_tuple_has_a_tangent(backend):
+    """A tuple argument's items are differentiated values too: an array filled from them
+    is no constant (its tangent was dropped, and jvp gave 0)."""
+    f = ac.adcompile(filled_from_a_tuple, backend=backend)
+    value, tangent = ac.jvp(f, ((3.0, 1.0),), ((1.0, 0.0),))
+    assert (value, tangent) == (10.0, 6.0)
+
+
 def atan2_of_a_large_int(y, n):
     return np.arctan2(y, n - 3) + np.arctan2(n * 1, y)
 
