@@ -129,6 +129,7 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
         self.located = True  # error messages name the op's line (not in an outlined op)
         self.kernel_fn = func  # see in_kernel
         self.array_program = False  # the function makes arrays (lower_kernel; outlined_nest)
+        self.loop_bodies = 0  # how many loops of this function the code being built is in
         self.exits = {}  # error code -> this function's block that leaves with it
         self.ranges = {}  # (an outlined function's errors, line) -> their codes here
 
@@ -511,7 +512,7 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
         self.values[body.params[0]] = i
         for p, phis in zip(body.params[1:], carried):
             self.values[p] = self.set_origin(unflat(p.type, iter(phis)), p)
-        yielded = self.block(body)
+        yielded = self.loop_body(body)
         latch = self.b.block
         i.add_incoming(self.b.add(i, step, flags=["nsw"]), latch)
         for p, phis, y in zip(body.params[1:], carried, yielded):
@@ -521,6 +522,15 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
         self.b.position_at_end(done)
         self.bind(op.results, [self.set_origin(unflat(p.type, iter(phis)), r)
                                for p, r, phis in zip(body.params[1:], op.results, carried)])
+
+    def loop_body(self, region):
+        """self.block(region) for a region a loop runs again and again (loop_bodies counts
+        them: parallel.env_for)."""
+        self.loop_bodies += 1
+        try:
+            return self.block(region)
+        finally:
+            self.loop_bodies -= 1
 
     def outlined_nest(self, op):
         """A loop nest of scalar code in an array program's kernel (build_q's loops in gmm,
@@ -558,14 +568,14 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
                 phi.add_incoming(x, pre)
             carried.append(phis)
             self.values[p] = self.set_origin(unflat(p.type, iter(phis)), p)
-        cond, *passed = self.block(head_region)
+        cond, *passed = self.loop_body(head_region)
         passed = [self.coerce(x, r.type) for x, r in zip(passed, op.results)]
         exit_bb = self.b.block
         self.b.cbranch(cond, loop, done)
         self.b.position_at_end(loop)
         for p, value in zip(body_region.params, passed):
             self.values[p] = value  # the values the head passed, which own their arrays
-        yielded = self.block(body_region)
+        yielded = self.loop_body(body_region)
         for p, phis, y in zip(head_region.params, carried, yielded):
             for phi, x in zip(phis, flat(self.coerce(y, p.type))):
                 phi.add_incoming(x, self.b.block)

@@ -53,7 +53,7 @@ LIBM_WORK = 8
 LIBM = frozenset(["sin", "cos", "tan", "exp", "log", "log1p", "expm1", "tanh", "sinh", "cosh",
                   "asin", "acos", "atan", "log2", "log10", "erf", "erfc", "atan2", "hypot",
                   "fmod", "pow", "exp2"])
-_SWAPPED = ("func", "b", "allocas", "status", "cleanup_bb", "exits", "in_chunk")
+_SWAPPED = ("func", "b", "allocas", "status", "cleanup_bb", "exits", "in_chunk", "loop_bodies")
 _PARALLEL_FOR = ("adc_parallel_for", I32, [PTR, PTR, I64, I64, I64])
 _UNIT = ("adc_parallel_unit", I64, [])
 
@@ -112,17 +112,20 @@ class ParallelLowering:
         """Closure-convert fn (_capture) and fill its env here. Returns a pointer to it and
         the pairs (tape, copy) that tapes_back must copy back after the call.
 
-        fn gets a copy of each of this function's tapes it pushes or pops, never the tape's
-        own stack slot: a slot whose address is stored somewhere escapes, and LLVM then keeps
-        the tape's top and capacity in memory in every loop of this function that pushes
-        (GradBench det's forward loop, whose reversed loop is an outlined nest, stored and
-        reloaded them on every trip: a third of the gradient's time)."""
+        Called outside this function's loops, fn gets a copy of each of this function's
+        tapes it pushes or pops, not the tape's own stack slot: a slot whose address is
+        stored somewhere escapes, and LLVM then keeps the tape's top and capacity in memory
+        in every loop of this function that pushes (GradBench det's forward loop, whose
+        reversed loop is an outlined nest, stored and reloaded them on every trip: a third
+        of the gradient's time). Inside a loop fn takes the slot itself: there each call
+        would copy the tapes in and out (GradBench lstm's gradient, whose time-step loop
+        calls its nests: 5% more time), and the tapes are the nests' work anyway."""
         captured = _capture(fn)
         env_type = ir.LiteralStructType([v.type for v in captured])
         env = self.scratch(env_type, "env")
         tapes = []
         for k, v in enumerate(captured):
-            if v in self.tapes:
+            if v in self.tapes and not self.loop_bodies:
                 copy = self.scratch(TAPE, "tape.copy")
                 self.b.store(self.b.load(v, typ=TAPE), copy)
                 tapes.append((v, copy))
@@ -158,6 +161,7 @@ class ParallelLowering:
             start = fn.append_basic_block("body")
             self.b = Builder(start)
             self.exits = {}
+            self.loop_bodies = 0
             self.in_chunk = piece or self.in_chunk
             _, lo, hi = fn.args
             body(lo, hi)
