@@ -14,6 +14,7 @@ from adcompile.passes import pipeline
 from tests.compiler.test_accumulate import _same_bits
 from tests.compiler.test_first_store import (  # noqa: F401 (no_ir_cache: a fixture)
     _compiled, no_ir_cache, same_bits_without)
+from tests.compiler.test_gather_additions import _vectors, rk4_last
 
 # -- user programs: additions into a view of a new array, other work between ---------------
 
@@ -79,29 +80,8 @@ def an_argument(v, w, u):  # additions into an argument stay where they are
 
 
 # -- derivative programs: reverse mode's additions into x_bar --------------------------------
-
-
-def field(x, y):
-    return np.concatenate((x[:1], x[1:] * y[:-1]))
-
-
-def rk4_last(x, u, w):  # GradBench ode's steps: four stages add into x_bar[:1] and x_bar[1:]
-    h = 0.5
-    y = u * 1.0
-    for _ in range(2):
-        k1 = field(x, y)
-        k2 = field(x, y + h / 2 * k1)
-        k3 = field(x, y + h / 2 * k2)
-        k4 = field(x, y + h * k3)
-        y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-    return np.sum(y * w)
-
-
-def _vectors(rng, n):
-    v, w, u = (rng.uniform(-1.5, 1.5, n) for _ in range(3))
-    v[::3] = -0.0
-    w[::2] = -0.0
-    return v, w, u
+# rk4_last (GradBench ode's steps, test_gather_additions): each step's four stages add into
+# x_bar[:1] and x_bar[1:] of its gradient
 
 
 # (function, argnums for a gradient or None, whether the pass applies)
