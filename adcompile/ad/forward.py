@@ -40,6 +40,22 @@ _READS = frozenset(ELEMENTWISE) | {"shape", "size", "sum", "mean", "amax", "amin
                                    "argmax", "argmin", "matmul", "dot", "trace"}
 
 
+def _receiving_arrays(fn, depends):
+    """The float arrays ops of `fn` make (not `alloc`, which op_alloc handles) into whose
+    memory a value that depends on a differentiated argument is written (`depends`: reverse
+    mode's activity analysis)."""
+    from adcompile.ir.nodes import WRITES, memory_root, walk
+
+    found = set()
+    for op in walk(fn.body):
+        if op.prim in WRITES and op.operands[-1] in depends:
+            root = memory_root(op.operands[0])
+            if root.owner is not None and root.owner.prim != "alloc" and \
+                    isinstance(root.type, T.Array) and root.type.dtype in ("f32", "f64"):
+                found.add(root)
+    return found
+
+
 def _constant_arrays(fn, depends):
     """The arrays `alloc` makes in `fn` whose elements never depend on a differentiated
     argument: each use of their memory (through views too) reads it, or writes a value that
@@ -120,6 +136,7 @@ class _Transform:
         depends = _Reverse(fn, self.active)
         depends.needs_old_value()  # (its activity analysis: every value that depends)
         self.constant = _constant_arrays(fn, depends.active)
+        self.receiving = _receiving_arrays(fn, depends.active)
         self.block(fn.body)
         ret = fn.body.terminator
         result = self.val[ret.operands[0]] if ret.operands else None
@@ -175,11 +192,15 @@ class _Transform:
     def _own_tangents(self, op, shared):
         """An array the function writes into later gets a tangent of its own: a rule may
         pass an operand's tangent through (`z = x + 0.5`: z's is x's), and the writes into z's
-        tangent would then land in x's, the caller's array when x is an argument."""
+        tangent would then land in x's, the caller's array when x is an argument. One made
+        from values without tangents (`A = x * 1.0` of an x not differentiated) into which a
+        differentiated value is written later (`A *= a`) gets zeros, made where it is."""
         for r in op.results:
             t = self.tan.get(r)
             if r in self.written and t is not None and id(t) in shared:
                 self.tan[r] = self.b.value("copy", (t,), name=_dot(r))
+            elif t is None and r in self.receiving:
+                self.tan[r] = self.zeros_like(self.val[r], "_dot")
 
     def clone(self, op):
         new = self.b.emit(op.prim, [self.val[v] for v in op.operands], op.attrs,

@@ -183,6 +183,38 @@ def test_an_array_filled_from_a_differentiated_tuple_has_a_tangent(backend):
     assert (value, tangent) == (10.0, 6.0)
 
 
+def scaled_copy(a, x):
+    A = x * 1.0  # made from x, which is not differentiated
+    A *= a
+    return np.sum(A * A)
+
+
+def written_through_a_view(p, x):
+    a, b = p
+    A = x + 0.0
+    A[1:] = a * x[1:] + b
+    return np.sum(A * A)
+
+
+@pytest.mark.parametrize("backend", ["interp", "python", "llvm"])
+def test_an_array_made_from_constants_and_written_with_a_derivative(backend):
+    """An array an elementwise op makes from values without derivatives, into which a
+    differentiated value is written later, gets a tangent (zeros where it is made); jvp
+    refused such programs."""
+    x = np.array([1.0, 2.0, -0.5])
+    f = ac.adcompile(scaled_copy, backend=backend)
+    value, tangent = ac.jvp(f, (3.0, x), (1.0, None))
+    assert value == pytest.approx(9.0 * np.sum(x * x)) and \
+        tangent == pytest.approx(6.0 * np.sum(x * x))
+    g = ac.adcompile(written_through_a_view, backend=backend)
+    p = (1.5, -0.25)
+    _, tangent = ac.jvp(g, (p, x), ((1.0, 0.0), None))
+    h = 1e-6
+    slope = (written_through_a_view((p[0] + h, p[1]), x) -
+             written_through_a_view((p[0] - h, p[1]), x)) / (2 * h)
+    assert tangent == pytest.approx(slope, rel=1e-6)
+
+
 def atan2_of_a_large_int(y, n):
     return np.arctan2(y, n - 3) + np.arctan2(n * 1, y)
 
