@@ -20,7 +20,7 @@ from adcompile.ad.ir_ops import IROps
 from adcompile.errors import ArgumentError, CompileError
 from adcompile.ir import types as T
 from adcompile.ir.builder import IRBuilder
-from adcompile.ir.nodes import Block, Function, Value
+from adcompile.ir.nodes import MEMORY_VIEWS, WRITES, Block, Function, Value, memory_root, walk
 from adcompile.ir.prims import ELEMENTWISE
 from adcompile.ad.reverse import _OLD_VALUE, _Reverse, _same_shape
 from runtime.rules import RULES
@@ -44,8 +44,6 @@ def _receiving_arrays(fn, depends):
     """The float arrays ops of `fn` make (not `alloc`, which op_alloc handles) into whose
     memory a value that depends on a differentiated argument is written (`depends`: reverse
     mode's activity analysis)."""
-    from adcompile.ir.nodes import WRITES, memory_root, walk
-
     found = set()
     for op in walk(fn.body):
         if op.prim in WRITES and op.operands[-1] in depends:
@@ -64,8 +62,6 @@ def _constant_arrays(fn, depends):
     0 * inf = nan of a derivative whose reverse mode is 0 (an element of np.zeros dividing:
     fuzz seed 2619663773223; an array filled with -inf in a loop, then arctan2 of an
     element: fuzz seed 589792254069)."""
-    from adcompile.ir.nodes import MEMORY_VIEWS, WRITES, memory_root, walk
-
     made, used = set(), set()
     for op in walk(fn.body):
         if op.prim == "alloc":
@@ -133,10 +129,10 @@ class _Transform:
         body = Block()
         self.b.block = body
         self._zero_tangents_for_written_arrays(fn)
-        depends = _Reverse(fn, self.active)
-        depends.needs_old_value()  # (its activity analysis: every value that depends)
-        self.constant = _constant_arrays(fn, depends.active)
-        self.receiving = _receiving_arrays(fn, depends.active)
+        activity = _Reverse(fn, self.active)
+        activity.needs_old_value()  # (its analysis: every value that depends on an argument)
+        self.constant = _constant_arrays(fn, activity.active)
+        self.receiving = _receiving_arrays(fn, activity.active)
         self.block(fn.body)
         ret = fn.body.terminator
         result = self.val[ret.operands[0]] if ret.operands else None
@@ -150,8 +146,6 @@ class _Transform:
     def _zero_tangents_for_written_arrays(self, fn):
         """Arrays the function writes into need a tangent even when not differentiated; the
         ones it makes are noted in `written` (their tangents must be their own)."""
-        from adcompile.ir.nodes import walk
-
         differentiated = set(self.tan)
         for op in walk(fn.body):
             if op.prim not in ("store", "assign", "iadd", "scatter_add", "mask_add"):
@@ -412,7 +406,6 @@ class _Transform:
     def made_constant(self, array):
         """Whether `array` is memory of an array _constant_arrays found: what is written
         there depends on no differentiated argument (a tangent it has is zeros)."""
-        from adcompile.ir.nodes import memory_root
         return memory_root(array) in self.constant
 
     def op_const(self, op):

@@ -71,6 +71,17 @@ class Origins:
             return False
         return all(self._this_trip(ra, rb, m) or self._this_trip(rb, ra, m) for m in ma & mb)
 
+    def apart(self, a, b, params):
+        """Whether arrays a and b, both alive, are certainly different memory: `distinct`,
+        apart by what holds them (_held_apart), or a new buffer and an argument (`params`:
+        the function's)."""
+        ra, rb = memory_root(a), memory_root(b)
+        if ra is rb:
+            return False
+        if self.distinct(ra, rb) or _held_apart(ra, rb, params):
+            return True
+        return (made_new(ra) and rb in params) or (made_new(rb) and ra in params)
+
     def _this_trip(self, made, slot, maker):
         """Whether `made` is maker's result in a trip of the loop whose body parameter is
         `slot` (so made after the trip began, and slot holds an array made before)."""
@@ -79,6 +90,10 @@ class Origins:
         loop, _ = self.slots[slot]
         return slot in loop.regions[0].params and loop in self.loops.get(maker, ())
 
+
+def made_new(root):
+    """Whether a FRESH op of the function made root (never an argument's memory)."""
+    return root.owner is not None and root.owner.prim in FRESH
 
 
 def holds(root):
@@ -94,7 +109,7 @@ def holds(root):
     return tape.attrs.get("holds") if tape is not None and tape.prim == "tape_new" else None
 
 
-def held_apart(a, b, params):
+def _held_apart(a, b, params):
     """Whether the arrays rooted at a and b are apart by what holds them: a shadow and a
     value of one reverse mode, or a shadow and an argument (`params`: the function's)."""
     kinds = {holds(a), holds(b)}

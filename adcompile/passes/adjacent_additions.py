@@ -28,7 +28,7 @@ same view (the same IR value) when
 
 from adcompile.ir import types as T
 from adcompile.ir.nodes import WRITES, memory_root, walk_op
-from adcompile.ir.origins import FRESH, Origins, held_apart
+from adcompile.ir.origins import Origins, made_new
 from adcompile.ir.prims import may_raise
 
 # ops that read no element of an array operand (a view made of it is checked where it is used;
@@ -41,34 +41,15 @@ _FAILS = ("assert", "raise")
 
 
 def adjacent_additions(fn):
-    facts = _Facts(fn)
-    _block(fn.body, facts)
+    origins, params = Origins(fn), set(fn.params)
+    _block(fn.body, lambda a, b: origins.apart(a, b, params))
     return fn
 
 
-class _Facts:
-    def __init__(self, fn):
-        self.origins = Origins(fn)
-        self.params = set(fn.params)
-
-    def apart(self, a, b):
-        ra, rb = memory_root(a), memory_root(b)
-        if ra is rb:
-            return False
-        if self.origins.distinct(ra, rb) or held_apart(ra, rb, self.params):
-            return True
-        return (_new(ra) and rb in self.params) or (_new(rb) and ra in self.params)
-
-
-def _new(root):
-    """Whether root is a buffer an op of the function made (never an argument's memory)."""
-    return root.owner is not None and root.owner.prim in FRESH
-
-
-def _block(block, facts):
+def _block(block, apart):
     for op in block.ops:
         for region in op.regions:
-            _block(region, facts)
+            _block(region, apart)
     placed = set()
     k = 0
     while k < len(block.ops):
@@ -76,7 +57,7 @@ def _block(block, facts):
         if op in placed or not _movable(op):
             k += 1
             continue
-        run = _run(block.ops, k, facts)
+        run = _run(block.ops, k, apart)
         placed.update(run)
         if len(run) > 1:
             last = block.ops.index(run[-1])
@@ -90,10 +71,10 @@ def _block(block, facts):
 def _movable(op):
     if op.prim != "iadd" or not isinstance(op.operands[0].type, T.Array):
         return False
-    return _new(memory_root(op.operands[0]))
+    return made_new(memory_root(op.operands[0]))
 
 
-def _run(ops, k, facts):
+def _run(ops, k, apart):
     """The additions into ops[k]'s view that can stand together at the place of the last."""
     view = ops[k].operands[0]
     run, values = [ops[k]], [ops[k].operands[1]]
@@ -103,12 +84,12 @@ def _run(ops, k, facts):
             run.append(op)
             values.append(op.operands[1])
             raises = raises or may_raise(op)
-        elif _interferes(op, view, values, facts, raises):
+        elif _interferes(op, view, values, apart, raises):
             break
     return run
 
 
-def _interferes(op, view, values, facts, raises):
+def _interferes(op, view, values, apart, raises):
     """Whether an addition into `view` of `values` may not move past op. `raises`: one of
     the additions moved may raise (numpy's error for a value of another shape), so op must
     not raise either (the user would get its error instead) nor write memory the caller
@@ -116,17 +97,17 @@ def _interferes(op, view, values, facts, raises):
     if op.regions:
         return True
     if raises and (may_raise(op) or op.prim in _FAILS or (
-            op.prim in WRITES and not _new(memory_root(op.operands[0])))):
+            op.prim in WRITES and not made_new(memory_root(op.operands[0])))):
         return True
     if any(isinstance(v.type, T.Tuple) for v in op.operands):
         return True
     if op.prim not in _NO_READ and any(
-            isinstance(v.type, T.Array) and not facts.apart(v, view) and
+            isinstance(v.type, T.Array) and not apart(v, view) and
             not _complementary(v, view) for v in op.operands):
         return True
     if op.prim in WRITES:
         dst = op.operands[0]
-        return any(isinstance(v.type, T.Array) and not facts.apart(dst, v) for v in values)
+        return any(isinstance(v.type, T.Array) and not apart(dst, v) for v in values)
     return False
 
 

@@ -48,7 +48,7 @@ from adcompile.backends.llvm.values import I1, I64, ITEMSIZE, MEM, ArrayV, JoinV
     LazyV, Pack, i64
 from adcompile.ir import types as T
 from adcompile.ir.nodes import VIEWS, WRITES, Op, walk, walk_op
-from adcompile.ir.origins import Origins, held_apart
+from adcompile.ir.origins import FRESH, Origins
 from adcompile.ir.prims import BINARY_MATH, ELEMENTWISE, UNARY_MATH
 
 RECOMPUTE = 8  # scalar ops a lazy value used more than once may cost per element
@@ -199,7 +199,7 @@ def _lazy_tree(op, k, found, uses, writes, params, position, fusion, joined):
         return None
     roots = {_root(v) for v in leaves if isinstance(v.type, T.Array)}
     last = max((j for j, _, _ in computing), default=k)  # (a shape reads no element)
-    if any(_may_share(w, leaf, params, position, fusion.origins)
+    if any(_may_share(w, leaf, params, position, origins=fusion.origins)
            for j in range(k + 1, last + 1) for w in writes[j] for leaf in roots):
         return None
     return leaves, cost, expensive, pieces
@@ -246,7 +246,7 @@ def _written_before(op, last, k, writes, params, position, fusion):
     the leaves of op's lazy operand."""
     leaves = fusion.leaves[op.operands[0]]
     roots = {_root(v) for v in leaves if isinstance(v.type, T.Array)}
-    return any(_may_share(w, leaf, params, position, fusion.origins)
+    return any(_may_share(w, leaf, params, position, origins=fusion.origins)
                for j in range(k + 1, last + 1) for w in writes[j] for leaf in roots)
 
 
@@ -461,16 +461,12 @@ def _root(v):
     return v
 
 
-# ops whose array result is a new buffer (never one of their operands')
-_FRESH = frozenset(ELEMENTWISE) | {"alloc", "copy", "concatenate", "stack", "matmul"}
-
-
 def _made_after(a, b, position):
     """Whether root a is a new buffer made by an op of the block after b was defined (b is
     defined by an earlier op, or outside the block's ops): a buffer that is new cannot be
     memory that was alive when it was made, and b, used after a was made, was alive then."""
     owner = a.owner
-    if owner is None or owner.prim not in _FRESH or owner not in position:
+    if owner is None or owner.prim not in FRESH or owner not in position:
         return False
     made = b.owner
     return made is None or made not in position or position[made] < position[owner]
@@ -480,17 +476,15 @@ def _made_here(root):
     return root.owner is not None and root.owner.prim not in _UNKNOWN_OWNERS
 
 
-def _may_share(a, b, params, position=None, origins=None):
+def _may_share(a, b, params, position=None, *, origins):
     """Whether the arrays rooted at a and b may share memory. `position`: the index of each
-    op of the block both are used in, when a new buffer made there (_fresh) cannot be an
+    op of the block both are used in, when a new buffer made there (_made_after) cannot be an
     array that existed before it. `origins` (ir/origins.py) knows arrays apart that
     different new-buffer ops made, through the slots of loops (a reverse-mode loop's
-    carried shadow and the function's other shadows)."""
+    carried shadow and the function's other shadows), and shadows apart from values."""
     if a is b:
         return True
-    if origins is not None and origins.distinct(a, b):
-        return False
-    if held_apart(a, b, params):
+    if origins.apart(a, b, params):
         return False
     if position is not None and (_made_after(a, b, position) or _made_after(b, a, position)):
         return False

@@ -1047,7 +1047,7 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
         and one store is left (passes/adjacent_additions.py's groups)."""
         mine, other = [], []
         if array.origin is not None:
-            alloc, args = self.scopes()[2:]
+            alloc, args = self.scopes()
             mine, other = ([alloc], [args]) if array.origin == "alloc" else ([args], [alloc])
         if self.group_access is not None:
             role, (dst, src) = self.group_access
@@ -1059,13 +1059,12 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
             access.set_metadata("noalias", m.add_metadata(other))
 
     def scopes(self):
-        """(the list of the allocated scope, of the arguments' scope, the two scopes)."""
+        """(the allocated arrays' alias scope, the arguments' scope)."""
         if not hasattr(self, "_scopes"):
             m = self.module
             domain = m.add_metadata([ir.MetaDataString(m, "adcompile")])
-            alloc, args = (m.add_metadata([ir.MetaDataString(m, name), domain])
-                           for name in ("adcompile.allocated", "adcompile.arguments"))
-            self._scopes = (m.add_metadata([alloc]), m.add_metadata([args]), alloc, args)
+            self._scopes = tuple(m.add_metadata([ir.MetaDataString(m, name), domain])
+                                 for name in ("adcompile.allocated", "adcompile.arguments"))
         return self._scopes
 
     def new_scopes(self, *names):

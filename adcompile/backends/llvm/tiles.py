@@ -40,6 +40,7 @@ be arrays the kernel made (an error part-way leaves nothing the caller sees half
 `TILES = False` (or ADCOMPILE_LLVM_TILES=0) turns runs off.
 """
 
+import itertools
 import os
 
 import llvmlite.ir as ir
@@ -142,13 +143,7 @@ def _by_destination(stores):
     """The stores cut where the destination changes: the additions into one view that
     passes/adjacent_additions.py brought together stay one unit, one loop (each element
     loaded and stored once)."""
-    runs = []
-    for op in stores:
-        if runs and runs[-1][-1].operands[0] is op.operands[0]:
-            runs[-1].append(op)
-        else:
-            runs.append([op])
-    return runs
+    return [list(run) for _, run in itertools.groupby(stores, lambda op: id(op.operands[0]))]
 
 
 # -- lowering ----------------------------------------------------------------------------------
