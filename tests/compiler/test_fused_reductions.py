@@ -154,6 +154,43 @@ def test_row_sums_have_teeth():
     assert not np.array_equal(rows, np.array([sum(r.tolist()) for r in x]))
 
 
+# -- the axis order of an expression's temporary (pairwise.c_ordered) -------------------------------
+#
+# axis_order takes C order without calling order_fn when no operand's strides ask for a move;
+# the sums below depend on that order, on operands whose strides tie, are negative, are zero
+# (broadcast) or belong to axes of length 1, and on pairs of operands that disagree.
+
+def two_operand_sums(x, y):
+    e = x * y - y
+    return np.sum(e, axis=-1), np.sum(e, axis=0), np.sum(e)
+
+
+ORDER_CASES = {
+    "C, C": lambda a, b: (a, b),
+    "F, C": lambda a, b: (np.asfortranarray(a), b),
+    "C, F": lambda a, b: (a, np.asfortranarray(b)),
+    "F, F": lambda a, b: (np.asfortranarray(a), np.asfortranarray(b)),
+    "rows broadcast": lambda a, b: (a, b[:1]),
+    "column broadcast": lambda a, b: (np.asfortranarray(a), b[:, :1]),
+    "negative rows": lambda a, b: (a[::-1], b),
+    "negative both": lambda a, b: (a[::-1, ::-1], np.asfortranarray(b)[::-1]),
+    "swapped view": lambda a, b: (np.ascontiguousarray(a.T).T, b),
+    "equal strides": lambda a, b: (np.lib.stride_tricks.as_strided(
+        np.repeat(a.ravel(), 1), a.shape, (8, 8)), b),
+    "one row": lambda a, b: (a[:1], np.asfortranarray(b)[:1]),
+    "one column": lambda a, b: (np.asfortranarray(a)[:, :1], b[:, :1]),
+}
+
+
+@pytest.mark.parametrize("case", ORDER_CASES)
+def test_sums_follow_the_temporarys_axis_order(case):
+    x, y = ORDER_CASES[case](_wide(12, 9), _wide(12, 9, seed=1))
+    expected = two_operand_sums(x, y)
+    for name, f in _variants(two_operand_sums).items():
+        _check_bits(_call(name, f, x, y), expected, f"{case} {name}",
+                    rounding=name == "unfused")
+
+
 # -- lazy copies -----------------------------------------------------------------------------------
 
 

@@ -57,6 +57,9 @@ from adcompile.backends.llvm.values import (F64, I1, I64, PTR, REG, ArrayV, Lazy
 PW_BLOCK = 128  # numpy's PW_BLOCKSIZE: pairwise_sum adds up to this many in one block
 BUFSIZE = 8192  # numpy's default ufunc buffer (np.getbufsize()): the longest buffered call
 FLOATS = ("f32", "f64")
+# axis_order tests for C order inline (c_ordered) up to this many stride comparisons (axes
+# pairs times operands), else it calls order_fn
+_C_ORDER_CHECKS = 32
 _PLAN_HEAD = 5  # a plan: kr, seq, nb, P, L, then the reduced dims' sizes and strides
 
 
@@ -457,19 +460,33 @@ class PairwiseLowering:
         return strides
 
     def axis_order(self, shape, operands):
-        """nditer's axis order (order_fn) for operands with these strides."""
+        """nditer's axis order (order_fn) for operands with these strides: C order, with no
+        call, when no operand's strides could move an axis (c_ordered), else order_fn's."""
         b = self.b
         n = len(shape)
-        shape_cell = self.scratch(ir.ArrayType(I64, n), "shape")
-        strides_cell = self.scratch(ir.ArrayType(I64, max(1, n * len(operands))), "strides")
         perm_cell = self.scratch(ir.ArrayType(I64, n), "perm")
-        for a, d in enumerate(shape):
-            b.store(d, _at(b, shape_cell, i64(a)))
-        for k, strides in enumerate(operands):
-            for a, s in enumerate(strides):
-                b.store(s, _at(b, strides_cell, i64(k * n + a)))
-        b.call(order_fn(self.module, n), [i64(len(operands)), shape_cell, strides_cell,
-                                          perm_cell])
+
+        def planned():
+            shape_cell = self.scratch(ir.ArrayType(I64, n), "shape")
+            strides_cell = self.scratch(ir.ArrayType(I64, max(1, n * len(operands))),
+                                        "strides")
+            for a, d in enumerate(shape):
+                b.store(d, _at(b, shape_cell, i64(a)))
+            for k, strides in enumerate(operands):
+                for a, s in enumerate(strides):
+                    b.store(s, _at(b, strides_cell, i64(k * n + a)))
+            b.call(order_fn(self.module, n), [i64(len(operands)), shape_cell, strides_cell,
+                                              perm_cell])
+
+        if n < 2 or n * (n - 1) // 2 * len(operands) > _C_ORDER_CHECKS:
+            planned()
+        else:
+            with b.if_else(c_ordered(b, shape, operands)) as (kept, sorted_):
+                with kept:
+                    for k in range(n):
+                        b.store(i64(n - 1 - k), _at(b, perm_cell, i64(k)))
+                with sorted_:
+                    planned()
         return [b.load(_at(b, perm_cell, i64(a)), typ=I64) for a in range(n)]
 
     def leaf_runs(self, x, perm):
@@ -799,6 +816,24 @@ def order_fn(module, ndim):
     while_loop(b, lambda: b.icmp_signed("<", v["i0"], i64(ndim)), insert)
     b.ret_void()
     return fn
+
+
+def c_ordered(b, shape, operands):
+    """Whether order_fn keeps C order because no operand asks for a move: for every
+    operand and axes a < b where both strides are nonzero (an axis of length 1 counts as
+    stride 0), |stride b| <= |stride a|. An operand that decides a comparison then keeps
+    the order, and one that decides none leaves it, so the insertion sort moves nothing."""
+    kept = ir.Constant(I1, 1)
+    for strides in operands:
+        live = [b.select(b.icmp_signed("==", d, i64(1)), i64(0), s)
+                for d, s in zip(shape, strides)]
+        size = [b.select(b.icmp_signed("<", s, i64(0)), b.neg(s), s) for s in live]
+        for a in range(len(shape)):
+            for c in range(a + 1, len(shape)):
+                idle = b.or_(b.icmp_signed("==", live[a], i64(0)),
+                             b.icmp_signed("==", live[c], i64(0)))
+                kept = b.and_(kept, b.or_(idle, b.icmp_signed("<=", size[c], size[a])))
+    return kept
 
 
 def sum_plan_fn(module, ndim):
