@@ -207,7 +207,7 @@ def test_a_loop_is_checked_against_its_ufunc():
     address, cell = ufuncs._loops()["sin", "f64"]
     assert ufuncs._agrees(np.sin, np.float64, address, cell.value)
     assert not ufuncs._agrees(np.cos, np.float64, address, cell.value)
-    assert ("exp", "f64") in ufuncs.key()
+    assert ("exp", "f64") in ufuncs.key()[0]
 
 
 def test_without_the_loops_the_c_library_computes_them(monkeypatch, no_ir_cache):
@@ -262,3 +262,85 @@ def test_max_and_min_along_axes(shape):
         want = (np.max(a, axis=1), np.min(a, axis=0), np.max(a))
         for g, w in zip(got, want):
             np.testing.assert_array_equal(g, w)
+
+
+# -- short rows in registers (ufuncs.short_rows) ------------------------------------------------
+
+
+def row_extremes(m):
+    return np.min(m, axis=1), np.max(m, axis=-1), np.min(m[0]), np.max(m[-1])
+
+
+def nearest(points, centres):
+    total = 0.0
+    for i in range(points.shape[0]):
+        total += np.min(np.sum((centres - points[i]) ** 2, axis=1))
+    return total
+
+
+def _ties(shape, dtype, seed, nan=False, zeros=False):
+    rng = np.random.default_rng(seed)
+    pool = [0.0, -0.0] if zeros else [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf]
+    return rng.choice(np.array(pool + ([np.nan] if nan else [])), shape).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_short_rows_reduce_with_numpys_bits(dtype):
+    """Rows of every length up to past the longest a model covers, ties of zeros in every
+    lane, NaNs (which go to numpy's loop), contiguous, reversed and strided rows."""
+    f = _compiled(row_extremes)
+    for n in list(range(1, 70)) + [127, 128, 129]:
+        for seed, nan in ((n, False), (n + 1000, True)):
+            m = _ties((5, n), dtype, seed, nan)
+            for a in (m, m[:, ::-1], m[::-1], np.repeat(m, 2, axis=1)[:, ::2]):
+                _same_bits(f(a), row_extremes(a))
+
+
+def test_short_rows_in_a_loop():
+    rng = np.random.default_rng(4)
+    points, centres = rng.normal(size=(50, 16)), rng.normal(size=(10, 16))
+    centres[3] = points[7]  # an exact zero distance
+    assert _compiled(nearest)(points, centres) == nearest(points, centres)
+
+
+@pytest.mark.parametrize("prim,dtype", [(p, d) for p in ("amin", "amax") for d in ("f64", "f32")])
+def test_the_lane_model_is_fitted_to_numpy(prim, dtype):
+    """The fitted model reproduces numpy's reductions of rows with ties, and the fit has
+    teeth: the plain scalar loop, or the model with its lanes folded the other way, does
+    not (on a machine whose numpy reduces in vectors: a width above 1)."""
+    lanes = ufuncs.short_rows(prim, dtype)
+    assert lanes is not None and lanes.longest == ufuncs.LONGEST
+    scalar = np.float64 if dtype == "f64" else np.float32
+    ufunc = np.minimum if prim == "amin" else np.maximum
+    less = np.less if prim == "amin" else np.greater
+    plain = ufuncs.Lanes((1, False, (), lanes.longest))
+    flipped = ufuncs.Lanes((lanes.width, lanes.value_first,
+                            tuple(not u for u in lanes.upper_first), lanes.longest))
+    w = lanes.width
+    for n in (1, 7, w, w + 1, 2 * w, 2 * w + 3, 3 * w, lanes.longest):
+        rows = _ties((4000, n + 1), scalar, n, zeros=True)
+        want = ufunc.reduce(rows, axis=1).tobytes()
+        assert ufuncs._reduced(lanes, rows, n, less).tobytes() == want
+        if w > 1 and n % w == 0:  # (of zeros alone, a row's last element wins a tail)
+            for wrong in (plain, flipped):
+                assert ufuncs._reduced(wrong, rows, n, less).tobytes() != want
+
+
+def test_short_rows_take_the_model(monkeypatch, no_ir_cache):
+    """The compiled code follows the model: a wrong one (lanes folded the other way) changes
+    which zero np.min returns, and without the models every row is a call again."""
+    lanes = ufuncs.short_rows("amin", "f64")
+    if lanes.width == 1:
+        pytest.skip("numpy reduces these rows with a scalar loop here")
+    m = _ties((4000, 3 * lanes.width + 1), np.float64, 11, zeros=True)  # the cell, 3 groups
+    want = np.min(m, axis=1)
+    _same_bits(ac.adcompile(_min_rows)(m), want)
+    monkeypatch.setitem(ufuncs._models, ("amin", "f64"), ufuncs.Lanes(
+        (lanes.width, lanes.value_first, tuple(not u for u in lanes.upper_first), 63)))
+    assert ac.adcompile(_min_rows)(m).tobytes() != want.tobytes()
+    monkeypatch.setattr(ufuncs, "SHORT_ROWS", False)
+    _same_bits(ac.adcompile(_min_rows)(m), want)
+
+
+def _min_rows(m):
+    return np.min(m, axis=1)

@@ -121,7 +121,7 @@ class Variant:
         key = jit.cache_key(print_function(fn), _locations(fn), layouts, options.key(), exact,
                             self.lapack, self.blas, lower.OUTLINE, lower.FUSE, fusion.JOIN,
                             tiles.TILES, tiles.TILE, tiles.MIN_TILED, values.SHARED,
-                            ufuncs.key() if looped else ())
+                            ufuncs.key(walk(fn.body)) if looped else ())
         self.imports = imports
         self._module = None
         self._trackers = []

@@ -31,12 +31,15 @@ reverse mode) has the same bits. `np.max` and `np.min` of floats reduce with num
 its choice among equal zeros and NaNs. Along another axis numpy applies the loop to whole
 rows, one after the other, and keeps the first NaN of a column, where the reduction of the
 column may return another one (the same value, NaN; the bits of its payload may differ, as
-they did before these loops). Where a loop cannot be found (another layout of the struct
+they did before these loops). A short contiguous row with no NaN is reduced in registers by a
+model of the loop's lanes fitted to numpy (short_rows): a call costs more than such a row.
+Where a loop cannot be found (another layout of the struct
 in a later numpy), the op is computed with the C library's function and fused as before.
 `ADCOMPILE_LLVM_UFUNCS=0` turns the loops off.
 """
 
 import ctypes
+import itertools
 import os
 import threading
 
@@ -171,9 +174,116 @@ def calls(op):
                             and reduces(op.prim, op.operands[0].type.dtype))
 
 
-def key():
-    """What cached code depends on: the loops in use."""
-    return tuple(sorted(_loops()))
+def key(fn_ops=()):
+    """What cached code depends on: the loops in use, and the short rows' lane models of the
+    np.min / np.max reductions among `fn_ops` (short_rows)."""
+    reduced = sorted({(op.prim, op.operands[0].type.dtype) for op in fn_ops
+                      if op.prim in REDUCERS and calls(op)})
+    return tuple(sorted(_loops())), tuple((k, short_rows(*k)) for k in reduced)
+
+
+# -- short rows of np.min / np.max in registers --------------------------------------------------
+#
+# A call of numpy's loop costs more than a row of a few elements: the loop clears the FP
+# status when it returns (fetestexcept and feclearexcept), which took 10 % of GradBench kmeans'
+# cost, a np.min of 10 distances per point. A contiguous row of up to Lanes.longest elements
+# with no NaN is reduced in registers instead, the way numpy's loop reduces it (its choice
+# among equal zeros depends on the lanes of its vectors), and a row with a NaN still goes to
+# the loop (its choice among NaN payloads is not modelled). The model is fitted when first
+# needed, against numpy's own reductions of rows of every length up to LONGEST, heavy with
+# ties of 0.0 and -0.0; where no model fits all of them (another numpy, another machine's
+# vectors) every row is one call, as before.
+
+class Lanes(tuple):
+    """(width, value_first, upper_first, longest): how numpy's loop reduces a contiguous row
+    of at most `longest` elements, NaN-free, into its cell c: `width` lanes start as c; each
+    whole group of `width` elements goes into them, lane j = pick(lane j, x_j)
+    (pick(x_j, lane j) when value_first); the lanes fold in halves, level k taking
+    pick(upper, lower) where upper_first[k], else pick(lower, upper); the rest of the row
+    one by one, r = pick(r, x). pick(a, b) is a if a < b (min; > for max), else b: what
+    x86's minpd and maxpd return. A width of 1 is the plain scalar loop."""
+
+    width = property(lambda self: self[0])
+    value_first = property(lambda self: self[1])
+    upper_first = property(lambda self: self[2])
+    longest = property(lambda self: self[3])
+
+
+LONGEST = 63  # the longest row (after its first element) a model may cover
+SHORT_ROWS = os.environ.get("ADCOMPILE_LLVM_SHORT_ROWS", "1") != "0"
+_models = {}  # {(prim, dtype): Lanes or None}, fitted when first asked for
+
+
+def short_rows(prim, dtype):
+    """The Lanes of np.min / np.max (`prim` amin or amax) of `dtype` rows whose loop is in
+    use (reduces), or None."""
+    if not SHORT_ROWS or not reduces(prim, dtype):
+        return None
+    with _lock:
+        if (prim, dtype) not in _models:
+            _models[prim, dtype] = _fit(prim, dtype)
+        return _models[prim, dtype]
+
+
+def _fit(prim, dtype):
+    """The first candidate Lanes that gives numpy's bits on every probe row, each length from
+    1 to LONGEST; else the longest plain scalar loop that does (None if not even 1)."""
+    scalar = _TYPES[dtype][0]
+    ufunc = getattr(np, REDUCERS[prim])
+    rng = np.random.default_rng(17)
+    zeros = rng.choice(np.array([0.0, -0.0], scalar), (256, LONGEST + 1))
+    mixed = rng.choice(np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, 0.5], scalar),
+                       (256, LONGEST + 1))
+    table = np.concatenate([zeros, mixed]).astype(scalar)
+    probes = []
+    for n in range(1, LONGEST + 1):  # the first n + 1 of each row: the cell, then n
+        rows = table[:, :n + 1]
+        probes.append((n, rows, ufunc.reduce(rows, axis=1).tobytes()))
+    less = np.less if prim == "amin" else np.greater
+
+    def longest(lanes):
+        for n, rows, want in probes:
+            if _reduced(lanes, rows, n, less).tobytes() != want:
+                return n - 1
+        return LONGEST
+
+    item = np.dtype(scalar).itemsize  # the lanes of AVX-512, AVX and SSE vectors first
+    widths = [64 // item, 32 // item, 16 // item]
+    for width in widths + [w for w in (16, 8, 4, 2) if w not in widths]:
+        levels = width.bit_length() - 1
+        # the usual: upper half first where the halves are 16 bytes or more (x86's
+        # reduce_min/max builtins), lower first inside a 16-byte register
+        usual = tuple((width >> (k + 1)) * item >= 16 for k in range(levels))
+        orders = [usual] + [o for o in itertools.product((False, True), repeat=levels)
+                            if o != usual]
+        for value_first in (False, True):
+            for upper_first in orders:
+                lanes = Lanes((width, value_first, upper_first, LONGEST))
+                if longest(lanes) == LONGEST:
+                    return lanes
+    scalar_loop = longest(Lanes((1, False, (), LONGEST)))
+    return Lanes((1, False, (), scalar_loop)) if scalar_loop > 0 else None
+
+
+def _reduced(lanes, rows, n, less):
+    """The model's reduction of each row (the cell first, then n elements), in numpy."""
+    def pick(a, b):
+        return np.where(less(a, b), a, b)
+
+    width = lanes.width
+    acc = np.repeat(rows[:, :1], width, axis=1)
+    whole = n // width
+    for k in range(whole):
+        group = rows[:, 1 + k * width:1 + (k + 1) * width]
+        acc = pick(group, acc) if lanes.value_first else pick(acc, group)
+    for upper_first in lanes.upper_first:
+        half = acc.shape[1] // 2
+        lower, upper = acc[:, :half], acc[:, half:]
+        acc = pick(upper, lower) if upper_first else pick(lower, upper)
+    r = acc[:, 0]
+    for i in range(1 + whole * width, n + 1):
+        r = pick(r, rows[:, i])
+    return r
 
 
 def symbols():
@@ -289,9 +399,23 @@ class UfuncLowering:
             start = self.advance(offsets[0], skip, step)
             left = b.sub(row, skip)
             if isinstance(x, ArrayV) and x.dtype == dtype:  # the row in one call
-                source, byte_step = self.ufunc_source(x, start, step, left, dtype)
-                self.call_ufunc(prim, dtype, [cell, source, cell], [i64(0), byte_step, i64(0)],
-                                left)
+
+                def call():
+                    source, byte_step = self.ufunc_source(x, start, step, left, dtype)
+                    self.call_ufunc(prim, dtype, [cell, source, cell],
+                                    [i64(0), byte_step, i64(0)], left)
+
+                lanes = short_rows(prim, dtype)
+                if lanes is None:
+                    call()
+                    return
+                short = b.and_(b.icmp_signed("<=", left, i64(lanes.longest)),
+                               b.icmp_signed("==", step, i64(1)))
+                with b.if_else(short) as (in_registers, whole):
+                    with in_registers:
+                        self.short_reduce(prim, lanes, x, start, left, cell, call)
+                    with whole:
+                        call()
                 return
 
             def block(k):  # a lazy value: BLOCK elements at a time through a buffer
@@ -307,3 +431,50 @@ class UfuncLowering:
 
         self.loops(shape[:-1], [strides[:-1]], reduce_row, bases=[base])
         return b.load(cell, typ=MEM[dtype])
+
+    def short_reduce(self, prim, lanes, x, start, n, cell, call):
+        """The n contiguous elements of x from `start` reduced into `cell` in registers, as
+        numpy's loop would (short_rows' Lanes); `call()` (the loop itself) when the cell or
+        an element is NaN."""
+        b = self.b
+        t = MEM[x.dtype]
+        pred = "<" if prim == "amin" else ">"
+
+        def pick(a, c):
+            return b.select(b.fcmp_ordered(pred, a, c), a, c)
+
+        first = b.load(cell, typ=t)
+        slots = [self.scratch(t, "lane") for _ in range(lanes.width)]
+        for slot in slots:
+            b.store(first, slot)
+        nan = self.scratch(ir.IntType(1), "nan")
+        b.store(b.fcmp_unordered("uno", first, first), nan)
+
+        def element(i):
+            value = self.read(x, b.add(start, i))
+            b.store(b.or_(b.load(nan, typ=ir.IntType(1)),
+                          b.fcmp_unordered("uno", value, value)), nan)
+            return value
+
+        def group(k):
+            at = b.mul(k, i64(lanes.width))
+            for j, slot in enumerate(slots):
+                value, lane = element(b.add(at, i64(j))), b.load(slot, typ=t)
+                b.store(pick(value, lane) if lanes.value_first else pick(lane, value), slot)
+
+        whole = b.sdiv(n, i64(lanes.width))
+        self.loop(whole, group)
+        values = [b.load(slot, typ=t) for slot in slots]
+        for upper_first in lanes.upper_first:
+            half = len(values) // 2
+            values = [pick(hi, lo) if upper_first else pick(lo, hi)
+                      for lo, hi in zip(values[:half], values[half:])]
+        result = self.scratch(t, "reduced.short")
+        b.store(values[0], result)
+        self.loop(n, lambda i: b.store(pick(b.load(result, typ=t), element(i)), result),
+                  start=b.mul(whole, i64(lanes.width)))
+        with b.if_else(b.load(nan, typ=ir.IntType(1))) as (with_nan, plain):
+            with with_nan:
+                call()
+            with plain:
+                b.store(b.load(result, typ=t), cell)
