@@ -82,7 +82,7 @@ def _wide(*shape, seed=0):
 LAYOUTS = {"C": lambda a: a.copy(), "F": np.asfortranarray,
            "strided": lambda a: np.repeat(a, 2, axis=-1)[..., ::2],
            "reversed": lambda a: a[::-1].copy()[::-1], "rows reversed": lambda a: a.copy()[::-1]}
-SHAPES = ((3, 5), (10, 8), (40, 129), (9, 5000), (0, 4), (4, 0), (1, 7))
+SHAPES = ((3, 5), (10, 8), (6, 37), (5, 128), (40, 129), (9, 5000), (0, 4), (4, 0), (1, 7))
 
 
 def _check_bits(ours, expected, what, rounding=False):

@@ -30,7 +30,8 @@ an n-d one in its temporary's memory order: read in place when every leaf is one
 order, else computed into a temporary with that layout first. A sum over the last axis alone of
 a C-contiguous array, or of an expression whose temporary would be C-ordered, is one pairwise
 sum per row (numpy hands its add loop each row whole), read in place from the leaves with no
-plan worked out (row_sums).
+plan worked out (row_sums); a row of up to PW_BLOCK elements is summed in the row loop itself
+(block_here), a longer one by a call.
 
 The code: `adc.pairwise.*` is numpy's pairwise_sum for one kind of operand (an array of a
 dtype, or an expression; constant strides stay constants), recursive, its 8 accumulators two
@@ -556,8 +557,34 @@ class PairwiseLowering:
                     self.read(x, self.advance(base, i, stride)), x.dtype, dtype),
                     flags=self.flags), result))
             with more:
-                call()
+                with b.if_else(b.icmp_signed("<=", n, i64(PW_BLOCK))) as (block, halves):
+                    with block:
+                        b.store(self.block_here(x, base, n, stride, dtype), result)
+                    with halves:
+                        call()
         return b.load(result, typ=t)
+
+    def block_here(self, x, base, n, stride, dtype):
+        """pairwise_block of 8 <= n <= PW_BLOCK elements of x at base + i * stride, in the
+        caller's code: a short row's sum costs less than the call (its arguments, the strides
+        worked out again inside); an array's unit stride gets loads in place."""
+        b = self.b
+
+        def block(step):
+            def element(i):
+                return self.cast_to(self.read(x, self.advance(base, i, step)), x.dtype, dtype)
+
+            return self.pairwise_block(x, element, [base], [step], n, dtype)
+
+        if isinstance(x, LazyV) or isinstance(stride, ir.Constant) or x.dtype != dtype:
+            return block(stride)
+        slot = self.scratch(REG[dtype], "pairwise")
+        with b.if_else(b.icmp_signed("==", stride, i64(1))) as (unit, strided):
+            with unit:
+                b.store(block(i64(1)), slot)
+            with strided:
+                b.store(block(stride), slot)
+        return b.load(slot, typ=REG[dtype])
 
     def pairwise_call(self, x, base, n, strides, dtype):
         fn, params = self.pairwise_fn(x, strides, dtype)
