@@ -83,6 +83,8 @@ class Fusion:
         self.runs = {}  # first op -> the ops of a tiled run (tiles.py)
         self.in_run = set()  # the other ops of runs, lowered with their first
         self.units = set()  # the ops of runs that make a loop
+        self.spare = {}  # a value a for loop yields -> the loop, when the last trip's is
+        # never read (spare_on_last_trip)
 
     def saved(self):
         """A copy of what _plan_block decides, to plan a block again from."""
@@ -107,7 +109,44 @@ def plan(fn):
         if tiles.TILES:
             tiles.plan_runs(block, set(fn.params), fusion)
     fusion.apart = _apart_stores(fn, fusion.origins)
+    fusion.spare = spare_on_last_trip(fn)
     return fusion
+
+
+# what reading an array's shape and nothing else looks like (a load whose value nobody uses
+# is there for its IndexError: it reads one element, which then does not matter)
+_SHAPE_ONLY = ("shape", "size")
+
+
+def spare_on_last_trip(fn):
+    """{value: loop} of the arrays a `for` loop's body makes and yields into a slot whose
+    final value nothing after the loop reads an element of (only its shape, or a load whose
+    result is unused), used by nothing but the yield: on the loop's last trip no later trip
+    reads them either, so their elements need not be computed. Reverse mode's forward sweep
+    carries the state so, when the gradient needs only the output's shape (ode's
+    `ode_primal(x, s)[-1]`: y's last update, an RK4 step's fifth loop over memory)."""
+    users = {}
+    for op in walk(fn.body):
+        for v in op.operands:
+            users.setdefault(v, []).append(op)
+
+    def unread(v):
+        return all(u.prim in _SHAPE_ONLY or (u.prim == "load" and u.operands[0] is v and
+                                               not any(users.get(r) for r in u.results))
+                   for u in users.get(v, ()))
+
+    spare = {}
+    for op in walk(fn.body):
+        if op.prim != "for" or not op.regions[0].ops:
+            continue
+        body = op.regions[0]
+        last = body.ops[-1]
+        made = {r for inner in body.ops for r in inner.results}
+        for v, result in zip(last.operands, op.results):
+            if last.prim == "yield" and v in made and isinstance(v.type, T.Array) and \
+                    len(users.get(v, ())) == 1 and unread(result):
+                spare[v] = op
+    return spare
 
 
 def _apart_stores(fn, origins):

@@ -130,6 +130,7 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
         self.kernel_fn = func  # see in_kernel
         self.array_program = False  # the function makes arrays (lower_kernel; outlined_nest)
         self.loop_bodies = 0  # how many loops of this function the code being built is in
+        self.last_trip = {}  # a value fusion.spare names -> i1: this trip is its loop's last
         self.exits = {}  # error code -> this function's block that leaves with it
         self.ranges = {}  # (an outlined function's errors, line) -> their codes here
 
@@ -501,15 +502,14 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
             for phi, x in zip(phis, flat(self.coerce(init, p.type))):
                 phi.add_incoming(x, pre)
             carried.append(phis)
-        if isinstance(step, ir.Constant):
-            going = self.b.icmp_signed("<" if step.constant > 0 else ">", i, stop)
-        else:
-            up = self.b.icmp_signed(">", step, i64(0))
-            going = self.b.select(up, self.b.icmp_signed("<", i, stop),
-                                  self.b.icmp_signed(">", i, stop))
+        going = self.going(i, stop, step)
         self.b.cbranch(going, loop, done)
         self.b.position_at_end(loop)
         self.values[body.params[0]] = i
+        spare = [v for v, loop_op in self.fusion.spare.items() if loop_op is op]
+        if spare:  # whether this trip is the last (tiles.py skips those values' loops)
+            last = self.b.not_(self.going(self.b.add(i, step), stop, step))
+            self.last_trip.update((v, last) for v in spare)
         for p, phis in zip(body.params[1:], carried):
             self.values[p] = self.set_origin(unflat(p.type, iter(phis)), p)
         yielded = self.loop_body(body)
@@ -522,6 +522,14 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
         self.b.position_at_end(done)
         self.bind(op.results, [self.set_origin(unflat(p.type, iter(phis)), r)
                                for p, r, phis in zip(body.params[1:], op.results, carried)])
+
+    def going(self, i, stop, step):
+        """Whether a for loop whose counter is i makes another trip."""
+        if isinstance(step, ir.Constant):
+            return self.b.icmp_signed("<" if step.constant > 0 else ">", i, stop)
+        up = self.b.icmp_signed(">", step, i64(0))
+        return self.b.select(up, self.b.icmp_signed("<", i, stop),
+                             self.b.icmp_signed(">", i, stop))
 
     def loop_body(self, region):
         """self.block(region) for a region a loop runs again and again (loop_bodies counts

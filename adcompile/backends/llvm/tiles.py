@@ -151,9 +151,10 @@ class _Unit:
     """One loop of a run: `stores` (a store or a group's stores, `pairs` as _plan_groups
     made them) or `made` (an op computed into the new array `out` from its lazy `form`)."""
 
-    def __init__(self, stores=(), pairs=None, made=None, out=None, form=None):
+    def __init__(self, stores=(), pairs=None, made=None, out=None, form=None, skip=None):
         self.stores, self.pairs = list(stores), pairs
         self.made, self.out, self.form = made, out, form
+        self.skip = skip  # a made array no one reads on this trip (fusion.spare): i1
 
     @property
     def first(self):
@@ -200,12 +201,17 @@ class TileLowering:
             self.fusion.lazy.discard(r)
         out = self.new_array(r.type.dtype, list(form.shape), op.loc)
         self.values[r] = out
-        return _Unit(made=op, out=out, form=form)
+        return _Unit(made=op, out=out, form=form, skip=self.last_trip.get(r))
 
     def unit_whole(self, unit, lo=None):
-        """The unit over its whole range, or over the tile from `lo` (TILE long)."""
+        """The unit over its whole range, or over the tile from `lo` (TILE long); nothing
+        where it is skipped (the array's shape is all this trip needs)."""
         if unit.made is not None:
-            self.made_store(unit, lo)
+            if unit.skip is None:
+                self.made_store(unit, lo)
+                return
+            with self.b.if_then(self.b.not_(unit.skip)):
+                self.made_store(unit, lo)
             return
         saved = {x: self.v(x) for op in unit.stores for x in op.operands[:2]}
         if lo is not None:
