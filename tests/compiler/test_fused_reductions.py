@@ -154,6 +154,21 @@ def test_row_sums_have_teeth():
     assert not np.array_equal(rows, np.array([sum(r.tolist()) for r in x]))
 
 
+# -- sums of short vectors (pairwise.added: the one block in the caller's code) ----------------------
+
+
+def vector_sums(v, w):
+    return np.sum(v), np.sum(v * w - 1.0), np.sum(v[::2]), np.sum((v > w).astype(np.float64))
+
+
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 16, 37, 128, 129, 300])
+def test_short_vector_sums_are_numpys(n):
+    v, w = _wide(n), _wide(n, seed=1)
+    expected = vector_sums(v, w)
+    for name, f in _variants(vector_sums).items():
+        _check_bits(_call(name, f, v, w), expected, f"vector_sums {name}")
+
+
 # -- the axis order of an expression's temporary (pairwise.c_ordered) -------------------------------
 #
 # axis_order takes C order without calling order_fn when no operand's strides ask for a move;

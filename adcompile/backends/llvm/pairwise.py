@@ -214,10 +214,13 @@ class PairwiseLowering:
 
     def added(self, x, base, n, stride, dtype, cast):
         """0 + the n elements of x at base + i * stride added as numpy's calls (one, or
-        BUFSIZE-element ones for a cast)."""
+        BUFSIZE-element ones for a cast); one call of at most PW_BLOCK elements is added
+        here (pairwise's `short`: the sum of a short vector, in a loop, costs less than the
+        call)."""
         acc = self.scratch(REG[dtype], "sum")
         self.b.store(zero(REG[dtype]), acc)
-        self.add_calls(acc, x, base, n, stride, i64(BUFSIZE) if cast else n, dtype)
+        self.add_calls(acc, x, base, n, stride, i64(BUFSIZE) if cast else n, dtype,
+                       short=not cast)
         return self.b.load(acc, typ=REG[dtype])
 
     def add_calls(self, acc, x, base, n, stride, length, dtype, short=False):
