@@ -383,6 +383,19 @@ def test_an_outlined_nest_takes_a_copy_of_the_tape():
         np.testing.assert_array_equal(g(a), grad(adcompile(linked_walk, backend=backend))(a))
 
 
+def test_a_nest_keeps_the_tape_it_pops_in_registers():
+    """The reversed loop, outlined as a nest called outside the kernel's loops, works on a
+    stack slot of its own for the tape (parallel._local_tapes): the tape's top is a register
+    of its loop (a phi), not reloaded and stored through the env's pointer on every pop."""
+    a = np.random.default_rng(4).standard_normal(40)
+    g = grad(adcompile(linked_walk))
+    nests = [f for f in g.llvm_ir(a).split("\ndefine ") if "@adc.nest." in f.split("(")[0]]
+    assert any("phi i64" in line and "%tape.local" in line
+               for nest in nests for line in nest.splitlines())
+    for backend in ("python", "interp"):
+        np.testing.assert_array_equal(g(a), grad(adcompile(linked_walk, backend=backend))(a))
+
+
 def test_a_scalar_program_keeps_its_loops(monkeypatch):
     a, b = np.linspace(0, 1, 50), np.linspace(2, 3, 50)
     (text,) = _module_texts(monkeypatch, lambda: adcompile(scalar_loops)(a, b))

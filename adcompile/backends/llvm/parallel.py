@@ -120,7 +120,10 @@ class ParallelLowering:
         of the gradient's time). Inside a loop fn takes the slot itself: there each call
         would copy the tapes in and out (GradBench lstm's gradient, whose time-step loop
         calls its nests: 5% more time), and the tapes are the nests' work anyway."""
-        captured = _capture(fn)
+        loads = {}
+        captured = _capture(fn, loads)
+        if not self.loop_bodies:  # (inside a loop: many short calls, each would copy)
+            _local_tapes(fn, [loads[id(v)] for v in captured if v in self.tapes])
         env_type = ir.LiteralStructType([v.type for v in captured])
         env = self.scratch(env_type, "env")
         tapes = []
@@ -417,13 +420,14 @@ def _operands(instr):
     return values
 
 
-def _capture(fn):
+def _capture(fn, loads=None):
     """Make fn stand alone: each register of another function that its instructions use is
     recomputed at the top of its entry block when it is a cheap pure instruction (integer
     arithmetic, comparisons, selects, casts, address arithmetic: REMAT, at most REMAT_BUDGET
     of them), so LLVM still sees what the enclosing code knew (a stride that is 0 or 1 by a
     select on a length, two views of one array); anything else is loaded from fn's env
-    argument (fn.args[0]). Returns the loaded registers, in env's order."""
+    argument (fn.args[0]). Returns the loaded registers, in env's order; `loads` (a dict)
+    gets id(register) -> its load in fn."""
     uses = []
     for block in fn.blocks:
         for instr in block.instructions:
@@ -437,7 +441,40 @@ def _capture(fn):
     for block in fn.blocks:
         for instr in block.instructions:
             _rebind(instr, conversion.mapped)
+    if loads is not None:
+        loads.update((id(v), conversion.mapped[id(v)]) for v in conversion.captured)
     return conversion.captured
+
+
+def _local_tapes(fn, pointers):
+    """fn works on a copy of each tape whose slot it takes from its env (`pointers`, the
+    loads of their addresses): a stack slot of its own, filled at its entry and copied back
+    before each return. Through the env's pointer LLVM must keep a tape's top and buffer in
+    memory (any store of fn's may alias them): a reversed loop outlined as a nest stored and
+    reloaded each tape's top on every pop (GradBench det's reverse sweep); its own slot
+    becomes registers."""
+    if not pointers:
+        return
+    entry = fn.blocks[0]
+    b = ir.IRBuilder(entry)
+    b.position_after(max(pointers, key=entry.instructions.index))
+    copies, made = {}, []
+    for pointer in pointers:
+        copy = b.alloca(TAPE, name="tape.local")
+        state = b.load(pointer, typ=TAPE)
+        made += [copy, state, b.store(state, copy)]
+        copies[id(pointer)] = copy
+    made = set(map(id, made))
+    for block in fn.blocks:
+        for instr in block.instructions:
+            if id(instr) not in made:
+                _rebind(instr, copies)
+    for block in fn.blocks:
+        last = block.instructions[-1] if block.instructions else None
+        if isinstance(last, ir.instructions.Ret):
+            b.position_before(last)
+            for pointer in pointers:
+                b.store(b.load(copies[id(pointer)], typ=TAPE), pointer)
 
 
 REMAT = frozenset(["add", "sub", "mul", "and", "or", "xor", "shl", "lshr", "ashr", "icmp",
