@@ -27,7 +27,7 @@ inside the body writes it (the memory then holds what the load read).
 
 from adcompile.ir import types as T
 from adcompile.ir.nodes import memory_root as _root
-from adcompile.ir.nodes import walk
+from adcompile.ir.nodes import users, walk
 
 _LOOPS = ("for", "while")
 
@@ -110,15 +110,6 @@ def eligible(loop, written):
 
 # ops whose adjoint does not read this operand's value (a store's value, not its index)
 LINEAR = ("add", "sub", "neg", "yield", "cast")
-
-
-def users(fn):
-    """value -> the ops using it, for the whole function."""
-    users = {}
-    for op in walk(fn.body):
-        for v in op.operands:
-            users.setdefault(v, []).append(op)
-    return users
 
 
 def _needed(v, users):

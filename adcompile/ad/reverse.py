@@ -29,7 +29,7 @@ from adcompile.errors import ArgumentError, CompileError
 from adcompile.ir import types as T
 from adcompile.ir.builder import IRBuilder
 from adcompile.ir.nodes import Block, Function, Op, Value, export_from_if, walk, walk_op
-from adcompile.ir.nodes import MEMORY_VIEWS, memory_root as _root, region_slots
+from adcompile.ir.nodes import MEMORY_VIEWS, memory_root as _root, region_slots, users
 from adcompile.ir.prims import ELEMENTWISE, PRIMS
 from adcompile.passes.dce import dead_code
 from adcompile.passes.simplify import constant_fold
@@ -175,7 +175,7 @@ class _Reverse:
         self._refuse_reshapes_of_written_memory()
         # loops whose reversed copies run each iteration again (see checkpoint.py), and the
         # loads of scratch arrays their adjoints read again from memory
-        self.users = checkpoint.users(fn)
+        self.users = users(fn)
         self.reloadable, self.scratch = set(), {}
         self.rebuilt = {}  # "store" loop -> covering loops the adjoint runs again instead
         # checkpoint.choose asks `recomputable`, which reads the taping loops; those depend on

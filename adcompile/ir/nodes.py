@@ -97,6 +97,15 @@ def walk(block):
             stack.append(iter(region.ops))
 
 
+def users(fn):
+    """value -> the ops using it (once per operand slot), for the whole function."""
+    found = {}
+    for op in walk(fn.body):
+        for v in op.operands:
+            found.setdefault(v, []).append(op)
+    return found
+
+
 def walk_op(op):
     """`op` and every operation in its regions, in program order."""
     yield op

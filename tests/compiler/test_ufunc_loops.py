@@ -313,9 +313,8 @@ def test_the_lane_model_is_fitted_to_numpy(prim, dtype):
     scalar = np.float64 if dtype == "f64" else np.float32
     ufunc = np.minimum if prim == "amin" else np.maximum
     less = np.less if prim == "amin" else np.greater
-    plain = ufuncs.Lanes((1, False, (), lanes.longest))
-    flipped = ufuncs.Lanes((lanes.width, lanes.value_first,
-                            tuple(not u for u in lanes.upper_first), lanes.longest))
+    plain = ufuncs.Lanes(1, False, (), lanes.longest)
+    flipped = lanes._replace(upper_first=tuple(not u for u in lanes.upper_first))
     w = lanes.width
     for n in (1, 7, w, w + 1, 2 * w, 2 * w + 3, 3 * w, lanes.longest):
         rows = _ties((4000, n + 1), scalar, n, zeros=True)
@@ -335,8 +334,8 @@ def test_short_rows_take_the_model(monkeypatch, no_ir_cache):
     m = _ties((4000, 3 * lanes.width + 1), np.float64, 11, zeros=True)  # the cell, 3 groups
     want = np.min(m, axis=1)
     _same_bits(ac.adcompile(_min_rows)(m), want)
-    monkeypatch.setitem(ufuncs._models, ("amin", "f64"), ufuncs.Lanes(
-        (lanes.width, lanes.value_first, tuple(not u for u in lanes.upper_first), 63)))
+    monkeypatch.setitem(ufuncs._models, ("amin", "f64"), lanes._replace(
+        upper_first=tuple(not u for u in lanes.upper_first)))
     assert ac.adcompile(_min_rows)(m).tobytes() != want.tobytes()
     monkeypatch.setattr(ufuncs, "SHORT_ROWS", False)
     _same_bits(ac.adcompile(_min_rows)(m), want)

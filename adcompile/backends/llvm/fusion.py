@@ -47,7 +47,7 @@ from adcompile.backends.llvm.memory import sum_to_may_alias
 from adcompile.backends.llvm.values import I1, I64, ITEMSIZE, MEM, ArrayV, JoinV, LazyNode, \
     LazyV, Pack, i64
 from adcompile.ir import types as T
-from adcompile.ir.nodes import VIEWS, WRITES, Op, walk, walk_op
+from adcompile.ir.nodes import VIEWS, WRITES, Op, users, walk, walk_op
 from adcompile.ir.origins import FRESH, Origins
 from adcompile.ir.prims import BINARY_MATH, ELEMENTWISE, UNARY_MATH
 
@@ -83,8 +83,8 @@ class Fusion:
         self.runs = {}  # first op -> the ops of a tiled run (tiles.py)
         self.in_run = set()  # the other ops of runs, lowered with their first
         self.units = set()  # the ops of runs that make a loop
-        self.spare = {}  # a value a for loop yields -> the loop, when the last trip's is
-        # never read (spare_on_last_trip)
+        self.spare = {}  # a for loop -> the values it yields whose last trip's elements
+        # nothing reads (spare_on_last_trip)
 
     def saved(self):
         """A copy of what _plan_block decides, to plan a block again from."""
@@ -119,21 +119,18 @@ _SHAPE_ONLY = ("shape", "size")
 
 
 def spare_on_last_trip(fn):
-    """{value: loop} of the arrays a `for` loop's body makes and yields into a slot whose
+    """{loop: [values]}: the arrays a `for` loop's body makes and yields into a slot whose
     final value nothing after the loop reads an element of (only its shape, or a load whose
     result is unused), used by nothing but the yield: on the loop's last trip no later trip
     reads them either, so their elements need not be computed. Reverse mode's forward sweep
     carries the state so, when the gradient needs only the output's shape (ode's
     `ode_primal(x, s)[-1]`: y's last update, an RK4 step's fifth loop over memory)."""
-    users = {}
-    for op in walk(fn.body):
-        for v in op.operands:
-            users.setdefault(v, []).append(op)
+    used = users(fn)
 
     def unread(v):
-        return all(u.prim in _SHAPE_ONLY or (u.prim == "load" and u.operands[0] is v and
-                                               not any(users.get(r) for r in u.results))
-                   for u in users.get(v, ()))
+        return all(u.prim in _SHAPE_ONLY or (u.prim == "load" and
+                                               not any(used.get(r) for r in u.results))
+                   for u in used.get(v, ()))
 
     spare = {}
     for op in walk(fn.body):
@@ -144,8 +141,8 @@ def spare_on_last_trip(fn):
         made = {r for inner in body.ops for r in inner.results}
         for v, result in zip(last.operands, op.results):
             if last.prim == "yield" and v in made and isinstance(v.type, T.Array) and \
-                    len(users.get(v, ())) == 1 and unread(result):
-                spare[v] = op
+                    len(used.get(v, ())) == 1 and unread(result):
+                spare.setdefault(op, []).append(v)
     return spare
 
 

@@ -506,7 +506,7 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
         self.b.cbranch(going, loop, done)
         self.b.position_at_end(loop)
         self.values[body.params[0]] = i
-        spare = [v for v, loop_op in self.fusion.spare.items() if loop_op is op]
+        spare = self.fusion.spare.get(op)
         if spare:  # whether this trip is the last (tiles.py skips those values' loops)
             last = self.b.not_(self.going(self.b.add(i, step), stop, step))
             self.last_trip.update((v, last) for v in spare)

@@ -532,8 +532,8 @@ class PairwiseLowering:
         """numpy's pairwise_sum of the n elements of x at base + i * stride, each converted
         to `dtype` (an ArrayV, or a LazyV whose base and stride are Packs). Calls an internal
         function per kind of operand; a stride only known at run time gets a separate call
-        where it is 1 (that function's loads are consecutive); `short` adds fewer than 8
-        elements here (rows of a few elements, many of them)."""
+        where it is 1 (that function's loads are consecutive); `short` adds up to PW_BLOCK
+        elements here, with no call (rows of a few elements, many of them: block_here)."""
         b = self.b
         t = REG[dtype]
         strides = stride.items if isinstance(stride, Pack) else [stride]

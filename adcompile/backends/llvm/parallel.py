@@ -119,16 +119,17 @@ class ParallelLowering:
         reversed loop is an outlined nest, stored and reloaded them on every trip: a third
         of the gradient's time). Inside a loop fn takes the slot itself: there each call
         would copy the tapes in and out (GradBench lstm's gradient, whose time-step loop
-        calls its nests: 5% more time), and the tapes are the nests' work anyway."""
+        calls its nests: 5% more time), and the tapes are the nests' work anyway. Where the
+        caller copies, fn copies too (_local_tapes), for its own loops' sake."""
         loads = {}
         captured = _capture(fn, loads)
-        if not self.loop_bodies:  # (inside a loop: many short calls, each would copy)
-            _local_tapes(fn, [loads[id(v)] for v in captured if v in self.tapes])
+        copied = () if self.loop_bodies else [v for v in captured if v in self.tapes]
+        _local_tapes(fn, [loads[id(v)] for v in copied])  # (fn's side of the copies)
         env_type = ir.LiteralStructType([v.type for v in captured])
         env = self.scratch(env_type, "env")
         tapes = []
         for k, v in enumerate(captured):
-            if v in self.tapes and not self.loop_bodies:
+            if v in copied:
                 copy = self.scratch(TAPE, "tape.copy")
                 self.b.store(self.b.load(v, typ=TAPE), copy)
                 tapes.append((v, copy))

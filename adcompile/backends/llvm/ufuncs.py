@@ -42,11 +42,12 @@ import ctypes
 import itertools
 import os
 import threading
+from typing import NamedTuple
 
 import llvmlite.ir as ir
 import numpy as np
 
-from adcompile.backends.llvm.values import I64, ITEMSIZE, MEM, PTR, ArrayV, external, i64
+from adcompile.backends.llvm.values import I1, I64, ITEMSIZE, MEM, PTR, ArrayV, external, i64
 from adcompile.ir import types as T
 
 UFUNCS = os.environ.get("ADCOMPILE_LLVM_UFUNCS", "1") != "0"
@@ -194,8 +195,8 @@ def key(fn_ops=()):
 # ties of 0.0 and -0.0; where no model fits all of them (another numpy, another machine's
 # vectors) every row is one call, as before.
 
-class Lanes(tuple):
-    """(width, value_first, upper_first, longest): how numpy's loop reduces a contiguous row
+class Lanes(NamedTuple):
+    """How numpy's loop reduces a contiguous row
     of at most `longest` elements, NaN-free, into its cell c: `width` lanes start as c; each
     whole group of `width` elements goes into them, lane j = pick(lane j, x_j)
     (pick(x_j, lane j) when value_first); the lanes fold in halves, level k taking
@@ -203,10 +204,10 @@ class Lanes(tuple):
     one by one, r = pick(r, x). pick(a, b) is a if a < b (min; > for max), else b: what
     x86's minpd and maxpd return. A width of 1 is the plain scalar loop."""
 
-    width = property(lambda self: self[0])
-    value_first = property(lambda self: self[1])
-    upper_first = property(lambda self: self[2])
-    longest = property(lambda self: self[3])
+    width: int
+    value_first: bool
+    upper_first: tuple
+    longest: int
 
 
 LONGEST = 63  # the longest row (after its first element) a model may cover
@@ -259,11 +260,11 @@ def _fit(prim, dtype):
                             if o != usual]
         for value_first in (False, True):
             for upper_first in orders:
-                lanes = Lanes((width, value_first, upper_first, LONGEST))
+                lanes = Lanes(width, value_first, upper_first, LONGEST)
                 if longest(lanes) == LONGEST:
                     return lanes
-    scalar_loop = longest(Lanes((1, False, (), LONGEST)))
-    return Lanes((1, False, (), scalar_loop)) if scalar_loop > 0 else None
+    scalar_loop = longest(Lanes(1, False, (), LONGEST))
+    return Lanes(1, False, (), scalar_loop) if scalar_loop > 0 else None
 
 
 def _reduced(lanes, rows, n, less):
@@ -412,11 +413,12 @@ class UfuncLowering:
                     return
                 short = b.and_(b.icmp_signed("<=", left, i64(lanes.longest)),
                                b.icmp_signed("==", step, i64(1)))
-                with b.if_else(short) as (in_registers, whole):
-                    with in_registers:
-                        self.short_reduce(prim, lanes, x, start, left, cell, call)
-                    with whole:
-                        call()
+                done = self.scratch(I1, "reduced.here")
+                b.store(ir.Constant(I1, 0), done)
+                with b.if_then(short):
+                    b.store(self.short_reduce(prim, lanes, x, start, left, cell), done)
+                with b.if_then(b.not_(b.load(done, typ=I1))):
+                    call()
                 return
 
             def block(k):  # a lazy value: BLOCK elements at a time through a buffer
@@ -433,10 +435,10 @@ class UfuncLowering:
         self.loops(shape[:-1], [strides[:-1]], reduce_row, bases=[base])
         return b.load(cell, typ=MEM[dtype])
 
-    def short_reduce(self, prim, lanes, x, start, n, cell, call):
+    def short_reduce(self, prim, lanes, x, start, n, cell):
         """The n contiguous elements of x from `start` reduced into `cell` in registers, as
-        numpy's loop would (short_rows' Lanes); `call()` (the loop itself) when the cell or
-        an element is NaN."""
+        numpy's loop would (short_rows' Lanes), unless the cell or an element is NaN (then
+        the cell is left for the loop itself). Returns whether it was reduced (i1)."""
         b = self.b
         t = MEM[x.dtype]
         pred = "<" if prim == "amin" else ">"
@@ -448,12 +450,12 @@ class UfuncLowering:
         slots = [self.scratch(t, "lane") for _ in range(lanes.width)]
         for slot in slots:
             b.store(first, slot)
-        nan = self.scratch(ir.IntType(1), "nan")
+        nan = self.scratch(I1, "nan")
         b.store(b.fcmp_unordered("uno", first, first), nan)
 
         def element(i):
             value = self.read(x, b.add(start, i))
-            b.store(b.or_(b.load(nan, typ=ir.IntType(1)),
+            b.store(b.or_(b.load(nan, typ=I1),
                           b.fcmp_unordered("uno", value, value)), nan)
             return value
 
@@ -474,8 +476,7 @@ class UfuncLowering:
         b.store(values[0], result)
         self.loop(n, lambda i: b.store(pick(b.load(result, typ=t), element(i)), result),
                   start=b.mul(whole, i64(lanes.width)))
-        with b.if_else(b.load(nan, typ=ir.IntType(1))) as (with_nan, plain):
-            with with_nan:
-                call()
-            with plain:
-                b.store(b.load(result, typ=t), cell)
+        clean = b.not_(b.load(nan, typ=I1))
+        with b.if_then(clean):
+            b.store(b.load(result, typ=t), cell)
+        return clean
