@@ -283,6 +283,37 @@ def test_an_op_naming_an_internal_variable_is_not_shipped():
     assert not submitted and op.blocks and op.linkage == "internal"
 
 
+def test_an_emptied_body_goes_by_reference_counting():
+    """stream.empty_body (a shipped op, and native.release): a loop's phi and the value it
+    merges hold each other, an instruction and its block too; opened, they are freed with
+    the collector off."""
+    import gc
+    import weakref
+
+    module = ir.Module()
+    fn = ir.Function(module, ir.FunctionType(ir.IntType(64), [ir.IntType(64)]), name="f")
+    entry, loop, done = (fn.append_basic_block(n) for n in ("entry", "loop", "done"))
+    b = ir.IRBuilder(entry)
+    b.branch(loop)
+    b.position_at_end(loop)
+    i = b.phi(ir.IntType(64))
+    nxt = b.add(i, ir.Constant(ir.IntType(64), 1))
+    i.add_incoming(ir.Constant(ir.IntType(64), 0), entry)
+    i.add_incoming(nxt, loop)
+    b.cbranch(b.icmp_signed("<", nxt, fn.args[0]), loop, done)
+    b.position_at_end(done)
+    b.ret(nxt)
+    refs = [weakref.ref(x) for x in (entry, loop, done, i, nxt)]
+    del entry, loop, done, i, nxt, b
+    gc.disable()
+    try:
+        stream.empty_body(fn)
+        assert not fn.blocks and [ref() for ref in refs] == [None] * 5
+    finally:
+        gc.enable()
+    assert str(fn).startswith("declare")
+
+
 def test_jobs_give_the_objects_in_the_order_submitted():
     texts = []
     for k, n in enumerate((3, 40, 12)):
@@ -299,6 +330,41 @@ def test_jobs_give_the_objects_in_the_order_submitted():
     for k, code in enumerate(objects):
         assert f"f{k}".encode() in code
     assert not _llvm_threads()
+
+
+def _handoff_probe(x):
+    return np.sum(np.exp(x) * x)
+
+
+def test_the_switch_interval_is_short_while_workers_compile_and_put_back(monkeypatch):
+    """A worker waits for the GIL between its calls into LLVM; while Jobs with workers is
+    open the interval is jit.HANDOFF_SECONDS, and the one before comes back after the last
+    (nested, or closed twice) closes; Jobs without workers leaves it alone."""
+    import sys
+
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(0.004)
+    try:
+        outer = jit.Jobs(1)
+        assert sys.getswitchinterval() == pytest.approx(jit.HANDOFF_SECONDS)
+        inner = jit.Jobs(1)
+        inner.close()
+        assert sys.getswitchinterval() == pytest.approx(jit.HANDOFF_SECONDS)
+        outer.close()
+        outer.close()
+        assert sys.getswitchinterval() == pytest.approx(0.004)
+        alone = jit.Jobs(0)
+        assert sys.getswitchinterval() == pytest.approx(0.004)
+        alone.close()
+        monkeypatch.setenv("ADCOMPILE_CACHE_DIR", "off")
+        seen = []
+        monkeypatch.setattr(jit.Jobs, "submit", lambda self, text, lines, submit=jit.Jobs.submit:
+                            seen.append(sys.getswitchinterval()) or submit(self, text, lines))
+        grad(adcompile(_handoff_probe))(np.linspace(0, 1, 5))
+        assert all(s == pytest.approx(jit.HANDOFF_SECONDS) for s in seen)
+        assert sys.getswitchinterval() == pytest.approx(0.004)
+    finally:
+        sys.setswitchinterval(before)
 
 
 def test_closing_drops_the_texts_not_started(monkeypatch):

@@ -116,6 +116,8 @@ class ErrorTable(dict):
 class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
                 FusionLowering, JoinLowering, TileLowering, UfuncLowering):
     def __init__(self, module, func, fastmath, boundscheck):
+        # (emptied with the module once its text is printed: native.release)
+        module.__dict__.setdefault("adc_lowerings", []).append(self)
         self.module = module
         self.func = func
         self.flags = ("fast",) if fastmath else ()

@@ -83,13 +83,27 @@ class Batches:
         self.exported.update(exported)
         for name in [fn.name for fn in roots] + list(exported):
             fn = self.module.globals[name]  # the kernel's module now only declares it
-            fn.blocks = []
+            empty_body(fn)
             fn.linkage = ""
 
     def rest(self, text):
         """The kernel's module text as the batches left it: their helpers renamed, what
         only their ops used dropped."""
         return split.prune(split.renaming(self.renamed, text)) if self.shipped else text
+
+
+def empty_body(fn):
+    """Drop llvmlite function `fn`'s body, which is then a declaration. Its blocks and
+    instructions form reference cycles (an instruction and its block, a loop's phi and the
+    values it merges), so that only the cyclic collector would free them: opened here, they
+    go by reference counting once nothing else holds them (see native.release)."""
+    for block in fn.blocks:
+        for instruction in block.instructions:
+            if isinstance(instruction, ir.PhiInstr):
+                instruction.incomings = []
+        block.instructions = []
+        block.terminator = None
+    fn.blocks = []
 
 
 def batch_text(module, roots, exported=None):
