@@ -194,11 +194,15 @@ class Jacobian:
     it goes. The loop is compute-bound (two projections and their adjoints per observation),
     and the structure's 8 bytes per value ride along: written by a compiled loop of their own
     they cost about 1.4x the objective at ba11-14, in the same loop about 0.9x.
-    The shift (zeros; read, never written) and the index arrays are allocated once, when the
-    problem's size is first seen, and the indices rewritten by every call (a fresh 16 MB
+    The shift (zeros; read, never written) and the index arrays are allocated and zeroed
+    once, when the Jacobian is made for p observations (the tool's prepare step; else when
+    the problem's size is first seen), and the indices rewritten by every call (a fresh 16 MB
     each call costs its page faults again: 6.5 ms of system time per call at ba1;
     GradBench's C++ tools allocate their scratch buffers when they prepare, and reserve their
-    output's vectors anew in each call). The values are a new array each call, whose memory
+    output's vectors anew in each call). Zeroed by a write, as a C++ std::vector of that size
+    is: np.zeros' pages are mapped only when first touched, which at ba14 (640 MB of
+    scratch) cost the first call 40-170 ms, counted as the warm compile's. The values are a
+    new array each call, whose memory
     the compiled code's cache of large blocks gives back warm; the accumulate pass stores
     each of its elements once, from registers, without filling it with zeros first.
     Perturbing each row's parameters, rather than differentiating per-observation copies of
@@ -207,15 +211,22 @@ class Jacobian:
     assemble) spent, in units of the objective's time at ba7, 0.6 gathering and 2.5
     assembling besides 2.7 per gradient."""
 
-    def __init__(self):
+    def __init__(self, p=None):
         self.values = ac.grad(adcompile(ba_rows))
         self.shift = self.index = None
+        if p is not None:
+            self._scratch(p)
+
+    def _scratch(self, p):
+        self.shift = np.empty(31 * p)
+        self.index = (np.empty(3 * p + 1, dtype=np.int64), np.empty(31 * p, dtype=np.int64))
+        for array in (self.shift, *self.index):
+            array.fill(0)
 
     def __call__(self, cams, points, weights, features, obs, n, m):
         p = obs.shape[0]
         if self.shift is None or len(self.shift) != 31 * p:
-            self.shift = np.zeros(31 * p)
-            self.index = (np.empty(3 * p + 1, dtype=np.int64), np.empty(31 * p, dtype=np.int64))
+            self._scratch(p)
         vals = self.values(self.shift, cams, points, weights, features, obs, n, m, *self.index)
         return (*self.index, vals)
 
@@ -225,8 +236,9 @@ class Adcompile:
         self.args = (*expand(inp), int(inp["n"]), int(inp["m"]))
         self.primal = adcompile(ba_objective)
         self.primal(*self.args[:5])
+        p = self.args[4].shape[0]
         self.compile_cold, self.compile_warm, self.jacobian = compile_seconds(
-            Jacobian, self.args
+            lambda: Jacobian(p), self.args
         )
 
     def objective(self):

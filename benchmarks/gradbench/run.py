@@ -359,7 +359,8 @@ def markdown(results):
              "score per workload). The error is GradBench's |a - e| / max(1, |a| + |e|), the "
              "largest over the objective and the derivative (GradBench accepts 1e-4). "
              "Compile is the first call of adcompile's derivative beyond an ordinary call, "
-             "with an empty and with a filled on-disk cache, on the table's clock.", ""]
+             "with an empty on-disk cache and with the cache that filled (the least of "
+             "three new compiled objects), on the wall clock.", ""]
     for name in EVALS:
         if name not in results:
             continue
