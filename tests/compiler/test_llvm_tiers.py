@@ -486,6 +486,26 @@ def test_small_texts_are_code_generated_at_once(monkeypatch, made):
     assert not variant.pending and variant.redo is None
 
 
+def test_a_kernel_with_loops_of_its_own_is_code_generated_at_once(monkeypatch, made):
+    """Scalar loops in the kernel (split.kernel_loops) are the user's code, which level 0
+    slows most: their text is code-generated at level 3 whatever its size, and nothing
+    waits for a tier-up; an array program's kernel, which only calls work, has none."""
+    monkeypatch.setenv("ADCOMPILE_CACHE_DIR", "off")
+    monkeypatch.setattr(jit, "QUICK_LINES", 0)
+    levels = _level_of_code_generation(monkeypatch)
+    a = np.linspace(0, 1, 50)
+    (text,) = _module_texts(monkeypatch, lambda: adcompile(scalar_loops)(a, a))
+    assert split.kernel_loops(text)
+    (variant,) = made
+    assert levels and set(levels) == {3}
+    assert not variant.pending and variant.redo is None
+    args = (np.linspace(-1, 1, 600).reshape(20, 30), np.linspace(0, 1, 30))
+    texts = _module_texts(monkeypatch, lambda: grad(adcompile(broadcast_gradient),
+                                                    argnums=(0, 1))(*args))
+    assert not any(split.kernel_loops(t) for t in texts)
+    assert split.kernel_loops("") is False
+
+
 def test_a_long_call_starts_the_tier_up(quick_tier, monkeypatch, made):
     """The quick code is replaced after TIER_UP calls, or once its calls took
     TIER_UP_SECONDS: one long call is enough."""

@@ -48,7 +48,12 @@ ONCE = os.environ.get("ADCOMPILE_LLVM_ONCE", "1") != "0"
 # LLVM's time and level 0 takes a seventh of it; the code runs 1.5-2.6 times slower, until
 # the tier-up generates it again at level 3 from the optimised module, kept as bitcode
 # (compile_full). Only texts of QUICK_LINES lines or more (ADCOMPILE_LLVM_QUICK_LINES): a
-# small module compiles fast anyway, and is not worth a tier-up.
+# small module compiles fast anyway, and is not worth a tier-up. Nor a text holding a kernel
+# with loops of its own (split.kernel_loops): the user's scalar loops, which level 0's
+# FastISel and fast register allocator slow most, and such a program's first call can be
+# long: GradBench det's gradient at ell = 10 (0.075 s a call) took 0.7 s in its first call
+# with level 0 code, 0.3 s with level 3 (the rest is the first touch of its tapes' memory),
+# for 0.05 s more compile.
 # ADCOMPILE_LLVM_QUICK_CODEGEN=0 generates everything at level 3 at once.
 QUICK_CODEGEN = os.environ.get("ADCOMPILE_LLVM_QUICK_CODEGEN", "1") != "0"
 QUICK_LINES = int(os.environ.get("ADCOMPILE_LLVM_QUICK_LINES", "1000") or 0)
@@ -357,7 +362,8 @@ class _Part:
             self.tm, self.run, self.keep = tms[0], None, False
             self.module = llvm.parse_bitcode(source, self.context)
         else:
-            quick = quick and source.count("\n") >= QUICK_LINES
+            quick = quick and source.count("\n") >= QUICK_LINES and \
+                not split.kernel_loops(source)
             self.tm, level = _pipeline(source, tms, quick)
             self.keep = quick and not isinstance(source, Once)  # (for the tier-up)
             self.module = llvm.parse_assembly(source, self.context)

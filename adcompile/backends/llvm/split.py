@@ -163,6 +163,19 @@ def _cold_callees(functions, by_name, once, root):
     return inside - once
 
 
+def kernel_loops(text):
+    """Whether a module text defines the kernel (native.kernel_symbol) with loops of its own
+    that call no outlined work (hot_loops): the user's scalar loops, as in a program of
+    loops over array elements (GradBench det, ba, lstm's loops)."""
+    at = text.find(f'@"{KERNEL}')
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        if text.startswith("define ", start):
+            return hot_loops(text[start:text.index("\n}\n", start) + 3])
+        at = text.find(f'@"{KERNEL}', at + 1)
+    return False
+
+
 def hot_loops(text):
     """Whether a function's text has an innermost loop that calls no outlined work (no
     `adc.op.*`, no parallel piece, no BLAS product...): scalar loops, which the full
