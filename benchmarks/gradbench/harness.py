@@ -24,6 +24,8 @@ CLOCK = time.perf_counter
 # best_seconds times batches of calls lasting at least this many seconds, never single calls
 # (see best_seconds)
 BATCH = 0.02
+# compile_seconds' warm seconds: the least of this many new compiled objects
+WARM_TRIES = 3
 # run.py --fastmath sets this while it prepares the second, fastmath=True set of adcompile
 # figures; strict IEEE (False) is the default, the headline and what tool.py always runs
 FASTMATH = False
@@ -111,9 +113,6 @@ def compile_seconds(build, args):
         finally:
             _restore("ADCOMPILE_CACHE_DIR", saved)
     return seconds[0], min(seconds[1:]), derivative
-
-
-WARM_TRIES = 3
 
 
 def _wall_seconds(fn, args):

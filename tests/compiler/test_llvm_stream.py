@@ -338,18 +338,18 @@ def _handoff_probe(x):
 
 def test_the_switch_interval_is_short_while_workers_compile_and_put_back(monkeypatch):
     """A worker waits for the GIL between its calls into LLVM; while Jobs with workers is
-    open the interval is jit.HANDOFF_SECONDS, and the one before comes back after the last
-    (nested, or closed twice) closes; Jobs without workers leaves it alone."""
+    open the interval is jit.HANDOFF_SECONDS, and the one it found comes back when it closes
+    (nested, or closed twice); Jobs without workers leaves it alone."""
     import sys
 
     before = sys.getswitchinterval()
     sys.setswitchinterval(0.004)
     try:
         outer = jit.Jobs(1)
-        assert sys.getswitchinterval() == pytest.approx(jit.HANDOFF_SECONDS)
+        assert sys.getswitchinterval() == pytest.approx(jit.HANDOFF_SECONDS, rel=0.05)
         inner = jit.Jobs(1)
         inner.close()
-        assert sys.getswitchinterval() == pytest.approx(jit.HANDOFF_SECONDS)
+        assert sys.getswitchinterval() == pytest.approx(jit.HANDOFF_SECONDS, rel=0.05)
         outer.close()
         outer.close()
         assert sys.getswitchinterval() == pytest.approx(0.004)
@@ -361,7 +361,8 @@ def test_the_switch_interval_is_short_while_workers_compile_and_put_back(monkeyp
         monkeypatch.setattr(jit.Jobs, "submit", lambda self, text, lines, submit=jit.Jobs.submit:
                             seen.append(sys.getswitchinterval()) or submit(self, text, lines))
         grad(adcompile(_handoff_probe))(np.linspace(0, 1, 5))
-        assert all(s == pytest.approx(jit.HANDOFF_SECONDS) for s in seen)
+        assert seen or not jit.workers()
+        assert all(s == pytest.approx(jit.HANDOFF_SECONDS, rel=0.05) for s in seen)
         assert sys.getswitchinterval() == pytest.approx(0.004)
     finally:
         sys.setswitchinterval(before)

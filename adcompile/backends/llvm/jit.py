@@ -227,7 +227,9 @@ class Jobs:
                                          name="adcompile-llvm") for tm in tms[:workers]]
         for thread in self.threads:
             thread.start()
-        self.handoffs = _quick_handoffs().__enter__() if workers else None
+        self.interval = sys.getswitchinterval() if workers else None  # (HANDOFF_SECONDS)
+        if workers:
+            sys.setswitchinterval(min(HANDOFF_SECONDS, self.interval))
 
     def __enter__(self):
         return self
@@ -268,9 +270,9 @@ class Jobs:
             self.ready.notify_all()
         for thread in self.threads:
             thread.join()
-        handoffs, self.handoffs = self.handoffs, None
-        if handoffs is not None:
-            handoffs.__exit__(None, None, None)
+        if self.interval is not None:
+            sys.setswitchinterval(self.interval)
+            self.interval = None
 
     def _take(self):
         if not self.waiting:
@@ -312,29 +314,9 @@ class Jobs:
 # thread runs Python (the lowering, stream.py) and holds it: at 5 ms a handoff, a worker
 # waited 80-90 ms of the 0.45 s its texts took for GradBench gmm's gradient, and the cold
 # compile took 0.63-0.72 s instead of 0.59. Nothing asks for the GIL while the workers are
-# inside LLVM, so the compiling thread is not interrupted more often otherwise.
+# inside LLVM, so the compiling thread is not interrupted more often otherwise. Jobs sets
+# it and puts the interval it found back when it closes (compiles hold LOCK: one at a time).
 HANDOFF_SECONDS = 1e-4
-_handoff_state = {"depth": 0, "saved": None}
-_handoff_lock = threading.Lock()
-
-
-class _quick_handoffs:
-    """Switch interval HANDOFF_SECONDS while any Jobs with workers is open; the interval in
-    place before the first is put back when the last closes."""
-
-    def __enter__(self):
-        with _handoff_lock:
-            if _handoff_state["depth"] == 0:
-                _handoff_state["saved"] = sys.getswitchinterval()
-                sys.setswitchinterval(min(HANDOFF_SECONDS, _handoff_state["saved"]))
-            _handoff_state["depth"] += 1
-        return self
-
-    def __exit__(self, *exc):
-        with _handoff_lock:
-            _handoff_state["depth"] -= 1
-            if _handoff_state["depth"] == 0:
-                sys.setswitchinterval(_handoff_state["saved"])
 
 
 def _object_code(source, tms, quick=False):

@@ -733,14 +733,13 @@ class _Lowering(ParallelLowering, MemoryLowering, ArrayLowering, LinalgLowering,
         llvm.pow intrinsic: LLVM rewrites pow(2**n, x) (and pow(2**-n, x)) as exp2(n * x),
         whose product rounds (math.pow(8.0, -1.2) came out 1 ulp off, pow(2**62, -1.2) 18),
         and recognises libm's pow by its name as well, unless the declaration says
-        nobuiltin. readnone: the code reads no errno, so equal calls still merge. With
-        fastmath=True the intrinsic, and whatever LLVM makes of it."""
+        nobuiltin (call_math's readnone stays: equal calls still merge). With fastmath=True
+        the intrinsic, and whatever LLVM makes of it."""
         if self.flags:
             return self.intrinsic("llvm.pow", [a, b])
-        fn = self.libc("powf" if a.type == F32 else "pow", a.type, [a.type, a.type])
-        fn.attributes.add("nobuiltin")
-        fn.attributes.add("readnone")
-        return self.b.call(fn, [a, b])
+        call = self.call_math("pow", [a, b], "f32" if a.type == F32 else "f64")
+        call.callee.attributes.add("nobuiltin")
+        return call
 
     def python_pow_errors(self, a, b, value, loc):
         """CPython's float ** float: 0.0 to a negative power raises, a finite negative base to
